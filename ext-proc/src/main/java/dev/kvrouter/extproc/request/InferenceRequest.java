@@ -1,19 +1,72 @@
 package dev.kvrouter.extproc.request;
 
+import java.util.List;
+import java.util.Objects;
+
 /**
- * What the router needs from an OpenAI request body to route it. The full prompt model (messages, tools,
- * content parts, token ids) is parsed by the request path; this record is the part every policy sees.
+ * One OpenAI request body, parsed: everything the request path needs to reproduce the engine's prompt tokens
+ * (the {@link Prompt}), to identify its cache namespace ({@code model}, {@code cacheSalt}) and to estimate its
+ * load ({@link OutputSpec}). Immutable; built by {@link RequestBodyParser}.
  *
  * @param kind completions or chat completions
- * @param model the requested model or adapter name
+ * @param model the requested model or LoRA adapter name
  * @param stream whether the client asked for SSE streaming
+ * @param includeUsage {@code stream_options.include_usage}, or null when not given
  * @param cacheSalt the client's {@code cache_salt}, or null
- * @param maxTokens {@code max_completion_tokens} or {@code max_tokens}, or -1 when absent
+ * @param output what the client asked of the output (for load estimation)
+ * @param prompt the prompt, exactly as the engine will template and tokenize it
+ * @param multimodal media items in the order they appear in the prompt (chat only; empty for text)
+ * @param unreproducible null when the prompt can be reproduced from the body; otherwise why not, as a fallback
+ *     reason (for example {@code prompt_embeds}, {@code unsupported_content_part}): such requests are routed by
+ *     load alone
+ * @param saltSites where {@code cache_salt} sits in the body, for {@link CacheSaltRewriter}
+ * @param bodyBytes size of the body as received
  */
-public record InferenceRequest(Kind kind, String model, boolean stream, String cacheSalt, int maxTokens) {
+public record InferenceRequest(
+    Kind kind,
+    String model,
+    boolean stream,
+    Boolean includeUsage,
+    String cacheSalt,
+    OutputSpec output,
+    Prompt prompt,
+    List<MultimodalItem> multimodal,
+    String unreproducible,
+    CacheSaltSites saltSites,
+    int bodyBytes) {
 
   public enum Kind {
     COMPLETIONS,
     CHAT
+  }
+
+  public InferenceRequest {
+    Objects.requireNonNull(kind, "kind");
+    Objects.requireNonNull(model, "model");
+    Objects.requireNonNull(output, "output");
+    Objects.requireNonNull(prompt, "prompt");
+    multimodal = multimodal == null ? List.of() : List.copyOf(multimodal);
+    saltSites = saltSites == null ? CacheSaltSites.UNKNOWN : saltSites;
+  }
+
+  /** {@code max_completion_tokens} / {@code max_tokens} as the engine applies it, or -1 for "up to the context". */
+  public int maxTokens() {
+    return output.maxTokens();
+  }
+
+  /** The chat prompt; throws for a completions request. */
+  public ChatPrompt chat() {
+    if (prompt instanceof ChatPrompt c) {
+      return c;
+    }
+    throw new IllegalStateException("not a chat request");
+  }
+
+  /** The completions prompt; throws for a chat request. */
+  public CompletionPrompt completion() {
+    if (prompt instanceof CompletionPrompt c) {
+      return c;
+    }
+    throw new IllegalStateException("not a completions request");
   }
 }

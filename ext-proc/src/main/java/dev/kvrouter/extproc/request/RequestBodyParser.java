@@ -5,17 +5,43 @@ import com.fasterxml.jackson.core.JsonParseException;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
+import com.fasterxml.jackson.core.json.JsonReadFeature;
+import dev.kvrouter.extproc.request.InferenceRequest.Kind;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 /**
- * Reads the routing-relevant top-level fields of an OpenAI request with Jackson's streaming parser, skipping
- * everything else without building a tree, so a 1 MB prompt costs one pass over its bytes.
+ * Parses an OpenAI request body in one pass with Jackson's streaming parser, keeping only what the request path
+ * uses: the prompt (chat messages and their template inputs, or completions prompts as text or token ids), the
+ * cache salt, the output hints, and where {@code cache_salt} sits in the bytes. Unused fields are skipped without
+ * being decoded, and no JSON tree is built for the body.
+ *
+ * <p>Validation follows vLLM's request models, so the router rejects (400, naming the offending parameter) what
+ * the engine would reject about the fields it consumes into the prompt or the cache identity, and accepts what
+ * the engine accepts: pydantic's lax booleans, Python truthiness in vLLM's cross-field checks, Python's JSON
+ * number and duplicate-key semantics. Fields the router only estimates with ({@code max_tokens}, {@code n}, ...)
+ * never cause a rejection; the engine validates them. Error messages never quote the body.
+ *
+ * <p>Thread-safe and stateless; one instance serves every stream.
  */
 public final class RequestBodyParser {
 
-  private static final JsonFactory JSON = JsonFactory.builder()
-      .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(64).build())
+  /** Deepest nesting accepted; deeper bodies get 400 (Python's own parser overflows its stack near 1000). */
+  public static final int MAX_DEPTH = 128;
+
+  static final JsonFactory JSON = JsonFactory.builder()
+      .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_DEPTH).build())
+      .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS) // Python's json accepts NaN and Infinity
       .build();
+
+  private static final String PROMPT_SHAPES =
+      "`prompt` must be a string, a list of strings, a list of token ids or a list of token-id lists";
 
   /** Thrown for a body that is not a valid request; carries the 400 error to send back. */
   public static final class BadRequest extends Exception {
@@ -31,58 +57,464 @@ public final class RequestBodyParser {
     }
   }
 
-  public InferenceRequest parse(InferenceRequest.Kind kind, byte[] body, int length) throws BadRequest {
-    String model = null;
-    boolean stream = false;
-    String cacheSalt = null;
-    int maxTokens = -1;
-    boolean hasPrompt = false;
+  static BadRequest bad(String message, String param) {
+    return new BadRequest(OpenAiError.badRequest(message, param));
+  }
+
+  public InferenceRequest parse(Kind kind, byte[] body, int length) throws BadRequest {
+    Fields f = new Fields(kind);
+    CacheSaltSites sites;
     try (JsonParser p = JSON.createParser(body, 0, length)) {
       if (p.nextToken() != JsonToken.START_OBJECT) {
-        throw new BadRequest(OpenAiError.badRequest("request body must be a JSON object"));
+        throw bad("request body must be a JSON object", null);
       }
+      CacheSaltSites.Recorder recorder = new CacheSaltSites.Recorder(p);
       JsonToken t;
       while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
-        String field = p.currentName();
-        JsonToken v = p.nextToken();
-        switch (field) {
-          case "model" -> model = v == JsonToken.VALUE_STRING ? p.getText() : null;
-          case "stream" -> stream = v == JsonToken.VALUE_TRUE;
-          case "cache_salt" -> cacheSalt = v == JsonToken.VALUE_STRING ? p.getText() : null;
-          case "max_tokens", "max_completion_tokens" -> {
-            if (v == JsonToken.VALUE_NUMBER_INT) {
-              maxTokens = p.getIntValue();
-            }
-          }
-          case "prompt" -> {
-            hasPrompt = kind == InferenceRequest.Kind.COMPLETIONS;
-            p.skipChildren();
-          }
-          case "messages" -> {
-            hasPrompt = kind == InferenceRequest.Kind.CHAT && v == JsonToken.START_ARRAY;
-            p.skipChildren();
-          }
-          default -> p.skipChildren();
-        }
+        String name = p.currentName();
+        p.nextToken();
+        recorder.field(name);
+        f.read(name, p);
       }
       if (t != JsonToken.END_OBJECT || p.nextToken() != null) {
-        throw new BadRequest(OpenAiError.badRequest("request body is not a single JSON object"));
+        throw bad("request body is not a single JSON object", null);
       }
+      sites = recorder.sites();
+    } catch (StreamConstraintsException e) {
+      throw bad("request body nests deeper than " + MAX_DEPTH + " levels or exceeds a size limit", null);
     } catch (JsonParseException e) {
       // Jackson's own message can quote the offending input; report only where it broke.
-      throw new BadRequest(OpenAiError.badRequest("request body is not valid JSON (line "
-          + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr() + ")"));
+      throw bad("request body is not valid JSON (line " + e.getLocation().getLineNr() + ", column "
+          + e.getLocation().getColumnNr() + ")", null);
     } catch (IOException e) {
-      throw new BadRequest(OpenAiError.badRequest("request body could not be read: " + e.getClass().getSimpleName()));
+      throw bad("request body could not be read: " + e.getClass().getSimpleName(), null);
     }
-    if (model == null || model.isEmpty()) {
-      throw new BadRequest(OpenAiError.badRequest("you must provide a `model` string", "model"));
+    return f.build(sites, length);
+  }
+
+  /** The top-level fields of one body, gathered in one pass and validated once the object has ended. */
+  private static final class Fields {
+    final Kind kind;
+    Object model;
+    boolean modelPresent;
+    Object cacheSalt;
+    boolean cacheSaltPresent;
+    Object stream;
+    Object streamOptions;
+    Object maxTokens;
+    boolean maxTokensPresent;
+    Object maxCompletionTokens;
+    Object minTokens;
+    Object n;
+    Object bestOf;
+    Object ignoreEos;
+    Object truncatePromptTokens;
+    Object addSpecialTokens;
+    boolean addSpecialTokensPresent;
+    // completions
+    List<CompletionPrompt.Input> prompts;
+    boolean promptEmpty;
+    boolean promptEmbeds;
+    // chat
+    Messages messages;
+    boolean messagesPresent;
+    Object tools;
+    Object toolChoice;
+    boolean toolChoicePresent;
+    Object documents;
+    Object addGenerationPrompt;
+    boolean addGenerationPromptPresent;
+    Object continueFinalMessage;
+    boolean continueFinalMessagePresent;
+    Object chatTemplateKwargs;
+    Object reasoningEffort;
+    Object chatTemplate;
+    Object mmProcessorKwargs;
+
+    Fields(Kind kind) {
+      this.kind = kind;
     }
-    if (!hasPrompt) {
-      throw new BadRequest(kind == InferenceRequest.Kind.CHAT
-          ? OpenAiError.badRequest("`messages` must be a list", "messages")
-          : OpenAiError.badRequest("you must provide a `prompt`", "prompt"));
+
+    void read(String name, JsonParser p) throws IOException, BadRequest {
+      JsonToken v = p.currentToken();
+      boolean chat = kind == Kind.CHAT;
+      switch (name) {
+        case "model" -> {
+          modelPresent = true;
+          model = JsonValues.read(p, v);
+        }
+        case "cache_salt" -> {
+          cacheSaltPresent = true;
+          // The site recorder has already completed or skipped the value; only a string or null is valid.
+          cacheSalt = v == JsonToken.VALUE_STRING ? p.getText() : v == JsonToken.VALUE_NULL ? null : Boolean.FALSE;
+        }
+        case "stream" -> stream = JsonValues.read(p, v);
+        case "stream_options" -> streamOptions = JsonValues.read(p, v);
+        case "max_tokens" -> {
+          maxTokensPresent = true;
+          maxTokens = JsonValues.read(p, v);
+        }
+        case "max_completion_tokens" -> maxCompletionTokens = JsonValues.read(p, v);
+        case "min_tokens" -> minTokens = JsonValues.read(p, v);
+        case "n" -> n = JsonValues.read(p, v);
+        case "best_of" -> bestOf = JsonValues.read(p, v);
+        case "ignore_eos" -> ignoreEos = JsonValues.read(p, v);
+        case "truncate_prompt_tokens" -> truncatePromptTokens = JsonValues.read(p, v);
+        case "add_special_tokens" -> {
+          addSpecialTokensPresent = true;
+          addSpecialTokens = JsonValues.read(p, v);
+        }
+        case "prompt" -> {
+          if (chat) {
+            p.skipChildren();
+          } else {
+            prompts = Prompts.read(p, v);
+            promptEmpty = v == JsonToken.VALUE_STRING && ((CompletionPrompt.Text) prompts.get(0)).text().isEmpty();
+          }
+        }
+        case "prompt_embeds" -> {
+          if (chat) {
+            p.skipChildren();
+          } else {
+            promptEmbeds = JsonValues.skipTruthy(p, v);
+          }
+        }
+        case "messages" -> {
+          if (chat) {
+            messagesPresent = true;
+            messages = v == JsonToken.START_ARRAY ? Messages.read(p) : null;
+            if (messages == null) {
+              p.skipChildren();
+            }
+          } else {
+            p.skipChildren();
+          }
+        }
+        case "tools" -> tools = readIf(chat, p, v);
+        case "tool_choice" -> {
+          toolChoicePresent = chat;
+          toolChoice = readIf(chat, p, v);
+        }
+        case "documents" -> documents = readIf(chat, p, v);
+        case "add_generation_prompt" -> {
+          addGenerationPromptPresent = chat;
+          addGenerationPrompt = readIf(chat, p, v);
+        }
+        case "continue_final_message" -> {
+          continueFinalMessagePresent = chat;
+          continueFinalMessage = readIf(chat, p, v);
+        }
+        case "chat_template_kwargs" -> chatTemplateKwargs = readIf(chat, p, v);
+        case "reasoning_effort" -> reasoningEffort = readIf(chat, p, v);
+        case "chat_template" -> chatTemplate = readIf(chat, p, v);
+        case "mm_processor_kwargs" -> mmProcessorKwargs = readIf(chat, p, v);
+        default -> p.skipChildren();
+      }
     }
-    return new InferenceRequest(kind, model, stream, cacheSalt, maxTokens);
+
+    private static Object readIf(boolean wanted, JsonParser p, JsonToken v) throws IOException {
+      if (wanted) {
+        return JsonValues.read(p, v);
+      }
+      p.skipChildren();
+      return null;
+    }
+
+    InferenceRequest build(CacheSaltSites sites, int bodyBytes) throws BadRequest {
+      if (!(model instanceof String m) || m.isEmpty()) {
+        throw bad(modelPresent && model != null ? "`model` must be a string" : "you must provide a `model` string",
+            "model");
+      }
+      if (cacheSaltPresent && cacheSalt != null && !(cacheSalt instanceof String s && !s.isEmpty())) {
+        throw bad("Parameter 'cache_salt' must be a non-empty string if provided.", "cache_salt");
+      }
+      if (PythonValues.truthy(streamOptions) && !PythonValues.truthy(stream)) {
+        throw bad("Stream options can only be defined when `stream=True`.", "stream_options");
+      }
+      boolean streaming = Boolean.TRUE.equals(PythonValues.laxBool(stream));
+      Boolean includeUsage = streamOptions instanceof Map<?, ?> so && so.get("include_usage") != null
+          ? PythonValues.laxBool(so.get("include_usage"))
+          : null;
+      Integer truncate = truncatePromptTokens();
+      String unreproducible = null;
+      Prompt prompt;
+      List<MultimodalItem> items = List.of();
+      if (kind == Kind.CHAT) {
+        if (!messagesPresent || messages == null) {
+          throw bad("`messages` must be a list", "messages");
+        }
+        Tools.Normalized t = Tools.normalize(tools, toolChoicePresent, toolChoice);
+        boolean agp = bool("add_generation_prompt", addGenerationPromptPresent, addGenerationPrompt, true);
+        boolean cfm = bool("continue_final_message", continueFinalMessagePresent, continueFinalMessage, false);
+        // vLLM's check_generation_prompt tests the raw values with Python truthiness.
+        if (PythonValues.truthy(continueFinalMessage) && PythonValues.truthy(addGenerationPrompt)) {
+          throw bad("Cannot set both `continue_final_message` and `add_generation_prompt` to True.",
+              "continue_final_message");
+        }
+        Map<String, Object> mmKwargs = mapOrNull(mmProcessorKwargs, "mm_processor_kwargs");
+        items = messages.items;
+        if (mmKwargs != null && PythonValues.truthy(mmKwargs.get("use_audio_in_video"))) {
+          items = Messages.withAudioFromVideo(items);
+        }
+        prompt = new ChatPrompt(
+            messages.list,
+            t.tools(),
+            t.toolChoice(),
+            documents(),
+            agp,
+            cfm,
+            mapOrNull(chatTemplateKwargs, "chat_template_kwargs"),
+            stringOrNull(reasoningEffort, "reasoning_effort"),
+            stringOrNull(chatTemplate, "chat_template"),
+            bool("add_special_tokens", addSpecialTokensPresent, addSpecialTokens, false),
+            truncate,
+            mmKwargs);
+        unreproducible = messages.unreproducible;
+      } else {
+        boolean noPrompt = prompts == null || promptEmpty;
+        if (noPrompt && !promptEmbeds) {
+          throw bad("Either prompt or prompt_embeds must be provided and non-empty.", "prompt");
+        }
+        if (promptEmbeds) {
+          unreproducible = "prompt_embeds";
+        }
+        prompt = new CompletionPrompt(prompts == null ? List.of() : prompts,
+            bool("add_special_tokens", addSpecialTokensPresent, addSpecialTokens, true), truncate);
+      }
+      return new InferenceRequest(kind, (String) model, streaming, includeUsage, (String) cacheSalt, output(),
+          prompt, items, unreproducible, sites, bodyBytes);
+    }
+
+    private OutputSpec output() {
+      int max;
+      Long mct = PythonValues.laxLong(maxCompletionTokens);
+      if (kind == Kind.CHAT && mct != null) {
+        max = clamp(mct);
+      } else if (maxTokensPresent) {
+        Long mt = PythonValues.laxLong(maxTokens);
+        max = mt == null ? -1 : clamp(mt);
+      } else {
+        max = kind == Kind.COMPLETIONS ? OutputSpec.COMPLETIONS_DEFAULT_MAX_TOKENS : -1;
+      }
+      Long min = PythonValues.laxLong(minTokens);
+      Long nn = PythonValues.laxLong(n);
+      Long best = PythonValues.laxLong(bestOf);
+      return new OutputSpec(max < 0 ? -1 : max, min == null || min < 0 ? 0 : clamp(min),
+          Boolean.TRUE.equals(PythonValues.laxBool(ignoreEos)), nn == null || nn < 1 ? 1 : clamp(nn),
+          best == null || best < 1 ? 0 : clamp(best));
+    }
+
+    private Integer truncatePromptTokens() throws BadRequest {
+      if (truncatePromptTokens == null) {
+        return null;
+      }
+      Long v = PythonValues.laxLong(truncatePromptTokens);
+      if (v == null || v < -1) {
+        throw bad("`truncate_prompt_tokens` must be an integer >= -1", "truncate_prompt_tokens");
+      }
+      return clamp(v);
+    }
+
+    private List<Map<String, Object>> documents() throws BadRequest {
+      if (documents == null) {
+        return null;
+      }
+      if (!(documents instanceof List<?> l)) {
+        throw bad("`documents` must be a list of objects with string values", "documents");
+      }
+      List<Map<String, Object>> out = new ArrayList<>(l.size());
+      for (Object d : l) {
+        if (!(d instanceof Map<?, ?> m) || !m.values().stream().allMatch(x -> x instanceof String)) {
+          throw bad("`documents` must be a list of objects with string values", "documents");
+        }
+        out.add(cast(m));
+      }
+      return Collections.unmodifiableList(out);
+    }
+
+    private static boolean bool(String param, boolean present, Object raw, boolean dflt) throws BadRequest {
+      if (!present) {
+        return dflt;
+      }
+      Boolean b = PythonValues.laxBool(raw);
+      if (b == null) {
+        throw bad("`" + param + "` must be a boolean", param);
+      }
+      return b;
+    }
+
+    private static Map<String, Object> mapOrNull(Object raw, String param) throws BadRequest {
+      if (raw == null) {
+        return null;
+      }
+      if (raw instanceof Map<?, ?> m) {
+        return cast(m);
+      }
+      throw bad("`" + param + "` must be an object", param);
+    }
+
+    private static String stringOrNull(Object raw, String param) throws BadRequest {
+      if (raw == null || raw instanceof String) {
+        return (String) raw;
+      }
+      throw bad("`" + param + "` must be a string", param);
+    }
+
+    private static int clamp(long v) {
+      return (int) Math.max(Integer.MIN_VALUE, Math.min(Integer.MAX_VALUE, v));
+    }
+  }
+
+  @SuppressWarnings("unchecked")
+  static Map<String, Object> cast(Map<?, ?> m) {
+    return (Map<String, Object>) m;
+  }
+
+  /** Completions prompts, streamed straight into strings and int arrays. */
+  static final class Prompts {
+    private Prompts() {}
+
+    static List<CompletionPrompt.Input> read(JsonParser p, JsonToken v) throws IOException, BadRequest {
+      switch (v) {
+        case VALUE_NULL -> {
+          return null;
+        }
+        case VALUE_STRING -> {
+          return List.of(new CompletionPrompt.Text(p.getText()));
+        }
+        case START_ARRAY -> {
+          JsonToken t = p.nextToken();
+          if (t == JsonToken.END_ARRAY) {
+            throw bad("`prompt` must not be an empty list", "prompt");
+          }
+          List<CompletionPrompt.Input> out = new ArrayList<>();
+          if (t == JsonToken.VALUE_STRING) {
+            do {
+              if (t != JsonToken.VALUE_STRING) {
+                throw bad(PROMPT_SHAPES, "prompt");
+              }
+              out.add(new CompletionPrompt.Text(p.getText()));
+            } while ((t = p.nextToken()) != JsonToken.END_ARRAY);
+          } else if (t == JsonToken.VALUE_NUMBER_INT || t == JsonToken.VALUE_NUMBER_FLOAT) {
+            out.add(new CompletionPrompt.Tokens(tokens(p, t, "prompt")));
+          } else if (t == JsonToken.START_ARRAY) {
+            int i = 0;
+            do {
+              if (t != JsonToken.START_ARRAY) {
+                throw bad(PROMPT_SHAPES, "prompt");
+              }
+              JsonToken first = p.nextToken();
+              if (first == JsonToken.END_ARRAY) {
+                throw bad("`prompt[" + i + "]` must not be empty", "prompt");
+              }
+              out.add(new CompletionPrompt.Tokens(tokens(p, first, "prompt[" + i + "]")));
+              i++;
+            } while ((t = p.nextToken()) != JsonToken.END_ARRAY);
+          } else {
+            throw bad(PROMPT_SHAPES, "prompt");
+          }
+          return out;
+        }
+        default -> throw bad(PROMPT_SHAPES, "prompt");
+      }
+    }
+
+    /** Reads token ids from the current (first) one through the closing bracket. */
+    private static TokenIds tokens(JsonParser p, JsonToken t, String where) throws IOException, BadRequest {
+      int[] buf = new int[256];
+      int n = 0;
+      while (t != JsonToken.END_ARRAY) {
+        int id;
+        if (t == JsonToken.VALUE_NUMBER_INT && p.getNumberType() == JsonParser.NumberType.INT) {
+          id = p.getIntValue();
+        } else if (t == JsonToken.VALUE_NUMBER_FLOAT) {
+          // pydantic's lax int accepts integral floats (1.0)
+          double d = p.getDoubleValue();
+          id = d == Math.rint(d) && d >= 0 && d <= Integer.MAX_VALUE ? (int) d : -1;
+        } else if (t == JsonToken.VALUE_NUMBER_INT) {
+          id = -1; // beyond 32 bits: no vocabulary is that large
+        } else {
+          throw bad("`" + where + "` mixes token ids with other values; " + PROMPT_SHAPES, "prompt");
+        }
+        if (id < 0) {
+          throw bad("`" + where + "` holds a token id outside 0.." + Integer.MAX_VALUE, "prompt");
+        }
+        if (n == buf.length) {
+          buf = java.util.Arrays.copyOf(buf, n * 2);
+        }
+        buf[n++] = id;
+        t = p.nextToken();
+      }
+      return TokenIds.wrap(buf, n);
+    }
+  }
+
+  /** The names vLLM maps to content-part parsers ({@code MM_PARSER_MAP}), plus the text-only ones. */
+  static final Set<String> KNOWN_PART_TYPES = Set.of("text", "thinking", "input_text", "output_text", "refusal",
+      "tool_reference", "input_image", "image_url", "image_embeds", "audio_embeds", "prompt_embeds", "image_pil",
+      "audio_url", "input_audio", "video_url");
+
+  /** Messages with their media items, read in one pass. */
+  static final class Messages {
+    final List<Map<String, Object>> list;
+    final List<MultimodalItem> items;
+    final String unreproducible;
+
+    private Messages(List<Map<String, Object>> list, List<MultimodalItem> items, String unreproducible) {
+      this.list = list;
+      this.items = items;
+      this.unreproducible = unreproducible;
+    }
+
+    /** Reads the array whose {@code START_ARRAY} is current. */
+    static Messages read(JsonParser p) throws IOException, BadRequest {
+      List<Map<String, Object>> list = new ArrayList<>();
+      MediaParts media = new MediaParts();
+      JsonToken t;
+      int i = 0;
+      while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
+        if (t != JsonToken.START_OBJECT) {
+          throw bad("`messages[" + i + "]` must be an object", "messages[" + i + "]");
+        }
+        Map<String, Object> m = new LinkedHashMap<>();
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+          String k = p.currentName();
+          JsonToken v = p.nextToken();
+          if (k.equals("content")) {
+            media.startContent(i); // a repeated key replaces the earlier content and its items
+            m.put(k, v == JsonToken.START_ARRAY ? media.readParts(p, i) : JsonValues.read(p, v));
+          } else {
+            m.put(k, JsonValues.read(p, v));
+          }
+        }
+        if (!(m.get("role") instanceof String)) {
+          throw bad("`messages[" + i + "].role` must be a string", "messages[" + i + "].role");
+        }
+        Object content = m.get("content");
+        if (content != null && !(content instanceof String) && !(content instanceof List)) {
+          throw bad("`messages[" + i + "].content` must be a string, a list of content parts or null",
+              "messages[" + i + "].content");
+        }
+        media.endMessage();
+        list.add(Collections.unmodifiableMap(m));
+        i++;
+      }
+      return new Messages(Collections.unmodifiableList(list), media.items(), media.unreproducible);
+    }
+
+    /** vLLM's {@code use_audio_in_video}: every video also feeds its audio track, with the same uuid. */
+    static List<MultimodalItem> withAudioFromVideo(List<MultimodalItem> items) {
+      List<MultimodalItem> out = new ArrayList<>(items.size() * 2);
+      for (MultimodalItem it : items) {
+        out.add(new MultimodalItem(out.size(), it.modality(), it.identifier(), it.clientUuid(), it.message(),
+            it.part()));
+        if (it.modality() == MultimodalItem.Modality.VIDEO) {
+          String id = it.clientUuid() ? it.identifier() : it.identifier().replace(":video:", ":audio:");
+          out.add(new MultimodalItem(out.size(), MultimodalItem.Modality.AUDIO, id, it.clientUuid(), it.message(),
+              it.part()));
+        }
+      }
+      return List.copyOf(out);
+    }
   }
 }

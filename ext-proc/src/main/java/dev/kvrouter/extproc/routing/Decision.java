@@ -15,6 +15,7 @@ import dev.kvrouter.xds.registry.Worker;
  *     {@code no_tokenizer}), so a silent drop to load balancing is always visible
  * @param rejection the error to answer with, or null when routed
  * @param decisionNanos time spent deciding
+ * @param tenantHash pseudonym of the request's tenant (never the tenant itself), or null
  */
 public record Decision(
     String id,
@@ -24,7 +25,8 @@ public record Decision(
     String reason,
     String fallback,
     OpenAiError rejection,
-    long decisionNanos) {
+    long decisionNanos,
+    String tenantHash) {
 
   public boolean routed() {
     return chosen != null;

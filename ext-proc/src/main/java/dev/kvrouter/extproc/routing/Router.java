@@ -44,6 +44,9 @@ public final class Router {
         fallback = "unknown_policy_override";
       }
     }
+    // A request whose prompt cannot be reproduced (unknown model, ...) is routed by load; say so.
+    String pipeline = req.pipelineFallback();
+    fallback = fallback == null ? pipeline : pipeline == null ? fallback : fallback + "+" + pipeline;
     WorkerSet fleet = registry.current();
     List<Worker> serving = new ArrayList<>();
     List<Worker> eligible = new ArrayList<>();
@@ -57,15 +60,15 @@ public final class Router {
     }
     if (serving.isEmpty()) {
       return new Decision(req.id(), model, policy.name(), null, "model_not_served", fallback,
-          OpenAiError.modelNotFound(model), nanoTime.getAsLong() - start);
+          OpenAiError.modelNotFound(model), nanoTime.getAsLong() - start, req.tenantHash());
     }
     if (eligible.isEmpty()) {
       return new Decision(req.id(), model, policy.name(), null, "no_eligible_worker", fallback,
           OpenAiError.noEligibleWorker(model, "all " + serving.size() + " workers are draining or prefill-only"),
-          nanoTime.getAsLong() - start);
+          nanoTime.getAsLong() - start, req.tenantHash());
     }
     RoutingPolicy.Choice choice = policy.choose(req, eligible);
     return new Decision(req.id(), model, policy.name(), choice.worker(), choice.reason(), fallback, null,
-        nanoTime.getAsLong() - start);
+        nanoTime.getAsLong() - start, req.tenantHash());
   }
 }

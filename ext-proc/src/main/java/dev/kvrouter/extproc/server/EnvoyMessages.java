@@ -76,6 +76,21 @@ final class EnvoyMessages {
         .build();
   }
 
+  /**
+   * Destination headers plus a replaced body on the buffered request-body response. Envoy keeps the client's
+   * {@code content-length} in BUFFERED mode and rejects a body that does not match it, so {@code mutation} must
+   * set the new length.
+   */
+  static ProcessingResponse routeOnBufferedBody(HeaderMutation mutation, Struct metadata, ByteString body) {
+    return ProcessingResponse.newBuilder()
+        .setRequestBody(BodyResponse.newBuilder().setResponse(CommonResponse.newBuilder()
+            .setHeaderMutation(mutation)
+            .setBodyMutation(BodyMutation.newBuilder().setBody(body))
+            .setClearRouteCache(true)))
+        .setDynamicMetadata(metadata)
+        .build();
+  }
+
   static ProcessingResponse streamedRequestBody(ByteString chunk, boolean endOfStream) {
     return ProcessingResponse.newBuilder()
         .setRequestBody(streamedBody(chunk, endOfStream))

@@ -1,5 +1,6 @@
 package dev.kvrouter.extproc.server;
 
+import dev.kvrouter.extproc.request.RequestPreparer;
 import dev.kvrouter.extproc.routing.Router;
 import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
@@ -28,6 +29,7 @@ public final class ExtProcServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ExtProcServer.class);
 
   private final ExtProcOptions options;
+  private final RequestPreparer preparer;
   private final Router router;
   private final RequestListener listener;
   private final HealthStatusManager health = new HealthStatusManager();
@@ -35,7 +37,12 @@ public final class ExtProcServer implements AutoCloseable {
   private Server server;
 
   public ExtProcServer(ExtProcOptions options, Router router, RequestListener listener) {
+    this(options, RequestPreparer.defaults(), router, listener);
+  }
+
+  public ExtProcServer(ExtProcOptions options, RequestPreparer preparer, Router router, RequestListener listener) {
     this.options = options;
+    this.preparer = preparer;
     this.router = router;
     this.listener = listener;
   }
@@ -88,7 +95,7 @@ public final class ExtProcServer implements AutoCloseable {
   private final class Service extends ExternalProcessorGrpc.ExternalProcessorImplBase {
     @Override
     public StreamObserver<ProcessingRequest> process(StreamObserver<ProcessingResponse> responses) {
-      return new RequestStream(responses, router, listener, options);
+      return new RequestStream(responses, preparer, router, listener, options);
     }
   }
 }

@@ -3,7 +3,9 @@ package dev.kvrouter.extproc.server;
 import com.google.protobuf.ByteString;
 import dev.kvrouter.extproc.request.InferenceRequest;
 import dev.kvrouter.extproc.request.OpenAiError;
+import dev.kvrouter.extproc.request.PreparedRequest;
 import dev.kvrouter.extproc.request.RequestBodyParser;
+import dev.kvrouter.extproc.request.RequestPreparer;
 import dev.kvrouter.extproc.routing.Decision;
 import dev.kvrouter.extproc.routing.RouteRequest;
 import dev.kvrouter.extproc.routing.Router;
@@ -38,6 +40,11 @@ import org.slf4j.LoggerFactory;
  *       most 62,000 bytes. Envoy requires this header, body, trailer order.
  * </ul>
  *
+ * <p>When the request's cache namespace needs a different {@code cache_salt} than the client sent (tenant
+ * isolation), the body is rewritten: in BUFFERED mode as a body mutation with a matching {@code content-length}
+ * (Envoy keeps the client's length there and rejects a mismatch), in FULL_DUPLEX_STREAMED mode by re-streaming
+ * the rewritten bytes (Envoy drops {@code content-length} in that mode).
+ *
  * <p>Threading: gRPC delivers one stream's messages one at a time, and every response is sent from inside
  * {@link #onNext}, so the observer is never called concurrently. The {@code synchronized} on {@link #send} keeps
  * that true if routing ever moves to another thread.
@@ -50,7 +57,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   private final Router router;
   private final RequestListener listener;
   private final ExtProcOptions options;
-  private final RequestBodyParser parser = new RequestBodyParser();
+  private final RequestPreparer preparer;
 
   private BodySendMode requestBodyMode;
   private BodySendMode responseBodyMode;
@@ -68,7 +75,13 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
 
   RequestStream(StreamObserver<ProcessingResponse> out, Router router, RequestListener listener,
       ExtProcOptions options) {
+    this(out, RequestPreparer.defaults(), router, listener, options);
+  }
+
+  RequestStream(StreamObserver<ProcessingResponse> out, RequestPreparer preparer, Router router,
+      RequestListener listener, ExtProcOptions options) {
     this.out = out;
+    this.preparer = preparer;
     this.router = router;
     this.listener = listener;
     this.options = options;
@@ -183,28 +196,36 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   }
 
   private void routeAndForward(boolean endOfStream) {
-    InferenceRequest parsed;
+    PreparedRequest prepared;
     try {
-      parsed = parser.parse(kind, body, bodyLength);
+      prepared = preparer.prepare(kind, body, bodyLength, tenant);
     } catch (RequestBodyParser.BadRequest e) {
       finish(e.error(), "bad_request");
       return;
+    } finally {
+      tenant = null; // the namespace and the tenant's pseudonym carry it from here on
     }
-    decision = router.route(new RouteRequest(requestId, parsed, tenant, policyOverride));
+    decision = router.route(new RouteRequest(requestId, prepared.request(), prepared.scope(), policyOverride));
     listener.onDecision(decision);
     if (!decision.routed()) {
       finish(decision.rejection(), decision.reason());
       return;
     }
-    HeaderMutation mutation = HeaderMutation.newBuilder()
+    byte[] upstream = body;
+    int upstreamLength = bodyLength;
+    boolean rewritten = prepared.rewritesBody();
+    if (rewritten) {
+      upstream = prepared.rewriteBody(body, bodyLength);
+      upstreamLength = upstream.length;
+    }
+    HeaderMutation.Builder mutation = HeaderMutation.newBuilder()
         .addSetHeaders(EnvoyMessages.header(Headers.CLUSTER, decision.chosen().clusterName()))
         .addSetHeaders(EnvoyMessages.header(Headers.DESTINATION_ENDPOINT, decision.chosen().endpoint()))
-        .addSetHeaders(EnvoyMessages.header(Headers.DECISION, decision.id()))
-        .build();
+        .addSetHeaders(EnvoyMessages.header(Headers.DECISION, decision.id()));
     var metadata = EnvoyMessages.lbMetadata(decision.chosen().endpoint());
     if (requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED) {
-      send(EnvoyMessages.routeOnHeaders(mutation, metadata));
-      ByteString all = ByteString.copyFrom(body, 0, bodyLength);
+      send(EnvoyMessages.routeOnHeaders(mutation.build(), metadata));
+      ByteString all = ByteString.copyFrom(upstream, 0, upstreamLength);
       int n = all.size();
       if (n == 0) {
         send(EnvoyMessages.streamedRequestBody(ByteString.EMPTY, endOfStream));
@@ -213,8 +234,11 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
         int end = Math.min(n, off + EnvoyMessages.STREAMED_CHUNK);
         send(EnvoyMessages.streamedRequestBody(all.substring(off, end), endOfStream && end == n));
       }
+    } else if (rewritten) {
+      mutation.addSetHeaders(EnvoyMessages.header("content-length", Integer.toString(upstreamLength)));
+      send(EnvoyMessages.routeOnBufferedBody(mutation.build(), metadata, ByteString.copyFrom(upstream)));
     } else {
-      send(EnvoyMessages.routeOnBufferedBody(mutation, metadata));
+      send(EnvoyMessages.routeOnBufferedBody(mutation.build(), metadata));
     }
     body = null; // the bytes are Envoy's again; keep the stream's footprint small while the response streams
     if (log.isDebugEnabled()) {

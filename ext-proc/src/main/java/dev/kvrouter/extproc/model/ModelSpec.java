@@ -1,0 +1,51 @@
+package dev.kvrouter.extproc.model;
+
+import java.util.List;
+
+/**
+ * One entry of the {@code models:} section of kvrouter.yaml: how the router reproduces a model's prompt tokens and
+ * which cache namespace its requests belong to. Field names are the YAML keys in snake case
+ * (docs/configuration.md, "models").
+ *
+ * @param name the model name clients send and workers serve (vLLM's served model name)
+ * @param tokenizer a directory holding {@code tokenizer.json} (and usually {@code tokenizer_config.json},
+ *     sometimes {@code chat_template.jinja}), or the path of a {@code tokenizer.json}; relative paths resolve against
+ *     kvrouter.yaml. Null: no tokenizer, requests for the model are routed by load ({@code fallback=no_tokenizer})
+ * @param tokenizerConfig explicit {@code tokenizer_config.json}, overriding the one beside the tokenizer
+ * @param chatTemplate a Jinja file overriding the model's chat template (as vLLM's {@code --chat-template})
+ * @param blockSize KV block size in tokens (vLLM's default 16); workers may override it per worker
+ * @param adapters LoRA adapter names served on top of this model; a request naming one uses this model's
+ *     tokenizer and template, and the adapter name in its cache identity
+ * @param tenancy per-model override of the tenancy rules, or null to follow {@code tenancy:}
+ * @param preload load the tokenizer and template at start (default true) rather than on the first request
+ */
+public record ModelSpec(
+    String name,
+    String tokenizer,
+    String tokenizerConfig,
+    String chatTemplate,
+    Integer blockSize,
+    List<String> adapters,
+    Tenancy tenancy,
+    Boolean preload) {
+
+  /** vLLM's default {@code --block-size}. */
+  public static final int DEFAULT_BLOCK_SIZE = 16;
+
+  public ModelSpec {
+    blockSize = blockSize == null ? DEFAULT_BLOCK_SIZE : blockSize;
+    adapters = adapters == null ? List.of() : List.copyOf(adapters);
+    preload = preload == null ? Boolean.TRUE : preload;
+  }
+
+  /** A model with a tokenizer and defaults for everything else. */
+  public static ModelSpec of(String name, String tokenizer) {
+    return new ModelSpec(name, tokenizer, null, null, null, null, null, null);
+  }
+
+  /**
+   * @param shareAcrossTenants true: tenants of this model share cache identity (only a client's own
+   *     {@code cache_salt} separates requests); false: each tenant gets its own; null: the global setting
+   */
+  public record Tenancy(Boolean shareAcrossTenants) {}
+}

@@ -1,0 +1,260 @@
+package dev.kvrouter.extproc.request;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import dev.kvrouter.extproc.request.MultimodalItem.Modality;
+import dev.kvrouter.extproc.request.RequestBodyParser.BadRequest;
+import java.io.IOException;
+import java.math.BigInteger;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import net.openhft.hashing.LongHashFunction;
+
+/**
+ * Reads the content parts of chat messages and identifies their media items the way vLLM's
+ * {@code _parse_chat_message_content_mm_part} classifies them: a known {@code type} without a {@code uuid} decides;
+ * otherwise (no type, or a uuid present) the first media key present does ({@code image_url}, {@code image_pil},
+ * {@code image_embeds}, {@code audio_embeds}, {@code prompt_embeds}, {@code audio_url}, {@code input_audio},
+ * {@code video_url}, {@code tool_reference}).
+ *
+ * <p>Media payloads (URLs, base64 data) are hashed straight from the parser's buffer and never become strings;
+ * in the message they are replaced by the item's identifier.
+ *
+ * <p>One instance per body, used by one thread.
+ */
+final class MediaParts {
+
+  /** Seed of content hashes ("kvr1mm" in ASCII); changing it changes every derived media identifier. */
+  static final long CONTENT_SEED = 0x6B7672316D6DL;
+  private static final LongHashFunction CONTENT_HASH = LongHashFunction.xx3(CONTENT_SEED);
+
+  /** Part keys whose values may carry media payloads. */
+  private static final Set<String> MEDIA_KEYS = Set.of("image_url", "image_pil", "image_embeds", "audio_embeds",
+      "audio_url", "input_audio", "video_url", "data");
+  private static final String[] DETECTION_ORDER = {"image_url", "image_pil", "image_embeds", "audio_embeds",
+      "prompt_embeds", "audio_url", "input_audio", "video_url", "tool_reference"};
+  private static final Set<String> TEXT_TYPES =
+      Set.of("text", "input_text", "output_text", "refusal", "thinking", "tool_reference");
+
+  /** A media payload string seen only as its hash. */
+  private record Payload(long hash) {}
+
+  private final List<MultimodalItem> items = new ArrayList<>();
+  private final List<MultimodalItem> pending = new ArrayList<>();
+  String unreproducible;
+
+  /** A message's {@code content} key begins: a repeated key discards the items of the earlier one. */
+  void startContent(int message) {
+    pending.clear();
+  }
+
+  void endMessage() {
+    for (MultimodalItem it : pending) {
+      items.add(new MultimodalItem(items.size(), it.modality(), it.identifier(), it.clientUuid(), it.message(),
+          it.part()));
+    }
+    pending.clear();
+  }
+
+  List<MultimodalItem> items() {
+    return List.copyOf(items);
+  }
+
+  /** Reads the parts array whose {@code START_ARRAY} is current. */
+  List<Object> readParts(JsonParser p, int message) throws IOException, BadRequest {
+    List<Object> parts = new ArrayList<>();
+    JsonToken t;
+    int j = 0;
+    while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
+      if (t == JsonToken.VALUE_STRING) {
+        parts.add(p.getText());
+      } else if (t == JsonToken.START_OBJECT) {
+        parts.add(readPart(p, message, j));
+      } else {
+        String at = "messages[" + message + "].content[" + j + "]";
+        throw RequestBodyParser.bad("`" + at + "` must be a string or an object", at);
+      }
+      j++;
+    }
+    return Collections.unmodifiableList(parts);
+  }
+
+  private Map<String, Object> readPart(JsonParser p, int message, int index) throws IOException, BadRequest {
+    Map<String, Object> part = new LinkedHashMap<>();
+    while (p.nextToken() == JsonToken.FIELD_NAME) {
+      String k = p.currentName();
+      JsonToken v = p.nextToken();
+      part.put(k, MEDIA_KEYS.contains(k) ? readMedia(p, v, k) : JsonValues.read(p, v));
+    }
+    Object type = part.get("type");
+    Object uuid = part.get("uuid");
+    String effective;
+    if (type instanceof String s && RequestBodyParser.KNOWN_PART_TYPES.contains(s) && uuid == null) {
+      effective = s;
+    } else if (type == null || uuid != null) {
+      effective = detect(part);
+      if (effective == null) {
+        if (type instanceof String s && TEXT_TYPES.contains(s)) {
+          effective = s; // a stray uuid on a text part: the engine decides, the router reads it as text
+        } else {
+          String at = "messages[" + message + "].content[" + index + "].type";
+          throw RequestBodyParser.bad("`" + at + "` is missing and the part holds no media", at);
+        }
+      }
+    } else if (!(type instanceof String)) {
+      String at = "messages[" + message + "].content[" + index + "].type";
+      throw RequestBodyParser.bad("`" + at + "` must be a string", at);
+    } else {
+      effective = (String) type; // a type this router does not know: route by load, let the engine judge it
+      unreproducible = "unsupported_content_part";
+    }
+    String identifier = identify(effective, part, uuid, message, index);
+    replacePayloads(part, identifier);
+    return Collections.unmodifiableMap(part);
+  }
+
+  private static String detect(Map<String, Object> part) {
+    for (String k : DETECTION_ORDER) {
+      if (part.containsKey(k) && (!k.equals("input_audio") || part.get(k) != null)) {
+        return k;
+      }
+    }
+    return null;
+  }
+
+  /** Records the part's media item, if it is one, and returns the identifier that replaces its payloads. */
+  private String identify(String type, Map<String, Object> part, Object uuid, int message, int index) {
+    Modality modality;
+    Object payload;
+    switch (type) {
+      case "image_url", "audio_url", "video_url" -> {
+        modality = type.equals("image_url") ? Modality.IMAGE : type.equals("audio_url") ? Modality.AUDIO
+            : Modality.VIDEO;
+        Object v = part.get(type);
+        payload = v instanceof Map<?, ?> m ? m.get("url") : v;
+      }
+      case "input_image" -> {
+        modality = Modality.IMAGE;
+        payload = part.get("image_url");
+      }
+      case "image_pil", "image_embeds" -> {
+        modality = Modality.IMAGE;
+        payload = part.get(type);
+      }
+      case "audio_embeds" -> {
+        modality = Modality.AUDIO;
+        payload = part.get(type);
+      }
+      case "input_audio" -> {
+        modality = Modality.AUDIO;
+        payload = part.get(type) instanceof Map<?, ?> m ? m.get("data") : null;
+      }
+      case "prompt_embeds" -> {
+        unreproducible = "prompt_embeds";
+        return derived("embeds", hash(part.get("data")));
+      }
+      default -> {
+        return derived("payload", 0L);
+      }
+    }
+    String clientUuid = uuidString(uuid);
+    if (uuid != null && clientUuid == null) {
+      unreproducible = "unsupported_uuid";
+    }
+    String identifier = clientUuid != null ? clientUuid : derived(modality.key(), hash(payload));
+    pending.add(new MultimodalItem(-1, modality, identifier, clientUuid != null, message, index));
+    return identifier;
+  }
+
+  static String derived(String kind, long hash) {
+    String hex = Long.toHexString(hash);
+    return MultimodalItem.DERIVED_PREFIX + kind + ":" + "0".repeat(16 - hex.length()) + hex;
+  }
+
+  /** vLLM applies {@code str(uuid)}; strings and integers read the same, anything else is not reproduced. */
+  private static String uuidString(Object uuid) {
+    if (uuid instanceof String s) {
+      return s;
+    }
+    if (uuid instanceof Long || uuid instanceof BigInteger) {
+      return uuid.toString();
+    }
+    return null;
+  }
+
+  /** The content hash of a payload: its characters, or for a map of payloads its entries in key order. */
+  private static long hash(Object payload) {
+    if (payload instanceof Payload h) {
+      return h.hash();
+    }
+    if (payload instanceof String s) {
+      return CONTENT_HASH.hashChars(s);
+    }
+    if (payload instanceof Map<?, ?> m) {
+      long h = CONTENT_HASH.hashLong(m.size());
+      for (Map.Entry<?, ?> e : new TreeMap<>(m).entrySet()) {
+        h = CONTENT_HASH.hashLongs(new long[] {h, CONTENT_HASH.hashChars((String) e.getKey()), hash(e.getValue())});
+      }
+      return h;
+    }
+    return CONTENT_HASH.hashChars("");
+  }
+
+  /**
+   * Reads the value of media key {@code key}: the payload strings (the value itself, its {@code url} or
+   * {@code data}, or any string of an embeddings map) are hashed in place; other values ({@code detail},
+   * {@code format}) are read as usual.
+   */
+  private static Object readMedia(JsonParser p, JsonToken t, String key) throws IOException {
+    if (t == JsonToken.VALUE_STRING) {
+      return payload(p);
+    }
+    if (t != JsonToken.START_OBJECT) {
+      return JsonValues.read(p, t);
+    }
+    boolean embeds = key.endsWith("_embeds");
+    Map<String, Object> m = new LinkedHashMap<>();
+    while (p.nextToken() == JsonToken.FIELD_NAME) {
+      String k = p.currentName();
+      JsonToken v = p.nextToken();
+      boolean isPayload = v == JsonToken.VALUE_STRING && (embeds || k.equals("url") || k.equals("data"));
+      m.put(k, isPayload ? payload(p) : JsonValues.read(p, v));
+    }
+    return m;
+  }
+
+  private static Payload payload(JsonParser p) throws IOException {
+    return new Payload(CONTENT_HASH.hashChars(p.getTextCharacters(), p.getTextOffset(), p.getTextLength()));
+  }
+
+  /** Replaces every payload under the part's media keys by {@code identifier}, leaving plain values. */
+  private static void replacePayloads(Map<String, Object> part, String identifier) {
+    for (Map.Entry<String, Object> e : part.entrySet()) {
+      if (MEDIA_KEYS.contains(e.getKey())) {
+        e.setValue(plain(e.getValue(), identifier));
+      }
+    }
+  }
+
+  private static Object plain(Object v, String identifier) {
+    if (v instanceof Payload) {
+      return identifier;
+    }
+    if (v instanceof Map<?, ?> m) {
+      Map<String, Object> out = new LinkedHashMap<>();
+      m.forEach((k, x) -> out.put((String) k, plain(x, identifier)));
+      return Collections.unmodifiableMap(out);
+    }
+    if (v instanceof List<?> l) {
+      List<Object> out = new ArrayList<>(l.size());
+      l.forEach(x -> out.add(plain(x, identifier)));
+      return Collections.unmodifiableList(out);
+    }
+    return v;
+  }
+}

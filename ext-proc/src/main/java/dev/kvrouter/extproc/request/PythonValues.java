@@ -1,0 +1,93 @@
+package dev.kvrouter.extproc.request;
+
+import java.math.BigInteger;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The value semantics vLLM applies to a request, so the router accepts and rejects what the engine does: Python
+ * truthiness (vLLM's "before" validators test raw values with {@code and}/{@code not}) and pydantic v2's lax
+ * boolean coercion (a {@code bool} field accepts {@code "yes"}, {@code 1}, {@code "off"}, ...). Verified against
+ * pydantic by {@code scripts/fixtures/request_semantics.py}.
+ */
+final class PythonValues {
+
+  private static final Set<String> TRUE_STRINGS = Set.of("1", "on", "t", "true", "y", "yes");
+  private static final Set<String> FALSE_STRINGS = Set.of("0", "off", "f", "false", "n", "no");
+
+  private PythonValues() {}
+
+  /** Python's {@code bool(value)} for a value decoded from JSON. */
+  static boolean truthy(Object v) {
+    if (v == null) {
+      return false;
+    }
+    if (v instanceof Boolean b) {
+      return b;
+    }
+    if (v instanceof String s) {
+      return !s.isEmpty();
+    }
+    if (v instanceof BigInteger b) {
+      return b.signum() != 0;
+    }
+    if (v instanceof Double d) {
+      return d != 0.0; // NaN is truthy in Python, and NaN != 0.0 holds
+    }
+    if (v instanceof Number n) {
+      return n.longValue() != 0;
+    }
+    if (v instanceof List<?> l) {
+      return !l.isEmpty();
+    }
+    if (v instanceof Map<?, ?> m) {
+      return !m.isEmpty();
+    }
+    return true;
+  }
+
+  /**
+   * Pydantic's lax {@code bool}: booleans, the integers 0 and 1 (and floats equal to them), and the strings
+   * above in any case. Returns null when pydantic would reject the value (null included: the fields read this
+   * way are declared {@code bool}, not {@code bool | None}).
+   */
+  static Boolean laxBool(Object v) {
+    if (v instanceof Boolean b) {
+      return b;
+    }
+    if (v instanceof Long l) {
+      return l == 0 ? Boolean.FALSE : l == 1 ? Boolean.TRUE : null;
+    }
+    if (v instanceof Double d) {
+      return d == 0.0 ? Boolean.FALSE : d == 1.0 ? Boolean.TRUE : null;
+    }
+    if (v instanceof String s) {
+      String k = s.toLowerCase(Locale.ROOT);
+      return TRUE_STRINGS.contains(k) ? Boolean.TRUE : FALSE_STRINGS.contains(k) ? Boolean.FALSE : null;
+    }
+    return null;
+  }
+
+  /**
+   * Pydantic's lax {@code int} for the hint fields the router only estimates with ({@code max_tokens}, {@code n},
+   * ...): integers, integral floats and decimal strings. Returns null for anything else; the engine validates.
+   */
+  static Long laxLong(Object v) {
+    if (v instanceof Long l) {
+      return l;
+    }
+    if (v instanceof Double d && !d.isInfinite() && d == Math.rint(d) && Math.abs(d) < 9.0e18) {
+      return d.longValue();
+    }
+    if (v instanceof String s) {
+      try {
+        return Long.parseLong(s.strip());
+      } catch (NumberFormatException e) {
+        return null;
+      }
+    }
+    return null;
+  }
+}

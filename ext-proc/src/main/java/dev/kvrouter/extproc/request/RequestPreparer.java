@@ -1,0 +1,53 @@
+package dev.kvrouter.extproc.request;
+
+import dev.kvrouter.extproc.model.ModelRegistry;
+import dev.kvrouter.extproc.model.ModelResolution;
+import dev.kvrouter.extproc.request.InferenceRequest.Kind;
+import dev.kvrouter.extproc.request.RequestBodyParser.BadRequest;
+import dev.kvrouter.extproc.tenancy.TenantIsolation;
+import dev.kvrouter.index.block.CacheNamespace;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.util.function.LongSupplier;
+
+/**
+ * The front of the request path: parses a body, resolves its model in the registry and derives its cache
+ * namespace from the trusted tenant and the client's salt. Stateless apart from its collaborators; called
+ * concurrently from every ext_proc stream.
+ */
+public final class RequestPreparer {
+
+  private final RequestBodyParser parser = new RequestBodyParser();
+  private final ModelRegistry models;
+  private final TenantIsolation tenancy;
+  private final LongSupplier nanoTime;
+
+  public RequestPreparer(ModelRegistry models, TenantIsolation tenancy, LongSupplier nanoTime) {
+    this.models = models;
+    this.tenancy = tenancy;
+    this.nanoTime = nanoTime;
+  }
+
+  /** No configured models, isolated tenants with the public key: the skeleton's behaviour, for tests. */
+  public static RequestPreparer defaults() {
+    return new RequestPreparer(ModelRegistry.empty(new SimpleMeterRegistry()), TenantIsolation.defaults(),
+        System::nanoTime);
+  }
+
+  /**
+   * @param tenant the trusted tenant header value, or null
+   * @throws BadRequest for a body the engine would reject, or one whose salt cannot be rewritten
+   */
+  public PreparedRequest prepare(Kind kind, byte[] body, int length, String tenant) throws BadRequest {
+    long start = nanoTime.getAsLong();
+    InferenceRequest request = parser.parse(kind, body, length);
+    ModelResolution model = models.resolve(request.model());
+    String salt = tenancy.effectiveSalt(model.shareAcrossTenants(), tenant, request.cacheSalt());
+    if (salt != null && !salt.equals(request.cacheSalt()) && !request.saltSites().known()) {
+      // Jackson reports no byte offsets for UTF-16/32 bodies; refusing beats forwarding an unsalted body.
+      throw RequestBodyParser.bad("request body must be UTF-8 encoded", null);
+    }
+    RequestScope scope = new RequestScope(model, new CacheNamespace(model.baseModel(), model.adapter(), salt),
+        tenancy.tenantHash(tenant));
+    return new PreparedRequest(request, scope, nanoTime.getAsLong() - start);
+  }
+}

@@ -1,0 +1,122 @@
+package dev.kvrouter.extproc.request;
+
+import dev.kvrouter.extproc.request.RequestBodyParser.BadRequest;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * {@code tools} and {@code tool_choice} as vLLM prepares them for the chat template: its
+ * {@code check_tool_usage} defaults and checks on the raw values, then {@code tool.model_dump()} of each
+ * {@code ChatCompletionToolsParam} (declared fields first, absent optional ones as null, then the extra keys the
+ * client sent, in order), which decides the exact text a template's {@code tools | tojson} produces. Verified
+ * against pydantic by {@code scripts/fixtures/request_semantics.py}.
+ */
+final class Tools {
+
+  record Normalized(List<Map<String, Object>> tools, Object toolChoice) {}
+
+  private Tools() {}
+
+  static Normalized normalize(Object tools, boolean choicePresent, Object choice) throws BadRequest {
+    if (!choicePresent && PythonValues.truthy(tools)) {
+      choicePresent = true;
+      choice = "auto";
+    }
+    if (choicePresent && choice != null && !"none".equals(choice)) {
+      if (tools == null) {
+        throw RequestBodyParser.bad("When using `tool_choice`, `tools` must be set.", "tool_choice");
+      }
+      if (!"auto".equals(choice) && !"required".equals(choice) && !(choice instanceof Map)) {
+        throw RequestBodyParser.bad("Invalid value for `tool_choice`: only named tools, \"none\", \"auto\" or "
+            + "\"required\" are supported.", "tool_choice");
+      }
+      if ("required".equals(choice) && tools instanceof List<?> l && l.isEmpty()) {
+        return new Normalized(null, "none"); // OpenAI's behaviour, as vLLM implements it
+      }
+    }
+    List<Map<String, Object>> dumped = dump(tools);
+    if (choice instanceof Map<?, ?> named) {
+      checkNamed(named, dumped);
+    }
+    return new Normalized(dumped, choice);
+  }
+
+  private static void checkNamed(Map<?, ?> choice, List<Map<String, Object>> tools) throws BadRequest {
+    String usage = "Correct usage: `{\"type\": \"function\", \"function\": {\"name\": \"my_function\"}}`";
+    if (!(choice.get("function") instanceof Map<?, ?> fn)) {
+      throw RequestBodyParser.bad("Invalid value for `function` in `tool_choice`. " + usage, "tool_choice");
+    }
+    if (!(fn.get("name") instanceof String name) || name.isEmpty()) {
+      throw RequestBodyParser.bad("Expected a non-empty `name` in `function` in `tool_choice`. " + usage,
+          "tool_choice");
+    }
+    for (Map<String, Object> t : tools) {
+      if (name.equals(((Map<?, ?>) t.get("function")).get("name"))) {
+        return;
+      }
+    }
+    throw RequestBodyParser.bad("The tool specified in `tool_choice` does not match any of the specified `tools`",
+        "tool_choice");
+  }
+
+  private static List<Map<String, Object>> dump(Object tools) throws BadRequest {
+    if (tools == null) {
+      return null;
+    }
+    if (!(tools instanceof List<?> list)) {
+      throw RequestBodyParser.bad("`tools` must be a list", "tools");
+    }
+    List<Map<String, Object>> out = new ArrayList<>(list.size());
+    for (int i = 0; i < list.size(); i++) {
+      String at = "tools[" + i + "]";
+      if (!(list.get(i) instanceof Map<?, ?> tool)) {
+        throw RequestBodyParser.bad("`" + at + "` must be an object", at);
+      }
+      if (tool.containsKey("type") && !"function".equals(tool.get("type"))) {
+        throw RequestBodyParser.bad("`" + at + ".type` must be \"function\"", at + ".type");
+      }
+      if (!(tool.get("function") instanceof Map<?, ?> fn)) {
+        throw RequestBodyParser.bad("`" + at + ".function` must be an object", at + ".function");
+      }
+      if (!(fn.get("name") instanceof String)) {
+        throw RequestBodyParser.bad("`" + at + ".function.name` must be a string", at + ".function.name");
+      }
+      Object description = fn.get("description");
+      if (description != null && !(description instanceof String)) {
+        throw RequestBodyParser.bad("`" + at + ".function.description` must be a string",
+            at + ".function.description");
+      }
+      Object parameters = fn.get("parameters");
+      if (parameters != null && !(parameters instanceof Map)) {
+        throw RequestBodyParser.bad("`" + at + ".function.parameters` must be an object",
+            at + ".function.parameters");
+      }
+      Map<String, Object> f = new LinkedHashMap<>();
+      f.put("name", fn.get("name"));
+      f.put("description", description);
+      f.put("parameters", parameters);
+      extras(fn, f, "name", "description", "parameters");
+      Map<String, Object> t = new LinkedHashMap<>();
+      t.put("type", "function");
+      t.put("function", Collections.unmodifiableMap(f));
+      extras(tool, t, "type", "function");
+      out.add(Collections.unmodifiableMap(t));
+    }
+    return Collections.unmodifiableList(out);
+  }
+
+  private static void extras(Map<?, ?> from, Map<String, Object> to, String... declared) {
+    outer:
+    for (Map.Entry<?, ?> e : from.entrySet()) {
+      for (String d : declared) {
+        if (d.equals(e.getKey())) {
+          continue outer;
+        }
+      }
+      to.put((String) e.getKey(), e.getValue());
+    }
+  }
+}
