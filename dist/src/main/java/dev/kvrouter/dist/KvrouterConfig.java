@@ -6,6 +6,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import dev.kvrouter.extproc.model.ModelSpec;
+import dev.kvrouter.extproc.model.ModelSpecs;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -22,6 +24,7 @@ import java.util.stream.Collectors;
  */
 public record KvrouterConfig(
     Server server,
+    List<ModelSpec> models,
     Workers workers,
     Routing routing,
     Tenancy tenancy,
@@ -30,9 +33,10 @@ public record KvrouterConfig(
 
   public KvrouterConfig {
     server = server == null ? new Server(null, 0, 0, 0, null) : server;
+    models = models == null ? List.of() : java.util.Collections.unmodifiableList(new ArrayList<>(models));
     workers = workers == null ? new Workers(null, 0) : workers;
     routing = routing == null ? new Routing(null) : routing;
-    tenancy = tenancy == null ? new Tenancy(null) : tenancy;
+    tenancy = tenancy == null ? new Tenancy(null, false, null, null) : tenancy;
     limits = limits == null ? new Limits(0, 0) : limits;
     observability = observability == null ? new Observability(null, null) : observability;
   }
@@ -63,8 +67,17 @@ public record KvrouterConfig(
     }
   }
 
-  /** Tenant identity: the trusted header Envoy sets after authentication. */
-  public record Tenancy(String header) {
+  /**
+   * Tenant identity and cache isolation (docs/request-path.md, "Tenancy").
+   *
+   * @param header the trusted header Envoy sets after authentication (and strips from clients)
+   * @param shareAcrossTenants false (default): each tenant gets its own cache identity; true: tenants share it.
+   *     Models may override it ({@code models[].tenancy.share_across_tenants})
+   * @param secretFile file holding the secret that keys effective salts (HMAC-SHA256), relative to
+   *     kvrouter.yaml; without a secret a public seed is used
+   * @param secretEnv environment variable holding that secret, instead of a file
+   */
+  public record Tenancy(String header, boolean shareAcrossTenants, String secretFile, String secretEnv) {
     public Tenancy {
       header = header == null ? "x-tenant-id" : header.toLowerCase(Locale.ROOT);
     }
@@ -98,7 +111,7 @@ public record KvrouterConfig(
       .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
 
   public static KvrouterConfig defaults() {
-    return new KvrouterConfig(null, null, null, null, null, null);
+    return new KvrouterConfig(null, null, null, null, null, null, null);
   }
 
   public static KvrouterConfig load(Path file) throws IOException {
@@ -146,6 +159,13 @@ public record KvrouterConfig(
     } catch (IllegalArgumentException e) {
       errors.add("server.request_body_mode: `" + server.requestBodyMode()
           + "` must be BUFFERED or FULL_DUPLEX_STREAMED");
+    }
+    ModelSpecs.validate(models).forEach(errors::add);
+    if (tenancy.header().isBlank()) {
+      errors.add("tenancy.header: must be a header name");
+    }
+    if (tenancy.secretFile() != null && tenancy.secretEnv() != null) {
+      errors.add("tenancy: set secret_file or secret_env, not both");
     }
     if (workers.pollIntervalMs() < 50) {
       errors.add("workers.poll_interval_ms: must be >= 50");

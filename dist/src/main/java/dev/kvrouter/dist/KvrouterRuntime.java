@@ -1,10 +1,15 @@
 package dev.kvrouter.dist;
 
+import dev.kvrouter.extproc.model.ModelRegistry;
+import dev.kvrouter.extproc.model.ModelResourcesLoader;
+import dev.kvrouter.extproc.request.RequestPreparer;
 import dev.kvrouter.extproc.routing.Router;
 import dev.kvrouter.extproc.routing.RoutingPolicy;
 import dev.kvrouter.extproc.server.ExtProcOptions;
 import dev.kvrouter.extproc.server.ExtProcServer;
 import dev.kvrouter.extproc.server.RequestListener;
+import dev.kvrouter.extproc.tenancy.SaltKey;
+import dev.kvrouter.extproc.tenancy.TenantIsolation;
 import dev.kvrouter.xds.registry.WorkerRegistry;
 import dev.kvrouter.xds.registry.WorkersFileWatcher;
 import dev.kvrouter.xds.server.XdsServer;
@@ -14,6 +19,7 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Map;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import org.slf4j.Logger;
@@ -51,13 +57,22 @@ public final class KvrouterRuntime implements AutoCloseable {
     t.setDaemon(true);
     return t;
   });
+  // Tokenizer and template loads take up to seconds: one thread of their own, off the request threads.
+  private final ExecutorService modelLoader = Executors.newSingleThreadExecutor(r -> {
+    Thread t = new Thread(r, "kvrouter-model-loader");
+    t.setDaemon(true);
+    return t;
+  });
+  private final ModelResourcesLoader resourcesLoader;
+  private ModelRegistry models;
   private WorkersFileWatcher watcher;
   private XdsServer xds;
   private ExtProcServer extProc;
   private AdminServer admin;
 
-  private KvrouterRuntime(KvrouterConfig config) {
+  private KvrouterRuntime(KvrouterConfig config, ModelResourcesLoader resourcesLoader) {
     this.config = config;
+    this.resourcesLoader = resourcesLoader;
   }
 
   /**
@@ -65,7 +80,16 @@ public final class KvrouterRuntime implements AutoCloseable {
    * kvrouter.yaml).
    */
   public static KvrouterRuntime start(KvrouterConfig config, Path baseDir, Mode mode) throws IOException {
-    KvrouterRuntime rt = new KvrouterRuntime(config);
+    return start(config, baseDir, mode, ModelResourcesLoader.NONE);
+  }
+
+  /**
+   * As {@link #start(KvrouterConfig, Path, Mode)}, loading each configured model's template and tokenizer with
+   * {@code resourcesLoader} (the request-to-block-hashes pipeline's loader).
+   */
+  public static KvrouterRuntime start(KvrouterConfig config, Path baseDir, Mode mode,
+      ModelResourcesLoader resourcesLoader) throws IOException {
+    KvrouterRuntime rt = new KvrouterRuntime(config, resourcesLoader);
     try {
       rt.startServers(baseDir, mode);
     } catch (IOException | RuntimeException e) {
@@ -87,13 +111,22 @@ public final class KvrouterRuntime implements AutoCloseable {
     if (mode.extProc()) {
       Map<String, RoutingPolicy> policies = Policies.create();
       Router router = new Router(registry, policies.get(config.routing().policy()), policies, System::nanoTime);
+      models = ModelRegistry.create(config.models(), baseDir, resourcesLoader, modelLoader, System::nanoTime, metrics);
+      models.preload();
+      var t = config.tenancy();
+      SaltKey key = SaltKey.load(t.secretFile() == null ? null : baseDir.resolve(t.secretFile()), t.secretEnv(),
+          System::getenv);
+      TenantIsolation tenancy = new TenantIsolation(key, t.shareAcrossTenants());
+      log.info("tenancy: header={} share_across_tenants={} salts keyed by {}", t.header(), t.shareAcrossTenants(),
+          key.secret() ? "the configured secret" : "the public seed (set tenancy.secret_file for keyed salts)");
+      RequestPreparer preparer = new RequestPreparer(models, tenancy, System::nanoTime);
       ExtProcOptions options = new ExtProcOptions(s.bind(), s.extProcPort(), config.limits().maxBodyBytes(),
           config.tenancy().header(), BodySendMode.valueOf(s.requestBodyMode()),
           BodySendMode.valueOf(s.requestBodyMode()) == BodySendMode.FULL_DUPLEX_STREAMED
               ? BodySendMode.FULL_DUPLEX_STREAMED
               : BodySendMode.STREAMED,
           config.limits().retryAfterSeconds(), Runtime.getRuntime().availableProcessors());
-      extProc = new ExtProcServer(options, router, RequestListener.NONE).start();
+      extProc = new ExtProcServer(options, preparer, router, RequestListener.NONE).start();
     }
     admin = new AdminServer(metrics, registry, () -> extProc != null || xds != null).start(s.bind(), s.adminPort());
     log.info("kvrouter started: mode={} workers={} ext_proc={} xds={} admin={}", mode,
@@ -103,6 +136,11 @@ public final class KvrouterRuntime implements AutoCloseable {
 
   public WorkerRegistry registry() {
     return registry;
+  }
+
+  /** The model registry, or null when this process runs no ext_proc server. */
+  public ModelRegistry models() {
+    return models;
   }
 
   public WorkersFileWatcher watcher() {
@@ -137,6 +175,10 @@ public final class KvrouterRuntime implements AutoCloseable {
     if (watcher != null) {
       watcher.close();
     }
+    if (models != null) {
+      models.close();
+    }
+    modelLoader.shutdownNow();
     scheduler.shutdownNow();
   }
 }

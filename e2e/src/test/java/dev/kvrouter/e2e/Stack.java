@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.UnaryOperator;
 
 /**
  * One whole deployment on loopback for a test class: fake workers, the kvrouter runtime (xDS + ext_proc) and
@@ -39,9 +40,27 @@ final class Stack implements AutoCloseable {
   final String envoyVersion;
   final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
+  /**
+   * Variations of the deployment for one test class.
+   *
+   * @param kvrouterYaml extra kvrouter.yaml sections (besides server, workers, observability)
+   * @param files files written into the deployment directory before the router starts (name to content)
+   * @param envoyTransform applied to the shipped Envoy config after the ports are set
+   */
+  record Options(String kvrouterYaml, Map<String, String> files, UnaryOperator<String> envoyTransform) {
+    static final Options NONE = new Options("", Map.of(), y -> y);
+  }
+
   Stack(String envoyConfig, int workerCount, long tokenDelayMillis) throws Exception {
+    this(envoyConfig, workerCount, tokenDelayMillis, Options.NONE);
+  }
+
+  Stack(String envoyConfig, int workerCount, long tokenDelayMillis, Options options) throws Exception {
     this.envoyConfig = envoyConfig;
     dir = Files.createTempDirectory("kvrouter-e2e");
+    for (Map.Entry<String, String> f : options.files().entrySet()) {
+      Files.writeString(dir.resolve(f.getKey()), f.getValue());
+    }
     for (int i = 1; i <= workerCount; i++) {
       FakeWorker w = new FakeWorker("w" + i, MODEL, tokenDelayMillis).start("127.0.0.1", 0);
       workers.put(w.name(), w);
@@ -56,13 +75,15 @@ final class Stack implements AutoCloseable {
     KvrouterConfig cfg = KvrouterConfig.parse(String.format(
         "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: %s}%n"
             + "workers: {file: workers.yaml, poll_interval_ms: 100}%n"
-            + "observability: {log_level: info}%n",
-        extProcPort, xdsPort, adminPort, fullDuplex ? "FULL_DUPLEX_STREAMED" : "BUFFERED"), "e2e");
+            + "observability: {log_level: info}%n%s",
+        extProcPort, xdsPort, adminPort, fullDuplex ? "FULL_DUPLEX_STREAMED" : "BUFFERED", options.kvrouterYaml()),
+        "e2e");
     runtime = KvrouterRuntime.start(cfg, dir, KvrouterRuntime.Mode.ALL);
     Path bin = EnvoyProcess.binary();
     envoyVersion = EnvoyProcess.version(bin);
-    String yaml = EnvoyProcess.withPorts(Files.readString(ROOT.resolve("envoy-config").resolve(envoyConfig)),
-        Map.of(10000, listenerPort, 9901, envoyAdmin, 9002, extProcPort, 18000, xdsPort));
+    String yaml = options.envoyTransform().apply(EnvoyProcess.withPorts(
+        Files.readString(ROOT.resolve("envoy-config").resolve(envoyConfig)),
+        Map.of(10000, listenerPort, 9901, envoyAdmin, 9002, extProcPort, 18000, xdsPort)));
     envoy = EnvoyProcess.start(bin, yaml, envoyAdmin, dir.resolve("envoy"), Duration.ofSeconds(30));
     awaitClusters(workers.keySet().stream().map(n -> "kvrouter_worker_" + n).toList(), List.of());
   }

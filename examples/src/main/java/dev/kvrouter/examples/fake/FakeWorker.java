@@ -33,6 +33,7 @@ public final class FakeWorker implements AutoCloseable {
   private final long tokenDelayMillis;
   private final AtomicLong served = new AtomicLong();
   private volatile JsonNode lastHeaders;
+  private volatile byte[] lastBody;
   private HttpServer server;
   private ExecutorService executor;
 
@@ -76,6 +77,11 @@ public final class FakeWorker implements AutoCloseable {
     return lastHeaders;
   }
 
+  /** The exact bytes of the last inference request's body (tests check what the router forwarded). */
+  public byte[] lastBody() {
+    return lastBody;
+  }
+
   private void handle(HttpExchange ex) throws IOException {
     try (ex) {
       String path = ex.getRequestURI().getPath();
@@ -98,10 +104,12 @@ public final class FakeWorker implements AutoCloseable {
     }
     ObjectNode headers = JSON.createObjectNode();
     ex.getRequestHeaders().forEach((k, v) -> headers.put(k.toLowerCase(java.util.Locale.ROOT), String.join(",", v)));
+    byte[] raw = ex.getRequestBody().readAllBytes();
+    lastBody = raw;
     lastHeaders = headers;
     JsonNode req;
     try {
-      req = JSON.readTree(ex.getRequestBody());
+      req = JSON.readTree(raw);
     } catch (IOException e) {
       send(ex, 400, "application/json", "{\"error\":{\"message\":\"invalid JSON\",\"type\":\"invalid_request_error\"}}");
       return;

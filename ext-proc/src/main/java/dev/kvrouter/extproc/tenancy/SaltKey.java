@@ -1,10 +1,15 @@
 package dev.kvrouter.extproc.tenancy;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
 import java.util.HexFormat;
+import java.util.function.Function;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 import net.openhft.hashing.LongTupleHashFunction;
@@ -37,6 +42,50 @@ public abstract sealed class SaltKey {
   /** The secret-less form: XXH3-128 seeded with {@link #PUBLIC_SEED}. */
   public static SaltKey publicSeed() {
     return Xxh3.INSTANCE;
+  }
+
+  /**
+   * The key a configuration asks for: the secret in {@code secretFile} (trailing newlines stripped) or in the
+   * environment variable {@code secretEnv}, or the public seed when neither is set. The secret is never logged
+   * or echoed in errors.
+   *
+   * @throws IllegalArgumentException naming the setting when the secret is missing, unreadable or too short
+   */
+  public static SaltKey load(Path secretFile, String secretEnv, Function<String, String> getenv) {
+    if (secretFile != null && secretEnv != null) {
+      throw new IllegalArgumentException("tenancy: set secret_file or secret_env, not both");
+    }
+    byte[] secret;
+    String where;
+    if (secretFile != null) {
+      where = "tenancy.secret_file (" + secretFile + ")";
+      try {
+        secret = stripNewlines(Files.readAllBytes(secretFile));
+      } catch (IOException e) {
+        throw new IllegalArgumentException(where + ": cannot be read: " + e.getClass().getSimpleName());
+      }
+    } else if (secretEnv != null) {
+      where = "tenancy.secret_env ($" + secretEnv + ")";
+      String v = getenv.apply(secretEnv);
+      if (v == null) {
+        throw new IllegalArgumentException(where + ": the variable is not set");
+      }
+      secret = v.getBytes(StandardCharsets.UTF_8);
+    } else {
+      return publicSeed();
+    }
+    if (secret.length < MIN_SECRET_BYTES) {
+      throw new IllegalArgumentException(where + ": the secret must be at least " + MIN_SECRET_BYTES + " bytes");
+    }
+    return hmac(secret);
+  }
+
+  private static byte[] stripNewlines(byte[] b) {
+    int n = b.length;
+    while (n > 0 && (b[n - 1] == '\n' || b[n - 1] == '\r')) {
+      n--;
+    }
+    return n == b.length ? b : java.util.Arrays.copyOf(b, n);
   }
 
   /** True when a secret keys the function. */

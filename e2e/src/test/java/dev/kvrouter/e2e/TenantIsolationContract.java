@@ -1,0 +1,128 @@
+package dev.kvrouter.e2e;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.kvrouter.examples.fake.FakeWorker;
+import dev.kvrouter.extproc.tenancy.SaltKey;
+import dev.kvrouter.extproc.tenancy.TenantIsolation;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/**
+ * Tenant isolation through real Envoy: the worker receives the body with {@code cache_salt} set to the tenant's
+ * effective salt and every other byte as the client sent it.
+ *
+ * <p>The shipped Envoy configs strip {@code x-tenant-id} from clients (only an authentication filter placed after
+ * the early header mutation may set it). This test stands in for that filter with Envoy's {@code header_mutation}
+ * HTTP filter, inserted by text substitution into a test-only copy of the shipped config just before ext_proc: it
+ * copies the test's own {@code x-test-tenant} header into {@code x-tenant-id}, as a {@code jwt_authn}
+ * {@code claim_to_headers} rule would copy a claim. The shipped files stay untouched.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class TenantIsolationContract {
+
+  static final ObjectMapper JSON = new ObjectMapper();
+  static final String SECRET = "e2e-secret-0123456789abcdef";
+  static final String AUTH_FILTER = String.join("\n",
+      "          - name: envoy.filters.http.header_mutation",
+      "            typed_config:",
+      "              \"@type\": type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation",
+      "              mutations:",
+      "                request_mutations:",
+      "                - append:",
+      "                    header: {key: x-tenant-id, value: \"%REQ(x-test-tenant)%\"}",
+      "                    append_action: OVERWRITE_IF_EXISTS_OR_ADD",
+      "                - remove: x-test-tenant",
+      "");
+  static final String EXT_PROC_FILTER = "          - name: envoy.filters.http.ext_proc\n";
+
+  final TenantIsolation tenancy = new TenantIsolation(SaltKey.hmac(SECRET.getBytes(StandardCharsets.UTF_8)), false);
+  Stack stack;
+
+  abstract String envoyConfig();
+
+  static String withAuthFilter(String envoyYaml) {
+    assertThat(envoyYaml).contains(EXT_PROC_FILTER);
+    return envoyYaml.replace(EXT_PROC_FILTER, AUTH_FILTER + EXT_PROC_FILTER);
+  }
+
+  @BeforeAll
+  void startStack() throws Exception {
+    stack = new Stack(envoyConfig(), 2, 0, new Stack.Options("tenancy: {secret_file: tenant.secret}\n",
+        Map.of("tenant.secret", SECRET + "\n"), TenantIsolationContract::withAuthFilter));
+  }
+
+  @AfterAll
+  void stopStack() {
+    if (stack != null) {
+      stack.close();
+    }
+  }
+
+  /** Sends a chat request as {@code tenant} (null: none) and returns the exact body the worker received. */
+  String forwarded(String body, String tenant) throws Exception {
+    HttpResponse<String> r = stack.post("/v1/chat/completions", body,
+        tenant == null ? Map.of() : Map.of("x-test-tenant", tenant));
+    assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+    FakeWorker w = stack.workers.get(r.headers().firstValue(FakeWorker.SERVED_BY).orElseThrow());
+    assertThat(w.lastHeaders().has("x-test-tenant")).isFalse();
+    return new String(w.lastBody(), StandardCharsets.UTF_8);
+  }
+
+  static String body(String salt, String content) {
+    return "{ \"model\" :\"" + Stack.MODEL + "\",\n\t\"messages\": [ {\"role\":\"user\", \"content\": \"" + content
+        + "\"} ],\"max_tokens\": 2" + (salt == null ? "" : " , \"cache_salt\" : \"" + salt + "\"") + " }";
+  }
+
+  @Test
+  void aTenantsRequestReachesTheWorkerWithItsEffectiveSaltAndOtherwiseByteIdentical() throws Exception {
+    String original = body(null, "héllo wörld ✓ 😀");
+    String got = forwarded(original, "acme");
+    String salt = tenancy.effectiveSalt(null, "acme", null);
+    assertThat(got).isEqualTo("{\"cache_salt\":\"" + salt + "\"," + original.substring(1));
+  }
+
+  @Test
+  void aClientSaltIsReplacedInPlaceByTheTenantsDerivedSalt() throws Exception {
+    String original = body("my-own-salt", "x".repeat(70_000)); // more than one streamed chunk
+    String got = forwarded(original, "acme");
+    assertThat(got).isEqualTo(original.replace("\"my-own-salt\"",
+        "\"" + tenancy.effectiveSalt(null, "acme", "my-own-salt") + "\""));
+  }
+
+  @Test
+  void twoTenantsGetDifferentSaltsAndOneTenantAlwaysTheSame() throws Exception {
+    String a1 = salt(forwarded(body(null, "same prompt"), "acme"));
+    String b = salt(forwarded(body(null, "same prompt"), "globex"));
+    String a2 = salt(forwarded(body(null, "same prompt"), "acme"));
+    assertThat(a1).isEqualTo(a2).startsWith(TenantIsolation.SALT_PREFIX).isNotEqualTo(b);
+    assertThat(b).isEqualTo(tenancy.effectiveSalt(null, "globex", null));
+  }
+
+  @Test
+  void withoutTenantOrSaltTheBodyIsForwardedUntouched() throws Exception {
+    String original = body(null, "plain");
+    assertThat(forwarded(original, null)).isEqualTo(original);
+  }
+
+  @Test
+  void aTenantHeaderSentByTheClientIsStrippedBeforeTheRouterSeesIt() throws Exception {
+    String original = body(null, "forged");
+    HttpResponse<String> r = stack.post("/v1/chat/completions", original, Map.of("x-tenant-id", "acme"));
+    assertThat(r.statusCode()).isEqualTo(200);
+    FakeWorker w = stack.workers.get(r.headers().firstValue(FakeWorker.SERVED_BY).orElseThrow());
+    assertThat(new String(w.lastBody(), StandardCharsets.UTF_8)).isEqualTo(original);
+  }
+
+  static String salt(String forwardedBody) throws Exception {
+    JsonNode n = JSON.readTree(forwardedBody);
+    return n.path("cache_salt").asText();
+  }
+}

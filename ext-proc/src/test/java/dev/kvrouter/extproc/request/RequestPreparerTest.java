@@ -1,0 +1,102 @@
+package dev.kvrouter.extproc.request;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.kvrouter.extproc.model.ModelRegistry;
+import dev.kvrouter.extproc.model.ModelResourcesLoader;
+import dev.kvrouter.extproc.model.ModelSpec;
+import dev.kvrouter.extproc.request.InferenceRequest.Kind;
+import dev.kvrouter.extproc.tenancy.SaltKey;
+import dev.kvrouter.extproc.tenancy.TenantIsolation;
+import dev.kvrouter.index.block.CacheNamespace;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class RequestPreparerTest {
+
+  final TenantIsolation tenancy = new TenantIsolation(SaltKey.hmac("0123456789abcdef-secret".getBytes()), false);
+  final ModelRegistry models = ModelRegistry.create(List.of(
+      new ModelSpec("base", null, null, null, null, List.of("lora-a"), null, null),
+      new ModelSpec("open", null, null, null, null, null, new ModelSpec.Tenancy(true), null)),
+      Path.of("."), ModelResourcesLoader.NONE, Runnable::run, System::nanoTime, new SimpleMeterRegistry());
+  final RequestPreparer preparer = new RequestPreparer(models, tenancy, System::nanoTime);
+
+  PreparedRequest prepare(String json, String tenant) throws Exception {
+    byte[] b = json.getBytes(StandardCharsets.UTF_8);
+    return preparer.prepare(Kind.CHAT, b, b.length, tenant);
+  }
+
+  static String body(String model, String extra) {
+    return "{\"model\":\"" + model + "\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]" + extra + "}";
+  }
+
+  @Test
+  void aTenantsRequestGetsItsOwnNamespaceAndARewrittenBody() throws Exception {
+    PreparedRequest p = prepare(body("lora-a", ",\"stream\":true"), "acme");
+    String salt = tenancy.effectiveSalt(null, "acme", null);
+    assertThat(p.scope().namespace()).isEqualTo(new CacheNamespace("base", "lora-a", salt));
+    assertThat(p.scope().tenantHash()).isEqualTo(tenancy.tenantHash("acme"));
+    assertThat(p.scope().fallback()).isEqualTo("no_tokenizer");
+    assertThat(p.rewritesBody()).isTrue();
+    String original = body("lora-a", ",\"stream\":true");
+    byte[] out = p.rewriteBody(original.getBytes(StandardCharsets.UTF_8), original.length());
+    assertThat(new String(out, StandardCharsets.UTF_8))
+        .isEqualTo("{\"cache_salt\":\"" + salt + "\"," + original.substring(1));
+    assertThat(p.parseNanos()).isPositive();
+  }
+
+  @Test
+  void withoutTenantOrSaltNothingIsRewritten() throws Exception {
+    PreparedRequest p = prepare(body("base", ""), null);
+    assertThat(p.scope().namespace()).isEqualTo(CacheNamespace.of("base"));
+    assertThat(p.scope().tenantHash()).isNull();
+    assertThat(p.rewritesBody()).isFalse();
+  }
+
+  @Test
+  void aClientSaltIsRederivedWithAndWithoutTenant() throws Exception {
+    PreparedRequest alone = prepare(body("base", ",\"cache_salt\":\"mine\""), null);
+    assertThat(alone.scope().effectiveSalt()).isEqualTo(tenancy.effectiveSalt(null, null, "mine"));
+    assertThat(alone.rewritesBody()).isTrue();
+    PreparedRequest tenant = prepare(body("base", ",\"cache_salt\":\"mine\""), "acme");
+    assertThat(tenant.scope().effectiveSalt()).isEqualTo(tenancy.effectiveSalt(null, "acme", "mine"))
+        .isNotEqualTo(alone.scope().effectiveSalt());
+  }
+
+  @Test
+  void aModelThatSharesAcrossTenantsIgnoresTheTenant() throws Exception {
+    PreparedRequest a = prepare(body("open", ""), "acme");
+    PreparedRequest b = prepare(body("open", ""), "globex");
+    assertThat(a.scope().namespace()).isEqualTo(b.scope().namespace()).isEqualTo(CacheNamespace.of("open"));
+    assertThat(a.rewritesBody()).isFalse();
+    assertThat(a.scope().tenantHash()).isNotEqualTo(b.scope().tenantHash()); // still recorded, pseudonymously
+  }
+
+  @Test
+  void unknownModelsKeepTheirNameAndRouteByLoad() throws Exception {
+    PreparedRequest p = prepare(body("who/knows", ""), "acme");
+    assertThat(p.scope().namespace().model()).isEqualTo("who/knows");
+    assertThat(p.scope().fallback()).isEqualTo("unknown_model");
+    assertThat(p.rewritesBody()).as("isolation applies to unknown models too").isTrue();
+  }
+
+  @Test
+  void aNonUtf8BodyThatNeedsASaltIsRefusedRatherThanForwardedUnsalted() throws Exception {
+    byte[] b = body("base", "").getBytes(StandardCharsets.UTF_16BE);
+    assertThat(preparer.prepare(Kind.CHAT, b, b.length, null).rewritesBody()).isFalse();
+    assertThatThrownBy(() -> preparer.prepare(Kind.CHAT, b, b.length, "acme"))
+        .isInstanceOf(RequestBodyParser.BadRequest.class).hasMessageContaining("UTF-8");
+  }
+
+  @Test
+  void theTenantNeverAppearsInTheScope() throws Exception {
+    PreparedRequest p = prepare(body("base", ""), "tenant-secret-name");
+    assertThat(p.scope().toString()).doesNotContain("tenant-secret-name");
+    assertThat(Map.of("scope", p.scope()).toString()).doesNotContain("tenant-secret-name");
+  }
+}

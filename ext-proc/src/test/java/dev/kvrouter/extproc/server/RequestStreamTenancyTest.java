@@ -1,0 +1,150 @@
+package dev.kvrouter.extproc.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.ByteString;
+import dev.kvrouter.extproc.model.ModelRegistry;
+import dev.kvrouter.extproc.request.RequestPreparer;
+import dev.kvrouter.extproc.routing.Decision;
+import dev.kvrouter.extproc.routing.RoundRobinPolicy;
+import dev.kvrouter.extproc.routing.Router;
+import dev.kvrouter.extproc.tenancy.TenantIsolation;
+import dev.kvrouter.xds.registry.Worker;
+import dev.kvrouter.xds.registry.WorkerRegistry;
+import io.envoyproxy.envoy.config.core.v3.HeaderMap;
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
+import io.envoyproxy.envoy.service.ext_proc.v3.CommonResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration;
+import io.grpc.stub.StreamObserver;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The cache-salt rewrite through the ext_proc protocol, in both request body modes. */
+class RequestStreamTenancyTest {
+
+  final List<ProcessingResponse> sent = new ArrayList<>();
+  final List<Decision> decisions = new ArrayList<>();
+  final TenantIsolation tenancy = TenantIsolation.defaults();
+  Router router;
+  RequestPreparer preparer;
+
+  final StreamObserver<ProcessingResponse> out = new StreamObserver<>() {
+    @Override
+    public void onNext(ProcessingResponse r) {
+      sent.add(r);
+    }
+
+    @Override
+    public void onError(Throwable t) {}
+
+    @Override
+    public void onCompleted() {}
+  };
+
+  @BeforeEach
+  void fleet() {
+    WorkerRegistry registry = new WorkerRegistry();
+    registry.replace(List.of(Worker.simple("a", "10.0.0.1", 8000, "m")));
+    router = new Router(registry, new RoundRobinPolicy(), Map.of(), System::nanoTime);
+    preparer = new RequestPreparer(ModelRegistry.empty(new SimpleMeterRegistry()), tenancy, System::nanoTime);
+  }
+
+  RequestStream stream(BodySendMode mode) {
+    ExtProcOptions o = ExtProcOptions.defaults();
+    o = new ExtProcOptions(o.bind(), 0, 1 << 22, "x-tenant-id", mode, BodySendMode.STREAMED, 1, 1);
+    return new RequestStream(out, preparer, router, new RequestListener() {
+      @Override
+      public void onDecision(Decision d) {
+        decisions.add(d);
+      }
+    }, o);
+  }
+
+  static ProcessingRequest headers(BodySendMode mode, String tenant) {
+    HeaderMap.Builder h = HeaderMap.newBuilder();
+    List<String[]> kvs = new ArrayList<>(List.of(new String[] {":method", "POST"},
+        new String[] {":path", "/v1/chat/completions"}, new String[] {"x-request-id", "r1"}));
+    if (tenant != null) {
+      kvs.add(new String[] {"x-tenant-id", tenant});
+    }
+    for (String[] kv : kvs) {
+      h.addHeaders(HeaderValue.newBuilder().setKey(kv[0]).setRawValue(ByteString.copyFromUtf8(kv[1])));
+    }
+    return ProcessingRequest.newBuilder()
+        .setProtocolConfig(ProtocolConfiguration.newBuilder().setRequestBodyMode(mode)
+            .setResponseBodyMode(mode == BodySendMode.FULL_DUPLEX_STREAMED ? mode : BodySendMode.STREAMED))
+        .setRequestHeaders(HttpHeaders.newBuilder().setHeaders(h))
+        .build();
+  }
+
+  static ProcessingRequest body(String s) {
+    return ProcessingRequest.newBuilder()
+        .setRequestBody(HttpBody.newBuilder().setBody(ByteString.copyFromUtf8(s)).setEndOfStream(true)).build();
+  }
+
+  static final String BODY = "{ \"model\" : \"m\",\n \"messages\":[{\"role\":\"user\",\"content\":\"ünïcode\"}],"
+      + "\"cache_salt\": \"client\" , \"stream\":false}";
+
+  static Map<String, String> setHeaders(CommonResponse c) {
+    return c.getHeaderMutation().getSetHeadersList().stream().collect(Collectors.toMap(h -> h.getHeader().getKey(),
+        h -> h.getHeader().getRawValue().toStringUtf8()));
+  }
+
+  @Test
+  void bufferedModeSendsTheRewrittenBodyWithAMatchingContentLength() {
+    RequestStream s = stream(BodySendMode.BUFFERED);
+    s.onNext(headers(BodySendMode.BUFFERED, "acme"));
+    s.onNext(body(BODY));
+    CommonResponse c = sent.get(1).getRequestBody().getResponse();
+    String salt = tenancy.effectiveSalt(null, "acme", "client");
+    String expected = BODY.replace("\"client\"", "\"" + salt + "\"");
+    assertThat(c.getBodyMutation().getBody().toStringUtf8()).isEqualTo(expected);
+    assertThat(setHeaders(c)).containsEntry("content-length",
+        Integer.toString(expected.getBytes(StandardCharsets.UTF_8).length))
+        .containsEntry("x-kvrouter-cluster", "kvrouter_worker_a");
+    assertThat(c.getClearRouteCache()).isTrue();
+    assertThat(decisions.get(0).tenantHash()).isEqualTo(tenancy.tenantHash("acme"));
+    assertThat(decisions.get(0).toString()).doesNotContain("acme");
+  }
+
+  @Test
+  void fullDuplexModeReStreamsTheRewrittenBytes() {
+    String big = BODY.replace("ünïcode", "x".repeat(150_000));
+    RequestStream s = stream(BodySendMode.FULL_DUPLEX_STREAMED);
+    s.onNext(headers(BodySendMode.FULL_DUPLEX_STREAMED, "globex"));
+    s.onNext(body(big));
+    assertThat(sent.get(0).hasRequestHeaders()).isTrue();
+    assertThat(setHeaders(sent.get(0).getRequestHeaders().getResponse())).doesNotContainKey("content-length");
+    StringBuilder rebuilt = new StringBuilder();
+    for (ProcessingResponse r : sent.subList(1, sent.size())) {
+      rebuilt.append(r.getRequestBody().getResponse().getBodyMutation().getStreamedResponse().getBody()
+          .toStringUtf8());
+    }
+    assertThat(sent).hasSize(4); // headers + three chunks of at most 62,000 bytes
+    assertThat(rebuilt.toString())
+        .isEqualTo(big.replace("\"client\"", "\"" + tenancy.effectiveSalt(null, "globex", "client") + "\""));
+  }
+
+  @Test
+  void withoutTenantOrSaltTheBodyIsNotTouched() {
+    RequestStream s = stream(BodySendMode.BUFFERED);
+    s.onNext(headers(BodySendMode.BUFFERED, null));
+    s.onNext(body("{\"model\":\"m\",\"messages\":[]}"));
+    CommonResponse c = sent.get(1).getRequestBody().getResponse();
+    assertThat(c.hasBodyMutation()).isFalse();
+    assertThat(setHeaders(c)).doesNotContainKey("content-length");
+    assertThat(decisions.get(0).tenantHash()).isNull();
+    assertThat(decisions.get(0).fallback()).isEqualTo("unknown_model");
+  }
+}
