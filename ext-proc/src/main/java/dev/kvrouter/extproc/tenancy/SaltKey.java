@@ -100,9 +100,22 @@ public abstract sealed class SaltKey {
 
   private static final class Hmac extends SaltKey {
     private final SecretKeySpec key;
+    // Mac instances are not thread-safe and Mac.getInstance costs microseconds; request threads are a fixed pool.
+    private final ThreadLocal<Mac> macs;
 
     Hmac(byte[] secret) {
       key = new SecretKeySpec(secret, "HmacSHA256");
+      macs = ThreadLocal.withInitial(this::newMac);
+    }
+
+    private Mac newMac() {
+      try {
+        Mac mac = Mac.getInstance("HmacSHA256");
+        mac.init(key);
+        return mac;
+      } catch (GeneralSecurityException e) {
+        throw new IllegalStateException("HmacSHA256 is unavailable", e);
+      }
     }
 
     @Override
@@ -112,16 +125,10 @@ public abstract sealed class SaltKey {
 
     @Override
     byte[] digest16(byte[] message) {
-      try {
-        Mac mac = Mac.getInstance("HmacSHA256"); // Mac instances are not thread-safe; creation is cheap
-        mac.init(key);
-        byte[] full = mac.doFinal(message);
-        byte[] out = new byte[16];
-        System.arraycopy(full, 0, out, 0, 16);
-        return out;
-      } catch (GeneralSecurityException e) {
-        throw new IllegalStateException("HmacSHA256 is unavailable", e);
-      }
+      byte[] full = macs.get().doFinal(message); // doFinal resets the Mac for the next use
+      byte[] out = new byte[16];
+      System.arraycopy(full, 0, out, 0, 16);
+      return out;
     }
 
     @Override
