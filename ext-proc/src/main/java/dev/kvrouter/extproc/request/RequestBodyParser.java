@@ -145,8 +145,11 @@ public final class RequestBodyParser {
         }
         case "cache_salt" -> {
           cacheSaltPresent = true;
-          // The site recorder has already completed or skipped the value; only a string or null is valid.
+          // Only a string or null is valid; a container is skipped (the site recorder may have done so already).
           cacheSalt = v == JsonToken.VALUE_STRING ? p.getText() : v == JsonToken.VALUE_NULL ? null : Boolean.FALSE;
+          if (v == JsonToken.START_OBJECT || v == JsonToken.START_ARRAY) {
+            p.skipChildren();
+          }
         }
         case "stream" -> stream = JsonValues.read(p, v);
         case "stream_options" -> streamOptions = JsonValues.read(p, v);

@@ -3,7 +3,6 @@ package dev.kvrouter.extproc.request;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.core.JsonToken;
 import dev.kvrouter.extproc.request.InferenceRequest.Kind;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -189,8 +188,12 @@ class CacheSaltRewriterPropertyTest {
   @Test
   void nonUtf8BodiesHaveNoKnownSites() throws Exception {
     byte[] utf16 = "{\"model\":\"m\",\"prompt\":\"p\"}".getBytes(StandardCharsets.UTF_16LE);
-    assertThat(JsonToken.START_OBJECT).isNotNull();
     InferenceRequest r = new RequestBodyParser().parse(Kind.COMPLETIONS, utf16, utf16.length);
     assertThat(r.saltSites().known()).isFalse();
+    byte[] salted = "{\"model\":\"m\",\"cache_salt\":\"s\",\"prompt\":\"p\"}".getBytes(StandardCharsets.UTF_16BE);
+    assertThat(new RequestBodyParser().parse(Kind.COMPLETIONS, salted, salted.length).cacheSalt()).isEqualTo("s");
+    byte[] bad = "{\"model\":\"m\",\"cache_salt\":{\"a\":[1]},\"prompt\":\"p\"}".getBytes(StandardCharsets.UTF_16LE);
+    assertThat(org.assertj.core.api.Assertions.catchThrowableOfType(RequestBodyParser.BadRequest.class,
+        () -> new RequestBodyParser().parse(Kind.COMPLETIONS, bad, bad.length)).error().param()).isEqualTo("cache_salt");
   }
 }
