@@ -53,7 +53,8 @@ import org.openjdk.jmh.annotations.Warmup;
 @Fork(1)
 public class RequestParseBenchmark {
 
-  @Param({"1k", "100k", "1m"})
+  /** Chat bodies of about 1 KB, 100 KB and 1 MB of text; {@code 1m-image}: a short turn with a 1 MB base64 image. */
+  @Param({"1k", "100k", "1m", "1m-image"})
   public String size;
 
   private byte[] body;
@@ -64,13 +65,14 @@ public class RequestParseBenchmark {
 
   @Setup
   public void setup() throws Exception {
-    int target = switch (size) {
-      case "1k" -> 1_000;
-      case "100k" -> 100_000;
-      case "1m" -> 1_000_000;
+    String json = switch (size) {
+      case "1k" -> ChatBodies.chat(1_000, 42);
+      case "100k" -> ChatBodies.chat(100_000, 42);
+      case "1m" -> ChatBodies.chat(1_000_000, 42);
+      case "1m-image" -> ChatBodies.image(1_000_000, 42);
       default -> throw new IllegalArgumentException(size);
     };
-    body = ChatBodies.chat(target, 42).getBytes(StandardCharsets.UTF_8);
+    body = json.getBytes(StandardCharsets.UTF_8);
     preparer = new RequestPreparer(ModelRegistry.empty(new SimpleMeterRegistry()),
         new TenantIsolation(SaltKey.hmac("benchmark-secret-0123456789".getBytes(StandardCharsets.UTF_8)), false),
         System::nanoTime);
@@ -145,6 +147,20 @@ public class RequestParseBenchmark {
         }
       }
       return sb.append("]}").toString();
+    }
+
+    /** One user turn with a text part and a base64 JPEG-like data URL of about {@code imageBytes}. */
+    static String image(int imageBytes, long seed) {
+      SplittableRandom r = new SplittableRandom(seed);
+      String alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+      StringBuilder b64 = new StringBuilder(imageBytes);
+      for (int i = 0; i < imageBytes; i++) {
+        b64.append(alphabet.charAt(r.nextInt(64)));
+      }
+      return "{\"model\":\"Qwen/Qwen2.5-VL-7B-Instruct\",\"max_tokens\":128,\"messages\":["
+          + "{\"role\":\"system\",\"content\":\"" + words(r, 30) + "\"},"
+          + "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"" + words(r, 20) + "\"},"
+          + "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/jpeg;base64," + b64 + "\"}}]}]}";
     }
 
     private static String words(SplittableRandom r, int n) {

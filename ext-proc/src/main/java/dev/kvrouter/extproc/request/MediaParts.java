@@ -6,6 +6,7 @@ import dev.kvrouter.extproc.request.MultimodalItem.Modality;
 import dev.kvrouter.extproc.request.RequestBodyParser.BadRequest;
 import java.io.IOException;
 import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -22,8 +23,10 @@ import net.openhft.hashing.LongHashFunction;
  * {@code image_embeds}, {@code audio_embeds}, {@code prompt_embeds}, {@code audio_url}, {@code input_audio},
  * {@code video_url}, {@code tool_reference}).
  *
- * <p>Media payloads (URLs, base64 data) are hashed straight from the parser's buffer and never become strings;
- * in the message they are replaced by the item's identifier.
+ * <p>Media payloads (URLs, base64 data) never become strings: a payload without escapes is hashed straight from
+ * the body's bytes (a JSON string without escapes is the UTF-8 of its value) and Jackson skips the token without
+ * decoding it; only a payload with escapes is decoded first. Either way the hash is XXH3-64 of the value's UTF-8
+ * bytes. In the message the payload is replaced by the item's identifier.
  *
  * <p>One instance per body, used by one thread.
  */
@@ -44,9 +47,17 @@ final class MediaParts {
   /** A media payload string seen only as its hash. */
   private record Payload(long hash) {}
 
+  private final byte[] body;
+  private final int length;
   private final List<MultimodalItem> items = new ArrayList<>();
   private final List<MultimodalItem> pending = new ArrayList<>();
   String unreproducible;
+
+  /** @param body the request body the parser reads (for hashing payload bytes in place) */
+  MediaParts(byte[] body, int length) {
+    this.body = body;
+    this.length = length;
+  }
 
   /** A message's {@code content} key begins: a repeated key discards the items of the earlier one. */
   void startContent(int message) {
@@ -187,22 +198,27 @@ final class MediaParts {
     return null;
   }
 
-  /** The content hash of a payload: its characters, or for a map of payloads its entries in key order. */
+  /** The content hash of a payload: its UTF-8 bytes, or for a map of payloads its entries in key order. */
   private static long hash(Object payload) {
     if (payload instanceof Payload h) {
       return h.hash();
     }
     if (payload instanceof String s) {
-      return CONTENT_HASH.hashChars(s);
+      return contentHash(s);
     }
     if (payload instanceof Map<?, ?> m) {
       long h = CONTENT_HASH.hashLong(m.size());
       for (Map.Entry<?, ?> e : new TreeMap<>(m).entrySet()) {
-        h = CONTENT_HASH.hashLongs(new long[] {h, CONTENT_HASH.hashChars((String) e.getKey()), hash(e.getValue())});
+        h = CONTENT_HASH.hashLongs(new long[] {h, contentHash((String) e.getKey()), hash(e.getValue())});
       }
       return h;
     }
-    return CONTENT_HASH.hashChars("");
+    return contentHash("");
+  }
+
+  /** XXH3-64, seeded with {@link #CONTENT_SEED}, of the UTF-8 bytes of {@code s}. */
+  static long contentHash(String s) {
+    return CONTENT_HASH.hashBytes(s.getBytes(StandardCharsets.UTF_8));
   }
 
   /**
@@ -210,7 +226,7 @@ final class MediaParts {
    * {@code data}, or any string of an embeddings map) are hashed in place; other values ({@code detail},
    * {@code format}) are read as usual.
    */
-  private static Object readMedia(JsonParser p, JsonToken t, String key) throws IOException {
+  private Object readMedia(JsonParser p, JsonToken t, String key) throws IOException {
     if (t == JsonToken.VALUE_STRING) {
       return payload(p);
     }
@@ -228,8 +244,22 @@ final class MediaParts {
     return m;
   }
 
-  private static Payload payload(JsonParser p) throws IOException {
-    return new Payload(CONTENT_HASH.hashChars(p.getTextCharacters(), p.getTextOffset(), p.getTextLength()));
+  /** Hashes the current string token, from the body's bytes when it has no escapes (leaving it undecoded). */
+  private Payload payload(JsonParser p) throws IOException {
+    long quote = p.currentTokenLocation().getByteOffset(); // -1 for bodies Jackson does not read as UTF-8
+    if (quote >= 0 && quote < length && body[(int) quote] == '"') {
+      int from = (int) quote + 1;
+      for (int i = from; i < length; i++) {
+        byte b = body[i];
+        if (b == '"') {
+          return new Payload(CONTENT_HASH.hashBytes(body, from, i - from));
+        }
+        if (b == '\\') {
+          break;
+        }
+      }
+    }
+    return new Payload(contentHash(p.getText()));
   }
 
   /** Replaces every payload under the part's media keys by {@code identifier}, leaving plain values. */

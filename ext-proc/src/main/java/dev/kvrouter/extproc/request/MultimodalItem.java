@@ -6,7 +6,8 @@ import java.util.Objects;
  * One media item of a chat prompt (an image, an audio clip, a video), in the identity vLLM gives it in block
  * hashes: per block, vLLM adds {@code (identifier, item_offset - block_start)} for every item whose placeholder
  * tokens overlap the block. The identifier is the client's {@code uuid} when the part carries one; otherwise the
- * router uses a stable hash of the item's content ({@code kvr1-mm:<modality>:<16 hex>}), so repeats of the same
+ * router uses a stable hash of the item's content ({@code kvr1-mm:<modality>:<16 hex>}, XXH3-64 of the payload's
+ * UTF-8 bytes: the URL, or the base64 data), so repeats of the same
  * image match each other in the router's own predictions but never an engine's event (vLLM hashes the decoded
  * media, which the router does not fetch). Where the placeholder tokens sit is only known after templating and
  * tokenization: see {@link MultimodalPlacement} and {@link MultimodalBlockKeys}.

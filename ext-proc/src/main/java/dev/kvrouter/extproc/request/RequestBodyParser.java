@@ -62,7 +62,7 @@ public final class RequestBodyParser {
   }
 
   public InferenceRequest parse(Kind kind, byte[] body, int length) throws BadRequest {
-    Fields f = new Fields(kind);
+    Fields f = new Fields(kind, body, length);
     CacheSaltSites sites;
     try (JsonParser p = JSON.createParser(body, 0, length)) {
       if (p.nextToken() != JsonToken.START_OBJECT) {
@@ -95,6 +95,8 @@ public final class RequestBodyParser {
   /** The top-level fields of one body, gathered in one pass and validated once the object has ended. */
   private static final class Fields {
     final Kind kind;
+    final byte[] body;
+    final int length;
     Object model;
     boolean modelPresent;
     Object cacheSalt;
@@ -131,8 +133,10 @@ public final class RequestBodyParser {
     Object chatTemplate;
     Object mmProcessorKwargs;
 
-    Fields(Kind kind) {
+    Fields(Kind kind, byte[] body, int length) {
       this.kind = kind;
+      this.body = body;
+      this.length = length;
     }
 
     void read(String name, JsonParser p) throws IOException, BadRequest {
@@ -185,7 +189,7 @@ public final class RequestBodyParser {
         case "messages" -> {
           if (chat) {
             messagesPresent = true;
-            messages = v == JsonToken.START_ARRAY ? Messages.read(p) : null;
+            messages = v == JsonToken.START_ARRAY ? Messages.read(p, body, length) : null;
             if (messages == null) {
               p.skipChildren();
             }
@@ -469,10 +473,10 @@ public final class RequestBodyParser {
       this.unreproducible = unreproducible;
     }
 
-    /** Reads the array whose {@code START_ARRAY} is current. */
-    static Messages read(JsonParser p) throws IOException, BadRequest {
+    /** Reads the array whose {@code START_ARRAY} is current, in {@code body}. */
+    static Messages read(JsonParser p, byte[] body, int length) throws IOException, BadRequest {
       List<Map<String, Object>> list = new ArrayList<>();
-      MediaParts media = new MediaParts();
+      MediaParts media = new MediaParts(body, length);
       JsonToken t;
       int i = 0;
       while ((t = p.nextToken()) != JsonToken.END_ARRAY) {

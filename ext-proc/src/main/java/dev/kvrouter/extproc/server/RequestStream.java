@@ -1,6 +1,7 @@
 package dev.kvrouter.extproc.server;
 
 import com.google.protobuf.ByteString;
+import com.google.protobuf.UnsafeByteOperations;
 import dev.kvrouter.extproc.request.InferenceRequest;
 import dev.kvrouter.extproc.request.OpenAiError;
 import dev.kvrouter.extproc.request.PreparedRequest;
@@ -225,7 +226,9 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     var metadata = EnvoyMessages.lbMetadata(decision.chosen().endpoint());
     if (requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED) {
       send(EnvoyMessages.routeOnHeaders(mutation.build(), metadata));
-      ByteString all = ByteString.copyFrom(upstream, 0, upstreamLength);
+      // A rewritten body is a fresh array this stream owns and never modifies: wrap it instead of copying 1 MB again.
+      ByteString all = rewritten ? UnsafeByteOperations.unsafeWrap(upstream)
+          : ByteString.copyFrom(upstream, 0, upstreamLength);
       int n = all.size();
       if (n == 0) {
         send(EnvoyMessages.streamedRequestBody(ByteString.EMPTY, endOfStream));
@@ -236,7 +239,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       }
     } else if (rewritten) {
       mutation.addSetHeaders(EnvoyMessages.header("content-length", Integer.toString(upstreamLength)));
-      send(EnvoyMessages.routeOnBufferedBody(mutation.build(), metadata, ByteString.copyFrom(upstream)));
+      send(EnvoyMessages.routeOnBufferedBody(mutation.build(), metadata, UnsafeByteOperations.unsafeWrap(upstream)));
     } else {
       send(EnvoyMessages.routeOnBufferedBody(mutation.build(), metadata));
     }
