@@ -1,11 +1,22 @@
 package dev.kvrouter.dist;
 
+import dev.kvrouter.extproc.decision.DecisionLog;
+import dev.kvrouter.extproc.decision.DecisionMetrics;
+import dev.kvrouter.extproc.decision.DecisionTracker;
+import dev.kvrouter.extproc.load.LoadLedger;
+import dev.kvrouter.extproc.load.LoadMetrics;
+import dev.kvrouter.extproc.load.LoadTracker;
+import dev.kvrouter.extproc.load.MetricsScraper;
+import dev.kvrouter.extproc.load.ScrapedLoadSource;
+import dev.kvrouter.extproc.load.WorkerHealth;
+import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.extproc.routing.Router;
-import dev.kvrouter.extproc.routing.RoutingPolicy;
 import dev.kvrouter.extproc.server.ExtProcOptions;
 import dev.kvrouter.extproc.server.ExtProcServer;
-import dev.kvrouter.extproc.server.RequestListener;
+import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.xds.registry.Worker;
 import dev.kvrouter.xds.registry.WorkerRegistry;
+import dev.kvrouter.xds.registry.WorkerSet;
 import dev.kvrouter.xds.registry.WorkersFileWatcher;
 import dev.kvrouter.xds.server.XdsServer;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
@@ -13,9 +24,15 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.Map;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -51,13 +68,19 @@ public final class KvrouterRuntime implements AutoCloseable {
     t.setDaemon(true);
     return t;
   });
+  private final PrefixOverlapSource overlaps;
   private WorkersFileWatcher watcher;
   private XdsServer xds;
   private ExtProcServer extProc;
   private AdminServer admin;
+  private LoadLedger ledger;
+  private MetricsScraper scraper;
+  private DecisionTracker tracker;
+  private Consumer<WorkerSet> fleetListener;
 
-  private KvrouterRuntime(KvrouterConfig config) {
+  private KvrouterRuntime(KvrouterConfig config, PrefixOverlapSource overlaps) {
     this.config = config;
+    this.overlaps = overlaps;
   }
 
   /**
@@ -65,7 +88,16 @@ public final class KvrouterRuntime implements AutoCloseable {
    * kvrouter.yaml).
    */
   public static KvrouterRuntime start(KvrouterConfig config, Path baseDir, Mode mode) throws IOException {
-    KvrouterRuntime rt = new KvrouterRuntime(config);
+    return start(config, baseDir, mode, PrefixOverlapSource.NONE);
+  }
+
+  /**
+   * As {@link #start(KvrouterConfig, Path, Mode)}, with the KV index the routing policy reads overlaps from
+   * (the seam the index plugs into; {@link PrefixOverlapSource#NONE} routes on load alone).
+   */
+  public static KvrouterRuntime start(KvrouterConfig config, Path baseDir, Mode mode, PrefixOverlapSource overlaps)
+      throws IOException {
+    KvrouterRuntime rt = new KvrouterRuntime(config, overlaps);
     try {
       rt.startServers(baseDir, mode);
     } catch (IOException | RuntimeException e) {
@@ -85,20 +117,80 @@ public final class KvrouterRuntime implements AutoCloseable {
       xds = new XdsServer(registry).start(s.bind(), s.xdsPort());
     }
     if (mode.extProc()) {
-      Map<String, RoutingPolicy> policies = Policies.create();
-      Router router = new Router(registry, policies.get(config.routing().policy()), policies, System::nanoTime);
       ExtProcOptions options = new ExtProcOptions(s.bind(), s.extProcPort(), config.limits().maxBodyBytes(),
           config.tenancy().header(), BodySendMode.valueOf(s.requestBodyMode()),
           BodySendMode.valueOf(s.requestBodyMode()) == BodySendMode.FULL_DUPLEX_STREAMED
               ? BodySendMode.FULL_DUPLEX_STREAMED
               : BodySendMode.STREAMED,
           config.limits().retryAfterSeconds(), Runtime.getRuntime().availableProcessors());
-      extProc = new ExtProcServer(options, router, RequestListener.NONE).start();
+      extProc = new ExtProcServer(options, routing(), tracker).start();
     }
     admin = new AdminServer(metrics, registry, () -> extProc != null || xds != null).start(s.bind(), s.adminPort());
     log.info("kvrouter started: mode={} workers={} ext_proc={} xds={} admin={}", mode,
         registry.current().all().size(), extProc == null ? "-" : extProc.port(), xds == null ? "-" : xds.port(),
         admin.port());
+  }
+
+  /**
+   * The routing side: load ledger, worker health, metrics scraper, the router and the tracker that follows each
+   * request. The scheduler thread owns the ledger's sweeps; the scraper owns its HTTP thread.
+   */
+  private Router routing() {
+    var r = config.routing();
+    long ttl = TimeUnit.SECONDS.toNanos(r.load().reservationTtlSeconds());
+    ledger = new LoadLedger(System::nanoTime, ttl, r.load().maxReservations());
+    WorkerHealth health = new WorkerHealth(System::nanoTime, r.health().unreachableAfter(),
+        r.health().ejectAfterErrors(), TimeUnit.SECONDS.toNanos(r.health().ejectSeconds()));
+    ScrapedLoadSource scraped = ScrapedLoadSource.NONE;
+    if (r.scrape().enabled()) {
+      scraper = new MetricsScraper(registry, ledger, health, System::nanoTime,
+          Duration.ofMillis(r.scrape().timeoutMs()), r.scrape().maxBytes());
+      scraped = scraper;
+    }
+    LoadTracker load = new LoadTracker(ledger, scraped, System::nanoTime,
+        TimeUnit.MILLISECONDS.toNanos(r.scrape().maxAgeMs()));
+    LoadMetrics loadMetrics = new LoadMetrics(metrics, ledger, health, scraper);
+    LoadLedger l = ledger;
+    fleetListener = fleet -> {
+      List<WorkerId> ids = new ArrayList<>();
+      Set<String> names = new HashSet<>();
+      for (Worker w : fleet.all()) {
+        ids.addAll(w.cacheOwners());
+        names.add(w.name());
+      }
+      l.retain(new HashSet<>(ids));
+      health.retain(names);
+      loadMetrics.fleetChanged(fleet);
+    };
+    registry.addListener(fleetListener);
+    Router router = Router.builder(registry)
+        .policies(Policies.create())
+        .config(RoutingSettings.toConfig(r))
+        .overlaps(overlaps)
+        .load(load)
+        .health(health)
+        .build();
+    tracker = new DecisionTracker(ledger, health,
+        DecisionLog.toLogger(r.decisionLog().maxCandidates(), r.decisionLog().enabled()),
+        new DecisionMetrics(metrics), System::nanoTime, r.load().maxReservations(), ttl);
+    DecisionTracker t = tracker;
+    scheduler.scheduleWithFixedDelay(() -> {
+      try {
+        l.sweep();
+        t.sweep();
+      } catch (RuntimeException e) {
+        log.error("load ledger sweep failed", e);
+      }
+    }, r.load().sweepIntervalMs(), r.load().sweepIntervalMs(), TimeUnit.MILLISECONDS);
+    if (scraper != null) {
+      scraper.start(scheduler, r.scrape().intervalMs());
+    }
+    return router;
+  }
+
+  /** The load ledger (null in xds-only mode). */
+  public LoadLedger ledger() {
+    return ledger;
   }
 
   public WorkerRegistry registry() {
@@ -118,6 +210,14 @@ public final class KvrouterRuntime implements AutoCloseable {
     if (extProc != null) {
       extProc.close();
       extProc = null;
+    }
+    if (scraper != null) {
+      scraper.close();
+      scraper = null;
+    }
+    if (fleetListener != null) {
+      registry.removeListener(fleetListener);
+      fleetListener = null;
     }
   }
 

@@ -56,6 +56,8 @@ final class Stack implements AutoCloseable {
     KvrouterConfig cfg = KvrouterConfig.parse(String.format(
         "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: %s}%n"
             + "workers: {file: workers.yaml, poll_interval_ms: 100}%n"
+            // The skeleton's contract tests expect round-robin spreading; kv_aware is the product default.
+            + "routing: {policy: round_robin}%n"
             + "observability: {log_level: info}%n",
         extProcPort, xdsPort, adminPort, fullDuplex ? "FULL_DUPLEX_STREAMED" : "BUFFERED"), "e2e");
     runtime = KvrouterRuntime.start(cfg, dir, KvrouterRuntime.Mode.ALL);

@@ -5,6 +5,7 @@ import dev.kvrouter.extproc.request.InferenceRequest;
 import dev.kvrouter.extproc.request.OpenAiError;
 import dev.kvrouter.extproc.request.RequestBodyParser;
 import dev.kvrouter.extproc.routing.Decision;
+import dev.kvrouter.extproc.routing.RequestTimings;
 import dev.kvrouter.extproc.routing.RouteRequest;
 import dev.kvrouter.extproc.routing.Router;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
@@ -59,6 +60,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   private String requestId;
   private String tenant;
   private String policyOverride;
+  private String weightsOverride;
   private byte[] body = new byte[0];
   private int bodyLength;
   private boolean finished;
@@ -115,6 +117,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     }
     tenant = options.tenantHeader() == null ? null : EnvoyMessages.header(h, options.tenantHeader());
     policyOverride = EnvoyMessages.header(h, Headers.POLICY);
+    weightsOverride = EnvoyMessages.header(h, Headers.WEIGHTS);
     kind = inferenceKind(method, path);
     boolean fullDuplex = requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED;
     if (kind == null) {
@@ -190,17 +193,22 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       finish(e.error(), "bad_request");
       return;
     }
-    decision = router.route(new RouteRequest(requestId, parsed, tenant, policyOverride));
+    // Until the request path tokenizes, the body size stands in for the prompt length (load accounting only).
+    decision = router.route(new RouteRequest(requestId, parsed, tenant, policyOverride, weightsOverride, null, null,
+        bodyLength / 4, RequestTimings.NONE));
     listener.onDecision(decision);
     if (!decision.routed()) {
       finish(decision.rejection(), decision.reason());
       return;
     }
-    HeaderMutation mutation = HeaderMutation.newBuilder()
+    HeaderMutation.Builder headers = HeaderMutation.newBuilder()
         .addSetHeaders(EnvoyMessages.header(Headers.CLUSTER, decision.chosen().clusterName()))
         .addSetHeaders(EnvoyMessages.header(Headers.DESTINATION_ENDPOINT, decision.chosen().endpoint()))
-        .addSetHeaders(EnvoyMessages.header(Headers.DECISION, decision.id()))
-        .build();
+        .addSetHeaders(EnvoyMessages.header(Headers.DECISION, decision.id()));
+    if (decision.chosen().dpSize() > 1) {
+      headers.addSetHeaders(EnvoyMessages.header(Headers.DP_RANK, Integer.toString(decision.dpRank())));
+    }
+    HeaderMutation mutation = headers.build();
     var metadata = EnvoyMessages.lbMetadata(decision.chosen().endpoint());
     if (requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED) {
       send(EnvoyMessages.routeOnHeaders(mutation, metadata));
