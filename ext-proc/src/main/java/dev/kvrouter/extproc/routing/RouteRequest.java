@@ -42,6 +42,11 @@ public record RouteRequest(
         approxPromptTokens, timings);
   }
 
+  public RouteRequest withPolicy(String p) {
+    return new RouteRequest(id, request, tenant, p, weightsOverride, prompt, promptUnavailable, approxPromptTokens,
+        timings);
+  }
+
   public RouteRequest withWeightsOverride(String w) {
     return new RouteRequest(id, request, tenant, policyOverride, w, prompt, promptUnavailable, approxPromptTokens,
         timings);
