@@ -22,7 +22,7 @@ import net.jqwik.api.statistics.Statistics;
  * every busy threshold unless the decision says {@code all_busy}; and a request is only refused when no worker
  * was eligible.
  */
-class EligibilityProperties {
+class EligibilityPropertiesTest {
 
   /** One worker's state. */
   record W(boolean draining, boolean prefillOnly, int dp, boolean ejected, int prefillTokens, int blocks,

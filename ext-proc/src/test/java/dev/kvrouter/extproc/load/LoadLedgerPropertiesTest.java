@@ -25,7 +25,7 @@ import org.junit.jupiter.api.Test;
  * The ledger returns to zero after any mix of completions, cancellations, resets, expiries, scrapes and fleet
  * changes; and at every step it agrees with a plain model (a multiset of block hashes per worker).
  */
-class LoadLedgerProperties {
+class LoadLedgerPropertiesTest {
 
   static final WorkerId[] WORKERS = {WorkerId.of("w0"), WorkerId.of("w1"), new WorkerId("w2", 1)};
 
