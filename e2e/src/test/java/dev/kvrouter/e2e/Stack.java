@@ -39,7 +39,15 @@ final class Stack implements AutoCloseable {
   final String envoyVersion;
   final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
+  final int adminPort;
+
   Stack(String envoyConfig, int workerCount, long tokenDelayMillis) throws Exception {
+    // The skeleton's contract tests expect round-robin spreading; kv_aware is the product default.
+    this(envoyConfig, workerCount, tokenDelayMillis, "routing: {policy: round_robin}");
+  }
+
+  /** @param routingYaml the {@code routing:} section of kvrouter.yaml, on one line */
+  Stack(String envoyConfig, int workerCount, long tokenDelayMillis, String routingYaml) throws Exception {
     this.envoyConfig = envoyConfig;
     dir = Files.createTempDirectory("kvrouter-e2e");
     for (int i = 1; i <= workerCount; i++) {
@@ -51,15 +59,14 @@ final class Stack implements AutoCloseable {
     int envoyAdmin = freePort();
     extProcPort = freePort();
     xdsPort = freePort();
-    int adminPort = freePort();
+    adminPort = freePort();
     boolean fullDuplex = envoyConfig.contains("original-dst");
     KvrouterConfig cfg = KvrouterConfig.parse(String.format(
         "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: %s}%n"
             + "workers: {file: workers.yaml, poll_interval_ms: 100}%n"
-            // The skeleton's contract tests expect round-robin spreading; kv_aware is the product default.
-            + "routing: {policy: round_robin}%n"
+            + "%s%n"
             + "observability: {log_level: info}%n",
-        extProcPort, xdsPort, adminPort, fullDuplex ? "FULL_DUPLEX_STREAMED" : "BUFFERED"), "e2e");
+        extProcPort, xdsPort, adminPort, fullDuplex ? "FULL_DUPLEX_STREAMED" : "BUFFERED", routingYaml), "e2e");
     runtime = KvrouterRuntime.start(cfg, dir, KvrouterRuntime.Mode.ALL);
     Path bin = EnvoyProcess.binary();
     envoyVersion = EnvoyProcess.version(bin);
