@@ -72,15 +72,29 @@ public final class DecisionTracker implements RequestListener {
   public void onDecision(Decision d) {
     metrics.decision(d);
     if (!d.routed()) {
-      records.decision(d);
+      write(d);
       return;
     }
     if (tracked.size() >= maxTracked) {
       untracked.increment();
-      records.decision(d);
+      write(d);
       return;
     }
+    if (!records.enabled()) {
+      d.detail().releaseCandidates();
+    }
     tracked.put(d.seq(), new Tracked(d, nanoClock.getAsLong()));
+  }
+
+  /** Writes the decision line, then drops the candidates the decision would otherwise keep while in flight. */
+  private void write(Decision d) {
+    try {
+      records.decision(d);
+    } catch (RuntimeException e) {
+      log.warn("could not record decision {}", d.id(), e);
+    } finally {
+      d.detail().releaseCandidates();
+    }
   }
 
   @Override
@@ -146,11 +160,7 @@ public final class DecisionTracker implements RequestListener {
   private void logDecision(Tracked t) {
     if (!t.logged) {
       t.logged = true;
-      try {
-        records.decision(t.decision);
-      } catch (RuntimeException e) {
-        log.warn("could not record decision {}", t.decision.id(), e);
-      }
+      write(t.decision);
     }
   }
 
@@ -160,6 +170,7 @@ public final class DecisionTracker implements RequestListener {
     int n = 0;
     for (Tracked t : tracked.values()) {
       if (now - t.startNanos > ttlNanos && tracked.remove(t.decision.seq(), t)) {
+        logDecision(t); // every decision gets its line, even one whose response never showed up
         n++;
       }
     }

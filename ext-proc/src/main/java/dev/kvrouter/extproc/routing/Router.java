@@ -19,6 +19,8 @@ import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.random.RandomGenerator;
 import net.openhft.hashing.LongHashFunction;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Routes one request: resolves its settings, lists the cache owners serving its model, decides which may take
@@ -44,6 +46,8 @@ import net.openhft.hashing.LongHashFunction;
  */
 public final class Router {
 
+  private static final Logger log = LoggerFactory.getLogger(Router.class);
+
   private static final LongHashFunction TENANT_HASH = LongHashFunction.xx3();
   private static final long[] NO_HASHES = new long[0];
 
@@ -56,6 +60,7 @@ public final class Router {
   private final LongSupplier nanoTime;
   private final Supplier<RandomGenerator> rng;
   private final AtomicLong seqs = new AtomicLong();
+  private final AtomicLong lookupFailures = new AtomicLong();
 
   private Router(Builder b) {
     this.registry = Objects.requireNonNull(b.registry, "registry");
@@ -150,7 +155,16 @@ public final class Router {
     }
 
     long tl = nanoTime.getAsLong();
-    PrefixOverlapSource.Lookup lookup = hashes.length > 0 ? overlaps.lookup(hashes) : null;
+    PrefixOverlapSource.Lookup lookup = null;
+    if (hashes.length > 0) {
+      try {
+        lookup = overlaps.lookup(hashes);
+      } catch (RuntimeException e) {
+        // A broken index must not fail requests: route on load, visibly.
+        fallbacks.add("overlap_lookup_failed");
+        logLookupFailure(e);
+      }
+    }
     long lookupNanos = nanoTime.getAsLong() - tl;
 
     long ts = nanoTime.getAsLong();
@@ -160,7 +174,7 @@ public final class Router {
       for (WorkerId id : w.cacheOwners()) {
         Candidate c = new Candidate(w, id);
         if (lookup != null) {
-          c.overlap = lookup.overlap(id);
+          c.overlap = overlapOf(lookup, id, fallbacks);
         }
         if (load != null) {
           c.load = load.load(id);
@@ -251,7 +265,11 @@ public final class Router {
       reservation = load.ledger().reserve(chosen.id(), prefillTokens, hashes, unique);
     }
     if (hashes.length > 0) {
-      overlaps.recordPrediction(chosen.id(), hashes);
+      try {
+        overlaps.recordPrediction(chosen.id(), hashes);
+      } catch (RuntimeException e) {
+        logLookupFailure(e);
+      }
     }
     long predicted = CostModel.predictedCachedTokens(chosen.overlap, shape);
     Decision.Detail detail = detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, chosen,
@@ -272,7 +290,27 @@ public final class Router {
     String unavailable = prompt != null ? null
         : req.promptUnavailable() != null ? req.promptUnavailable() : "not_tokenized";
     return new Decision.Detail(tenantHash, promptTokens, prompt != null, unavailable, shape, outputTokens,
-        List.copyOf(candidates), chosen, predicted, lookupNanos, scoreNanos, req.timings(), req.request().stream());
+        candidates, chosen, predicted, lookupNanos, scoreNanos, req.timings(), req.request().stream());
+  }
+
+  private Overlap overlapOf(PrefixOverlapSource.Lookup lookup, WorkerId id, List<String> fallbacks) {
+    try {
+      Overlap o = lookup.overlap(id);
+      return o == null ? Overlap.NONE : o;
+    } catch (RuntimeException e) {
+      if (!fallbacks.contains("overlap_lookup_failed")) {
+        fallbacks.add("overlap_lookup_failed");
+      }
+      logLookupFailure(e);
+      return Overlap.NONE;
+    }
+  }
+
+  private void logLookupFailure(RuntimeException e) {
+    long n = lookupFailures.incrementAndGet();
+    if (n == 1 || Long.bitCount(n) == 1) { // the first, then at powers of two: visible, never a flood
+      log.error("the prefix overlap source failed ({} times so far); routing on load meanwhile", n, e);
+    }
   }
 
   private int blockSize(List<Worker> serving) {

@@ -97,8 +97,12 @@ class DecisionTrackerTest {
     assertThat(ledger.local(WorkerId.of("w2")).prefillTokens()).isEqualTo(131 - 6 * B);
     assertThat(ledger.local(WorkerId.of("w2")).decodeBlocks()).isEqualTo(11);
 
+    assertThat(d.detail().candidates()).hasSize(2);
     tracker.onResponseHeaders(d, 200);
     assertThat(lines).hasSize(1);
+    // written: the in-flight decision no longer keeps its candidates alive
+    assertThat(d.detail().candidates()).isEmpty();
+    assertThat(d.detail().chosen().worker().name()).isEqualTo("w2");
     clock.advance(40, TimeUnit.MILLISECONDS);
     tracker.onResponseBody(d, bytes("data: {\"choices\":[{\"delta\":{\"content\":\"cached_tokens\"}}]}\n\n"), true,
         false);
@@ -251,7 +255,9 @@ class DecisionTrackerTest {
     assertThat(tracker.tracking()).isEqualTo(2);
     assertThat(tracker.untracked()).isEqualTo(2);
     clock.advance(301, TimeUnit.SECONDS);
+    assertThat(lines).hasSize(2); // the two untracked ones were written at once
     assertThat(tracker.sweep()).isEqualTo(2);
+    assertThat(lines).hasSize(4); // the swept ones get their decision line too
     for (Decision d : ds) {
       tracker.onResponseBody(d, bytes("x"), true, false);
       tracker.onEnd(d, false);

@@ -330,4 +330,34 @@ class RouterTest {
     assertThat(d.decisionNanos()).isGreaterThanOrEqualTo(0);
     assertThat(h.route(r).detail().tenantHash()).isEqualTo(d.detail().tenantHash());
   }
+
+  @Test
+  void aFailingIndexNeverFailsARequest() {
+    Router r = Router.builder(h.registry).load(h.load).nanoTime(h.clock).random(() -> h.random)
+        .overlaps(new PrefixOverlapSource() {
+          @Override
+          public Lookup lookup(long[] blockHashes) {
+            throw new IllegalStateException("index down");
+          }
+
+          @Override
+          public void recordPrediction(WorkerId worker, long[] blockHashes) {
+            throw new IllegalStateException("queue full");
+          }
+        }).build();
+    Decision d = r.route(request(prompt(1, 4, 0, 0)));
+    assertThat(d.routed()).isTrue();
+    assertThat(d.fallback()).isEqualTo("overlap_lookup_failed");
+    Router perWorker = Router.builder(h.registry).load(h.load).nanoTime(h.clock).random(() -> h.random)
+        .overlaps(hashes -> id -> {
+          if (id.name().equals("w2")) {
+            throw new IllegalStateException("shard down");
+          }
+          return null;
+        }).build();
+    Decision p = perWorker.route(request(prompt(1, 4, 0, 1)));
+    assertThat(p.routed()).isTrue();
+    assertThat(p.fallback()).isEqualTo("overlap_lookup_failed");
+    assertThat(p.detail().candidates()).allSatisfy(c -> assertThat(c.overlap()).isEqualTo(Overlap.NONE));
+  }
 }
