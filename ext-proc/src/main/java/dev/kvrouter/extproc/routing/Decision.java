@@ -86,7 +86,7 @@ public record Decision(
       this.promptUnavailable = promptUnavailable;
       this.shape = shape;
       this.expectedOutputTokens = expectedOutputTokens;
-      this.candidates = List.copyOf(candidates);
+      this.candidates = java.util.Collections.unmodifiableList(candidates);
       this.chosen = chosen;
       this.predictedCachedTokens = predictedCachedTokens;
       this.lookupNanos = lookupNanos;

@@ -136,8 +136,7 @@ public final class Router {
         fallbacks.add("invalid_weights_override");
       }
     }
-    String tenantHash = req.tenant() == null || req.tenant().isEmpty() ? null
-        : String.format("%016x", TENANT_HASH.hashBytes(req.tenant().getBytes(StandardCharsets.UTF_8)));
+    String tenantHash = req.tenant() == null || req.tenant().isEmpty() ? null : tenantHash(req.tenant());
 
     PromptInfo prompt = req.prompt();
     long[] hashes = prompt != null ? prompt.blockHashes() : NO_HASHES;
@@ -311,6 +310,12 @@ public final class Router {
     if (n == 1 || Long.bitCount(n) == 1) { // the first, then at powers of two: visible, never a flood
       log.error("the prefix overlap source failed ({} times so far); routing on load meanwhile", n, e);
     }
+  }
+
+  /** 16 lower-case hex digits of XXH3-64 of the tenant id (what decision records show instead of the id). */
+  static String tenantHash(String tenant) {
+    String hex = Long.toHexString(TENANT_HASH.hashBytes(tenant.getBytes(StandardCharsets.UTF_8)));
+    return hex.length() == 16 ? hex : "0".repeat(16 - hex.length()) + hex;
   }
 
   private int blockSize(List<Worker> serving) {
