@@ -114,7 +114,7 @@ public class RoutingBench {
         .health(new WorkerHealth(System::nanoTime, 3, 5, TimeUnit.SECONDS.toNanos(30)))
         .build();
     request = new RouteRequest("bench", new InferenceRequest(InferenceRequest.Kind.CHAT, "m", true, null, 256),
-        "tenant", null, null, new PromptInfo(PROMPT_BLOCKS * BLOCK, BLOCK, hashes), null, 0, null);
+        RouteRequest.tenantPseudonym("tenant"), null, null, new PromptInfo(PROMPT_BLOCKS * BLOCK, BLOCK, hashes), null, 0, null);
   }
 
   @Benchmark

@@ -7,7 +7,6 @@ import dev.kvrouter.extproc.request.OpenAiError;
 import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.xds.registry.Worker;
 import dev.kvrouter.xds.registry.WorkerRegistry;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -18,7 +17,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.random.RandomGenerator;
-import net.openhft.hashing.LongHashFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -48,7 +46,6 @@ public final class Router {
 
   private static final Logger log = LoggerFactory.getLogger(Router.class);
 
-  private static final LongHashFunction TENANT_HASH = LongHashFunction.xx3();
   private static final long[] NO_HASHES = new long[0];
 
   private final WorkerRegistry registry;
@@ -136,7 +133,7 @@ public final class Router {
         fallbacks.add("invalid_weights_override");
       }
     }
-    String tenantHash = req.tenant() == null || req.tenant().isEmpty() ? null : tenantHash(req.tenant());
+    String tenantHash = req.tenantHash();
 
     PromptInfo prompt = req.prompt();
     long[] hashes = prompt != null ? prompt.blockHashes() : NO_HASHES;
@@ -310,12 +307,6 @@ public final class Router {
     if (n == 1 || Long.bitCount(n) == 1) { // the first, then at powers of two: visible, never a flood
       log.error("the prefix overlap source failed ({} times so far); routing on load meanwhile", n, e);
     }
-  }
-
-  /** 16 lower-case hex digits of XXH3-64 of the tenant id (what decision records show instead of the id). */
-  static String tenantHash(String tenant) {
-    String hex = Long.toHexString(TENANT_HASH.hashBytes(tenant.getBytes(StandardCharsets.UTF_8)));
-    return hex.length() == 16 ? hex : "0".repeat(16 - hex.length()) + hex;
   }
 
   private int blockSize(List<Worker> serving) {

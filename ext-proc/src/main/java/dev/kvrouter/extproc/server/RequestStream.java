@@ -244,7 +244,8 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       return e.error();
     }
     // Until the request path tokenizes, the body size stands in for the prompt length (load accounting only).
-    return router.route(new RouteRequest(requestId, parsed, tenant, policyOverride, weightsOverride, null, null,
+    return router.route(new RouteRequest(requestId, parsed, RouteRequest.tenantPseudonym(tenant), policyOverride,
+        weightsOverride, null, null,
         bodyLength / 4, RequestTimings.NONE));
   }
 

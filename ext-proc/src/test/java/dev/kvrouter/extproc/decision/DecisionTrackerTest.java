@@ -75,7 +75,7 @@ class DecisionTrackerTest {
       h[i] = 500 + i;
     }
     return new RouteRequest(id, new InferenceRequest(InferenceRequest.Kind.CHAT, "m", stream, null, 32),
-        "tenant-7", null, null, new PromptInfo(blocks * B + 3, B, h), null, 0, new RequestTimings(5000, 0, 0, 0));
+        RouteRequest.tenantPseudonym("tenant-7"), null, null, new PromptInfo(blocks * B + 3, B, h), null, 0, new RequestTimings(5000, 0, 0, 0));
   }
 
   static ByteString bytes(String s) {

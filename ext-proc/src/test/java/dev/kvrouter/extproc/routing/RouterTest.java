@@ -226,7 +226,7 @@ class RouterTest {
     h.ledger.reserve(id("w1"), 1000, new long[0], 0);
     h.ledger.reserve(id("w3"), 500, new long[0], 0);
     RouteRequest r = new RouteRequest("r", new InferenceRequest(InferenceRequest.Kind.CHAT, RouterHarness.MODEL, true,
-        null, 100), "tenant-a", null, null, null, "template_error", 400, null);
+        null, 100), RouteRequest.tenantPseudonym("tenant-a"), null, null, null, "template_error", 400, null);
     Decision d = h.route(r);
     assertThat(name(d)).isEqualTo("w2");
     assertThat(d.reason()).isEqualTo("load_only");
@@ -319,7 +319,7 @@ class RouterTest {
   @Test
   void theRecordCarriesTheInputsButNeverTheTenantId() {
     RouteRequest r = new RouteRequest("req-9", new InferenceRequest(InferenceRequest.Kind.COMPLETIONS,
-        RouterHarness.MODEL, true, null, 50), "acme-corp", null, null, prompt(1, 4, 0, 0), null, 0,
+        RouterHarness.MODEL, true, null, 50), RouteRequest.tenantPseudonym("acme-corp"), null, null, prompt(1, 4, 0, 0), null, 0,
         new RequestTimings(1000, 2000, 3000, 4000));
     Decision d = h.route(r);
     assertThat(d.id()).isEqualTo("req-9");
