@@ -158,10 +158,13 @@ public final class DecisionTracker implements RequestListener {
   }
 
   private void logDecision(Tracked t) {
-    if (!t.logged) {
+    synchronized (t) { // the request's own events and, after the TTL, the sweeper may both get here
+      if (t.logged) {
+        return;
+      }
       t.logged = true;
-      write(t.decision);
     }
+    write(t.decision);
   }
 
   /** Drops state of requests whose end never arrived. Owner thread. */
