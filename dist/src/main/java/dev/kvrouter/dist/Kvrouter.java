@@ -1,0 +1,92 @@
+package dev.kvrouter.dist;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * The {@code kvrouter} command. {@code all} (the default) runs the xDS server and the ext_proc router in one
+ * process; {@code ext-proc} and {@code xds} run one each; {@code demo} starts a whole local stack.
+ */
+@Command(name = "kvrouter", mixinStandardHelpOptions = true, version = "kvrouter 0.1.0",
+    description = "KV-cache-aware request router for LLM serving behind Envoy.",
+    subcommands = {Kvrouter.All.class, Kvrouter.ExtProc.class, Kvrouter.Xds.class, Demo.class})
+public final class Kvrouter implements Callable<Integer> {
+
+  @Option(names = {"-c", "--config"}, description = "kvrouter.yaml (default: ./kvrouter.yaml if present)")
+  Path config;
+
+  public static void main(String[] args) {
+    System.exit(new CommandLine(new Kvrouter()).execute(args));
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    return run(config, KvrouterRuntime.Mode.ALL);
+  }
+
+  static int run(Path configFile, KvrouterRuntime.Mode mode) throws Exception {
+    Path file = configFile != null ? configFile : Path.of("kvrouter.yaml");
+    KvrouterConfig cfg;
+    try {
+      cfg = configFile != null || Files.exists(file) ? KvrouterConfig.load(file) : KvrouterConfig.defaults();
+    } catch (KvrouterConfig.InvalidConfig e) {
+      System.err.println("kvrouter: invalid configuration\n" + e.getMessage());
+      return 2;
+    }
+    Logging.configure(cfg.observability().logFormat(), cfg.observability().logLevel());
+    Path base = file.toAbsolutePath().getParent();
+    KvrouterRuntime rt;
+    try {
+      rt = KvrouterRuntime.start(cfg, base, mode);
+    } catch (IllegalArgumentException e) {
+      System.err.println("kvrouter: cannot start\n" + e.getMessage());
+      return 2;
+    }
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      System.err.println("kvrouter: shutting down");
+      rt.close();
+      stopped.countDown();
+    }, "kvrouter-shutdown"));
+    stopped.await();
+    return 0;
+  }
+
+  @Command(name = "all", description = "Run the xDS server and the ext_proc router in one process (default).")
+  static final class All implements Callable<Integer> {
+    @CommandLine.ParentCommand
+    Kvrouter parent;
+
+    @Override
+    public Integer call() throws Exception {
+      return run(parent.config, KvrouterRuntime.Mode.ALL);
+    }
+  }
+
+  @Command(name = "ext-proc", description = "Run only the ext_proc router.")
+  static final class ExtProc implements Callable<Integer> {
+    @CommandLine.ParentCommand
+    Kvrouter parent;
+
+    @Override
+    public Integer call() throws Exception {
+      return run(parent.config, KvrouterRuntime.Mode.EXT_PROC);
+    }
+  }
+
+  @Command(name = "xds", description = "Run only the xDS server.")
+  static final class Xds implements Callable<Integer> {
+    @CommandLine.ParentCommand
+    Kvrouter parent;
+
+    @Override
+    public Integer call() throws Exception {
+      return run(parent.config, KvrouterRuntime.Mode.XDS);
+    }
+  }
+}

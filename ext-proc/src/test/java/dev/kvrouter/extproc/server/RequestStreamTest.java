@@ -1,0 +1,237 @@
+package dev.kvrouter.extproc.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.ByteString;
+import dev.kvrouter.extproc.routing.RoundRobinPolicy;
+import dev.kvrouter.extproc.routing.Router;
+import dev.kvrouter.xds.registry.Worker;
+import dev.kvrouter.xds.registry.WorkerRegistry;
+import io.envoyproxy.envoy.config.core.v3.HeaderMap;
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.config.core.v3.HeaderValueOption;
+import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration;
+import io.grpc.stub.StreamObserver;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The ext_proc protocol as Envoy drives it, one message at a time, without a network. */
+class RequestStreamTest {
+
+  final List<ProcessingResponse> sent = new ArrayList<>();
+  final List<String> events = new ArrayList<>();
+  WorkerRegistry registry;
+  Router router;
+
+  final StreamObserver<ProcessingResponse> out = new StreamObserver<>() {
+    @Override
+    public void onNext(ProcessingResponse r) {
+      sent.add(r);
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      events.add("error");
+    }
+
+    @Override
+    public void onCompleted() {
+      events.add("completed");
+    }
+  };
+
+  final RequestListener listener = new RequestListener() {
+    @Override
+    public void onResponseBody(dev.kvrouter.extproc.routing.Decision d, ByteString c, boolean first, boolean eos) {
+      events.add("body first=" + first + " eos=" + eos);
+    }
+
+    @Override
+    public void onEnd(dev.kvrouter.extproc.routing.Decision d, boolean aborted) {
+      events.add("end aborted=" + aborted);
+    }
+  };
+
+  @BeforeEach
+  void fleet() {
+    registry = new WorkerRegistry();
+    registry.replace(List.of(Worker.simple("a", "10.0.0.1", 8000, "m"), Worker.simple("b", "10.0.0.2", 8000, "m")));
+    router = new Router(registry, new RoundRobinPolicy(), Map.of(), System::nanoTime);
+  }
+
+  RequestStream stream(int maxBody) {
+    ExtProcOptions o = ExtProcOptions.defaults();
+    o = new ExtProcOptions(o.bind(), 0, maxBody, o.tenantHeader(), BodySendMode.BUFFERED, BodySendMode.STREAMED,
+        1, 1);
+    return new RequestStream(out, router, listener, o);
+  }
+
+  static ProcessingRequest headers(BodySendMode mode, String method, String path, boolean eos) {
+    HeaderMap.Builder h = HeaderMap.newBuilder();
+    for (String[] kv : new String[][] {{":method", method}, {":path", path}, {"x-request-id", "req-1"}}) {
+      h.addHeaders(HeaderValue.newBuilder().setKey(kv[0]).setRawValue(ByteString.copyFromUtf8(kv[1])));
+    }
+    return ProcessingRequest.newBuilder()
+        .setProtocolConfig(ProtocolConfiguration.newBuilder().setRequestBodyMode(mode)
+            .setResponseBodyMode(mode == BodySendMode.FULL_DUPLEX_STREAMED ? mode : BodySendMode.STREAMED))
+        .setRequestHeaders(HttpHeaders.newBuilder().setHeaders(h).setEndOfStream(eos))
+        .build();
+  }
+
+  static ProcessingRequest body(String s, boolean eos) {
+    return ProcessingRequest.newBuilder()
+        .setRequestBody(HttpBody.newBuilder().setBody(ByteString.copyFromUtf8(s)).setEndOfStream(eos)).build();
+  }
+
+  static ProcessingRequest responseBody(String s, boolean eos) {
+    return ProcessingRequest.newBuilder()
+        .setResponseBody(HttpBody.newBuilder().setBody(ByteString.copyFromUtf8(s)).setEndOfStream(eos)).build();
+  }
+
+  static Map<String, String> setHeaders(List<HeaderValueOption> hs) {
+    return hs.stream().collect(Collectors.toMap(h -> h.getHeader().getKey(),
+        h -> h.getHeader().getRawValue().toStringUtf8()));
+  }
+
+  static final String BODY = "{\"model\":\"m\",\"prompt\":\"hello\",\"stream\":true}";
+
+  @Test
+  void bufferedModeAnswersHeadersAtOnceAndRoutesOnTheBody() {
+    RequestStream s = stream(1 << 20);
+    s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
+    assertThat(sent).hasSize(1);
+    assertThat(sent.get(0).hasRequestHeaders()).isTrue();
+    assertThat(sent.get(0).getRequestHeaders().getResponse().getHeaderMutation().getSetHeadersCount()).isZero();
+
+    s.onNext(body(BODY, true));
+    ProcessingResponse r = sent.get(1);
+    assertThat(r.hasRequestBody()).isTrue();
+    assertThat(r.getRequestBody().getResponse().getClearRouteCache()).isTrue();
+    Map<String, String> set = setHeaders(r.getRequestBody().getResponse().getHeaderMutation().getSetHeadersList());
+    assertThat(set).containsEntry("x-kvrouter-cluster", "kvrouter_worker_a")
+        .containsEntry("x-gateway-destination-endpoint", "10.0.0.1:8000")
+        .containsEntry("x-kvrouter-decision", "req-1");
+    assertThat(r.getDynamicMetadata().getFieldsOrThrow("envoy.lb").getStructValue()
+        .getFieldsOrThrow("x-gateway-destination-endpoint").getStringValue()).isEqualTo("10.0.0.1:8000");
+    // the body itself is not mutated in BUFFERED mode
+    assertThat(r.getRequestBody().getResponse().hasBodyMutation()).isFalse();
+  }
+
+  @Test
+  void fullDuplexHoldsHeadersUntilTheBodyEndsThenSendsHeadersBeforeChunkedBody() {
+    RequestStream s = stream(1 << 20);
+    s.onNext(headers(BodySendMode.FULL_DUPLEX_STREAMED, "POST", "/v1/chat/completions", false));
+    assertThat(sent).isEmpty();
+    String big = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"" + "x".repeat(130_000) + "\"}]}";
+    int cut = 70_000;
+    s.onNext(body(big.substring(0, cut), false));
+    assertThat(sent).isEmpty();
+    s.onNext(body(big.substring(cut), true));
+    assertThat(sent.get(0).hasRequestHeaders()).isTrue();
+    assertThat(sent.get(0).getRequestHeaders().getResponse().getClearRouteCache()).isTrue();
+    List<ProcessingResponse> chunks = sent.subList(1, sent.size());
+    assertThat(chunks).hasSize(3).allSatisfy(c -> assertThat(c.hasRequestBody()).isTrue());
+    StringBuilder rebuilt = new StringBuilder();
+    for (int i = 0; i < chunks.size(); i++) {
+      var sb = chunks.get(i).getRequestBody().getResponse().getBodyMutation().getStreamedResponse();
+      assertThat(sb.getBody().size()).isLessThanOrEqualTo(62_000);
+      assertThat(sb.getEndOfStream()).isEqualTo(i == chunks.size() - 1);
+      rebuilt.append(sb.getBody().toString(StandardCharsets.UTF_8));
+    }
+    assertThat(rebuilt.toString()).isEqualTo(big);
+  }
+
+  @Test
+  void fullDuplexEchoesResponseChunksAndReportsFirstByteAndEnd() {
+    RequestStream s = stream(1 << 20);
+    s.onNext(headers(BodySendMode.FULL_DUPLEX_STREAMED, "POST", "/v1/completions", false));
+    s.onNext(body(BODY, true));
+    sent.clear();
+    s.onNext(responseBody("data: 1\n\n", false));
+    s.onNext(responseBody("data: [DONE]\n\n", true));
+    assertThat(sent).hasSize(2);
+    assertThat(sent.get(1).getResponseBody().getResponse().getBodyMutation().getStreamedResponse().getEndOfStream())
+        .isTrue();
+    assertThat(events).containsExactly("body first=true eos=false", "body first=false eos=true",
+        "end aborted=false");
+  }
+
+  @Test
+  void aResetAfterRoutingEndsTheRequestAsAborted() {
+    RequestStream s = stream(1 << 20);
+    s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
+    s.onNext(body(BODY, true));
+    s.onError(new io.grpc.StatusRuntimeException(io.grpc.Status.CANCELLED));
+    assertThat(events).containsExactly("end aborted=true");
+  }
+
+  @Test
+  void malformedJsonGets400AndNothingIsRouted() {
+    RequestStream s = stream(1 << 20);
+    s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
+    s.onNext(body("{\"model\": \"m\", \"prompt\": [1, 2", true));
+    ProcessingResponse r = sent.get(1);
+    assertThat(r.hasImmediateResponse()).isTrue();
+    assertThat(r.getImmediateResponse().getStatus().getCodeValue()).isEqualTo(400);
+    assertThat(r.getImmediateResponse().getBody().toStringUtf8()).contains("invalid_request_error")
+        .doesNotContain("prompt\": [1");
+    // anything Envoy sends after the immediate response is ignored
+    s.onNext(body("more", true));
+    assertThat(sent).hasSize(2);
+  }
+
+  @Test
+  void bodiesOverTheLimitGet413EvenWhenTheyArriveInPieces() {
+    RequestStream s = stream(100);
+    s.onNext(headers(BodySendMode.FULL_DUPLEX_STREAMED, "POST", "/v1/completions", false));
+    s.onNext(body("x".repeat(60), false));
+    s.onNext(body("x".repeat(60), false));
+    assertThat(sent).hasSize(1);
+    assertThat(sent.get(0).getImmediateResponse().getStatus().getCodeValue()).isEqualTo(413);
+  }
+
+  @Test
+  void nonInferencePathsPassThroughUntouchedInBothModes() {
+    RequestStream s = stream(1 << 20);
+    s.onNext(headers(BodySendMode.FULL_DUPLEX_STREAMED, "GET", "/v1/models", true));
+    assertThat(sent).hasSize(1);
+    assertThat(sent.get(0).getRequestHeaders().getResponse().getHeaderMutation().getSetHeadersCount()).isZero();
+    RequestStream post = stream(1 << 20);
+    post.onNext(headers(BodySendMode.FULL_DUPLEX_STREAMED, "POST", "/tokenize", false));
+    post.onNext(body("{}", true));
+    assertThat(sent.get(2).getRequestBody().getResponse().getBodyMutation().getStreamedResponse().getBody()
+        .toStringUtf8()).isEqualTo("{}");
+  }
+
+  @Test
+  void inferencePathsAreRecognisedExactly() {
+    assertThat(RequestStream.inferenceKind("POST", "/v1/completions?x=1")).isNotNull();
+    assertThat(RequestStream.inferenceKind("POST", "/v1/chat/completions/")).isNotNull();
+    assertThat(RequestStream.inferenceKind("GET", "/v1/completions")).isNull();
+    assertThat(RequestStream.inferenceKind("POST", "/v1/completionsx")).isNull();
+    assertThat(RequestStream.inferenceKind("POST", "/v1/embeddings")).isNull();
+  }
+
+  @Test
+  void noEligibleWorkerGets503AndUnservedModelGets404() {
+    registry.replace(List.of(Worker.simple("a", "10.0.0.1", 8000, "m").withDraining(true)));
+    RequestStream s = stream(1 << 20);
+    s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
+    s.onNext(body(BODY, true));
+    assertThat(sent.get(1).getImmediateResponse().getStatus().getCodeValue()).isEqualTo(503);
+    RequestStream other = stream(1 << 20);
+    other.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
+    other.onNext(body("{\"model\":\"other\",\"prompt\":\"x\"}", true));
+    assertThat(sent.get(3).getImmediateResponse().getStatus().getCodeValue()).isEqualTo(404);
+  }
+}

@@ -1,0 +1,120 @@
+package dev.kvrouter.xds.server;
+
+import dev.kvrouter.xds.registry.WorkerRegistry;
+import dev.kvrouter.xds.registry.WorkerSet;
+import io.envoyproxy.controlplane.cache.v3.SimpleCache;
+import io.envoyproxy.controlplane.server.DiscoveryServerCallbacks;
+import io.envoyproxy.controlplane.server.V3DiscoveryServer;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.grpc.Server;
+import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.protobuf.services.HealthStatusManager;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The xDS server: ADS (state of the world and delta) plus standalone CDS, serving one snapshot of the fleet to
+ * every Envoy. Every registry change becomes a new snapshot version, which java-control-plane pushes to all
+ * open watches.
+ */
+public final class XdsServer implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(XdsServer.class);
+  /** All Envoys see the same fleet, so they share one node group. */
+  static final String GROUP = "kvrouter";
+
+  private final SimpleCache<String> cache = new SimpleCache<>(node -> GROUP);
+  private final WorkerRegistry registry;
+  private final Consumer<WorkerSet> onFleet = this::publish;
+  private final HealthStatusManager health = new HealthStatusManager();
+  private Server server;
+
+  public XdsServer(WorkerRegistry registry) {
+    this.registry = registry;
+  }
+
+  /** Starts serving on {@code bind:port}; port 0 picks a free port (see {@link #port()}). */
+  public XdsServer start(String bind, int port) throws IOException {
+    registry.addListener(onFleet);
+    V3DiscoveryServer discovery = new V3DiscoveryServer(List.of(new NackLogger()), cache);
+    server = NettyServerBuilder.forAddress(new InetSocketAddress(bind, port))
+        .addService(discovery.getAggregatedDiscoveryServiceImpl())
+        .addService(discovery.getClusterDiscoveryServiceImpl())
+        .addService(health.getHealthService())
+        .build()
+        .start();
+    health.setStatus("", ServingStatus.SERVING);
+    log.info("xDS server listening on {}:{}", bind, port());
+    return this;
+  }
+
+  public int port() {
+    return server.getPort();
+  }
+
+  /** The version Envoy should converge to; tests poll Envoy until it reports it. */
+  public String currentVersion() {
+    return "v" + registry.current().version();
+  }
+
+  private void publish(WorkerSet fleet) {
+    cache.setSnapshot(GROUP, ClusterSnapshots.snapshot(fleet));
+    log.info("published xDS snapshot version=v{} workers={}", fleet.version(), fleet.all().size());
+  }
+
+  @Override
+  public void close() throws InterruptedException {
+    registry.removeListener(onFleet);
+    if (server != null) {
+      health.enterTerminalState();
+      server.shutdown();
+      if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
+        server.shutdownNow();
+      }
+    }
+  }
+
+  /** A rejected config is the one xDS failure that is silent unless someone reads Envoy's logs; make it loud. */
+  private static final class NackLogger implements DiscoveryServerCallbacks {
+    @Override
+    public void onV3StreamRequest(long streamId, DiscoveryRequest request) {
+      if (request.hasErrorDetail()) {
+        log.error("Envoy rejected xDS {} version {}: {}", request.getTypeUrl(), request.getVersionInfo(),
+            request.getErrorDetail().getMessage());
+      }
+    }
+
+    @Override
+    public void onV3StreamDeltaRequest(long streamId, DeltaDiscoveryRequest request) {
+      if (request.hasErrorDetail()) {
+        log.error("Envoy rejected delta xDS {}: {}", request.getTypeUrl(), request.getErrorDetail().getMessage());
+      }
+    }
+
+    @Override
+    public void onStreamOpen(long streamId, String typeUrl) {
+      log.info("xDS stream {} opened ({})", streamId, typeUrl.isEmpty() ? "ADS" : typeUrl);
+    }
+
+    @Override
+    public void onStreamClose(long streamId, String typeUrl) {
+      log.info("xDS stream {} closed", streamId);
+    }
+
+    @Override
+    public void onStreamCloseWithError(long streamId, String typeUrl, Throwable error) {
+      if (io.grpc.Status.fromThrowable(error).getCode() == io.grpc.Status.Code.CANCELLED) {
+        log.info("xDS stream {} cancelled by the client", streamId); // Envoy restarting or shutting down
+      } else {
+        log.warn("xDS stream {} closed with error: {}", streamId, error.toString());
+      }
+    }
+  }
+}
