@@ -1,6 +1,6 @@
 package dev.kvrouter.examples.sim.engine;
 
-import dev.kvrouter.examples.sim.events.KvEvent;
+import dev.kvrouter.index.wire.KvEvent;
 import dev.kvrouter.examples.sim.timing.StepWork;
 import dev.kvrouter.index.block.CacheNamespace;
 import java.util.ArrayDeque;

@@ -1,6 +1,8 @@
 package dev.kvrouter.examples.sim.engine;
 
-import dev.kvrouter.examples.sim.events.KvEvent;
+import dev.kvrouter.index.wire.AllBlocksCleared;
+import dev.kvrouter.index.wire.BlockRemoved;
+import dev.kvrouter.index.wire.KvEvent;
 import java.util.ArrayList;
 import java.util.List;
 import net.openhft.hashing.LongHashFunction;
@@ -220,7 +222,7 @@ final class KvBlockPool {
       nextSame[b] = NONE;
     }
     index.clear();
-    emit(new KvEvent.AllBlocksCleared());
+    emit(AllBlocksCleared.INSTANCE);
     return true;
   }
 
@@ -246,7 +248,7 @@ final class KvBlockPool {
     nextSame[b] = NONE;
     cached[b] = false;
     evictions++;
-    emit(new KvEvent.BlockRemoved(new long[] {engineHash[b]}, KvEvent.MEDIUM_GPU));
+    emit(new BlockRemoved(new long[] {engineHash[b]}, KvCacheManager.MEDIUM_GPU, KvCacheManager.GROUP, null, null));
   }
 
   private void append(int b) {

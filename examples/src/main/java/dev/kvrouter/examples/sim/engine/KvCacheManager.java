@@ -1,6 +1,6 @@
 package dev.kvrouter.examples.sim.engine;
 
-import dev.kvrouter.examples.sim.events.KvEvent;
+import dev.kvrouter.index.wire.BlockStored;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -15,6 +15,12 @@ import java.util.List;
  * Single-threaded: owned by the engine thread.
  */
 final class KvCacheManager {
+
+  /** vLLM's {@code MEDIUM_GPU}. */
+  static final String MEDIUM_GPU = "GPU";
+  /** The one KV-cache group of a full-attention model, as vLLM (since group_idx exists) reports it. */
+  static final Integer GROUP = 0;
+  static final String SPEC_KIND = "full_attention";
 
   private static final int[] NO_BLOCKS = new int[0];
 
@@ -110,19 +116,20 @@ final class KvCacheManager {
     }
     Long parent = first == 0 ? null : pool.engineHashOf(r.blocks[first - 1]);
     int[] tokenIds = Arrays.copyOfRange(r.tokens, first * blockSize, full * blockSize);
-    pool.emit(new KvEvent.BlockStored(engineHashes, parent, tokenIds, blockSize, KvEvent.MEDIUM_GPU,
-        r.loraName, extraKeys(r, first, full)));
+    // cacheSalt is SGLang's field; the vLLM layouts leave it out (vLLM carries the salt in extra_keys).
+    pool.emit(new BlockStored(engineHashes, parent, tokenIds, blockSize, null, MEDIUM_GPU, r.loraName,
+        extraKeys(r, first, full), GROUP, SPEC_KIND, null, null, null, null, r.cacheSalt));
     r.numCachedBlocks = full;
   }
 
   /** vLLM's per-block extra hash keys: the LoRA name on every block, the cache salt on block 0 only. */
-  private static List<List<String>> extraKeys(EngineRequest r, int first, int end) {
+  private static List<List<Object>> extraKeys(EngineRequest r, int first, int end) {
     if (r.loraName == null && r.cacheSalt == null) {
       return null;
     }
-    List<List<String>> out = new ArrayList<>(end - first);
+    List<List<Object>> out = new ArrayList<>(end - first);
     for (int i = first; i < end; i++) {
-      List<String> keys = new ArrayList<>(2);
+      List<Object> keys = new ArrayList<>(2);
       if (r.loraName != null) {
         keys.add(r.loraName);
       }

@@ -1,11 +1,12 @@
 package dev.kvrouter.examples.sim.engine;
 
 import dev.kvrouter.examples.sim.clock.SimClock;
-import dev.kvrouter.examples.sim.events.KvEvent;
-import dev.kvrouter.examples.sim.events.KvEventBatch;
 import dev.kvrouter.examples.sim.events.KvEventSink;
 import dev.kvrouter.examples.sim.timing.StepWork;
 import dev.kvrouter.examples.sim.timing.TimingModel;
+import dev.kvrouter.index.wire.AllBlocksCleared;
+import dev.kvrouter.index.wire.EventBatch;
+import dev.kvrouter.index.wire.KvEvent;
 import java.security.SecureRandom;
 import java.util.List;
 import java.util.Objects;
@@ -156,7 +157,7 @@ public final class SimEngine {
     } catch (RuntimeException e) {
       log.warn("event sink failed on restart of {}", name, e);
     }
-    publish(List.of(new KvEvent.AllBlocksCleared()));
+    publish(List.of(AllBlocksCleared.INSTANCE));
     up = true;
     log.info("engine {} restarted", name);
   }
@@ -258,7 +259,7 @@ public final class SimEngine {
 
   private void publish(List<KvEvent> events) {
     try {
-      sink.publish(new KvEventBatch(clock.epochSeconds(), events, config.dpRank()));
+      sink.publish(EventBatch.of(clock.epochSeconds(), config.dpRank(), events));
     } catch (RuntimeException e) {
       log.warn("event sink of {} failed; events of this step are lost", name, e);
     }

@@ -1,6 +1,10 @@
 package dev.kvrouter.examples.sim.events;
 
 import dev.kvrouter.examples.sim.clock.SimClock;
+import dev.kvrouter.index.wire.EventBatch;
+import dev.kvrouter.index.wire.EventDecoder;
+import dev.kvrouter.index.wire.EventEncoder;
+import dev.kvrouter.index.wire.WireLayout;
 import java.util.Objects;
 import java.util.SplittableRandom;
 import java.util.function.Consumer;
@@ -8,15 +12,18 @@ import java.util.function.Consumer;
 /**
  * A publisher without sockets: numbers batches like vLLM's ZMQ publisher (from 0, +1 per batch, reset on
  * restart) and delivers them to an in-process subscriber through the engine's clock, with the same fault
- * injection a real worker offers. This is the event plane of the virtual-time replay.
+ * semantics as {@link ZmqKvEventSink}. This is the event plane of the virtual-time replay.
  *
- * <p>Faults, in order: a stopped publisher discards batches before numbering them (silence, the subscriber sees
- * no gap); a dropped batch is numbered and lost (the subscriber sees a gap); a reordered batch is held and
- * delivered right after the next one (or after {@code delay + holdMillis} if none follows); every delivery is
- * delayed by {@code delayMillis}. Randomness is seeded, so a virtual-time run is reproducible.
+ * <p>Faults: a dropped batch, or any batch while stopped, is numbered and never delivered (a gap); a reordered
+ * batch is held and delivered right after the next one (or after {@code delay + 50 ms} if none follows); every
+ * delivery is delayed by {@code delayMillis}. Randomness is seeded, so a virtual-time run is reproducible.
  *
- * <p>Concurrency: called on the engine's owner thread; delivers on the same clock, so the subscriber runs on
- * that thread too.
+ * <p>With a {@link WireLayout} every batch is encoded and decoded on the way, so the subscriber sees exactly
+ * what it would decode from a real worker of that layout (for example no {@code cache_salt} field in vLLM's
+ * layouts); without one the records are passed as they are.
+ *
+ * <p>Concurrency: called on the engine's owner thread (including {@link #setFaults}); delivers on the same
+ * clock, so the subscriber runs on that thread too.
  */
 public final class InProcessKvEventSink implements KvEventSink {
 
@@ -25,6 +32,8 @@ public final class InProcessKvEventSink implements KvEventSink {
   private final SimClock clock;
   private final Consumer<SequencedKvEventBatch> subscriber;
   private final SplittableRandom random;
+  private final EventEncoder encoder;
+  private final EventDecoder decoder;
   private EventFaults faults = EventFaults.NONE;
   private long nextSeq;
   private long lifetime;
@@ -33,20 +42,30 @@ public final class InProcessKvEventSink implements KvEventSink {
   private long published;
   private long dropped;
 
+  /** Passes records through unchanged. */
   public InProcessKvEventSink(SimClock clock, long seed, Consumer<SequencedKvEventBatch> subscriber) {
+    this(clock, seed, null, subscriber);
+  }
+
+  /** Round-trips every batch through the wire encoding of {@code layout} ({@code null}: pass records). */
+  public InProcessKvEventSink(SimClock clock, long seed, WireLayout layout,
+      Consumer<SequencedKvEventBatch> subscriber) {
     this.clock = Objects.requireNonNull(clock, "clock");
     this.subscriber = Objects.requireNonNull(subscriber, "subscriber");
     this.random = new SplittableRandom(seed);
+    this.encoder = layout == null ? null : new EventEncoder(layout);
+    this.decoder = layout == null ? null : new EventDecoder();
   }
 
   @Override
-  public void publish(KvEventBatch batch) {
-    if (dead || faults.stopped()) {
+  public void publish(EventBatch batch) {
+    if (dead) {
       return;
     }
-    SequencedKvEventBatch b = new SequencedKvEventBatch(nextSeq++, batch);
+    EventBatch wire = encoder == null ? batch : decoder.decode(encoder.encode(batch));
+    SequencedKvEventBatch b = new SequencedKvEventBatch(nextSeq++, wire);
     published++;
-    if (faults.dropRate() > 0 && random.nextDouble() < faults.dropRate()) {
+    if (faults.stopped() || (faults.dropRate() > 0 && random.nextDouble() < faults.dropRate())) {
       dropped++;
       return;
     }
@@ -108,7 +127,7 @@ public final class InProcessKvEventSink implements KvEventSink {
     return published;
   }
 
-  /** Batches numbered and then dropped. */
+  /** Batches numbered and then not delivered (dropped or stopped). */
   public long dropped() {
     return dropped;
   }

@@ -1,5 +1,7 @@
 package dev.kvrouter.examples.sim.events;
 
+import dev.kvrouter.index.wire.EventBatch;
+
 /**
  * Where a simulated engine publishes its KV events: the ZMQ publisher in a real worker, an in-process consumer
  * in virtual time, a recorder in tests.
@@ -10,7 +12,7 @@ package dev.kvrouter.examples.sim.events;
 public interface KvEventSink extends AutoCloseable {
 
   /** Publishes one step's events. */
-  void publish(KvEventBatch batch);
+  void publish(EventBatch batch);
 
   /**
    * The engine process restarted: a new publisher lifetime begins (its sequence numbers start again at 0 and

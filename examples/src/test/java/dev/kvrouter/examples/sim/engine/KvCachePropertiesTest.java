@@ -2,7 +2,10 @@ package dev.kvrouter.examples.sim.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.kvrouter.examples.sim.events.KvEvent;
+import dev.kvrouter.index.wire.AllBlocksCleared;
+import dev.kvrouter.index.wire.BlockRemoved;
+import dev.kvrouter.index.wire.BlockStored;
+import dev.kvrouter.index.wire.KvEvent;
 import dev.kvrouter.examples.sim.testing.RecordingObserver;
 import dev.kvrouter.index.block.BlockHasher;
 import dev.kvrouter.index.block.CacheNamespace;
@@ -99,11 +102,11 @@ class KvCachePropertiesTest {
 
     void apply(List<KvEvent> events) {
       for (KvEvent e : events) {
-        if (e instanceof KvEvent.BlockStored s) {
+        if (e instanceof BlockStored s) {
           long parent;
           if (s.parentBlockHash() == null) {
             String salt = s.extraKeys() == null || s.extraKeys().get(0) == null ? null
-                : s.extraKeys().get(0).get(s.extraKeys().get(0).size() - 1);
+                : (String) s.extraKeys().get(0).get(s.extraKeys().get(0).size() - 1);
             parent = new CacheNamespace(MODEL, s.loraName(), salt).rootSeed();
           } else {
             Long p = identityByEngineHash.get(s.parentBlockHash());
@@ -116,7 +119,7 @@ class KvCachePropertiesTest {
             assertThat(prev == null || prev == parent).as("engine hash names one identity").isTrue();
             count.merge(s.blockHashes()[i], 1, Integer::sum);
           }
-        } else if (e instanceof KvEvent.BlockRemoved r) {
+        } else if (e instanceof BlockRemoved r) {
           for (long h : r.blockHashes()) {
             Integer c = count.get(h);
             assertThat(c).as("removed block must have been stored").isNotNull();

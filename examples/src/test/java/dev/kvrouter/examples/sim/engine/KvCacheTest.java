@@ -4,7 +4,10 @@ import static dev.kvrouter.examples.sim.testing.Tokens.concat;
 import static dev.kvrouter.examples.sim.testing.Tokens.seq;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.kvrouter.examples.sim.events.KvEvent;
+import dev.kvrouter.index.wire.AllBlocksCleared;
+import dev.kvrouter.index.wire.BlockRemoved;
+import dev.kvrouter.index.wire.BlockStored;
+import dev.kvrouter.index.wire.KvEvent;
 import dev.kvrouter.examples.sim.testing.RecordingObserver;
 import dev.kvrouter.index.block.BlockHasher;
 import dev.kvrouter.index.block.CacheNamespace;
@@ -91,7 +94,7 @@ class KvCacheTest {
     int[] prompt = seq(8, 3);
     EngineRequest a = req("a", prompt);
     admit(a);
-    KvEvent.BlockStored stored = (KvEvent.BlockStored) pool.takeEvents().get(0);
+    BlockStored stored = (BlockStored) pool.takeEvents().get(0);
     long[] identity = BlockHasher.hashFullBlocks(CacheNamespace.of(MODEL).rootSeed(), prompt, 8, BS);
     assertThat(stored.blockHashes()).doesNotContain(identity[0], identity[1]);
 
@@ -111,26 +114,29 @@ class KvCacheTest {
     assertThat(cache.allocateSlots(r, 8, new int[0])).isTrue();
     List<KvEvent> events = pool.takeEvents();
     assertThat(events).hasSize(2);
-    KvEvent.BlockStored first = (KvEvent.BlockStored) events.get(0);
-    KvEvent.BlockStored second = (KvEvent.BlockStored) events.get(1);
+    BlockStored first = (BlockStored) events.get(0);
+    BlockStored second = (BlockStored) events.get(1);
 
     assertThat(first.parentBlockHash()).isNull();
     assertThat(first.tokenIds()).containsExactly(Arrays.copyOfRange(prompt, 0, 8));
     assertThat(first.blockSize()).isEqualTo(BS);
     assertThat(first.medium()).isEqualTo("GPU");
     assertThat(first.loraName()).isEqualTo("lora-a");
-    assertThat(first.extraKeys()).containsExactly(List.of("lora-a", "salt-1"), List.of("lora-a"));
+    assertThat(first.cacheSalt()).isEqualTo("salt-1");
+    assertThat(first.groupIdx()).isZero();
+    assertThat(first.kvCacheSpecKind()).isEqualTo("full_attention");
+    assertThat(first.extraKeys()).containsExactly(List.<Object>of("lora-a", "salt-1"), List.<Object>of("lora-a"));
 
     assertThat(second.parentBlockHash()).isEqualTo(first.blockHashes()[1]);
     assertThat(second.tokenIds()).containsExactly(Arrays.copyOfRange(prompt, 8, 16));
-    assertThat(second.extraKeys()).containsExactly(List.of("lora-a"), List.of("lora-a"));
+    assertThat(second.extraKeys()).containsExactly(List.<Object>of("lora-a"), List.<Object>of("lora-a"));
   }
 
   @Test
   void baseModelBlocksHaveNoExtraKeys() {
     EngineRequest r = req("r", seq(8, 1));
     admit(r);
-    KvEvent.BlockStored stored = (KvEvent.BlockStored) pool.takeEvents().get(0);
+    BlockStored stored = (BlockStored) pool.takeEvents().get(0);
     assertThat(stored.extraKeys()).isNull();
     assertThat(stored.loraName()).isNull();
   }
@@ -187,8 +193,8 @@ class KvCacheTest {
     EngineRequest c = req("c", seq(12, 5000)); // needs 3 blocks: the 2 unused and a2
     admit(c);
     List<KvEvent> events = pool.takeEvents();
-    List<KvEvent.BlockRemoved> removed = events.stream().filter(e -> e instanceof KvEvent.BlockRemoved)
-        .map(e -> (KvEvent.BlockRemoved) e).toList();
+    List<BlockRemoved> removed = events.stream().filter(e -> e instanceof BlockRemoved)
+        .map(e -> (BlockRemoved) e).toList();
     assertThat(removed).hasSize(1);
     assertThat(removed.get(0).blockHashes()).containsExactly(pool.engineHash(a.blockHash(2)));
     assertThat(removed.get(0).medium()).isEqualTo("GPU");
@@ -220,7 +226,7 @@ class KvCacheTest {
     assertThat(pool.resetPrefixCache()).isFalse();
     cache.free(a);
     assertThat(pool.resetPrefixCache()).isTrue();
-    assertThat(pool.takeEvents()).containsExactly(new KvEvent.AllBlocksCleared());
+    assertThat(pool.takeEvents()).containsExactly(AllBlocksCleared.INSTANCE);
     assertThat(cache.computedBlocks(req("b", seq(12, 1)))).isEmpty();
     pool.checkInvariants();
   }
@@ -237,7 +243,7 @@ class KvCacheTest {
     assertThat(cache.allocateSlots(b, 8, cache.computedBlocks(b))).isTrue();
     b.numComputedTokens = 8;
     assertThat(cache.allocateSlots(a, 5, new int[0])).isTrue();
-    List<KvEvent.BlockStored> stored = pool.takeEvents().stream().map(e -> (KvEvent.BlockStored) e).toList();
+    List<BlockStored> stored = pool.takeEvents().stream().map(e -> (BlockStored) e).toList();
     assertThat(stored).hasSize(2);
     assertThat(stored.get(0).blockHashes()).containsExactly(stored.get(1).blockHashes());
     assertThat(a.blocks[0]).isNotEqualTo(b.blocks[0]);

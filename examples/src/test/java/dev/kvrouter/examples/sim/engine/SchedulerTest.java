@@ -4,7 +4,10 @@ import static dev.kvrouter.examples.sim.testing.Tokens.concat;
 import static dev.kvrouter.examples.sim.testing.Tokens.seq;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.kvrouter.examples.sim.events.KvEvent;
+import dev.kvrouter.index.wire.AllBlocksCleared;
+import dev.kvrouter.index.wire.BlockRemoved;
+import dev.kvrouter.index.wire.BlockStored;
+import dev.kvrouter.index.wire.KvEvent;
 import dev.kvrouter.examples.sim.testing.RecordingObserver;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -71,7 +74,7 @@ class SchedulerTest {
     add(core, "a", seq(40, 1), 1);
     core.schedule(); // 32 tokens = 8 full blocks
     List<KvEvent> first = core.takeEvents();
-    assertThat(((KvEvent.BlockStored) first.get(0)).blockHashes()).hasSize(8);
+    assertThat(((BlockStored) first.get(0)).blockHashes()).hasSize(8);
   }
 
   @Test

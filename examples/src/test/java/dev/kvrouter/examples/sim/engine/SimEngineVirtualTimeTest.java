@@ -6,7 +6,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvrouter.examples.sim.clock.VirtualClock;
 import dev.kvrouter.examples.sim.events.InProcessKvEventSink;
-import dev.kvrouter.examples.sim.events.KvEvent;
+import dev.kvrouter.index.wire.AllBlocksCleared;
+import dev.kvrouter.index.wire.BlockRemoved;
+import dev.kvrouter.index.wire.BlockStored;
+import dev.kvrouter.index.wire.KvEvent;
 import dev.kvrouter.examples.sim.events.SequencedKvEventBatch;
 import dev.kvrouter.examples.sim.testing.RecordingObserver;
 import dev.kvrouter.examples.sim.testing.RecordingSink;
@@ -121,7 +124,7 @@ class SimEngineVirtualTimeTest {
     RecordingObserver warm = new RecordingObserver();
     engine.submitNow(RequestSpec.of("warm", prompt, 1), warm);
     clock.runUntilIdle(MAX_TASKS);
-    List<KvEvent.BlockStored> before = sink.events(KvEvent.BlockStored.class);
+    List<BlockStored> before = sink.events(BlockStored.class);
 
     RecordingObserver inFlight = new RecordingObserver();
     engine.submitNow(RequestSpec.of("long", seq(2000, 50_000), 500), inFlight);
@@ -140,15 +143,15 @@ class SimEngineVirtualTimeTest {
     clock.runUntil(clock.nanoTime() + 2_000_000, MAX_TASKS);
     assertThat(engine.isUp()).isTrue();
     assertThat(sink.lifecycle).containsExactly("crashed", "restart");
-    assertThat(sink.batches.get(batchesBeforeRestart).events()).containsExactly(new KvEvent.AllBlocksCleared());
+    assertThat(sink.batches.get(batchesBeforeRestart).events()).containsExactly(AllBlocksCleared.INSTANCE);
 
     RecordingObserver after = new RecordingObserver();
     engine.submitNow(RequestSpec.of("after", prompt, 1), after);
     clock.runUntilIdle(MAX_TASKS);
     assertThat(after.outcome.cachedTokens()).isZero();
-    KvEvent.BlockStored firstAfter = sink.batches.subList(batchesBeforeRestart, sink.batches.size()).stream()
-        .flatMap(b -> b.events().stream()).filter(e -> e instanceof KvEvent.BlockStored)
-        .map(e -> (KvEvent.BlockStored) e).findFirst().orElseThrow();
+    BlockStored firstAfter = sink.batches.subList(batchesBeforeRestart, sink.batches.size()).stream()
+        .flatMap(b -> b.events().stream()).filter(e -> e instanceof BlockStored)
+        .map(e -> (BlockStored) e).findFirst().orElseThrow();
     // same tokens, new process: a new engine-hash seed
     assertThat(firstAfter.tokenIds()).startsWith(Arrays.copyOf(before.get(0).tokenIds(), 16));
     assertThat(firstAfter.blockHashes()[0]).isNotEqualTo(before.get(0).blockHashes()[0]);
@@ -187,7 +190,7 @@ class SimEngineVirtualTimeTest {
     assertThat(got).extracting(SequencedKvEventBatch::seq).containsExactly(0L, 1L, 2L);
     assertThat(at.get(2)).isEqualTo(o.tokenTimes.get(0)); // the last chunk's blocks are announced at its end
     int stored = got.stream().flatMap(b -> b.batch().events().stream())
-        .mapToInt(e -> ((KvEvent.BlockStored) e).blockHashes().length).sum();
+        .mapToInt(e -> ((BlockStored) e).blockHashes().length).sum();
     assertThat(stored).isEqualTo(5000 / 16);
   }
 }

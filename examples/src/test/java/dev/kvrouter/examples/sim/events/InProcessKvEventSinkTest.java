@@ -3,6 +3,8 @@ package dev.kvrouter.examples.sim.events;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvrouter.examples.sim.clock.VirtualClock;
+import dev.kvrouter.index.wire.BlockRemoved;
+import dev.kvrouter.index.wire.EventBatch;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -17,8 +19,8 @@ class InProcessKvEventSinkTest {
     at.add(clock.nanoTime());
   });
 
-  private static KvEventBatch batch(int i) {
-    return new KvEventBatch(i, List.of(new KvEvent.BlockRemoved(new long[] {i}, "GPU")), 0);
+  private static EventBatch batch(int i) {
+    return EventBatch.of(i, 0, List.of(BlockRemoved.of("GPU", i)));
   }
 
   private List<Long> seqs() {
@@ -59,13 +61,29 @@ class InProcessKvEventSinkTest {
   }
 
   @Test
-  void aStoppedPublisherIsSilentWithoutAGap() {
+  void aStoppedPublisherIsSilentThenShowsAGap() {
     sink.publish(batch(0));
     sink.setFaults(new EventFaults(0, 0, 0, true));
     sink.publish(batch(1));
     sink.setFaults(EventFaults.NONE);
     sink.publish(batch(2));
-    assertThat(seqs()).containsExactly(0L, 1L);
+    assertThat(seqs()).containsExactly(0L, 2L);
+  }
+
+  @Test
+  void wireRoundTripGivesWhatASubscriberWouldDecode() {
+    List<SequencedKvEventBatch> vllm = new ArrayList<>();
+    InProcessKvEventSink s = new InProcessKvEventSink(clock, 1, dev.kvrouter.index.wire.WireLayout.VLLM_MAP,
+        vllm::add);
+    dev.kvrouter.index.wire.BlockStored stored = new dev.kvrouter.index.wire.BlockStored(new long[] {-5L}, null,
+        new int[] {1, 2}, 2, null, "GPU", null, List.of(List.<Object>of("salt")), 0, "full_attention", null, null,
+        null, null, "salt");
+    s.publish(EventBatch.of(1.5, 0, List.of(stored)));
+    dev.kvrouter.index.wire.BlockStored got = (dev.kvrouter.index.wire.BlockStored) vllm.get(0).batch().events()
+        .get(0);
+    assertThat(got.blockHashes()).containsExactly(-5L);
+    assertThat(got.cacheSalt()).isNull(); // not a vLLM field: the salt travels in extra_keys
+    assertThat(got.extraKeys()).containsExactly(List.<Object>of("salt"));
   }
 
   @Test

@@ -1,19 +1,19 @@
 package dev.kvrouter.examples.sim.testing;
 
-import dev.kvrouter.examples.sim.events.KvEvent;
-import dev.kvrouter.examples.sim.events.KvEventBatch;
 import dev.kvrouter.examples.sim.events.KvEventSink;
+import dev.kvrouter.index.wire.EventBatch;
+import dev.kvrouter.index.wire.KvEvent;
 import java.util.ArrayList;
 import java.util.List;
 
 /** A test double that records published batches and lifecycle calls. */
 public final class RecordingSink implements KvEventSink {
 
-  public final List<KvEventBatch> batches = new ArrayList<>();
+  public final List<EventBatch> batches = new ArrayList<>();
   public final List<String> lifecycle = new ArrayList<>();
 
   @Override
-  public synchronized void publish(KvEventBatch batch) {
+  public synchronized void publish(EventBatch batch) {
     batches.add(batch);
   }
 
@@ -29,7 +29,7 @@ public final class RecordingSink implements KvEventSink {
 
   public synchronized List<KvEvent> events() {
     List<KvEvent> out = new ArrayList<>();
-    for (KvEventBatch b : batches) {
+    for (EventBatch b : batches) {
       out.addAll(b.events());
     }
     return out;
