@@ -121,6 +121,11 @@ public final class EngineCore {
     EngineRequest r = new EngineRequest(spec, rootSeed(spec), config.blockSize(), observer, nowNanos);
     live.put(r.id, r);
     waiting.addLast(r);
+    try {
+      observer.onAccepted();
+    } catch (RuntimeException e) {
+      log.warn("request observer failed on acceptance", e);
+    }
     return true;
   }
 
@@ -304,12 +309,13 @@ public final class EngineCore {
         counters.itl.observe((endNanos - r.lastTokenNanos) / 1e9);
       }
       r.lastTokenNanos = endNanos;
+      boolean stop = r.numOutputTokens >= r.maxTokens || r.numTokens >= config.maxModelLen();
       try {
-        r.observer.onToken(token, index, endNanos, r.numCachedTokens);
+        r.observer.onToken(token, index, endNanos, r.numCachedTokens, stop);
       } catch (RuntimeException e) {
         log.warn("request observer failed on a token; the request continues", e);
       }
-      if (r.numOutputTokens >= r.maxTokens || r.numTokens >= config.maxModelLen()) {
+      if (stop) {
         finish(r, endNanos);
         anyFinished = true;
       }

@@ -15,8 +15,20 @@ public final class RecordingObserver implements RequestObserver {
   public volatile RequestFailure failure;
   public int cachedTokensAtFirstToken = -1;
 
+  public boolean accepted;
+  public boolean sawLast;
+
   @Override
-  public synchronized void onToken(int tokenId, int index, long atNanos, int cachedTokens) {
+  public void onAccepted() {
+    accepted = true;
+  }
+
+  @Override
+  public synchronized void onToken(int tokenId, int index, long atNanos, int cachedTokens, boolean last) {
+    if (sawLast) {
+      throw new AssertionError("token after the last one");
+    }
+    sawLast = last;
     if (index != tokens.size()) {
       throw new AssertionError("token index " + index + " but " + tokens.size() + " delivered");
     }
@@ -34,6 +46,9 @@ public final class RecordingObserver implements RequestObserver {
   public void onFinished(RequestOutcome o) {
     if (outcome != null || failure != null) {
       throw new AssertionError("second end");
+    }
+    if (!sawLast || !accepted) {
+      throw new AssertionError("finished without being accepted or without a last token");
     }
     outcome = o;
   }
