@@ -4,14 +4,18 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Real time: {@link System#nanoTime()} and one scheduled executor thread that owns the engine.
  *
- * <p>The executor must have exactly one thread, or the engine's single-owner contract breaks. Tasks that throw
- * are logged by the caller's wrapper (see the engine), never silently swallowed by the executor.
+ * <p>The executor must have exactly one thread, or the engine's single-owner contract breaks. A task that
+ * throws is logged here (a scheduled executor would otherwise keep the exception in a future nobody reads).
  */
 public final class RealTimeClock implements SimClock, AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(RealTimeClock.class);
 
   private final ScheduledExecutorService executor;
   private final boolean owned;
@@ -50,14 +54,25 @@ public final class RealTimeClock implements SimClock, AutoCloseable {
 
   @Override
   public void execute(Runnable task) {
-    executor.execute(task);
+    executor.execute(logged(task));
   }
 
   @Override
   public Cancellable schedule(long atNanos, Runnable task) {
     long delay = atNanos - System.nanoTime();
-    ScheduledFuture<?> f = executor.schedule(task, Math.max(0, delay), TimeUnit.NANOSECONDS);
+    ScheduledFuture<?> f = executor.schedule(logged(task), Math.max(0, delay), TimeUnit.NANOSECONDS);
     return () -> f.cancel(false);
+  }
+
+  private static Runnable logged(Runnable task) {
+    return () -> {
+      try {
+        task.run();
+      } catch (RuntimeException | Error e) {
+        log.error("simulated engine task failed; the engine may be stuck", e);
+        throw e;
+      }
+    };
   }
 
   @Override

@@ -85,11 +85,25 @@ class SimWorkerEventsTest {
 
   private record Msg(long seq, EventBatch batch) {}
 
+  /**
+   * JeroMQ 0.6.0 occasionally (about 1 to 3 in 100 fresh loopback connections here) stalls a ZMTP handshake
+   * until the handshake interval, 30 s by default, expires; a short interval makes the socket give up and
+   * reconnect at once. Every connecting socket in these tests sets it.
+   */
+  private ZMQ.Socket connecting(SocketType type, String endpoint) {
+    ZMQ.Socket s = ctx.createSocket(type);
+    s.setHandshakeIvl(500);
+    if (type == SocketType.SUB) {
+      s.subscribe("kv@".getBytes());
+    }
+    s.connect(endpoint);
+    return s;
+  }
+
   /** Asks the replay socket for everything from {@code from}; the reply ends with an empty payload. */
   private List<Msg> replay(long from) {
-    try (ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER)) {
+    try (ZMQ.Socket dealer = connecting(SocketType.DEALER, worker.replayEndpoint())) {
       dealer.setReceiveTimeOut(5000);
-      dealer.connect(worker.replayEndpoint());
       dealer.sendMore(new byte[0]);
       dealer.send(ZmqFrames.seqBytes(from));
       List<Msg> out = new ArrayList<>();
@@ -171,9 +185,8 @@ class SimWorkerEventsTest {
   void sglangLayoutSendsTheSaltAsMetadata() throws Exception {
     start(WireLayout.SGLANG_ARRAY);
     complete(seq(40, 1), "tenant-7");
-    try (ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER)) {
+    try (ZMQ.Socket dealer = connecting(SocketType.DEALER, worker.replayEndpoint())) {
       dealer.setReceiveTimeOut(5000);
-      dealer.connect(worker.replayEndpoint());
       dealer.sendMore(new byte[0]);
       dealer.send(ZmqFrames.seqBytes(0));
       List<byte[]> frames = new ArrayList<>();
@@ -201,9 +214,7 @@ class SimWorkerEventsTest {
   @Test
   void aDroppedBatchLeavesAGapThatReplayFills() throws Exception {
     start(WireLayout.VLLM_MAP);
-    try (ZMQ.Socket sub = ctx.createSocket(SocketType.SUB)) {
-      sub.subscribe("kv@".getBytes());
-      sub.connect(worker.eventsEndpoint());
+    try (ZMQ.Socket sub = connecting(SocketType.SUB, worker.eventsEndpoint())) {
       sub.setReceiveTimeOut(200);
       // Warm up until the subscription has propagated (PUB drops messages for unknown subscribers).
       long last = -1;

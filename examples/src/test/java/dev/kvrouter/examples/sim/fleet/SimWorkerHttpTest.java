@@ -127,11 +127,12 @@ class SimWorkerHttpTest {
 
   @Test
   void streamingChunksArriveAsTheEngineProducesThem() throws Exception {
-    // A slowed-down worker takes ~130 ms per decode step, so the stream must spread over time.
+    // A slowed-down worker takes ~325 ms per decode step, so the stream must spread over time. (If the engine
+    // thread were starved, late steps would catch up in a burst: the margin below allows for ~800 ms of that.)
     EngineConfig config = EngineConfig.fromPreset(Presets.LLAMA_3_1_8B_H100, 16).numGpuBlocks(256).seed(3).build();
     try (SimWorker slow = SimWorker.start(new SimWorker.Spec("w-slow", config,
         Presets.LLAMA_3_1_8B_H100.timingModel(), null, "127.0.0.1", 0, null,
-        new FaultControl.Update(null, null, null, null, 20.0, null)), PromptEncoder.tokenIdsOnly(), writer)) {
+        new FaultControl.Update(null, null, null, null, 50.0, null)), PromptEncoder.tokenIdsOnly(), writer)) {
       String body = "{\"model\":\"" + MODEL + "\",\"prompt\":[1,2,3],\"max_tokens\":5,\"stream\":true}";
       long start = System.nanoTime();
       List<Long> at = new ArrayList<>();
@@ -147,7 +148,7 @@ class SimWorkerHttpTest {
         }
       }
       assertThat(at).hasSize(6);
-      assertThat(at.get(4) - at.get(0)).isGreaterThan(300_000_000L); // 4 decode steps of ~130 ms
+      assertThat(at.get(4) - at.get(0)).isGreaterThan(500_000_000L); // 4 decode steps of ~325 ms
     }
   }
 
