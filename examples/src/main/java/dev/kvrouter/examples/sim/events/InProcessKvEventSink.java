@@ -5,6 +5,9 @@ import dev.kvrouter.index.wire.EventBatch;
 import dev.kvrouter.index.wire.EventDecoder;
 import dev.kvrouter.index.wire.EventEncoder;
 import dev.kvrouter.index.wire.WireLayout;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.SplittableRandom;
 import java.util.function.Consumer;
@@ -17,6 +20,10 @@ import java.util.function.Consumer;
  * <p>Faults: a dropped batch, or any batch while stopped, is numbered and never delivered (a gap); a reordered
  * batch is held and delivered right after the next one (or after {@code delay + 50 ms} if none follows); every
  * delivery is delayed by {@code delayMillis}. Randomness is seeded, so a virtual-time run is reproducible.
+ *
+ * <p>Like vLLM's ROUTER socket, the sink can keep the last {@code bufferSteps} numbered batches (delivered or
+ * not) for {@link #replay}; 0 turns replay off. The buffer holds the events themselves, so size it to the
+ * workload (vLLM's default is 10,000 batches).
  *
  * <p>With a {@link WireLayout} every batch is encoded and decoded on the way, so the subscriber sees exactly
  * what it would decode from a real worker of that layout (for example no {@code cache_salt} field in vLLM's
@@ -34,6 +41,9 @@ public final class InProcessKvEventSink implements KvEventSink {
   private final SplittableRandom random;
   private final EventEncoder encoder;
   private final EventDecoder decoder;
+  private final int bufferSteps;
+  private final ArrayDeque<SequencedKvEventBatch> buffer = new ArrayDeque<>();
+  private boolean replayEnabled = true;
   private EventFaults faults = EventFaults.NONE;
   private long nextSeq;
   private long lifetime;
@@ -42,14 +52,21 @@ public final class InProcessKvEventSink implements KvEventSink {
   private long published;
   private long dropped;
 
-  /** Passes records through unchanged. */
+  /** Passes records through unchanged; no replay buffer. */
   public InProcessKvEventSink(SimClock clock, long seed, Consumer<SequencedKvEventBatch> subscriber) {
-    this(clock, seed, null, subscriber);
+    this(clock, seed, null, 0, subscriber);
   }
 
-  /** Round-trips every batch through the wire encoding of {@code layout} ({@code null}: pass records). */
-  public InProcessKvEventSink(SimClock clock, long seed, WireLayout layout,
+  /**
+   * @param layout wire layout every batch is round-tripped through, or {@code null} to pass records
+   * @param bufferSteps batches kept for {@link #replay}, 0 for none
+   */
+  public InProcessKvEventSink(SimClock clock, long seed, WireLayout layout, int bufferSteps,
       Consumer<SequencedKvEventBatch> subscriber) {
+    if (bufferSteps < 0) {
+      throw new IllegalArgumentException("bufferSteps must be >= 0");
+    }
+    this.bufferSteps = bufferSteps;
     this.clock = Objects.requireNonNull(clock, "clock");
     this.subscriber = Objects.requireNonNull(subscriber, "subscriber");
     this.random = new SplittableRandom(seed);
@@ -65,6 +82,12 @@ public final class InProcessKvEventSink implements KvEventSink {
     EventBatch wire = encoder == null ? batch : decoder.decode(encoder.encode(batch));
     SequencedKvEventBatch b = new SequencedKvEventBatch(nextSeq++, wire);
     published++;
+    if (bufferSteps > 0) {
+      buffer.addLast(b);
+      if (buffer.size() > bufferSteps) {
+        buffer.removeFirst();
+      }
+    }
     if (faults.stopped() || (faults.dropRate() > 0 && random.nextDouble() < faults.dropRate())) {
       dropped++;
       return;
@@ -103,10 +126,34 @@ public final class InProcessKvEventSink implements KvEventSink {
     }
   }
 
+  /**
+   * What a replay request from {@code fromSeq} returns: the buffered batches numbered {@code fromSeq} or later,
+   * in order (an empty list when replay is off, the process is down, or the buffer no longer reaches back).
+   * Synchronous, on the clock's thread.
+   */
+  public List<SequencedKvEventBatch> replay(long fromSeq) {
+    List<SequencedKvEventBatch> out = new ArrayList<>();
+    if (dead || !replayEnabled) {
+      return out;
+    }
+    for (SequencedKvEventBatch b : buffer) {
+      if (b.seq() >= fromSeq) {
+        out.add(b);
+      }
+    }
+    return out;
+  }
+
+  /** Fault: a dead or misconfigured replay socket. */
+  public void setReplayEnabled(boolean enabled) {
+    this.replayEnabled = enabled;
+  }
+
   @Override
   public void crashed() {
     dead = true;
     held = null;
+    buffer.clear();
     lifetime++; // batches still in flight died with the process's socket buffers
   }
 
@@ -115,6 +162,7 @@ public final class InProcessKvEventSink implements KvEventSink {
     dead = false;
     held = null;
     nextSeq = 0;
+    buffer.clear();
   }
 
   @Override

@@ -10,7 +10,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -196,8 +195,7 @@ public final class SimFleetMain implements Callable<Integer> {
       if (!root.isObject()) {
         throw new IllegalArgumentException(file + ": must be a mapping of option names to values");
       }
-      for (Iterator<Map.Entry<String, JsonNode>> it = root.fields(); it.hasNext(); ) {
-        Map.Entry<String, JsonNode> e = it.next();
+      for (Map.Entry<String, JsonNode> e : root.properties()) {
         JsonNode v = e.getValue();
         values.put("--" + e.getKey(), v.isArray() ? joined(v) : v.asText());
       }

@@ -11,13 +11,13 @@ import dev.kvrouter.examples.sim.http.FaultControl;
 import dev.kvrouter.examples.sim.http.PromptEncoder;
 import dev.kvrouter.examples.sim.http.SimHttpServer;
 import dev.kvrouter.examples.sim.timing.TimingModel;
+import dev.kvrouter.index.wire.HashEncoding;
 import dev.kvrouter.index.wire.PublisherConfig;
 import dev.kvrouter.index.wire.ReplayLayout;
 import dev.kvrouter.index.wire.WireLayout;
 import dev.kvrouter.xds.registry.Worker;
 import java.io.IOException;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.Executor;
@@ -84,7 +84,7 @@ public final class SimWorker implements FaultControl, AutoCloseable {
         Events e = spec.events();
         String endpoint = "tcp://" + spec.bind() + ":" + (e.port() == 0 ? "*" : Integer.toString(e.port()));
         PublisherConfig pc = PublisherConfig.vllm(endpoint).withBind(true).withTopic(e.topic())
-            .withLayout(e.layout(), dev.kvrouter.index.wire.HashEncoding.UNSIGNED)
+            .withLayout(e.layout(), HashEncoding.UNSIGNED)
             .withDataParallelRank(spec.engine().dpRank());
         if (e.replayPort() >= 0) {
           String replay = "tcp://" + spec.bind() + ":" + (e.replayPort() == 0 ? "*" : Integer.toString(e.replayPort()));
@@ -194,10 +194,5 @@ public final class SimWorker implements FaultControl, AutoCloseable {
     if (sink != null) {
       sink.close();
     }
-  }
-
-  /** Names of the event layouts accepted in configuration. */
-  public static List<String> layouts() {
-    return List.of("vllm_map", "vllm_array", "sglang_array");
   }
 }

@@ -42,18 +42,20 @@ public final class VirtualFleet {
    * @param timing the step-time model
    * @param outputs the simulated model's output tokens
    * @param layout wire layout to round-trip events through, or {@code null} to pass records
+   * @param replayBufferSteps batches each worker keeps for {@link #replay}, 0 for none
    * @param subscriber receives every worker's events
    * @param faultSeed seed of the event-fault randomness
    */
   public VirtualFleet(VirtualClock clock, List<String> names, List<EngineConfig> configs, TimingModel timing,
-      OutputTokens outputs, WireLayout layout, EventSubscriber subscriber, long faultSeed) {
+      OutputTokens outputs, WireLayout layout, int replayBufferSteps, EventSubscriber subscriber,
+      long faultSeed) {
     this.clock = Objects.requireNonNull(clock, "clock");
     if (names.size() != configs.size()) {
       throw new IllegalArgumentException("one name per engine config");
     }
     for (int i = 0; i < configs.size(); i++) {
       int worker = i;
-      InProcessKvEventSink sink = new InProcessKvEventSink(clock, faultSeed + i, layout,
+      InProcessKvEventSink sink = new InProcessKvEventSink(clock, faultSeed + i, layout, replayBufferSteps,
           b -> subscriber.onBatch(worker, b));
       sinks.add(sink);
       engines.add(new SimEngine(names.get(i), configs.get(i), clock, timing, sink, outputs));
@@ -80,6 +82,11 @@ public final class VirtualFleet {
   /** Sets the event faults of one worker (from the clock's thread). */
   public void setEventFaults(int worker, EventFaults faults) {
     sinks.get(worker).setFaults(faults);
+  }
+
+  /** A replay request to one worker's publisher (from the clock's thread); see {@link InProcessKvEventSink}. */
+  public List<SequencedKvEventBatch> replay(int worker, long fromSeq) {
+    return sinks.get(worker).replay(fromSeq);
   }
 
   /** Every worker's counters, taken on the clock's thread. */

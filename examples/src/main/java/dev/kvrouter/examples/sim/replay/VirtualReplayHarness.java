@@ -135,7 +135,7 @@ public final class VirtualReplayHarness implements Callable<Integer> {
     long[] storedBlocks = new long[1];
     WireLayout wl = o.layout();
     VirtualFleet fleet = new VirtualFleet(clock, names, configs, p.timingModel(), OutputTokens.range(1000, 1000),
-        wl, (w, b) -> {
+        wl, 0, (w, b) -> {
           eventBatches[0]++;
           for (KvEvent e : b.batch().events()) {
             if (e instanceof BlockStored s) {

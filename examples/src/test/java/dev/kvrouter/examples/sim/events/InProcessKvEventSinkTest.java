@@ -73,7 +73,7 @@ class InProcessKvEventSinkTest {
   @Test
   void wireRoundTripGivesWhatASubscriberWouldDecode() {
     List<SequencedKvEventBatch> vllm = new ArrayList<>();
-    InProcessKvEventSink s = new InProcessKvEventSink(clock, 1, dev.kvrouter.index.wire.WireLayout.VLLM_MAP,
+    InProcessKvEventSink s = new InProcessKvEventSink(clock, 1, dev.kvrouter.index.wire.WireLayout.VLLM_MAP, 0,
         vllm::add);
     dev.kvrouter.index.wire.BlockStored stored = new dev.kvrouter.index.wire.BlockStored(new long[] {-5L}, null,
         new int[] {1, 2}, 2, null, "GPU", null, List.of(List.<Object>of("salt")), 0, "full_attention", null, null,
@@ -127,5 +127,28 @@ class InProcessKvEventSinkTest {
     clock.runUntilIdle(100);
     assertThat(seqs()).containsExactly(0L);
     assertThat(got.get(0).batch().ts()).isEqualTo(3.0);
+  }
+
+  @Test
+  void replayReturnsBufferedBatchesIncludingDroppedOnes() {
+    InProcessKvEventSink s = new InProcessKvEventSink(clock, 1, null, 3, got::add);
+    s.publish(batch(0));
+    s.setFaults(new EventFaults(1.0, 0, 0, false));
+    s.publish(batch(1)); // dropped on the wire, still buffered
+    s.setFaults(EventFaults.NONE);
+    s.publish(batch(2));
+    s.publish(batch(3));
+    assertThat(seqsOf(s.replay(1))).containsExactly(1L, 2L, 3L);
+    assertThat(seqsOf(s.replay(0))).containsExactly(1L, 2L, 3L); // seq 0 fell out of the 3-batch buffer
+    s.setReplayEnabled(false);
+    assertThat(s.replay(0)).isEmpty();
+    s.setReplayEnabled(true);
+    s.crashed();
+    s.restart();
+    assertThat(s.replay(0)).isEmpty();
+  }
+
+  private static List<Long> seqsOf(List<SequencedKvEventBatch> l) {
+    return l.stream().map(SequencedKvEventBatch::seq).toList();
   }
 }
