@@ -24,8 +24,9 @@ public record TokenSpace(int minId, int maxIdExclusive) {
 
   /** Token {@code pos} of the segment named {@code seed}: random access, so a segment never needs storing. */
   public int token(long seed, int pos) {
-    long z = Rng.mix(seed ^ Rng.mix(pos + 0x632BE59BD9B4E019L));
-    return minId + (int) ((z >>> 1) % (maxIdExclusive - minId));
+    long z = Rng.mix(seed + (pos + 1) * 0x9E3779B97F4A7C15L);
+    // Lemire's multiply-shift maps the top 32 bits onto the range without a division
+    return minId + (int) (((z >>> 32) * (maxIdExclusive - minId)) >>> 32);
   }
 
   /** Writes the segment's tokens into {@code dst} at {@code off}; returns the offset after them. */
