@@ -260,10 +260,9 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
       timeoutTask.cancel(false);
     }
     long sent = (sentNanos - t0Nanos) / 1000;
-    boolean ok = error == null;
     record = new RequestRecord(request.index(), request.id(), request.sessionId(), request.arrivalMicros(), sent,
         firstContentNanos < 0 ? -1 : (firstContentNanos - sentNanos) / 1000,
-        ok || status != 0 ? (endNanos - sentNanos) / 1000 : -1, status, error, servedBy, decisionId, promptTokens,
+        (endNanos - sentNanos) / 1000, status, error, servedBy, decisionId, promptTokens,
         cachedTokens, completionTokens, contentChunks, itlMaxMicros);
     onFinish.accept(this);
   }

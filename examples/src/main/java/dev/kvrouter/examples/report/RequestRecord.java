@@ -10,7 +10,7 @@ package dev.kvrouter.examples.report;
  * @param scheduledMicros planned arrival, from the start of the run
  * @param sentMicros when it was actually sent, from the start of the run; -1 if never sent
  * @param ttftMicros from send to the first chunk with content
- * @param e2eMicros from send to the end of the response
+ * @param e2eMicros from send to the end of the response (for a failed request: to the failure)
  * @param status HTTP status, 0 if there was no response
  * @param error null when the request succeeded, else a short kind: {@code overflow} (in-flight cap),
  *     {@code not_sent} (run-time cap), {@code http_<status>}, {@code timeout}, {@code connect}, {@code io},
