@@ -33,6 +33,11 @@ import org.jfree.data.xy.XYSeriesCollection;
 public final class Charts {
 
   private static final int WIDTH = 900;
+  /** Tableau-10: distinct, print-safe; a policy or worker keeps its colour across charts. */
+  private static final Color[] PALETTE = {new Color(0x1f77b4), new Color(0xff7f0e), new Color(0x2ca02c),
+      new Color(0xd62728), new Color(0x9467bd), new Color(0x8c564b), new Color(0xe377c2), new Color(0x7f7f7f),
+      new Color(0xbcbd22), new Color(0x17becf)};
+  private static final Color IDEAL = new Color(0x333333);
 
   static {
     System.setProperty("java.awt.headless", "true");
@@ -81,6 +86,7 @@ public final class Charts {
     if (min < Double.MAX_VALUE) {
       LogAxis log = new LogAxis("TTFT (ms, log scale)");
       log.setSmallestValue(Math.max(1e-3, min / 2));
+      log.setNumberFormatOverride(new java.text.DecimalFormat("#,##0.###"));
       x = log;
     } else {
       x = new NumberAxis("TTFT (ms)");
@@ -90,6 +96,7 @@ public final class Charts {
     XYLineAndShapeRenderer lines = new XYLineAndShapeRenderer(true, false);
     for (int i = 0; i < data.getSeriesCount(); i++) {
       lines.setSeriesStroke(i, new BasicStroke(2f));
+      lines.setSeriesPaint(i, PALETTE[i % PALETTE.length]);
     }
     XYPlot plot = new XYPlot(data, x, y, lines);
     style(plot);
@@ -113,9 +120,16 @@ public final class Charts {
       }
       NumberAxis y = new NumberAxis(r.policy());
       y.setAutoRangeIncludesZero(true);
-      XYPlot sub = new XYPlot(data, null, y, new XYStepRenderer());
+      XYStepRenderer steps = new XYStepRenderer();
+      for (int i = 0; i < data.getSeriesCount(); i++) {
+        steps.setSeriesPaint(i, PALETTE[i % PALETTE.length]);
+      }
+      XYPlot sub = new XYPlot(data, null, y, steps);
       style(sub);
       combined.add(sub, 1);
+    }
+    if (!combined.getSubplots().isEmpty()) { // one legend for all: the workers, same colour in every subplot
+      combined.setFixedLegendItems(((XYPlot) combined.getSubplots().get(0)).getLegendItems());
     }
     return chart("Running + waiting requests per worker: " + w.spec(), combined);
   }
@@ -132,6 +146,10 @@ public final class Charts {
     NumberAxis y = new NumberAxis("% of prompt tokens served from cache");
     y.setRange(0, 100);
     BarRenderer bars = new BarRenderer();
+    bars.setBarPainter(new org.jfree.chart.renderer.category.StandardBarPainter());
+    for (int i = 0; i < data.getRowCount(); i++) {
+      bars.setSeriesPaint(i, "ideal".equals(data.getRowKey(i)) ? IDEAL : PALETTE[i % PALETTE.length]);
+    }
     bars.setShadowVisible(false);
     bars.setDrawBarOutline(false);
     bars.setItemMargin(0.02);

@@ -55,7 +55,7 @@ public final class MarkdownReport {
 
   private static void section(StringBuilder b, AbReport report, WorkloadResult w) {
     b.append("## `").append(w.spec()).append("`\n\n");
-    b.append(String.format(Locale.ROOT, "%d requests over %.1f s, %,d prompt tokens; ideal reuse %s of prompt "
+    b.append(String.format(Locale.ROOT, "%d requests over %.1f s, %,d prompt tokens (before any chat template); ideal reuse %s of prompt "
             + "tokens (%s of full blocks) at block size %d.%n%n", w.requests(), w.spanSeconds(), w.contentTokens(),
         pct(w.idealTokenShare()), pct(w.idealBlockShare()), w.ideal().blockSize()));
     b.append("| policy | TTFT p50 | TTFT p99 | E2E p50 | E2E p99 | req/s | from cache | of ideal | imbalance req / "
