@@ -162,7 +162,7 @@ public final class LoadGenerator implements AutoCloseable {
       } finally {
         sampler.cancel(false);
       }
-      long end = Math.max(lastEndNanos.get(), System.nanoTime() - 1);
+      long end = lastEndNanos.get();
       Map<String, WorkerCounters> after = metrics.counters(workers, notes);
       RouterSnapshot routerAfter = snapshot();
       Map<String, WorkerCounters> delta = new LinkedHashMap<>();
@@ -172,7 +172,10 @@ public final class LoadGenerator implements AutoCloseable {
       }
       List<RequestRecord> out = new ArrayList<>(requests.size());
       for (int i = 0; i < requests.size(); i++) {
-        out.add(records.get(i));
+        RequestRecord rec = records.get(i);
+        WorkloadRequest r = requests.get(i);
+        // every send ends in finished(); this only guards against a path that would lose a record
+        out.add(rec != null ? rec : RequestRecord.unsent(i, r.id(), r.sessionId(), r.arrivalMicros(), "aborted"));
       }
       RoutingOverhead overhead = ctx.routingOverhead() == null ? null : ctx.routingOverhead().apply(out);
       List<LoadSample> samples;
@@ -201,7 +204,7 @@ public final class LoadGenerator implements AutoCloseable {
     }
 
     private void send(int i, WorkloadRequest r, HttpRequest req, long sentNanos) {
-      StreamingExchange ex = new StreamingExchange(r, t0, sentNanos, itl, this::finished);
+      StreamingExchange ex = new StreamingExchange(r, t0, sentNanos, itl, this::finished, System::nanoTime);
       live.add(ex);
       java.util.concurrent.CompletableFuture<?> f;
       try {
@@ -253,6 +256,14 @@ public final class LoadGenerator implements AutoCloseable {
 
     /** On the timer thread: one scrape per worker per tick, skipped while the previous one is outstanding. */
     private void sample() {
+      try {
+        sampleOnce();
+      } catch (RuntimeException e) { // a periodic task that throws is never run again
+        log.warn("load sample failed: {}", e.toString());
+      }
+    }
+
+    private void sampleOnce() {
       long at = (System.nanoTime() - t0) / 1000;
       for (WorkerTarget w : ctx.workers()) {
         if (!scraping.add(w.name())) {

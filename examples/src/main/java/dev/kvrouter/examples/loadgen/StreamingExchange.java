@@ -14,6 +14,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.Flow;
 import java.util.concurrent.Future;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 import org.HdrHistogram.Histogram;
 
 /**
@@ -39,6 +40,7 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
   private final long sentNanos;
   private final Histogram itl;
   private final Consumer<StreamingExchange> onFinish;
+  private final LongSupplier nanoClock;
 
   private int status;
   private String servedBy;
@@ -61,8 +63,12 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
   private RequestRecord record;
   private String errorDetail;
 
+  /**
+   * @param nanoClock the clock of every timestamp ({@code System::nanoTime}; tests pass their own)
+   */
   StreamingExchange(WorkloadRequest request, long t0Nanos, long sentNanos, Histogram itl,
-      Consumer<StreamingExchange> onFinish) {
+      Consumer<StreamingExchange> onFinish, LongSupplier nanoClock) {
+    this.nanoClock = nanoClock;
     this.request = request;
     this.t0Nanos = t0Nanos;
     this.sentNanos = sentNanos;
@@ -101,7 +107,7 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
     if (finished) {
       return;
     }
-    long now = System.nanoTime();
+    long now = nanoClock.getAsLong();
     if (status != 200) {
       if (errorBody.length() < MAX_ERROR_CHARS) {
         errorBody.append(line, 0, Math.min(line.length(), MAX_ERROR_CHARS - errorBody.length()));
@@ -128,7 +134,7 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
 
   @Override
   public synchronized void onComplete() {
-    long now = System.nanoTime();
+    long now = nanoClock.getAsLong();
     dispatch(now);
     String error;
     if (status != 200) {
@@ -164,7 +170,7 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
       kind = "io";
     }
     errorDetail = WorkerMetrics.rootMessage(c);
-    finish(kind, System.nanoTime());
+    finish(kind, nanoClock.getAsLong());
   }
 
   /** The request ran past its deadline: fail it and stop reading. */
@@ -177,7 +183,7 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
     if (finished) {
       return;
     }
-    finish(kind, System.nanoTime());
+    finish(kind, nanoClock.getAsLong());
     if (subscription != null) {
       subscription.cancel();
     }

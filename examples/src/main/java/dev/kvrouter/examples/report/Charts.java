@@ -129,7 +129,7 @@ public final class Charts {
       combined.add(sub, 1);
     }
     if (!combined.getSubplots().isEmpty()) { // one legend for all: the workers, same colour in every subplot
-      combined.setFixedLegendItems(((XYPlot) combined.getSubplots().get(0)).getLegendItems());
+      combined.setFixedLegendItems(combined.getSubplots().get(0).getLegendItems());
     }
     return chart("Running + waiting requests per worker: " + w.spec(), combined);
   }
