@@ -92,7 +92,7 @@ public final class KvrouterRuntime implements AutoCloseable {
           BodySendMode.valueOf(s.requestBodyMode()) == BodySendMode.FULL_DUPLEX_STREAMED
               ? BodySendMode.FULL_DUPLEX_STREAMED
               : BodySendMode.STREAMED,
-          config.limits().retryAfterSeconds(), Runtime.getRuntime().availableProcessors());
+          config.limits().retryAfterSeconds(), Runtime.getRuntime().availableProcessors(), 16 * 1024);
       extProc = new ExtProcServer(options, router, RequestListener.NONE).start();
     }
     admin = new AdminServer(metrics, registry, () -> extProc != null || xds != null).start(s.bind(), s.adminPort());
@@ -111,6 +111,11 @@ public final class KvrouterRuntime implements AutoCloseable {
 
   public XdsServer xds() {
     return xds;
+  }
+
+  /** The ext_proc server, or null when this process does not run one. */
+  public ExtProcServer extProc() {
+    return extProc;
   }
 
   /** Stops only the ext_proc server (tests of Envoy's fail-open path use this). */

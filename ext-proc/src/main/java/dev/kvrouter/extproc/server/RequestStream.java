@@ -38,9 +38,12 @@ import org.slf4j.LoggerFactory;
  *       most 62,000 bytes. Envoy requires this header, body, trailer order.
  * </ul>
  *
- * <p>Threading: gRPC delivers one stream's messages one at a time, and every response is sent from inside
- * {@link #onNext}, so the observer is never called concurrently. The {@code synchronized} on {@link #send} keeps
- * that true if routing ever moves to another thread.
+ * <p>Threading: gRPC delivers one stream's messages one at a time on a Netty event-loop thread, where cheap
+ * messages are answered inline (a thread hop per message would cost more than the work). Routing a large body
+ * (parsing, templating, tokenizing) runs on the routing executor instead, because every stream from one Envoy
+ * shares a few HTTP/2 connections, each pinned to one event loop: a long prompt tokenized inline would stall
+ * all of them. All state is guarded by {@code this}; the routing task computes without the lock and takes it
+ * only to publish the decision and send, so the event loop never waits for a tokenizer.
  */
 final class RequestStream implements StreamObserver<ProcessingRequest> {
 
@@ -51,6 +54,8 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   private final RequestListener listener;
   private final ExtProcOptions options;
   private final RequestBodyParser parser = new RequestBodyParser();
+  private final java.util.concurrent.Executor routingExecutor;
+  private final InFlight inFlight;
 
   private BodySendMode requestBodyMode;
   private BodySendMode responseBodyMode;
@@ -65,17 +70,29 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   private Decision decision;
   private boolean responseStarted;
   private boolean ended;
+  /** A routing task is computing off the event loop; messages wait for it. */
+  private boolean routing;
+  private boolean aborted;
+  private HttpTrailers pendingTrailers;
+  /**
+   * The decision waits in {@link InFlight} for the response observer, which then owns the request's end. If the
+   * response phases come to this stream instead (an Envoy config without the observer filter), it takes the
+   * decision back.
+   */
+  private boolean handedOff;
 
   RequestStream(StreamObserver<ProcessingResponse> out, Router router, RequestListener listener,
-      ExtProcOptions options) {
+      ExtProcOptions options, java.util.concurrent.Executor routingExecutor, InFlight inFlight) {
     this.out = out;
+    this.inFlight = inFlight;
     this.router = router;
     this.listener = listener;
     this.options = options;
+    this.routingExecutor = routingExecutor;
   }
 
   @Override
-  public void onNext(ProcessingRequest req) {
+  public synchronized void onNext(ProcessingRequest req) {
     if (finished) {
       return; // an immediate response ended the exchange; Envoy will close the stream
     }
@@ -157,11 +174,14 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   }
 
   private void onRequestTrailers(HttpTrailers t) {
+    if (routing) {
+      pendingTrailers = t; // answered once the decision (and the body before it) has been sent
+      return;
+    }
     if (!passThrough && decision == null) {
+      pendingTrailers = t;
       routeAndForward(false); // the body ended without end_of_stream because trailers follow
-      if (finished) {
-        return;
-      }
+      return;
     }
     send(EnvoyMessages.continueRequestTrailers());
   }
@@ -182,15 +202,53 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     return true;
   }
 
+  /** Routes inline when the body is small, else on the routing executor; then forwards the request. */
   private void routeAndForward(boolean endOfStream) {
+    if (bodyLength <= options.inlineRoutingMaxBytes()) {
+      publish(decide(), endOfStream);
+      return;
+    }
+    routing = true;
+    routingExecutor.execute(() -> {
+      Object outcome;
+      try {
+        outcome = decide();
+      } catch (RuntimeException e) {
+        log.error("request {} failed inside the router", requestId, e);
+        outcome = OpenAiError.internal("the router failed to process this request");
+      }
+      synchronized (this) {
+        routing = false;
+        if (aborted) {
+          if (outcome instanceof Decision d) {
+            decision = d;
+            listener.onDecision(d);
+            end(true);
+          }
+          return;
+        }
+        publish(outcome, endOfStream);
+      }
+    });
+  }
+
+  /** Parses and routes; returns a {@link Decision} or the {@link OpenAiError} for a bad request. Lock-free. */
+  private Object decide() {
     InferenceRequest parsed;
     try {
       parsed = parser.parse(kind, body, bodyLength);
     } catch (RequestBodyParser.BadRequest e) {
-      finish(e.error(), "bad_request");
+      return e.error();
+    }
+    return router.route(new RouteRequest(requestId, parsed, tenant, policyOverride));
+  }
+
+  private void publish(Object outcome, boolean endOfStream) {
+    if (outcome instanceof OpenAiError error) {
+      finish(error, "bad_request");
       return;
     }
-    decision = router.route(new RouteRequest(requestId, parsed, tenant, policyOverride));
+    decision = (Decision) outcome;
     listener.onDecision(decision);
     if (!decision.routed()) {
       finish(decision.rejection(), decision.reason());
@@ -202,6 +260,8 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
         .addSetHeaders(EnvoyMessages.header(Headers.DECISION, decision.id()))
         .build();
     var metadata = EnvoyMessages.lbMetadata(decision.chosen().endpoint());
+    inFlight.register(decision); // before the headers leave: the observer may ask for it right after
+    handedOff = true;
     if (requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED) {
       send(EnvoyMessages.routeOnHeaders(mutation, metadata));
       ByteString all = ByteString.copyFrom(body, 0, bodyLength);
@@ -217,13 +277,26 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       send(EnvoyMessages.routeOnBufferedBody(mutation, metadata));
     }
     body = null; // the bytes are Envoy's again; keep the stream's footprint small while the response streams
+    if (pendingTrailers != null) {
+      pendingTrailers = null;
+      send(EnvoyMessages.continueRequestTrailers());
+    }
     if (log.isDebugEnabled()) {
       log.debug("routed request {} model={} worker={} policy={} reason={}", decision.id(), decision.model(),
           decision.chosen().name(), decision.policy(), decision.reason());
     }
   }
 
+  /** Response phases came to this stream: it, not an observer, follows the response. */
+  private void reclaim() {
+    if (handedOff) {
+      handedOff = false;
+      inFlight.claim(decision.id());
+    }
+  }
+
   private void onResponseHeaders(HttpHeaders h) {
+    reclaim();
     HeaderMutation.Builder mutation = HeaderMutation.newBuilder();
     if (decision != null) {
       mutation.addSetHeaders(EnvoyMessages.header(Headers.DECISION, decision.id()));
@@ -237,6 +310,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   }
 
   private void onResponseBody(HttpBody b) {
+    reclaim();
     if (decision != null) {
       boolean first = !responseStarted && !b.getBody().isEmpty();
       responseStarted |= first;
@@ -269,14 +343,21 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     }
   }
 
-  private synchronized void send(ProcessingResponse r) {
+  private void send(ProcessingResponse r) { // callers hold the lock
     out.onNext(r);
   }
 
   @Override
-  public void onError(Throwable t) {
+  public synchronized void onError(Throwable t) {
     // Envoy resets the stream when the client goes away or the upstream fails mid-response.
-    if (decision != null) {
+    aborted = true;
+    if (handedOff) {
+      // Unclaimed means the request died before reaching the observer: end it here. Claimed: the observer ends it.
+      handedOff = false;
+      if (inFlight.claim(decision.id()) != null) {
+        end(true);
+      }
+    } else if (decision != null) {
       end(true);
     }
     if (!(t instanceof StatusRuntimeException s && s.getStatus().getCode() == Status.Code.CANCELLED)) {
@@ -285,13 +366,14 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   }
 
   @Override
-  public void onCompleted() {
-    if (decision != null) {
+  public synchronized void onCompleted() {
+    if (routing) {
+      aborted = true; // Envoy gave up on this request while it was being routed
+    }
+    if (decision != null && !handedOff) {
       end(!responseStarted && !ended);
     }
-    synchronized (this) {
-      out.onCompleted();
-    }
+    out.onCompleted();
   }
 
   static InferenceRequest.Kind inferenceKind(String method, String path) {
