@@ -46,8 +46,7 @@ public record SpecialTokens(Map<String, String> tokens) {
     Map<String, String> named = new LinkedHashMap<>();
     Map<String, String> modelSpecific = new LinkedHashMap<>();
     Map<String, String> auto = new LinkedHashMap<>();
-    for (var it = config.fields(); it.hasNext(); ) {
-      var e = it.next();
+    for (var e : config.properties()) {
       String key = e.getKey();
       JsonNode v = e.getValue();
       if (NAMED.contains(key)) {
@@ -56,7 +55,7 @@ public record SpecialTokens(Map<String, String> tokens) {
           named.put(key, s);
         }
       } else if (key.equals("extra_special_tokens") && v.isObject()) {
-        v.fields().forEachRemaining(x -> {
+        v.properties().forEach(x -> {
           String s = tokenText(x.getValue());
           if (s != null) {
             modelSpecific.put(x.getKey(), s);

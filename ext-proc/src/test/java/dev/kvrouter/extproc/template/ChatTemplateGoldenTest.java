@@ -167,7 +167,7 @@ class ChatTemplateGoldenTest {
 
   private static Map<String, String> stringMap(JsonNode node) {
     Map<String, String> m = new LinkedHashMap<>();
-    node.fields().forEachRemaining(e -> m.put(e.getKey(), e.getValue().asText()));
+    node.properties().forEach(e -> m.put(e.getKey(), e.getValue().asText()));
     return m;
   }
 }
