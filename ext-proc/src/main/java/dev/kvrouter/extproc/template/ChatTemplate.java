@@ -52,6 +52,11 @@ public final class ChatTemplate {
     return compiled.render(vars, env.globals(), env.limits());
   }
 
+  /** As {@link #renderCanonical(Map, TemplateEnvironment)} with an output size guess. */
+  String renderCanonical(Map<String, Object> vars, TemplateEnvironment env, int sizeHint) {
+    return compiled.render(vars, env.globals(), env.limits(), sizeHint);
+  }
+
   public String source() {
     return source;
   }

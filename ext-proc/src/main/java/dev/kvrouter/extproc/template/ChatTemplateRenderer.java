@@ -76,11 +76,24 @@ public final class ChatTemplateRenderer {
     vars.put("tools", tools);
     vars.put("documents", documents);
     vars.put("add_generation_prompt", in.addGenerationPrompt());
-    String rendered = template.renderCanonical(vars, env);
+    String rendered = template.renderCanonical(vars, env, sizeHint(chat));
     if (cfm != null) {
       rendered = cutAfterFinalMessage(rendered, finalText);
     }
     return rendered;
+  }
+
+  /** Output buffer guess: the message text plus room for the template's own text. */
+  private int sizeHint(List<Object> chat) {
+    long chars = 2048;
+    for (Object m : chat) {
+      for (Object v : ((Map<?, ?>) m).values()) {
+        if (v instanceof String s) {
+          chars += s.length();
+        }
+      }
+    }
+    return (int) Math.min(chars + chars / 4, Math.min(env.limits().maxOutputChars(), 1 << 24));
   }
 
   /** transformers' _normalize_chat_messages + _plain_template_data + _alias_reasoning_fields. */

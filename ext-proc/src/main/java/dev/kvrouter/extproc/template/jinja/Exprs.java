@@ -94,16 +94,18 @@ final class Exprs {
   static final class Getattr extends Expr {
     final Expr node;
     final String attr;
+    private final boolean mayBeMethod;
 
     Getattr(Expr node, String attr, int line) {
       super(line);
       this.node = node;
       this.attr = attr;
+      this.mayBeMethod = Methods.anyMethod(attr);
     }
 
     @Override
     Object eval(Frame f) {
-      return PyOps.getattr(node.eval(f), attr);
+      return PyOps.getattr(node.eval(f), attr, mayBeMethod);
     }
 
     @Override
@@ -497,6 +499,9 @@ final class Exprs {
 
     @Override
     Object eval(Frame f) {
+      if (kind == BinOpKind.ADD && left instanceof BinOp lb && lb.kind == BinOpKind.ADD) {
+        return evalAddChain(f);
+      }
       Object l = left.eval(f);
       Object r = right.eval(f);
       return switch (kind) {
@@ -510,10 +515,64 @@ final class Exprs {
       };
     }
 
+    private Object evalAddChain(Frame f) {
+      return evalAddChainImpl(this, f);
+    }
+
     @Override
     public List<Node> children() {
       return List.of(left, right);
     }
+  }
+
+  /**
+   * {@code a + b + c + ...} evaluated left to right like Python, but while every operand so far is
+   * a plain str the pieces go into one builder instead of one new string per {@code +}. The first
+   * other operand switches back to pairwise Python addition, so results and errors are unchanged.
+   */
+  private static Object evalAddChainImpl(BinOp top, Frame f) {
+    java.util.ArrayDeque<Expr> operands = new java.util.ArrayDeque<>();
+    Expr e = top;
+    while (e instanceof BinOp b && b.kind == BinOpKind.ADD) {
+      operands.push(b.right);
+      e = b.left;
+    }
+    operands.push(e);
+    // Collect the leading run of plain strings, then build once with the exact size.
+    String[] run = new String[operands.size()];
+    int n = 0;
+    long total = 0;
+    Object stopper = null;
+    boolean stopped = false;
+    while (!operands.isEmpty()) {
+      Object v = operands.pop().eval(f);
+      if (v instanceof String s) {
+        run[n++] = s;
+        total += s.length();
+      } else {
+        stopper = v;
+        stopped = true;
+        break;
+      }
+    }
+    Object result;
+    if (n == 0) {
+      result = stopper;
+    } else {
+      PyOps.checkSize(total);
+      StringBuilder sb = new StringBuilder((int) total);
+      for (int i = 0; i < n; i++) {
+        sb.append(run[i]);
+      }
+      result = sb.toString();
+      if (stopped) {
+        result = PyOps.add(result, stopper);
+      }
+    }
+    while (!operands.isEmpty()) {
+      result = PyOps.add(result, operands.pop().eval(f));
+    }
+    return result;
   }
 
   static final class Unary extends Expr {

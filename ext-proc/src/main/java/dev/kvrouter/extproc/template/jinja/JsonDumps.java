@@ -162,27 +162,33 @@ final class JsonDumps {
 
   static void string(StringBuilder sb, String s, boolean ensureAscii) {
     sb.append('"');
+    int run = 0;
     for (int i = 0; i < s.length(); i++) {
       char c = s.charAt(i);
-      switch (c) {
-        case '"' -> sb.append("\\\"");
-        case '\\' -> sb.append("\\\\");
-        case '\n' -> sb.append("\\n");
-        case '\r' -> sb.append("\\r");
-        case '\t' -> sb.append("\\t");
-        case '\b' -> sb.append("\\b");
-        case '\f' -> sb.append("\\f");
-        default -> {
-          if (c < 0x20 || (ensureAscii && c > 0x7e)) {
-            // UTF-16 units: a supplementary character comes out as its surrogate pair, as Python does.
-            String h = Integer.toHexString(c);
-            sb.append("\\u").append("0".repeat(4 - h.length())).append(h);
-          } else {
-            sb.append(c);
-          }
-        }
+      String esc = switch (c) {
+        case '"' -> "\\\"";
+        case '\\' -> "\\\\";
+        case '\n' -> "\\n";
+        case '\r' -> "\\r";
+        case '\t' -> "\\t";
+        case '\b' -> "\\b";
+        case '\f' -> "\\f";
+        default -> null;
+      };
+      if (esc == null && c >= 0x20 && !(ensureAscii && c > 0x7e)) {
+        continue;
+      }
+      sb.append(s, run, i);
+      run = i + 1;
+      if (esc != null) {
+        sb.append(esc);
+      } else {
+        // UTF-16 units: a supplementary character comes out as its surrogate pair, as Python does.
+        String h = Integer.toHexString(c);
+        sb.append("\\u").append("0".repeat(4 - h.length())).append(h);
       }
     }
+    sb.append(s, run, s.length());
     sb.append('"');
   }
 }

@@ -244,7 +244,8 @@ final class Lexer {
         out.add(new Token(Token.Type.INTEGER, m.group(), parseInt(m.group()), line));
         pos = m.end();
       } else if ((m = at(NAME)) != null) {
-        out.add(new Token(Token.Type.NAME, m.group(), null, line));
+        // Interned so frames can match names by identity (see Frame).
+        out.add(new Token(Token.Type.NAME, m.group().intern(), null, line));
         pos = m.end();
       } else if ((m = at(STRING)) != null) {
         String body = m.group().substring(1, m.group().length() - 1);

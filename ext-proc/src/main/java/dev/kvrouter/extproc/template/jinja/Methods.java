@@ -27,6 +27,13 @@ final class Methods {
       "remove");
   static final Set<String> MARKUP_EXTRA = Set.of("escape", "unescape", "striptags");
 
+  /** Whether {@code name} is a method or attribute of any built-in type handled here. */
+  static boolean anyMethod(String name) {
+    return STR.contains(name) || DICT.contains(name) || DICT_MUTATING.contains(name) || LIST.contains(name)
+        || LIST_MUTATING.contains(name) || MARKUP_EXTRA.contains(name) || name.equals("next")
+        || name.equals("reset") || name.equals("current");
+  }
+
   /** A bound method, an unsafe undefined, or null when the value has no such attribute. */
   static Object lookup(Object obj, String name) {
     if (obj instanceof String) {

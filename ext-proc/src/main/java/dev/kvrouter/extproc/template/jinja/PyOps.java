@@ -888,12 +888,19 @@ public final class PyOps {
 
   /** {@code obj.attr} as the sandbox resolves it: Python attribute first, then {@code obj[attr]}. */
   static Object getattr(Object obj, String attr) {
+    return getattr(obj, attr, true);
+  }
+
+  /** @param mayBeMethod false when {@code attr} names no method of any built-in type (a parse-time fact) */
+  static Object getattr(Object obj, String attr, boolean mayBeMethod) {
     if (obj instanceof Undefined u) {
       throw u.fail();
     }
-    Object method = Methods.lookup(obj, attr);
-    if (method != null) {
-      return method;
+    if (mayBeMethod) {
+      Object method = Methods.lookup(obj, attr);
+      if (method != null) {
+        return method;
+      }
     }
     if (obj instanceof Map<?, ?> m) {
       Object v = m.get(attr);

@@ -37,9 +37,15 @@ public final class Template {
    * ({@link PyOps#canonicalize}).
    */
   public String render(Map<String, Object> variables, Map<String, Object> globals, RenderLimits limits) {
+    return render(variables, globals, limits, 4096);
+  }
+
+  /** As {@link #render(Map, Map, RenderLimits)}, with a guess of the output length to size the buffer. */
+  public String render(Map<String, Object> variables, Map<String, Object> globals, RenderLimits limits,
+      int sizeHint) {
     Render render = new Render(globals, limits);
     Frame root = new Frame(render, variables);
-    StringBuilder out = new StringBuilder(4096);
+    StringBuilder out = new StringBuilder(sizeHint);
     try {
       Stmt.execAll(body, root, out);
     } catch (TemplateException e) {
