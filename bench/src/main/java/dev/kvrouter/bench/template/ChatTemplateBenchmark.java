@@ -134,13 +134,24 @@ public class ChatTemplateBenchmark {
     return ChatTemplate.compile(llama31JsonSource);
   }
 
-  /** Prints the prompt lengths, so a run shows what was rendered. */
-  public static void main(String[] args) throws IOException {
+  /**
+   * Prints length and SHA-256 prefix of each prompt; scripts/fixtures/chat_templates_pybench.py
+   * prints the same for transformers, so the two runs are shown to render identical text.
+   */
+  public static void main(String[] args) throws Exception {
     ChatTemplateBenchmark b = new ChatTemplateBenchmark();
     b.turns = 20;
     b.setup();
-    System.out.println("qwen3 " + b.renderQwen3().length() + " chars, llama3.1 " + b.renderLlama31().length()
-        + " chars, llama3.1-json " + b.renderLlama31JsonTools().length() + " chars, vllm qwen3 "
-        + b.vllmQwen3FromRequest().length() + " chars, messages " + b.input.messages().size());
+    Map<String, String> prompts = new java.util.LinkedHashMap<>();
+    prompts.put("renderQwen3", b.renderQwen3());
+    prompts.put("renderLlama31", b.renderLlama31());
+    prompts.put("renderLlama31JsonTools", b.renderLlama31JsonTools());
+    prompts.put("vllmQwen3FromRequest", b.vllmQwen3FromRequest());
+    for (var e : prompts.entrySet()) {
+      byte[] d = java.security.MessageDigest.getInstance("SHA-256")
+          .digest(e.getValue().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      System.out.printf("%-24s chars %d  sha256 %s%n", e.getKey(), e.getValue().length(),
+          java.util.HexFormat.of().formatHex(d).substring(0, 16));
+    }
   }
 }

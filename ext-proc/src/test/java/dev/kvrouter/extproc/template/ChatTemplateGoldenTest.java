@@ -50,7 +50,7 @@ class ChatTemplateGoldenTest {
           assertThat(template.sha256()).isEqualTo(doc.get("template_sha256").asText())));
       tests.add(DynamicTest.dynamicTest("special tokens equal transformers' special_tokens_map", () ->
           assertThat(tc.specialTokens().tokens()).isEqualTo(stringMap(doc.get("special_tokens")))));
-      tests.addAll(cases(doc, new ChatTemplateRenderer(template, tc.specialTokens(), GoldenFixtures.ENV)));
+      tests.addAll(cases(doc, new ChatTemplateRenderer(template, tc.specialTokens(), GoldenFixtures.ENV), 40));
       out.add(DynamicContainer.dynamicContainer(name, tests));
     }
     return out.stream();
@@ -65,12 +65,12 @@ class ChatTemplateGoldenTest {
       ChatTemplate template = ChatTemplate.compile(source);
       SpecialTokens special = new SpecialTokens(stringMap(doc.get("special_tokens")));
       out.add(DynamicContainer.dynamicContainer(name,
-          cases(doc, new ChatTemplateRenderer(template, special, GoldenFixtures.ENV))));
+          cases(doc, new ChatTemplateRenderer(template, special, GoldenFixtures.ENV), 20)));
     }
     return out.stream();
   }
 
-  private static List<DynamicNode> cases(JsonNode doc, ChatTemplateRenderer renderer) {
+  private static List<DynamicNode> cases(JsonNode doc, ChatTemplateRenderer renderer, int minRendered) {
     List<DynamicNode> tests = new ArrayList<>();
     ContentFormat expectedFormat = ContentFormat.valueOf(doc.get("content_format").asText().toUpperCase());
     tests.add(DynamicTest.dynamicTest("content format detected like vLLM", () ->
@@ -86,7 +86,7 @@ class ChatTemplateGoldenTest {
             () -> checkRequest(renderer, expectedFormat, c)));
       }
     }
-    assertThat(successes).as("successful conversations").isGreaterThanOrEqualTo(20);
+    assertThat(successes).as("conversations Python renders").isGreaterThanOrEqualTo(minRendered);
     return tests;
   }
 
