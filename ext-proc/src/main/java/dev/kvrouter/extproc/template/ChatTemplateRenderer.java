@@ -210,7 +210,7 @@ public final class ChatTemplateRenderer {
 
   private static String cutAfterFinalMessage(String rendered, String finalText) {
     String tagWord = CONTINUE_TAG.strip();
-    if (!rendered.contains(pyStrip(finalText)) || !rendered.contains(tagWord)) {
+    if (!rendered.contains(PyOps.strip(finalText)) || !rendered.contains(tagWord)) {
       throw new ChatInputException("continue_final_message is set but the final message does not appear in the chat"
           + " after applying the chat template! This can happen if the chat template deletes portions of the final"
           + " message.");
@@ -219,35 +219,6 @@ public final class ChatTemplateRenderer {
     if (rendered.startsWith(CONTINUE_TAG, tagLoc)) {
       return rendered.substring(0, tagLoc);
     }
-    return pyRstrip(rendered.substring(0, tagLoc));
-  }
-
-  private static String pyStrip(String s) {
-    return stripWs(s, true);
-  }
-
-  private static String pyRstrip(String s) {
-    return stripWs(s, false);
-  }
-
-  /** Python's str.strip()/rstrip() whitespace set. */
-  private static String stripWs(String s, boolean left) {
-    int start = 0;
-    int end = s.length();
-    while (end > start && isPySpace(s.charAt(end - 1))) {
-      end--;
-    }
-    if (left) {
-      while (start < end && isPySpace(s.charAt(start))) {
-        start++;
-      }
-    }
-    return s.substring(start, end);
-  }
-
-  private static boolean isPySpace(char c) {
-    return c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f) || c == 0x85 || c == 0xa0
-        || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f
-        || c == 0x205f || c == 0x3000;
+    return PyOps.rstrip(rendered.substring(0, tagLoc));
   }
 }

@@ -119,6 +119,14 @@ class ChatTemplateRendererTest {
   }
 
   @Test
+  void pathologicalTemplatesFailToCompileInsteadOfCrashing() {
+    String deep = "{{ " + "(".repeat(200_000) + "1" + ")".repeat(200_000) + " }}";
+    assertThatThrownBy(() -> ChatTemplate.compile(deep)).isInstanceOf(TemplateSyntaxException.class);
+    assertThatThrownBy(() -> ChatTemplate.compile("{% for x in y %}")).isInstanceOf(TemplateSyntaxException.class)
+        .hasMessageContaining("endfor");
+  }
+
+  @Test
   void strftimeNowReadsTheInjectedClock() {
     var env = new TemplateEnvironment(Clock.fixed(Instant.parse("2024-07-26T23:30:00Z"), ZoneId.of("Asia/Tokyo")),
         RenderLimits.DEFAULT);

@@ -71,6 +71,16 @@ public final class PyOps {
     return b.bitLength() < 64 ? (Object) b.longValue() : b;
   }
 
+  /** Python's {@code s.strip()} (Python's whitespace set, not Java's). */
+  public static String strip(String s) {
+    return PyStr.strip(s, null, true, true);
+  }
+
+  /** Python's {@code s.rstrip()}. */
+  public static String rstrip(String s) {
+    return PyStr.strip(s, null, false, true);
+  }
+
   // ---- truthiness and equality -----------------------------------------------------------------
 
   public static boolean truthy(Object o) {

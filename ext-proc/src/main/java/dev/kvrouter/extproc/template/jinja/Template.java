@@ -3,6 +3,7 @@ package dev.kvrouter.extproc.template.jinja;
 import dev.kvrouter.extproc.template.RenderLimits;
 import dev.kvrouter.extproc.template.TemplateException;
 import dev.kvrouter.extproc.template.TemplateRuntimeException;
+import dev.kvrouter.extproc.template.TemplateSyntaxException;
 import java.time.Clock;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -24,7 +25,11 @@ public final class Template {
 
   /** Compiles a template source; fails with {@code TemplateSyntaxException}. */
   public static Template compile(String source) {
-    return new Template(Collections.unmodifiableList(Parser.parse(source)));
+    try {
+      return new Template(Collections.unmodifiableList(Parser.parse(source)));
+    } catch (StackOverflowError e) {
+      throw new TemplateSyntaxException("template nests too deeply to parse", 0);
+    }
   }
 
   /** Globals for renders at the given clock (strftime_now reads it). Build once and reuse. */
@@ -56,11 +61,6 @@ public final class Template {
       throw Stmt.located(e, 0);
     }
     return out.toString();
-  }
-
-  /** The syntax tree, for analyses such as content-format detection. */
-  public List<Node> nodes() {
-    return new ArrayList<>(body);
   }
 
   /** Every node of the tree, depth-first in source order (jinja2's {@code find_all} order). */
