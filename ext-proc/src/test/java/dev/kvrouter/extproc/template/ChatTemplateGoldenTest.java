@@ -70,6 +70,36 @@ class ChatTemplateGoldenTest {
     return out.stream();
   }
 
+  /** Seeded random conversations (scripts/fixtures/chat_templates_random.py) over all 15 templates. */
+  @TestFactory
+  Stream<DynamicNode> randomConversations() {
+    List<DynamicNode> out = new ArrayList<>();
+    for (JsonNode t : GoldenFixtures.read("random_conversations.json")) {
+      String ref = t.get("template").asText();
+      String source;
+      if (ref.startsWith("tokenizer:")) {
+        Path config = GoldenFixtures.root().resolve(".cache/tokenizers/" + ref.substring("tokenizer:".length())
+            + "/tokenizer_config.json");
+        if (!Files.isRegularFile(config)) {
+          throw new IllegalStateException("missing " + config + ": run scripts/fetch-tokenizers.sh (CI fetches it)");
+        }
+        source = TokenizerChatConfig.load(config).select(false);
+      } else {
+        source = GoldenFixtures.readString(GoldenFixtures.fixture(ref));
+      }
+      ChatTemplateRenderer renderer = new ChatTemplateRenderer(ChatTemplate.compile(source),
+          new SpecialTokens(stringMap(t.get("special_tokens"))), GoldenFixtures.ENV);
+      List<DynamicNode> tests = new ArrayList<>();
+      int i = 0;
+      for (JsonNode c : t.get("cases")) {
+        tests.add(DynamicTest.dynamicTest("random #" + i++, () -> check(renderer, c)));
+      }
+      out.add(DynamicContainer.dynamicContainer(ref, tests));
+    }
+    assertThat(out).hasSize(15);
+    return out.stream();
+  }
+
   private static List<DynamicNode> cases(JsonNode doc, ChatTemplateRenderer renderer, int minRendered) {
     List<DynamicNode> tests = new ArrayList<>();
     ContentFormat expectedFormat = ContentFormat.valueOf(doc.get("content_format").asText().toUpperCase());
@@ -93,12 +123,13 @@ class ChatTemplateGoldenTest {
   static ChatTemplateInput input(JsonNode c) {
     JsonNode cfm = c.get("continue_final_message");
     String field = cfm.isTextual() ? cfm.asText() : (cfm.asBoolean() ? "content" : null);
+    JsonNode docsNode = c.has("documents") ? c.get("documents") : null;
     @SuppressWarnings("unchecked")
     List<Map<String, Object>> messages = (List<Map<String, Object>>) (List<?>) GoldenFixtures.toList(c.get("messages"));
     @SuppressWarnings("unchecked")
     List<Map<String, Object>> tools = (List<Map<String, Object>>) (List<?>) GoldenFixtures.toList(c.get("tools"));
     @SuppressWarnings("unchecked")
-    List<Map<String, Object>> docs = (List<Map<String, Object>>) (List<?>) GoldenFixtures.toList(c.get("documents"));
+    List<Map<String, Object>> docs = (List<Map<String, Object>>) (List<?>) GoldenFixtures.toList(docsNode);
     return new ChatTemplateInput(messages, tools, docs, c.get("add_generation_prompt").asBoolean(), field,
         GoldenFixtures.toMap(c.get("kwargs")));
   }
