@@ -3,7 +3,7 @@ package dev.kvrouter.extproc.template.jinja;
 import java.util.Map;
 
 /** {@code dict.keys()}, {@code dict.values()} or {@code dict.items()}: a live, re-iterable view. */
-public record DictView(Map<Object, Object> map, Kind kind) {
+record DictView(Map<Object, Object> map, Kind kind) {
   enum Kind { KEYS, VALUES, ITEMS }
 
   String typeName() {

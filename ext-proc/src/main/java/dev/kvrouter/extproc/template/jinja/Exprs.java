@@ -44,7 +44,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return List.of();
     }
   }
@@ -64,7 +64,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return List.of();
     }
   }
@@ -86,7 +86,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return List.of();
     }
   }
@@ -109,7 +109,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return List.of(node);
     }
   }
@@ -132,7 +132,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return nodes(start, stop, step);
     }
   }
@@ -161,7 +161,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return List.of(node, arg);
     }
   }
@@ -231,7 +231,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return nodes(callee, args, kwargs, dynArgs, dynKwargs);
     }
   }
@@ -302,7 +302,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return nodes(node, args, kwargs, dynArgs, dynKwargs);
     }
   }
@@ -339,7 +339,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return nodes(node, args, kwargs, dynArgs, dynKwargs);
     }
   }
@@ -369,7 +369,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return nodes(test, expr1, expr2);
     }
   }
@@ -391,7 +391,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return List.of(left, right);
     }
   }
@@ -413,7 +413,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return List.of(left, right);
     }
   }
@@ -432,7 +432,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return List.of(node);
     }
   }
@@ -473,7 +473,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       List<Node> out = new ArrayList<>();
       out.add(expr);
       for (Operand o : ops) {
@@ -520,7 +520,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return List.of(left, right);
     }
   }
@@ -592,7 +592,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return List.of(node);
     }
   }
@@ -616,7 +616,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return new ArrayList<>(items);
     }
   }
@@ -639,7 +639,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return new ArrayList<>(items);
     }
   }
@@ -662,7 +662,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return new ArrayList<>(items);
     }
   }
@@ -697,7 +697,7 @@ final class Exprs {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       List<Node> out = new ArrayList<>();
       for (int i = 0; i < keys.size(); i++) {
         out.add(keys.get(i));

@@ -5,7 +5,7 @@ package dev.kvrouter.extproc.template.jinja;
  * produce it). Chat templates run without autoescape, so it mostly prints like a plain string, but
  * {@code +} with a plain string escapes the plain side, as in Python.
  */
-public final class Markup {
+final class Markup {
   final String text;
 
   Markup(String text) {

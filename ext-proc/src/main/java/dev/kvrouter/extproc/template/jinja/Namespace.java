@@ -8,7 +8,7 @@ import java.util.Map;
  * loop iterations with {@code {% set ns.attr = value %}}. transformers refuses attribute names
  * starting with an underscore.
  */
-public final class Namespace {
+final class Namespace {
   final Map<String, Object> attrs = new LinkedHashMap<>();
 
   void set(String name, Object value) {

@@ -3,7 +3,7 @@ package dev.kvrouter.extproc.template.jinja;
 import java.util.List;
 
 /** A node of the template syntax tree; {@link #children()} lets analyses walk it like jinja2's find_all. */
-public abstract class Node {
+abstract class Node {
   final int line;
 
   Node(int line) {
@@ -11,9 +11,9 @@ public abstract class Node {
   }
 
   /** Direct child nodes, in source order. */
-  public abstract List<Node> children();
+  abstract List<Node> children();
 
-  public int line() {
+  int line() {
     return line;
   }
 }

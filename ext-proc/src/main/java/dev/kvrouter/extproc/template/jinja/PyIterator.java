@@ -8,7 +8,7 @@ import java.util.Iterator;
  * truthy, and without a length. Mirroring that matters: {@code x|select(...)|length} fails in
  * Python and {@code {% if x|select(...) %}} is always true.
  */
-public final class PyIterator implements Iterator<Object> {
+final class PyIterator implements Iterator<Object> {
   private final Iterator<Object> source;
   final String kind;
 

@@ -1,7 +1,7 @@
 package dev.kvrouter.extproc.template.jinja;
 
 /** Python's {@code range}; the sandbox refuses ranges longer than 100000 items. */
-public record PyRange(long start, long stop, long step) {
+record PyRange(long start, long stop, long step) {
   static final long MAX_RANGE = 100_000;
 
   long length() {

@@ -6,7 +6,7 @@ import java.util.Collections;
 import java.util.List;
 
 /** A Python tuple: like a list, but prints with parentheses and never equals a list. */
-public record PyTuple(List<Object> items) {
+record PyTuple(List<Object> items) {
   public PyTuple {
     items = Collections.unmodifiableList(new ArrayList<>(items));
   }

@@ -19,7 +19,7 @@ final class Stmts {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return List.of();
     }
   }
@@ -53,7 +53,7 @@ final class Stmts {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return items;
     }
   }
@@ -102,7 +102,7 @@ final class Stmts {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return Exprs.nodes(test, body, elifs, orelse);
     }
   }
@@ -211,7 +211,7 @@ final class Stmts {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return Exprs.nodes(target, iter, filter, body, orelse);
     }
   }
@@ -238,7 +238,7 @@ final class Stmts {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return List.of(target, value);
     }
   }
@@ -272,7 +272,7 @@ final class Stmts {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return Exprs.nodes(target, filter, body);
     }
   }
@@ -311,7 +311,7 @@ final class Stmts {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       List<Node> out = new ArrayList<>();
       for (Expr d : defaults) {
         if (d != null) {
@@ -352,7 +352,7 @@ final class Stmts {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return Exprs.nodes(call, caller);
     }
   }
@@ -382,7 +382,7 @@ final class Stmts {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return Exprs.nodes(filter, body);
     }
   }
@@ -414,7 +414,7 @@ final class Stmts {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return Exprs.nodes(targets, values, body);
     }
   }
@@ -434,7 +434,7 @@ final class Stmts {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return List.of();
     }
   }
@@ -454,7 +454,7 @@ final class Stmts {
     }
 
     @Override
-    public List<Node> children() {
+    List<Node> children() {
       return new ArrayList<>(body);
     }
   }

@@ -64,7 +64,7 @@ public final class Template {
   }
 
   /** Every node of the tree, depth-first in source order (jinja2's {@code find_all} order). */
-  public List<Node> allNodes() {
+  List<Node> allNodes() {
     List<Node> out = new ArrayList<>();
     Deque<Node> todo = new ArrayDeque<>();
     for (int k = body.size() - 1; k >= 0; k--) {

@@ -7,7 +7,7 @@ package dev.kvrouter.extproc.template.jinja;
  * <p>The message names what was looked up. Attribute names come from the template; a subscript
  * key that came from data is not repeated (see {@link #elementOf}).
  */
-public final class Undefined {
+final class Undefined {
   /** Undefined produced for an unsafe attribute: fails with {@code SecurityError} when used. */
   private final boolean security;
   private final String message;
