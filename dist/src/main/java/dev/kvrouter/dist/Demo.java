@@ -64,7 +64,9 @@ final class Demo implements Callable<Integer> {
     int xds = freePort(18000);
     int admin = freePort(9090);
     KvrouterConfig cfg = KvrouterConfig.parse(String.format(
-        "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: %s}%n",
+        "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: %s}%n"
+            // the demo prints its own table of where each request went; decision records would interleave
+            + "routing: {decision_log: {enabled: false}}%n",
         extProc, xds, admin, envoyConfig.contains("original-dst") ? "FULL_DUPLEX_STREAMED" : "BUFFERED"), "demo");
     try (KvrouterRuntime rt = KvrouterRuntime.start(cfg, dir, KvrouterRuntime.Mode.ALL);
         EnvoyProcess envoy = EnvoyProcess.start(envoyBin,

@@ -13,8 +13,11 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.stream.Collectors;
 
 /**
@@ -35,7 +38,7 @@ public record KvrouterConfig(
     server = server == null ? new Server(null, 0, 0, 0, null) : server;
     models = models == null ? List.of() : java.util.Collections.unmodifiableList(new ArrayList<>(models));
     workers = workers == null ? new Workers(null, 0) : workers;
-    routing = routing == null ? new Routing(null) : routing;
+    routing = routing == null ? new Routing(null, null, null, null, null, null, null, null) : routing;
     tenancy = tenancy == null ? new Tenancy(null, false, null, null) : tenancy;
     limits = limits == null ? new Limits(0, 0) : limits;
     observability = observability == null ? new Observability(null, null) : observability;
@@ -60,10 +63,124 @@ public record KvrouterConfig(
     }
   }
 
-  /** The routing policy applied when a request does not override it. */
-  public record Routing(String policy) {
+  /**
+   * The {@code routing:} section: policy, cost-model weights, busy thresholds, load accounting, worker metrics
+   * scraping, health, decision records, and per-model overrides. Every field defaults (docs/configuration.md);
+   * {@link RoutingSettings} turns it into the router's {@code RoutingConfig} and validates it.
+   */
+  public record Routing(
+      String policy,
+      RoutingWeights weights,
+      Busy busy,
+      Load load,
+      Scrape scrape,
+      Health health,
+      DecisionLog decisionLog,
+      Map<String, ModelOverride> models) {
     public Routing {
-      policy = policy == null ? "round_robin" : policy;
+      policy = policy == null ? "kv_aware" : policy;
+      weights = weights == null ? new RoutingWeights(null, null, null, null, null, null, null, null, null, null,
+          null, null) : weights;
+      busy = busy == null ? new Busy(null, null, null, null, null) : busy;
+      load = load == null ? new Load(null, null, null, null, null, null) : load;
+      scrape = scrape == null ? new Scrape(null, null, null, null, null) : scrape;
+      health = health == null ? new Health(null, null, null) : health;
+      decisionLog = decisionLog == null ? new DecisionLog(null, null) : decisionLog;
+      models = models == null ? Map.of() : Map.copyOf(models);
+    }
+  }
+
+  /** Cost-model weights and the imbalance gate (keys as in {@code x-kvrouter-weights}; Dynamo's defaults). */
+  public record RoutingWeights(
+      Double gpuCredit,
+      Double cpuCredit,
+      Double diskCredit,
+      Double predictedCredit,
+      Double overlapCreditDecay,
+      Double prefillLoadScale,
+      Double decodeLoadScale,
+      Double activeRequestWeight,
+      Double temperature,
+      Boolean imbalanceGate,
+      Double imbalanceAbs,
+      Double imbalanceRel) {
+    public RoutingWeights {
+      gpuCredit = gpuCredit == null ? 1.0 : gpuCredit;
+      cpuCredit = cpuCredit == null ? 0.75 : cpuCredit;
+      diskCredit = diskCredit == null ? 0.25 : diskCredit;
+      predictedCredit = predictedCredit == null ? 1.0 : predictedCredit;
+      overlapCreditDecay = overlapCreditDecay == null ? 0.0 : overlapCreditDecay;
+      prefillLoadScale = prefillLoadScale == null ? 1.0 : prefillLoadScale;
+      decodeLoadScale = decodeLoadScale == null ? 1.0 : decodeLoadScale;
+      activeRequestWeight = activeRequestWeight == null ? 0.0 : activeRequestWeight;
+      temperature = temperature == null ? 0.0 : temperature;
+      imbalanceGate = imbalanceGate != null && imbalanceGate;
+      imbalanceAbs = imbalanceAbs == null ? 32.0 : imbalanceAbs;
+      imbalanceRel = imbalanceRel == null ? 1.1 : imbalanceRel;
+    }
+  }
+
+  /** Busy thresholds (0 = off) and what to do when every worker is busy ({@code reject} or {@code least_loaded}). */
+  public record Busy(Long maxPrefillTokens, Long maxDecodeBlocks, Double maxKvUsage, Long maxWaitingRequests,
+      String whenAllBusy) {
+    public Busy {
+      maxPrefillTokens = maxPrefillTokens == null ? 0L : maxPrefillTokens;
+      maxDecodeBlocks = maxDecodeBlocks == null ? 0L : maxDecodeBlocks;
+      maxKvUsage = maxKvUsage == null ? 0.0 : maxKvUsage;
+      maxWaitingRequests = maxWaitingRequests == null ? 0L : maxWaitingRequests;
+      whenAllBusy = whenAllBusy == null ? "reject" : whenAllBusy.toLowerCase(Locale.ROOT);
+    }
+  }
+
+  /** The load ledger. */
+  public record Load(Integer defaultBlockSize, Integer expectedOutputTokens, Integer maxExpectedOutputTokens,
+      Integer reservationTtlSeconds, Integer maxReservations, Integer sweepIntervalMs) {
+    public Load {
+      defaultBlockSize = defaultBlockSize == null ? 16 : defaultBlockSize;
+      expectedOutputTokens = expectedOutputTokens == null ? 256 : expectedOutputTokens;
+      maxExpectedOutputTokens = maxExpectedOutputTokens == null ? 1024 : maxExpectedOutputTokens;
+      reservationTtlSeconds = reservationTtlSeconds == null ? 300 : reservationTtlSeconds;
+      maxReservations = maxReservations == null ? 100_000 : maxReservations;
+      sweepIntervalMs = sweepIntervalMs == null ? 1000 : sweepIntervalMs;
+    }
+  }
+
+  /** Worker metrics scraping ({@code Worker.effectiveMetricsUrl()}). */
+  public record Scrape(Boolean enabled, Integer intervalMs, Integer timeoutMs, Integer maxAgeMs, Integer maxBytes) {
+    public Scrape {
+      enabled = enabled == null || enabled;
+      intervalMs = intervalMs == null ? 250 : intervalMs;
+      timeoutMs = timeoutMs == null ? 1000 : timeoutMs;
+      maxAgeMs = maxAgeMs == null ? 2000 : maxAgeMs;
+      maxBytes = maxBytes == null ? 8 * 1024 * 1024 : maxBytes;
+    }
+  }
+
+  /** When the router stops sending a worker new requests (0 disables a signal). */
+  public record Health(Integer unreachableAfter, Integer ejectAfterErrors, Integer ejectSeconds) {
+    public Health {
+      unreachableAfter = unreachableAfter == null ? 3 : unreachableAfter;
+      ejectAfterErrors = ejectAfterErrors == null ? 5 : ejectAfterErrors;
+      ejectSeconds = ejectSeconds == null ? 30 : ejectSeconds;
+    }
+  }
+
+  /** Decision records on the {@code kvrouter.decisions} logger. */
+  public record DecisionLog(Boolean enabled, Integer maxCandidates) {
+    public DecisionLog {
+      enabled = enabled == null || enabled;
+      maxCandidates = maxCandidates == null ? 16 : maxCandidates;
+    }
+  }
+
+  /**
+   * Settings for one model (by requested model or adapter name, or by base model): any subset of the global
+   * {@code policy}, {@code weights} keys and {@code busy} keys; the rest is inherited from the global values.
+   */
+  public record ModelOverride(String policy, Map<String, Object> weights, Map<String, Object> busy) {
+    public ModelOverride {
+      weights = weights == null ? Map.of() : Collections.unmodifiableMap(new LinkedHashMap<>(weights));
+      busy = busy == null ? Map.of() : Collections.unmodifiableMap(new LinkedHashMap<>(busy));
     }
   }
 
@@ -170,9 +287,7 @@ public record KvrouterConfig(
     if (workers.pollIntervalMs() < 50) {
       errors.add("workers.poll_interval_ms: must be >= 50");
     }
-    if (!Policies.NAMES.contains(routing.policy())) {
-      errors.add("routing.policy: `" + routing.policy() + "` must be one of " + Policies.NAMES);
-    }
+    errors.addAll(RoutingSettings.validate(routing));
     if (limits.maxBodyBytes() < 1024) {
       errors.add("limits.max_body_bytes: must be >= 1024");
     }

@@ -1,16 +1,27 @@
 package dev.kvrouter.dist;
 
+import dev.kvrouter.extproc.decision.DecisionLog;
+import dev.kvrouter.extproc.decision.DecisionMetrics;
+import dev.kvrouter.extproc.decision.DecisionTracker;
+import dev.kvrouter.extproc.load.LoadLedger;
+import dev.kvrouter.extproc.load.LoadMetrics;
+import dev.kvrouter.extproc.load.LoadTracker;
+import dev.kvrouter.extproc.load.MetricsScraper;
+import dev.kvrouter.extproc.load.ScrapedLoadSource;
+import dev.kvrouter.extproc.load.WorkerHealth;
 import dev.kvrouter.extproc.model.ModelRegistry;
 import dev.kvrouter.extproc.model.ModelResourcesLoader;
 import dev.kvrouter.extproc.request.RequestPreparer;
+import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.extproc.routing.Router;
-import dev.kvrouter.extproc.routing.RoutingPolicy;
 import dev.kvrouter.extproc.server.ExtProcOptions;
 import dev.kvrouter.extproc.server.ExtProcServer;
-import dev.kvrouter.extproc.server.RequestListener;
 import dev.kvrouter.extproc.tenancy.SaltKey;
 import dev.kvrouter.extproc.tenancy.TenantIsolation;
+import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.xds.registry.Worker;
 import dev.kvrouter.xds.registry.WorkerRegistry;
+import dev.kvrouter.xds.registry.WorkerSet;
 import dev.kvrouter.xds.registry.WorkersFileWatcher;
 import dev.kvrouter.xds.server.XdsServer;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
@@ -18,10 +29,16 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.Map;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -63,15 +80,22 @@ public final class KvrouterRuntime implements AutoCloseable {
     t.setDaemon(true);
     return t;
   });
+  private final PrefixOverlapSource overlaps;
   private final ModelResourcesLoader resourcesLoader;
   private ModelRegistry models;
   private WorkersFileWatcher watcher;
   private XdsServer xds;
   private ExtProcServer extProc;
   private AdminServer admin;
+  private LoadLedger ledger;
+  private MetricsScraper scraper;
+  private DecisionTracker tracker;
+  private Consumer<WorkerSet> fleetListener;
 
-  private KvrouterRuntime(KvrouterConfig config, ModelResourcesLoader resourcesLoader) {
+  private KvrouterRuntime(KvrouterConfig config, PrefixOverlapSource overlaps,
+      ModelResourcesLoader resourcesLoader) {
     this.config = config;
+    this.overlaps = overlaps;
     this.resourcesLoader = resourcesLoader;
   }
 
@@ -80,16 +104,25 @@ public final class KvrouterRuntime implements AutoCloseable {
    * kvrouter.yaml).
    */
   public static KvrouterRuntime start(KvrouterConfig config, Path baseDir, Mode mode) throws IOException {
-    return start(config, baseDir, mode, ModelResourcesLoader.NONE);
+    return start(config, baseDir, mode, PrefixOverlapSource.NONE);
   }
 
   /**
-   * As {@link #start(KvrouterConfig, Path, Mode)}, loading each configured model's template and tokenizer with
-   * {@code resourcesLoader} (the request-to-block-hashes pipeline's loader).
+   * As {@link #start(KvrouterConfig, Path, Mode)}, with the KV index the routing policy reads overlaps from
+   * (the seam the index plugs into; {@link PrefixOverlapSource#NONE} routes on load alone).
    */
-  public static KvrouterRuntime start(KvrouterConfig config, Path baseDir, Mode mode,
+  public static KvrouterRuntime start(KvrouterConfig config, Path baseDir, Mode mode, PrefixOverlapSource overlaps)
+      throws IOException {
+    return start(config, baseDir, mode, overlaps, ModelResourcesLoader.NONE);
+  }
+
+  /**
+   * As {@link #start(KvrouterConfig, Path, Mode, PrefixOverlapSource)}, loading each configured model's template
+   * and tokenizer with {@code resourcesLoader} (the request-to-block-hashes pipeline's loader).
+   */
+  public static KvrouterRuntime start(KvrouterConfig config, Path baseDir, Mode mode, PrefixOverlapSource overlaps,
       ModelResourcesLoader resourcesLoader) throws IOException {
-    KvrouterRuntime rt = new KvrouterRuntime(config, resourcesLoader);
+    KvrouterRuntime rt = new KvrouterRuntime(config, overlaps, resourcesLoader);
     try {
       rt.startServers(baseDir, mode);
     } catch (IOException | RuntimeException e) {
@@ -109,8 +142,6 @@ public final class KvrouterRuntime implements AutoCloseable {
       xds = new XdsServer(registry).start(s.bind(), s.xdsPort());
     }
     if (mode.extProc()) {
-      Map<String, RoutingPolicy> policies = Policies.create();
-      Router router = new Router(registry, policies.get(config.routing().policy()), policies, System::nanoTime);
       models = ModelRegistry.create(config.models(), baseDir, resourcesLoader, modelLoader, System::nanoTime, metrics);
       models.preload();
       var t = config.tenancy();
@@ -125,13 +156,75 @@ public final class KvrouterRuntime implements AutoCloseable {
           BodySendMode.valueOf(s.requestBodyMode()) == BodySendMode.FULL_DUPLEX_STREAMED
               ? BodySendMode.FULL_DUPLEX_STREAMED
               : BodySendMode.STREAMED,
-          config.limits().retryAfterSeconds(), Runtime.getRuntime().availableProcessors());
-      extProc = new ExtProcServer(options, preparer, router, RequestListener.NONE).start();
+          config.limits().retryAfterSeconds(), Runtime.getRuntime().availableProcessors(), 16 * 1024);
+      extProc = new ExtProcServer(options, preparer, routing(), tracker).start();
     }
     admin = new AdminServer(metrics, registry, () -> extProc != null || xds != null).start(s.bind(), s.adminPort());
     log.info("kvrouter started: mode={} workers={} ext_proc={} xds={} admin={}", mode,
         registry.current().all().size(), extProc == null ? "-" : extProc.port(), xds == null ? "-" : xds.port(),
         admin.port());
+  }
+
+  /**
+   * The routing side: load ledger, worker health, metrics scraper, the router and the tracker that follows each
+   * request. The scheduler thread owns the ledger's sweeps; the scraper owns its HTTP thread.
+   */
+  private Router routing() {
+    var r = config.routing();
+    long ttl = TimeUnit.SECONDS.toNanos(r.load().reservationTtlSeconds());
+    ledger = new LoadLedger(System::nanoTime, ttl, r.load().maxReservations());
+    WorkerHealth health = new WorkerHealth(System::nanoTime, r.health().unreachableAfter(),
+        r.health().ejectAfterErrors(), TimeUnit.SECONDS.toNanos(r.health().ejectSeconds()));
+    ScrapedLoadSource scraped = ScrapedLoadSource.NONE;
+    if (r.scrape().enabled()) {
+      scraper = new MetricsScraper(registry, ledger, health, System::nanoTime,
+          Duration.ofMillis(r.scrape().timeoutMs()), r.scrape().maxBytes());
+      scraped = scraper;
+    }
+    LoadTracker load = new LoadTracker(ledger, scraped, System::nanoTime,
+        TimeUnit.MILLISECONDS.toNanos(r.scrape().maxAgeMs()));
+    LoadMetrics loadMetrics = new LoadMetrics(metrics, ledger, health, scraper);
+    LoadLedger l = ledger;
+    fleetListener = fleet -> {
+      List<WorkerId> ids = new ArrayList<>();
+      Set<String> names = new HashSet<>();
+      for (Worker w : fleet.all()) {
+        ids.addAll(w.cacheOwners());
+        names.add(w.name());
+      }
+      l.retain(new HashSet<>(ids));
+      health.retain(names);
+      loadMetrics.fleetChanged(fleet);
+    };
+    registry.addListener(fleetListener);
+    Router router = Router.builder(registry)
+        .policies(Policies.create())
+        .config(RoutingSettings.toConfig(r))
+        .overlaps(overlaps)
+        .load(load)
+        .health(health)
+        .build();
+    tracker = new DecisionTracker(ledger, health,
+        DecisionLog.toLogger(r.decisionLog().maxCandidates(), r.decisionLog().enabled()),
+        new DecisionMetrics(metrics), System::nanoTime, r.load().maxReservations(), ttl);
+    DecisionTracker t = tracker;
+    scheduler.scheduleWithFixedDelay(() -> {
+      try {
+        l.sweep();
+        t.sweep();
+      } catch (RuntimeException e) {
+        log.error("load ledger sweep failed", e);
+      }
+    }, r.load().sweepIntervalMs(), r.load().sweepIntervalMs(), TimeUnit.MILLISECONDS);
+    if (scraper != null) {
+      scraper.start(scheduler, r.scrape().intervalMs());
+    }
+    return router;
+  }
+
+  /** The load ledger (null in xds-only mode). */
+  public LoadLedger ledger() {
+    return ledger;
   }
 
   public WorkerRegistry registry() {
@@ -151,11 +244,24 @@ public final class KvrouterRuntime implements AutoCloseable {
     return xds;
   }
 
+  /** The ext_proc server, or null when this process does not run one. */
+  public ExtProcServer extProc() {
+    return extProc;
+  }
+
   /** Stops only the ext_proc server (tests of Envoy's fail-open path use this). */
   public void stopExtProc() throws InterruptedException {
     if (extProc != null) {
       extProc.close();
       extProc = null;
+    }
+    if (scraper != null) {
+      scraper.close();
+      scraper = null;
+    }
+    if (fleetListener != null) {
+      registry.removeListener(fleetListener);
+      fleetListener = null;
     }
   }
 

@@ -41,5 +41,20 @@ final class Logging {
     root.addAppender(console);
     // gRPC's Netty transport is chatty at debug; it never says anything the router's own logs do not.
     ctx.getLogger("io.grpc.netty").setLevel(Level.INFO);
+    // Decision records are already one JSON object each: written as they are, one per line, whatever the format
+    // and level of the diagnostic log (routing.decision_log.enabled switches them).
+    PatternLayoutEncoder raw = new PatternLayoutEncoder();
+    raw.setPattern("%msg%n");
+    raw.setContext(ctx);
+    raw.start();
+    ConsoleAppender<ILoggingEvent> records = new ConsoleAppender<>();
+    records.setContext(ctx);
+    records.setName("decisions");
+    records.setEncoder(raw);
+    records.start();
+    ch.qos.logback.classic.Logger decisions = ctx.getLogger("kvrouter.decisions");
+    decisions.setAdditive(false);
+    decisions.setLevel(Level.INFO);
+    decisions.addAppender(records);
   }
 }

@@ -18,7 +18,7 @@ class KvrouterConfigTest {
     assertThat(c.server().adminPort()).isEqualTo(9090);
     assertThat(c.server().requestBodyMode()).isEqualTo("BUFFERED");
     assertThat(c.workers().file()).isEqualTo("workers.yaml");
-    assertThat(c.routing().policy()).isEqualTo("round_robin");
+    assertThat(c.routing().policy()).isEqualTo("kv_aware");
     assertThat(c.tenancy().header()).isEqualTo("x-tenant-id");
     assertThat(c.limits().maxBodyBytes()).isEqualTo(8 * 1024 * 1024);
     assertThat(c.observability().logFormat()).isEqualTo("json");

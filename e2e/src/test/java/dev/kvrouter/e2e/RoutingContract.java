@@ -128,6 +128,19 @@ abstract class RoutingContract {
   }
 
   @Test
+  void responsesAreFollowedByTheObserverNotHeldByTheRouter() throws Exception {
+    var inFlight = stack.runtime.extProc().inFlight();
+    long before = inFlight.claimed();
+    for (int i = 0; i < 4; i++) {
+      assertThat(stack.post("/v1/completions", Stack.completion("o" + i, i % 2 == 0, 3), Map.of()).statusCode())
+          .isEqualTo(200);
+    }
+    // every routed request was claimed by its response observer (the claim happens before the upstream answers)
+    assertThat(inFlight.claimed() - before).isEqualTo(4);
+    assertThat(inFlight.unclaimed()).isZero();
+  }
+
+  @Test
   void nonInferencePathsPassThroughToThePool() throws Exception {
     HttpResponse<String> models = stack.get("/v1/models");
     assertThat(models.statusCode()).isEqualTo(200);

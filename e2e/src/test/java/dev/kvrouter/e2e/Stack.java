@@ -40,10 +40,12 @@ final class Stack implements AutoCloseable {
   final String envoyVersion;
   final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
+  final int adminPort;
+
   /**
    * Variations of the deployment for one test class.
    *
-   * @param kvrouterYaml extra kvrouter.yaml sections (besides server, workers, observability)
+   * @param kvrouterYaml extra kvrouter.yaml sections (besides server, workers, routing, observability)
    * @param files files written into the deployment directory before the router starts (name to content)
    * @param envoyTransform applied to the shipped Envoy config after the ports are set
    */
@@ -52,10 +54,21 @@ final class Stack implements AutoCloseable {
   }
 
   Stack(String envoyConfig, int workerCount, long tokenDelayMillis) throws Exception {
-    this(envoyConfig, workerCount, tokenDelayMillis, Options.NONE);
+    // The skeleton's contract tests expect round-robin spreading; kv_aware is the product default.
+    this(envoyConfig, workerCount, tokenDelayMillis, "routing: {policy: round_robin}");
+  }
+
+  /** @param routingYaml the {@code routing:} section of kvrouter.yaml, on one line */
+  Stack(String envoyConfig, int workerCount, long tokenDelayMillis, String routingYaml) throws Exception {
+    this(envoyConfig, workerCount, tokenDelayMillis, routingYaml, Options.NONE);
   }
 
   Stack(String envoyConfig, int workerCount, long tokenDelayMillis, Options options) throws Exception {
+    this(envoyConfig, workerCount, tokenDelayMillis, "routing: {policy: round_robin}", options);
+  }
+
+  Stack(String envoyConfig, int workerCount, long tokenDelayMillis, String routingYaml, Options options)
+      throws Exception {
     this.envoyConfig = envoyConfig;
     dir = Files.createTempDirectory("kvrouter-e2e");
     for (Map.Entry<String, String> f : options.files().entrySet()) {
@@ -70,14 +83,15 @@ final class Stack implements AutoCloseable {
     int envoyAdmin = freePort();
     extProcPort = freePort();
     xdsPort = freePort();
-    int adminPort = freePort();
+    adminPort = freePort();
     boolean fullDuplex = envoyConfig.contains("original-dst");
     KvrouterConfig cfg = KvrouterConfig.parse(String.format(
         "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: %s}%n"
             + "workers: {file: workers.yaml, poll_interval_ms: 100}%n"
+            + "%s%n"
             + "observability: {log_level: info}%n%s",
-        extProcPort, xdsPort, adminPort, fullDuplex ? "FULL_DUPLEX_STREAMED" : "BUFFERED", options.kvrouterYaml()),
-        "e2e");
+        extProcPort, xdsPort, adminPort, fullDuplex ? "FULL_DUPLEX_STREAMED" : "BUFFERED", routingYaml,
+        options.kvrouterYaml()), "e2e");
     runtime = KvrouterRuntime.start(cfg, dir, KvrouterRuntime.Mode.ALL);
     Path bin = EnvoyProcess.binary();
     envoyVersion = EnvoyProcess.version(bin);

@@ -49,6 +49,20 @@ public record InferenceRequest(
     saltSites = saltSites == null ? CacheSaltSites.UNKNOWN : saltSites;
   }
 
+  /**
+   * A request known only by its routing fields, without a prompt (the skeleton's shape; routing tests and
+   * simulators use it). Its prompt is empty and it has no salt sites, so it cannot be rewritten.
+   *
+   * @param maxTokens the output cap, or -1 when unbounded
+   */
+  public InferenceRequest(Kind kind, String model, boolean stream, String cacheSalt, int maxTokens) {
+    this(kind, model, stream, null, cacheSalt, new OutputSpec(maxTokens < 0 ? -1 : maxTokens, 0, false, 1, 0),
+        kind == Kind.CHAT
+            ? new ChatPrompt(List.of(), null, null, null, true, false, null, null, null, false, null, null)
+            : new CompletionPrompt(List.of(), true, null),
+        List.of(), null, CacheSaltSites.UNKNOWN, 0);
+  }
+
   /** {@code max_completion_tokens} / {@code max_tokens} as the engine applies it, or -1 for "up to the context". */
   public int maxTokens() {
     return output.maxTokens();

@@ -27,10 +27,17 @@ public final class RequestPreparer {
     this.nanoTime = nanoTime;
   }
 
-  /** No configured models, isolated tenants with the public key: the skeleton's behaviour, for tests. */
+  /**
+   * No configured models, isolated tenants with the public key: the skeleton's behaviour, for tests and for
+   * servers built without a preparer. One shared instance.
+   */
   public static RequestPreparer defaults() {
-    return new RequestPreparer(ModelRegistry.empty(new SimpleMeterRegistry()), TenantIsolation.defaults(),
-        System::nanoTime);
+    return Defaults.INSTANCE;
+  }
+
+  private static final class Defaults {
+    static final RequestPreparer INSTANCE = new RequestPreparer(ModelRegistry.empty(new SimpleMeterRegistry()),
+        TenantIsolation.defaults(), System::nanoTime);
   }
 
   /**

@@ -1,22 +1,22 @@
 package dev.kvrouter.extproc.routing;
 
-import dev.kvrouter.xds.registry.Worker;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
 /** Each request to the next eligible worker. The baseline every other policy is measured against. */
 public final class RoundRobinPolicy implements RoutingPolicy {
 
+  public static final String NAME = "round_robin";
+
   private final AtomicLong next = new AtomicLong();
 
   @Override
   public String name() {
-    return "round_robin";
+    return NAME;
   }
 
   @Override
-  public Choice choose(RouteRequest request, List<Worker> eligible) {
-    int i = (int) Math.floorMod(next.getAndIncrement(), (long) eligible.size());
-    return new Choice(eligible.get(i), "round_robin");
+  public Choice choose(Scoring s) {
+    int i = (int) Math.floorMod(next.getAndIncrement(), (long) s.candidates().size());
+    return new Choice(s.candidates().get(i), "round_robin");
   }
 }

@@ -1,74 +1,381 @@
 package dev.kvrouter.extproc.routing;
 
+import dev.kvrouter.extproc.load.LoadTracker;
+import dev.kvrouter.extproc.load.Reservation;
+import dev.kvrouter.extproc.load.WorkerHealth;
 import dev.kvrouter.extproc.request.OpenAiError;
+import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.xds.registry.Worker;
 import dev.kvrouter.xds.registry.WorkerRegistry;
-import dev.kvrouter.xds.registry.WorkerSet;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+import java.util.random.RandomGenerator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * Finds the workers that may serve a request and lets the policy pick among them.
+ * Routes one request: resolves its settings, lists the cache owners serving its model, decides which may take
+ * it, lets the policy pick among those, and reserves the request's load on the chosen one.
  *
- * <p>Eligibility comes first and is the same for every policy: the worker serves the model (or the LoRA
- * adapter), is not draining, and serves the decode phase. A model no worker serves at all is a 404 (what
- * the engine itself would answer); a model whose workers are all ineligible is a 503.
+ * <p>Order of a decision:
+ *
+ * <ol>
+ *   <li>settings: the model's {@link ModelRouting} (or the defaults), then the trusted per-request
+ *       {@code x-kvrouter-policy} and {@code x-kvrouter-weights} overrides; a bad override is ignored and shows
+ *       as a fallback;
+ *   <li>candidates: every (worker, data-parallel rank) serving the model or adapter; none at all is a 404;
+ *   <li>eligibility, the same for every policy: not draining and the right role (none left: 503), healthy (none
+ *       left: route among them anyway, fallback {@code all_unhealthy}: a router that declares the whole pool dead
+ *       makes an outage out of a metrics problem), below the busy thresholds (none left: 429 with Retry-After,
+ *       or the least-loaded with fallback {@code all_busy}, as configured);
+ *   <li>scoring ({@link CostModel}) of the eligible, then the policy's choice;
+ *   <li>the reservation in the load ledger and a predicted entry in the index, so the next request sees both.
+ * </ol>
+ *
+ * <p>Thread-safe: reads immutable fleet snapshots and concurrent load views; all per-request state lives in the
+ * candidates it creates.
  */
 public final class Router {
 
-  private final WorkerRegistry registry;
-  private final RoutingPolicy defaultPolicy;
-  private final Map<String, RoutingPolicy> policies;
-  private final LongSupplier nanoTime;
+  private static final Logger log = LoggerFactory.getLogger(Router.class);
 
+  private static final long[] NO_HASHES = new long[0];
+
+  private final WorkerRegistry registry;
+  private final Map<String, RoutingPolicy> policies;
+  private final RoutingConfig config;
+  private final PrefixOverlapSource overlaps;
+  private final LoadTracker load;
+  private final WorkerHealth health;
+  private final LongSupplier nanoTime;
+  private final Supplier<RandomGenerator> rng;
+  private final AtomicLong seqs = new AtomicLong();
+  private final AtomicLong lookupFailures = new AtomicLong();
+
+  private Router(Builder b) {
+    this.registry = Objects.requireNonNull(b.registry, "registry");
+    this.policies = Map.copyOf(b.policies);
+    this.config = b.config;
+    this.overlaps = b.overlaps;
+    this.load = b.load;
+    this.health = b.health;
+    this.nanoTime = b.nanoTime;
+    this.rng = b.rng;
+    if (!policies.containsKey(config.defaults().policy())) {
+      throw new IllegalArgumentException("default policy `" + config.defaults().policy() + "` is not one of "
+          + policies.keySet());
+    }
+    for (Map.Entry<String, ModelRouting> e : config.models().entrySet()) {
+      if (!policies.containsKey(e.getValue().policy())) {
+        throw new IllegalArgumentException("policy `" + e.getValue().policy() + "` of model `" + e.getKey()
+            + "` is not one of " + policies.keySet());
+      }
+    }
+  }
+
+  /**
+   * A router with one default policy and nothing else: no overlaps, no load, no health signals (the skeleton's
+   * shape, kept for tests of the request stream).
+   */
   public Router(WorkerRegistry registry, RoutingPolicy defaultPolicy, Map<String, RoutingPolicy> policies,
       LongSupplier nanoTime) {
-    this.registry = registry;
-    this.defaultPolicy = defaultPolicy;
-    this.policies = Map.copyOf(policies);
-    this.nanoTime = nanoTime;
+    this(builder(registry).policies(withDefault(policies, defaultPolicy))
+        .config(RoutingConfig.defaults(defaultPolicy.name())).nanoTime(nanoTime));
+  }
+
+  private static Map<String, RoutingPolicy> withDefault(Map<String, RoutingPolicy> ps, RoutingPolicy d) {
+    Map<String, RoutingPolicy> m = new HashMap<>(ps);
+    m.put(d.name(), d);
+    return m;
+  }
+
+  public static Builder builder(WorkerRegistry registry) {
+    return new Builder(registry);
+  }
+
+  public RoutingConfig config() {
+    return config;
   }
 
   public Decision route(RouteRequest req) {
-    long start = nanoTime.getAsLong();
+    long t0 = nanoTime.getAsLong();
+    long seq = seqs.incrementAndGet();
     String model = req.request().model();
-    RoutingPolicy policy = defaultPolicy;
-    String fallback = null;
-    if (req.policyOverride() != null) {
+    List<Worker> serving = new ArrayList<>();
+    for (Worker w : registry.current().all()) {
+      if (w.serves(model)) {
+        serving.add(w);
+      }
+    }
+    ModelRouting settings = config.resolve(model, serving.isEmpty() ? null : serving.get(0).model());
+    List<String> fallbacks = new ArrayList<>(2);
+    RoutingPolicy policy = policies.get(settings.policy());
+    if (req.policyOverride() != null && !req.policyOverride().isEmpty()) {
       RoutingPolicy p = policies.get(req.policyOverride());
       if (p != null) {
         policy = p;
       } else {
-        fallback = "unknown_policy_override";
+        fallbacks.add("unknown_policy_override");
       }
     }
-    // A request whose prompt cannot be reproduced (unknown model, ...) is routed by load; say so.
-    String pipeline = req.pipelineFallback();
-    fallback = fallback == null ? pipeline : pipeline == null ? fallback : fallback + "+" + pipeline;
-    WorkerSet fleet = registry.current();
-    List<Worker> serving = new ArrayList<>();
-    List<Worker> eligible = new ArrayList<>();
-    for (Worker w : fleet.all()) {
-      if (w.serves(model)) {
-        serving.add(w);
-        if (!w.draining() && w.role() != Worker.Role.PREFILL) {
-          eligible.add(w);
+    Weights weights = settings.weights();
+    if (req.weightsOverride() != null) {
+      try {
+        weights = weights.withOverrides(req.weightsOverride());
+      } catch (IllegalArgumentException e) {
+        fallbacks.add("invalid_weights_override");
+      }
+    }
+    String tenantHash = req.tenantHash();
+
+    PromptInfo prompt = req.prompt();
+    long[] hashes = prompt != null ? prompt.blockHashes() : NO_HASHES;
+    int blockSize = prompt != null ? prompt.blockSize() : blockSize(serving);
+    long promptTokens = prompt != null ? prompt.tokens() : Math.max(0, req.approxPromptTokens());
+    if (prompt == null) {
+      fallbacks.add("no_tokenization");
+    }
+    int outputTokens = config.expectedOutputTokens(req.request().maxTokens());
+    RequestShape shape = RequestShape.of(promptTokens, blockSize, hashes.length, outputTokens);
+
+    if (serving.isEmpty()) {
+      return reject(seq, req, policy, "model_not_served", fallbacks, OpenAiError.modelNotFound(model),
+          detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, List.of(), null, 0, 0, 0), t0);
+    }
+
+    long tl = nanoTime.getAsLong();
+    PrefixOverlapSource.Lookup lookup = null;
+    if (hashes.length > 0) {
+      try {
+        lookup = overlaps.lookup(hashes);
+      } catch (RuntimeException e) {
+        // A broken index must not fail requests: route on load, visibly.
+        fallbacks.add("overlap_lookup_failed");
+        logLookupFailure(e);
+      }
+    }
+    long lookupNanos = nanoTime.getAsLong() - tl;
+
+    long ts = nanoTime.getAsLong();
+    List<Candidate> all = new ArrayList<>(serving.size());
+    List<Candidate> hard = new ArrayList<>(serving.size());
+    for (Worker w : serving) {
+      for (WorkerId id : w.cacheOwners()) {
+        Candidate c = new Candidate(w, id);
+        if (lookup != null) {
+          c.overlap = overlapOf(lookup, id, fallbacks);
+        }
+        if (load != null) {
+          c.load = load.load(id);
+          c.activeSharedBlocks = hashes.length > 0 ? load.activePrefixBlocks(id, hashes) : 0;
+        }
+        if (w.draining()) {
+          c.whyNot = "draining";
+        } else if (w.role() == Worker.Role.PREFILL) {
+          c.whyNot = "role";
+        } else {
+          hard.add(c);
+        }
+        all.add(c);
+      }
+    }
+    if (hard.isEmpty()) {
+      return reject(seq, req, policy, "no_eligible_worker", fallbacks,
+          OpenAiError.noEligibleWorker(model, "all " + serving.size() + " workers are draining or prefill-only"),
+          detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, null, 0, lookupNanos,
+              nanoTime.getAsLong() - ts), t0);
+    }
+
+    List<Candidate> healthy = new ArrayList<>(hard.size());
+    for (Candidate c : hard) {
+      String why = health.unhealthyReason(c.worker().name());
+      if (why == null) {
+        healthy.add(c);
+      } else {
+        c.whyNot = why;
+      }
+    }
+    if (healthy.isEmpty()) {
+      fallbacks.add("all_unhealthy");
+      for (Candidate c : hard) {
+        c.whyNot = null;
+      }
+      healthy = hard;
+    }
+
+    List<Candidate> pool = new ArrayList<>(healthy.size());
+    BusyThresholds busy = settings.busy();
+    for (Candidate c : healthy) {
+      String why = busy.check(c.load);
+      if (why == null) {
+        pool.add(c);
+      } else {
+        c.whyNot = why;
+      }
+    }
+    boolean allBusy = pool.isEmpty();
+    if (allBusy) {
+      if (settings.whenAllBusy() == ModelRouting.WhenAllBusy.REJECT) {
+        return reject(seq, req, policy, "all_busy", fallbacks, OpenAiError.overloaded(model),
+            detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, null, 0, lookupNanos,
+                nanoTime.getAsLong() - ts), t0);
+      }
+      fallbacks.add("all_busy");
+      pool = healthy;
+    }
+
+    CostModel.score(pool, weights, shape);
+    if (lookup != null) {
+      for (Candidate c : pool) {
+        if (c.overlap.stale()) {
+          fallbacks.add("stale_events");
+          break;
         }
       }
     }
-    if (serving.isEmpty()) {
-      return new Decision(req.id(), model, policy.name(), null, "model_not_served", fallback,
-          OpenAiError.modelNotFound(model), nanoTime.getAsLong() - start, req.tenantHash());
+    Scoring scoring = new Scoring(req, pool, weights, shape, hashes.length > 0, rng.get());
+    RoutingPolicy.Choice choice;
+    if (allBusy) {
+      choice = new RoutingPolicy.Choice(LeastLoadPolicy.pick(scoring), "all_busy_least_loaded");
+    } else {
+      choice = policy.choose(scoring);
     }
-    if (eligible.isEmpty()) {
-      return new Decision(req.id(), model, policy.name(), null, "no_eligible_worker", fallback,
-          OpenAiError.noEligibleWorker(model, "all " + serving.size() + " workers are draining or prefill-only"),
-          nanoTime.getAsLong() - start, req.tenantHash());
+    Candidate chosen = choice.candidate();
+    if (allBusy) {
+      // The busy ones were routed to on purpose; their why_not stays in the record, the choice is eligible.
+      chosen.whyNot = null;
     }
-    RoutingPolicy.Choice choice = policy.choose(req, eligible);
-    return new Decision(req.id(), model, policy.name(), choice.worker(), choice.reason(), fallback, null,
-        nanoTime.getAsLong() - start, req.tenantHash());
+    long scoreNanos = nanoTime.getAsLong() - ts;
+
+    Reservation reservation = Reservation.NONE;
+    if (load != null) {
+      long prefillTokens = Math.max(0, promptTokens - Math.round(chosen.creditBlocks * blockSize));
+      int unique = (shape.promptBlocks() - shape.fullBlocks()) + shape.outputBlocks();
+      reservation = load.ledger().reserve(chosen.id(), prefillTokens, hashes, unique);
+    }
+    if (hashes.length > 0) {
+      try {
+        overlaps.recordPrediction(chosen.id(), hashes);
+      } catch (RuntimeException e) {
+        logLookupFailure(e);
+      }
+    }
+    long predicted = CostModel.predictedCachedTokens(chosen.overlap, shape);
+    Decision.Detail detail = detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, chosen,
+        predicted, lookupNanos, scoreNanos);
+    return new Decision(seq, req.id(), model, policy.name(), chosen.worker(), chosen.id().dpRank(),
+        choice.reason(), join(fallbacks), null, detail, reservation, nanoTime.getAsLong() - t0);
+  }
+
+  private Decision reject(long seq, RouteRequest req, RoutingPolicy policy, String reason, List<String> fallbacks,
+      OpenAiError error, Decision.Detail detail, long t0) {
+    return new Decision(seq, req.id(), req.request().model(), policy.name(), null, -1, reason, join(fallbacks),
+        error, detail, Reservation.NONE, nanoTime.getAsLong() - t0);
+  }
+
+  private static Decision.Detail detail(String tenantHash, PromptInfo prompt, RouteRequest req, long promptTokens,
+      RequestShape shape, int outputTokens, List<Candidate> candidates, Candidate chosen, long predicted,
+      long lookupNanos, long scoreNanos) {
+    String unavailable = prompt != null ? null
+        : req.promptUnavailable() != null ? req.promptUnavailable() : "not_tokenized";
+    return new Decision.Detail(tenantHash, promptTokens, prompt != null, unavailable, shape, outputTokens,
+        candidates, chosen, predicted, lookupNanos, scoreNanos, req.timings(), req.request().stream());
+  }
+
+  private Overlap overlapOf(PrefixOverlapSource.Lookup lookup, WorkerId id, List<String> fallbacks) {
+    try {
+      Overlap o = lookup.overlap(id);
+      return o == null ? Overlap.NONE : o;
+    } catch (RuntimeException e) {
+      if (!fallbacks.contains("overlap_lookup_failed")) {
+        fallbacks.add("overlap_lookup_failed");
+      }
+      logLookupFailure(e);
+      return Overlap.NONE;
+    }
+  }
+
+  private void logLookupFailure(RuntimeException e) {
+    long n = lookupFailures.incrementAndGet();
+    if (n == 1 || Long.bitCount(n) == 1) { // the first, then at powers of two: visible, never a flood
+      log.error("the prefix overlap source failed ({} times so far); routing on load meanwhile", n, e);
+    }
+  }
+
+  private int blockSize(List<Worker> serving) {
+    for (Worker w : serving) {
+      if (w.blockSize() > 0) {
+        return w.blockSize();
+      }
+    }
+    return config.defaultBlockSize();
+  }
+
+  private static String join(List<String> fallbacks) {
+    return fallbacks.isEmpty() ? null : String.join(",", fallbacks);
+  }
+
+  /** Explicit wiring; everything but the registry has a default that does nothing. */
+  public static final class Builder {
+    private final WorkerRegistry registry;
+    private Map<String, RoutingPolicy> policies = StandardPolicies.create();
+    private RoutingConfig config = RoutingConfig.defaults(KvAwarePolicy.NAME);
+    private PrefixOverlapSource overlaps = PrefixOverlapSource.NONE;
+    private LoadTracker load;
+    private WorkerHealth health = WorkerHealth.alwaysHealthy();
+    private LongSupplier nanoTime = System::nanoTime;
+    private Supplier<RandomGenerator> rng = ThreadLocalRandom::current;
+
+    private Builder(WorkerRegistry registry) {
+      this.registry = registry;
+    }
+
+    public Builder policies(Map<String, RoutingPolicy> p) {
+      this.policies = p;
+      return this;
+    }
+
+    public Builder config(RoutingConfig c) {
+      this.config = c;
+      return this;
+    }
+
+    public Builder overlaps(PrefixOverlapSource o) {
+      this.overlaps = o;
+      return this;
+    }
+
+    /** The load view; without one every load reads zero and nothing is reserved. */
+    public Builder load(LoadTracker l) {
+      this.load = l;
+      return this;
+    }
+
+    public Builder health(WorkerHealth h) {
+      this.health = h;
+      return this;
+    }
+
+    public Builder nanoTime(LongSupplier n) {
+      this.nanoTime = n;
+      return this;
+    }
+
+    /** Randomness for tie-breaks and sampling; {@code ThreadLocalRandom} by default, a seeded one in tests. */
+    public Builder random(Supplier<RandomGenerator> r) {
+      this.rng = r;
+      return this;
+    }
+
+    public Router build() {
+      return new Router(this);
+    }
   }
 }

@@ -1,26 +1,24 @@
 package dev.kvrouter.extproc.routing;
 
-import dev.kvrouter.xds.registry.Worker;
-import java.util.List;
-
 /**
  * Chooses one worker among those eligible for a request.
  *
- * <p>Called concurrently from request threads. Implementations only read shared state (index, load
- * snapshots); any bookkeeping goes through the owner of that state, never through locks on this path.
+ * <p>Called concurrently from request threads. Implementations only read the {@link Scoring} they are given
+ * (and their own lock-free state, such as a round-robin counter); load bookkeeping happens in the
+ * {@link Router} after the choice, never here.
  */
 public interface RoutingPolicy {
 
   /** Short stable name used in decision records, metrics and {@code x-kvrouter-policy}. */
   String name();
 
-  /**
-   * @param request the request
-   * @param eligible non-empty, in registry order
-   * @return the chosen worker and why
-   */
-  Choice choose(RouteRequest request, List<Worker> eligible);
+  /** @return the chosen candidate (one of {@code s.candidates()}) and why */
+  Choice choose(Scoring s);
 
-  /** A policy's pick and its reason (a short token such as {@code round_robin} or {@code cache_hit}). */
-  record Choice(Worker worker, String reason) {}
+  /**
+   * A policy's pick and its reason, a short token: {@code lowest_cost}, {@code softmax}, {@code imbalance_gate},
+   * {@code load_only}, {@code least_load}, {@code max_overlap}, {@code no_overlap}, {@code random},
+   * {@code round_robin}.
+   */
+  record Choice(Candidate candidate, String reason) {}
 }

@@ -33,6 +33,7 @@ public final class ExtProcServer implements AutoCloseable {
   private final Router router;
   private final RequestListener listener;
   private final HealthStatusManager health = new HealthStatusManager();
+  private final InFlight inFlight = new InFlight(200_000, java.time.Duration.ofMinutes(2));
   private ExecutorService executor;
   private Server server;
 
@@ -40,6 +41,7 @@ public final class ExtProcServer implements AutoCloseable {
     this(options, RequestPreparer.defaults(), router, listener);
   }
 
+  /** @param preparer parses bodies and resolves their model and tenant namespace (shared by all streams) */
   public ExtProcServer(ExtProcOptions options, RequestPreparer preparer, Router router, RequestListener listener) {
     this.options = options;
     this.preparer = preparer;
@@ -54,15 +56,16 @@ public final class ExtProcServer implements AutoCloseable {
       t.setDaemon(true);
       return t;
     };
-    // A fixed pool: routing is CPU-bound, and an unbounded pool under a burst only adds contention.
+    // Routing of large bodies runs here: a fixed pool, because routing is CPU-bound and an unbounded pool under
+    // a burst only adds contention. Everything else runs inline on the event loop (see RequestStream).
     executor = Executors.newFixedThreadPool(Math.max(2, options.threads()), tf);
     server = NettyServerBuilder.forAddress(new InetSocketAddress(options.bind(), options.port()))
-        .executor(executor)
+        .directExecutor()
         // BUFFERED mode sends the whole body in one message. Accept messages up to twice the body limit (envoy.yaml
         // buffers at most 16 MiB = 2 x the 8 MiB default), so an oversized body gets the router's 413 rather than
         // a gRPC error that Envoy would fail open on, sending it to a worker after all.
         .maxInboundMessageSize((int) Math.min(Integer.MAX_VALUE - 1, 2L * options.maxBodyBytes() + 1024 * 1024))
-        .addService(new Service())
+        .addService(io.grpc.ServerInterceptors.intercept(new Service(), new RoleInterceptor()))
         .addService(health.getHealthService())
         .build()
         .start();
@@ -92,10 +95,35 @@ public final class ExtProcServer implements AutoCloseable {
     executor.shutdownNow();
   }
 
+  public InFlight inFlight() {
+    return inFlight;
+  }
+
+  /**
+   * gRPC initial metadata naming the stream's role. Envoy's routing ext_proc filter sends none; the response
+   * observer filter ({@code observability_mode}) sends {@code x-kvrouter-role: observe} (envoy-config/*.yaml).
+   */
+  static final io.grpc.Metadata.Key<String> ROLE_HEADER =
+      io.grpc.Metadata.Key.of("x-kvrouter-role", io.grpc.Metadata.ASCII_STRING_MARSHALLER);
+  private static final io.grpc.Context.Key<String> ROLE = io.grpc.Context.key("kvrouter-role");
+
+  private static final class RoleInterceptor implements io.grpc.ServerInterceptor {
+    @Override
+    public <Q, R> io.grpc.ServerCall.Listener<Q> interceptCall(io.grpc.ServerCall<Q, R> call,
+        io.grpc.Metadata headers, io.grpc.ServerCallHandler<Q, R> next) {
+      String role = headers.get(ROLE_HEADER);
+      return role == null ? next.startCall(call, headers)
+          : io.grpc.Contexts.interceptCall(io.grpc.Context.current().withValue(ROLE, role), call, headers, next);
+    }
+  }
+
   private final class Service extends ExternalProcessorGrpc.ExternalProcessorImplBase {
     @Override
     public StreamObserver<ProcessingRequest> process(StreamObserver<ProcessingResponse> responses) {
-      return new RequestStream(responses, preparer, router, listener, options);
+      if ("observe".equals(ROLE.get())) {
+        return new ObserverStream(responses, inFlight, listener);
+      }
+      return new RequestStream(responses, preparer, router, listener, options, executor, inFlight);
     }
   }
 }

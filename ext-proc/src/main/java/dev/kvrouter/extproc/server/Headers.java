@@ -11,6 +11,10 @@ public final class Headers {
   public static final String DECISION = "x-kvrouter-decision";
   /** Trusted per-request policy override (A/B runs); Envoy strips it from untrusted clients. */
   public static final String POLICY = "x-kvrouter-policy";
+  /** Trusted per-request cost-model weights ({@code key=value,...}); Envoy strips it from untrusted clients. */
+  public static final String WEIGHTS = "x-kvrouter-weights";
+  /** The chosen data-parallel rank, for workers with several (vLLM and SGLang honour it). */
+  public static final String DP_RANK = "x-data-parallel-rank";
   public static final String REQUEST_ID = "x-request-id";
 
   private Headers() {}

@@ -8,6 +8,7 @@ import dev.kvrouter.extproc.request.PreparedRequest;
 import dev.kvrouter.extproc.request.RequestBodyParser;
 import dev.kvrouter.extproc.request.RequestPreparer;
 import dev.kvrouter.extproc.routing.Decision;
+import dev.kvrouter.extproc.routing.RequestTimings;
 import dev.kvrouter.extproc.routing.RouteRequest;
 import dev.kvrouter.extproc.routing.Router;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
@@ -41,14 +42,12 @@ import org.slf4j.LoggerFactory;
  *       most 62,000 bytes. Envoy requires this header, body, trailer order.
  * </ul>
  *
- * <p>When the request's cache namespace needs a different {@code cache_salt} than the client sent (tenant
- * isolation), the body is rewritten: in BUFFERED mode as a body mutation with a matching {@code content-length}
- * (Envoy keeps the client's length there and rejects a mismatch), in FULL_DUPLEX_STREAMED mode by re-streaming
- * the rewritten bytes (Envoy drops {@code content-length} in that mode).
- *
- * <p>Threading: gRPC delivers one stream's messages one at a time, and every response is sent from inside
- * {@link #onNext}, so the observer is never called concurrently. The {@code synchronized} on {@link #send} keeps
- * that true if routing ever moves to another thread.
+ * <p>Threading: gRPC delivers one stream's messages one at a time on a Netty event-loop thread, where cheap
+ * messages are answered inline (a thread hop per message would cost more than the work). Routing a large body
+ * (parsing, templating, tokenizing) runs on the routing executor instead, because every stream from one Envoy
+ * shares a few HTTP/2 connections, each pinned to one event loop: a long prompt tokenized inline would stall
+ * all of them. All state is guarded by {@code this}; the routing task computes without the lock and takes it
+ * only to publish the decision and send, so the event loop never waits for a tokenizer.
  */
 final class RequestStream implements StreamObserver<ProcessingRequest> {
 
@@ -59,6 +58,8 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   private final RequestListener listener;
   private final ExtProcOptions options;
   private final RequestPreparer preparer;
+  private final java.util.concurrent.Executor routingExecutor;
+  private final InFlight inFlight;
 
   private BodySendMode requestBodyMode;
   private BodySendMode responseBodyMode;
@@ -67,29 +68,43 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   private String requestId;
   private String tenant;
   private String policyOverride;
+  private String weightsOverride;
   private byte[] body = new byte[0];
   private int bodyLength;
   private boolean finished;
   private Decision decision;
   private boolean responseStarted;
   private boolean ended;
+  /** A routing task is computing off the event loop; messages wait for it. */
+  private boolean routing;
+  private boolean aborted;
+  private HttpTrailers pendingTrailers;
+  /**
+   * The decision waits in {@link InFlight} for the response observer, which then owns the request's end. If the
+   * response phases come to this stream instead (an Envoy config without the observer filter), it takes the
+   * decision back.
+   */
+  private boolean handedOff;
 
   RequestStream(StreamObserver<ProcessingResponse> out, Router router, RequestListener listener,
-      ExtProcOptions options) {
-    this(out, RequestPreparer.defaults(), router, listener, options);
+      ExtProcOptions options, java.util.concurrent.Executor routingExecutor, InFlight inFlight) {
+    this(out, RequestPreparer.defaults(), router, listener, options, routingExecutor, inFlight);
   }
 
   RequestStream(StreamObserver<ProcessingResponse> out, RequestPreparer preparer, Router router,
-      RequestListener listener, ExtProcOptions options) {
+      RequestListener listener, ExtProcOptions options, java.util.concurrent.Executor routingExecutor,
+      InFlight inFlight) {
     this.out = out;
     this.preparer = preparer;
+    this.inFlight = inFlight;
     this.router = router;
     this.listener = listener;
     this.options = options;
+    this.routingExecutor = routingExecutor;
   }
 
   @Override
-  public void onNext(ProcessingRequest req) {
+  public synchronized void onNext(ProcessingRequest req) {
     if (finished) {
       return; // an immediate response ended the exchange; Envoy will close the stream
     }
@@ -129,6 +144,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     }
     tenant = options.tenantHeader() == null ? null : EnvoyMessages.header(h, options.tenantHeader());
     policyOverride = EnvoyMessages.header(h, Headers.POLICY);
+    weightsOverride = EnvoyMessages.header(h, Headers.WEIGHTS);
     kind = inferenceKind(method, path);
     boolean fullDuplex = requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED;
     if (kind == null) {
@@ -171,11 +187,14 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   }
 
   private void onRequestTrailers(HttpTrailers t) {
+    if (routing) {
+      pendingTrailers = t; // answered once the decision (and the body before it) has been sent
+      return;
+    }
     if (!passThrough && decision == null) {
+      pendingTrailers = t;
       routeAndForward(false); // the body ended without end_of_stream because trailers follow
-      if (finished) {
-        return;
-      }
+      return;
     }
     send(EnvoyMessages.continueRequestTrailers());
   }
@@ -196,39 +215,97 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     return true;
   }
 
+  /** Routes inline when the body is small, else on the routing executor; then forwards the request. */
   private void routeAndForward(boolean endOfStream) {
+    if (bodyLength <= options.inlineRoutingMaxBytes()) {
+      publish(decide(), endOfStream);
+      return;
+    }
+    routing = true;
+    routingExecutor.execute(() -> {
+      Object outcome;
+      try {
+        outcome = decide();
+      } catch (RuntimeException e) {
+        log.error("request {} failed inside the router", requestId, e);
+        outcome = OpenAiError.internal("the router failed to process this request");
+      }
+      synchronized (this) {
+        routing = false;
+        if (aborted) {
+          if (outcome instanceof Routed r) {
+            decision = r.decision();
+            listener.onDecision(decision);
+            end(true);
+          }
+          return;
+        }
+        publish(outcome, endOfStream);
+      }
+    });
+  }
+
+  /** A routing outcome with the prepared request it came from (the body rewrite needs both). */
+  private record Routed(Decision decision, PreparedRequest prepared) {}
+
+  /**
+   * Parses, resolves the model and the tenant's namespace, and routes; returns a {@link Routed} or the
+   * {@link OpenAiError} for a bad request. Lock-free.
+   */
+  private Object decide() {
     PreparedRequest prepared;
     try {
       prepared = preparer.prepare(kind, body, bodyLength, tenant);
     } catch (RequestBodyParser.BadRequest e) {
-      finish(e.error(), "bad_request");
-      return;
-    } finally {
-      tenant = null; // the namespace and the tenant's pseudonym carry it from here on
+      return e.error();
     }
-    decision = router.route(new RouteRequest(requestId, prepared.request(), prepared.scope(), policyOverride));
+    // Why the prompt cannot be reproduced (unknown model, model still loading, prompt embeddings, ...), if so.
+    String unavailable = prepared.scope().fallback() != null ? prepared.scope().fallback()
+        : prepared.request().unreproducible();
+    // Until the request path tokenizes, the body size stands in for the prompt length (load accounting only).
+    Decision d = router.route(new RouteRequest(requestId, prepared.request(), prepared.scope().tenantHash(),
+        policyOverride, weightsOverride, null, unavailable, bodyLength / 4,
+        new RequestTimings(prepared.parseNanos(), 0, 0, 0)));
+    return new Routed(d, prepared);
+  }
+
+  private void publish(Object outcome, boolean endOfStream) {
+    if (outcome instanceof OpenAiError error) {
+      finish(error, "bad_request");
+      return;
+    }
+    Routed routed = (Routed) outcome;
+    tenant = null; // the namespace and the tenant's pseudonym carry it from here on
+    decision = routed.decision();
     listener.onDecision(decision);
     if (!decision.routed()) {
       finish(decision.rejection(), decision.reason());
       return;
     }
-    byte[] upstream = body;
-    int upstreamLength = bodyLength;
-    boolean rewritten = prepared.rewritesBody();
-    if (rewritten) {
-      upstream = prepared.rewriteBody(body, bodyLength);
-      upstreamLength = upstream.length;
-    }
-    HeaderMutation.Builder mutation = HeaderMutation.newBuilder()
+    HeaderMutation.Builder headers = HeaderMutation.newBuilder()
         .addSetHeaders(EnvoyMessages.header(Headers.CLUSTER, decision.chosen().clusterName()))
         .addSetHeaders(EnvoyMessages.header(Headers.DESTINATION_ENDPOINT, decision.chosen().endpoint()))
         .addSetHeaders(EnvoyMessages.header(Headers.DECISION, decision.id()));
+    if (decision.chosen().dpSize() > 1) {
+      headers.addSetHeaders(EnvoyMessages.header(Headers.DP_RANK, Integer.toString(decision.dpRank())));
+    }
+    // Tenant isolation: the engine must see the effective cache_salt (docs/request-path.md, "The body rewrite").
+    PreparedRequest prepared = routed.prepared();
+    boolean rewritten = prepared.rewritesBody();
+    byte[] upstream = rewritten ? prepared.rewriteBody(body, bodyLength) : null;
+    if (rewritten && requestBodyMode != BodySendMode.FULL_DUPLEX_STREAMED) {
+      // BUFFERED keeps the client's content-length, and Envoy rejects a mutated body that does not match it.
+      headers.addSetHeaders(EnvoyMessages.header("content-length", Integer.toString(upstream.length)));
+    }
+    HeaderMutation mutation = headers.build();
     var metadata = EnvoyMessages.lbMetadata(decision.chosen().endpoint());
+    inFlight.register(decision); // before the headers leave: the observer may ask for it right after
+    handedOff = true;
     if (requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED) {
-      send(EnvoyMessages.routeOnHeaders(mutation.build(), metadata));
-      // A rewritten body is a fresh array this stream owns and never modifies: wrap it instead of copying 1 MB again.
+      send(EnvoyMessages.routeOnHeaders(mutation, metadata));
+      // A rewritten body is a fresh array this stream owns and never modifies: wrap it instead of copying again.
       ByteString all = rewritten ? UnsafeByteOperations.unsafeWrap(upstream)
-          : ByteString.copyFrom(upstream, 0, upstreamLength);
+          : ByteString.copyFrom(body, 0, bodyLength);
       int n = all.size();
       if (n == 0) {
         send(EnvoyMessages.streamedRequestBody(ByteString.EMPTY, endOfStream));
@@ -238,19 +315,31 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
         send(EnvoyMessages.streamedRequestBody(all.substring(off, end), endOfStream && end == n));
       }
     } else if (rewritten) {
-      mutation.addSetHeaders(EnvoyMessages.header("content-length", Integer.toString(upstreamLength)));
-      send(EnvoyMessages.routeOnBufferedBody(mutation.build(), metadata, UnsafeByteOperations.unsafeWrap(upstream)));
+      send(EnvoyMessages.routeOnBufferedBody(mutation, metadata, UnsafeByteOperations.unsafeWrap(upstream)));
     } else {
-      send(EnvoyMessages.routeOnBufferedBody(mutation.build(), metadata));
+      send(EnvoyMessages.routeOnBufferedBody(mutation, metadata));
     }
     body = null; // the bytes are Envoy's again; keep the stream's footprint small while the response streams
+    if (pendingTrailers != null) {
+      pendingTrailers = null;
+      send(EnvoyMessages.continueRequestTrailers());
+    }
     if (log.isDebugEnabled()) {
       log.debug("routed request {} model={} worker={} policy={} reason={}", decision.id(), decision.model(),
           decision.chosen().name(), decision.policy(), decision.reason());
     }
   }
 
+  /** Response phases came to this stream: it, not an observer, follows the response. */
+  private void reclaim() {
+    if (handedOff) {
+      handedOff = false;
+      inFlight.claim(decision.id());
+    }
+  }
+
   private void onResponseHeaders(HttpHeaders h) {
+    reclaim();
     HeaderMutation.Builder mutation = HeaderMutation.newBuilder();
     if (decision != null) {
       mutation.addSetHeaders(EnvoyMessages.header(Headers.DECISION, decision.id()));
@@ -264,6 +353,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   }
 
   private void onResponseBody(HttpBody b) {
+    reclaim();
     if (decision != null) {
       boolean first = !responseStarted && !b.getBody().isEmpty();
       responseStarted |= first;
@@ -296,14 +386,21 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     }
   }
 
-  private synchronized void send(ProcessingResponse r) {
+  private void send(ProcessingResponse r) { // callers hold the lock
     out.onNext(r);
   }
 
   @Override
-  public void onError(Throwable t) {
+  public synchronized void onError(Throwable t) {
     // Envoy resets the stream when the client goes away or the upstream fails mid-response.
-    if (decision != null) {
+    aborted = true;
+    if (handedOff) {
+      // Unclaimed means the request died before reaching the observer: end it here. Claimed: the observer ends it.
+      handedOff = false;
+      if (inFlight.claim(decision.id()) != null) {
+        end(true);
+      }
+    } else if (decision != null) {
       end(true);
     }
     if (!(t instanceof StatusRuntimeException s && s.getStatus().getCode() == Status.Code.CANCELLED)) {
@@ -312,13 +409,14 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   }
 
   @Override
-  public void onCompleted() {
-    if (decision != null) {
+  public synchronized void onCompleted() {
+    if (routing) {
+      aborted = true; // Envoy gave up on this request while it was being routed
+    }
+    if (decision != null && !handedOff) {
       end(!responseStarted && !ended);
     }
-    synchronized (this) {
-      out.onCompleted();
-    }
+    out.onCompleted();
   }
 
   static InferenceRequest.Kind inferenceKind(String method, String path) {

@@ -62,13 +62,13 @@ class RequestStreamTenancyTest {
 
   RequestStream stream(BodySendMode mode) {
     ExtProcOptions o = ExtProcOptions.defaults();
-    o = new ExtProcOptions(o.bind(), 0, 1 << 22, "x-tenant-id", mode, BodySendMode.STREAMED, 1, 1);
+    o = new ExtProcOptions(o.bind(), 0, 1 << 22, "x-tenant-id", mode, BodySendMode.STREAMED, 1, 1, 1 << 22);
     return new RequestStream(out, preparer, router, new RequestListener() {
       @Override
       public void onDecision(Decision d) {
         decisions.add(d);
       }
-    }, o);
+    }, o, Runnable::run, new InFlight(100, java.time.Duration.ofMinutes(1)));
   }
 
   static ProcessingRequest headers(BodySendMode mode, String tenant) {
@@ -114,7 +114,7 @@ class RequestStreamTenancyTest {
         Integer.toString(expected.getBytes(StandardCharsets.UTF_8).length))
         .containsEntry("x-kvrouter-cluster", "kvrouter_worker_a");
     assertThat(c.getClearRouteCache()).isTrue();
-    assertThat(decisions.get(0).tenantHash()).isEqualTo(tenancy.tenantHash("acme"));
+    assertThat(decisions.get(0).detail().tenantHash()).isEqualTo(tenancy.tenantHash("acme"));
     assertThat(decisions.get(0).toString()).doesNotContain("acme");
   }
 
@@ -144,7 +144,9 @@ class RequestStreamTenancyTest {
     CommonResponse c = sent.get(1).getRequestBody().getResponse();
     assertThat(c.hasBodyMutation()).isFalse();
     assertThat(setHeaders(c)).doesNotContainKey("content-length");
-    assertThat(decisions.get(0).tenantHash()).isNull();
-    assertThat(decisions.get(0).fallback()).isEqualTo("unknown_model");
+    assertThat(decisions.get(0).detail().tenantHash()).isNull();
+    // routed by load; the request path's reason is in the decision record
+    assertThat(decisions.get(0).fallback()).isEqualTo("no_tokenization");
+    assertThat(decisions.get(0).detail().promptUnavailable()).isEqualTo("unknown_model");
   }
 }

@@ -32,6 +32,10 @@ class RequestStreamTest {
   final List<String> events = new ArrayList<>();
   WorkerRegistry registry;
   Router router;
+  int inlineLimit = 1 << 20;
+  final InFlight inFlight = new InFlight(100, java.time.Duration.ofMinutes(1));
+  /** Routing tasks handed to the routing executor, run by the test when it chooses. */
+  final List<Runnable> offloaded = new ArrayList<>();
 
   final StreamObserver<ProcessingResponse> out = new StreamObserver<>() {
     @Override
@@ -72,8 +76,8 @@ class RequestStreamTest {
   RequestStream stream(int maxBody) {
     ExtProcOptions o = ExtProcOptions.defaults();
     o = new ExtProcOptions(o.bind(), 0, maxBody, o.tenantHeader(), BodySendMode.BUFFERED, BodySendMode.STREAMED,
-        1, 1);
-    return new RequestStream(out, router, listener, o);
+        1, 1, inlineLimit);
+    return new RequestStream(out, router, listener, o, offloaded::add, inFlight);
   }
 
   static ProcessingRequest headers(BodySendMode mode, String method, String path, boolean eos) {
@@ -211,6 +215,69 @@ class RequestStreamTest {
     post.onNext(body("{}", true));
     assertThat(sent.get(2).getRequestBody().getResponse().getBodyMutation().getStreamedResponse().getBody()
         .toStringUtf8()).isEqualTo("{}");
+  }
+
+  @Test
+  void largeBodiesAreRoutedOffTheEventLoopAndTrailersWaitForTheDecision() {
+    inlineLimit = 10;
+    RequestStream s = stream(1 << 20);
+    s.onNext(headers(BodySendMode.FULL_DUPLEX_STREAMED, "POST", "/v1/completions", false));
+    s.onNext(body(BODY, false));
+    s.onNext(ProcessingRequest.newBuilder().setRequestTrailers(
+        io.envoyproxy.envoy.service.ext_proc.v3.HttpTrailers.getDefaultInstance()).build());
+    assertThat(sent).isEmpty();
+    assertThat(offloaded).hasSize(1);
+    offloaded.remove(0).run();
+    assertThat(sent.get(0).hasRequestHeaders()).isTrue();
+    assertThat(sent.get(1).getRequestBody().getResponse().getBodyMutation().getStreamedResponse().getEndOfStream())
+        .isFalse(); // trailers follow
+    assertThat(sent.get(2).hasRequestTrailers()).isTrue();
+  }
+
+  @Test
+  void aClientThatLeavesWhileItsRequestIsRoutedGetsNothingSentAndEndsAborted() {
+    inlineLimit = 10;
+    RequestStream s = stream(1 << 20);
+    s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
+    s.onNext(body(BODY, true));
+    int before = sent.size();
+    s.onError(new io.grpc.StatusRuntimeException(io.grpc.Status.CANCELLED));
+    offloaded.remove(0).run();
+    assertThat(sent).hasSize(before);
+    assertThat(events).containsExactly("end aborted=true");
+  }
+
+  @Test
+  void withAnObserverTheObserverEndsTheRequestAndTheRoutingStreamDoesNot() {
+    RequestStream s = stream(1 << 20);
+    s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
+    s.onNext(body(BODY, true));
+    ObserverStream obs = new ObserverStream(out, inFlight, listener);
+    HeaderMap.Builder h = HeaderMap.newBuilder().addHeaders(HeaderValue.newBuilder().setKey("x-kvrouter-decision")
+        .setRawValue(ByteString.copyFromUtf8("req-1")));
+    obs.onNext(ProcessingRequest.newBuilder().setRequestHeaders(HttpHeaders.newBuilder().setHeaders(h)).build());
+    s.onCompleted(); // Envoy closes the routing stream once the request phases are done
+    assertThat(events).containsExactly("completed");
+    obs.onNext(responseBody("{\"usage\":{}}", true));
+    obs.onCompleted();
+    assertThat(events).containsExactly("completed", "body first=true eos=true", "end aborted=false",
+        "completed");
+    assertThat(inFlight.claim("req-1")).isNull();
+  }
+
+  @Test
+  void aClientGoneBeforeTheObserverClaimedIsEndedByTheRoutingStream() {
+    RequestStream s = stream(1 << 20);
+    s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
+    s.onNext(body(BODY, true));
+    s.onError(new io.grpc.StatusRuntimeException(io.grpc.Status.CANCELLED));
+    assertThat(events).containsExactly("end aborted=true");
+    ObserverStream late = new ObserverStream(out, inFlight, listener);
+    HeaderMap.Builder h = HeaderMap.newBuilder().addHeaders(HeaderValue.newBuilder().setKey("x-kvrouter-decision")
+        .setRawValue(ByteString.copyFromUtf8("req-1")));
+    late.onNext(ProcessingRequest.newBuilder().setRequestHeaders(HttpHeaders.newBuilder().setHeaders(h)).build());
+    late.onError(new io.grpc.StatusRuntimeException(io.grpc.Status.CANCELLED));
+    assertThat(events).containsExactly("end aborted=true"); // ended once, not twice
   }
 
   @Test

@@ -1,0 +1,179 @@
+package dev.kvrouter.dist;
+
+import dev.kvrouter.extproc.routing.BusyThresholds;
+import dev.kvrouter.extproc.routing.ModelRouting;
+import dev.kvrouter.extproc.routing.RoutingConfig;
+import dev.kvrouter.extproc.routing.StandardPolicies;
+import dev.kvrouter.extproc.routing.Weights;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Turns the {@code routing:} section of kvrouter.yaml into the router's {@link RoutingConfig}, and checks every
+ * value on the way with its path. Per-model {@code weights} and {@code busy} maps take the same keys as the
+ * global ones (and as {@code x-kvrouter-weights}) and override them key by key.
+ */
+final class RoutingSettings {
+
+  static final List<String> BUSY_KEYS =
+      List.of("max_prefill_tokens", "max_decode_blocks", "max_kv_usage", "max_waiting_requests", "when_all_busy");
+
+  private RoutingSettings() {}
+
+  /** Every problem in {@code r}, each prefixed with its path; empty when valid. */
+  static List<String> validate(KvrouterConfig.Routing r) {
+    List<String> errors = new ArrayList<>();
+    if (!StandardPolicies.NAMES.contains(r.policy())) {
+      errors.add("routing.policy: `" + r.policy() + "` must be one of " + StandardPolicies.NAMES);
+    }
+    Weights w = null;
+    try {
+      w = weights(r.weights());
+    } catch (IllegalArgumentException e) {
+      errors.add("routing.weights: " + e.getMessage());
+    }
+    BusyThresholds busy = null;
+    try {
+      busy = busy(r.busy());
+    } catch (IllegalArgumentException e) {
+      errors.add("routing.busy: " + e.getMessage());
+    }
+    try {
+      whenAllBusy(r.busy().whenAllBusy());
+    } catch (IllegalArgumentException e) {
+      errors.add("routing.busy.when_all_busy: " + e.getMessage());
+    }
+    var load = r.load();
+    positive(errors, "routing.load.default_block_size", load.defaultBlockSize());
+    nonNegative(errors, "routing.load.expected_output_tokens", load.expectedOutputTokens());
+    nonNegative(errors, "routing.load.max_expected_output_tokens", load.maxExpectedOutputTokens());
+    positive(errors, "routing.load.reservation_ttl_seconds", load.reservationTtlSeconds());
+    positive(errors, "routing.load.max_reservations", load.maxReservations());
+    if (load.sweepIntervalMs() < 10) {
+      errors.add("routing.load.sweep_interval_ms: must be >= 10");
+    }
+    var scrape = r.scrape();
+    if (scrape.intervalMs() < 50) {
+      errors.add("routing.scrape.interval_ms: must be >= 50");
+    }
+    positive(errors, "routing.scrape.timeout_ms", scrape.timeoutMs());
+    positive(errors, "routing.scrape.max_age_ms", scrape.maxAgeMs());
+    if (scrape.maxBytes() < 1024) {
+      errors.add("routing.scrape.max_bytes: must be >= 1024");
+    }
+    nonNegative(errors, "routing.health.unreachable_after", r.health().unreachableAfter());
+    nonNegative(errors, "routing.health.eject_after_errors", r.health().ejectAfterErrors());
+    nonNegative(errors, "routing.health.eject_seconds", r.health().ejectSeconds());
+    positive(errors, "routing.decision_log.max_candidates", r.decisionLog().maxCandidates());
+    if (w != null && busy != null) {
+      for (Map.Entry<String, KvrouterConfig.ModelOverride> e : r.models().entrySet()) {
+        String path = "routing.models." + e.getKey();
+        KvrouterConfig.ModelOverride m = e.getValue();
+        if (m == null) {
+          continue;
+        }
+        if (m.policy() != null && !StandardPolicies.NAMES.contains(m.policy())) {
+          errors.add(path + ".policy: `" + m.policy() + "` must be one of " + StandardPolicies.NAMES);
+        }
+        for (Map.Entry<String, Object> kv : m.weights().entrySet()) {
+          try {
+            w.with(kv.getKey(), String.valueOf(kv.getValue()));
+          } catch (IllegalArgumentException ex) {
+            errors.add(path + ".weights." + kv.getKey() + ": " + ex.getMessage());
+          }
+        }
+        try {
+          modelBusy(busy, r.busy().whenAllBusy(), m.busy());
+        } catch (IllegalArgumentException ex) {
+          errors.add(path + ".busy: " + ex.getMessage());
+        }
+      }
+    }
+    return errors;
+  }
+
+  /** The router's configuration; call after {@link #validate} found nothing. */
+  static RoutingConfig toConfig(KvrouterConfig.Routing r) {
+    Weights w = weights(r.weights());
+    BusyThresholds busy = busy(r.busy());
+    ModelRouting defaults = new ModelRouting(r.policy(), w, busy, whenAllBusy(r.busy().whenAllBusy()));
+    Map<String, ModelRouting> models = new LinkedHashMap<>();
+    for (Map.Entry<String, KvrouterConfig.ModelOverride> e : r.models().entrySet()) {
+      KvrouterConfig.ModelOverride m = e.getValue();
+      if (m == null) {
+        continue;
+      }
+      Weights mw = w;
+      for (Map.Entry<String, Object> kv : m.weights().entrySet()) {
+        mw = mw.with(kv.getKey(), String.valueOf(kv.getValue()));
+      }
+      BusySettings mb = modelBusy(busy, r.busy().whenAllBusy(), m.busy());
+      models.put(e.getKey(), new ModelRouting(m.policy() != null ? m.policy() : r.policy(), mw, mb.thresholds(),
+          mb.whenAllBusy()));
+    }
+    var load = r.load();
+    return new RoutingConfig(defaults, models, load.defaultBlockSize(), load.expectedOutputTokens(),
+        load.maxExpectedOutputTokens());
+  }
+
+  static Weights weights(KvrouterConfig.RoutingWeights c) {
+    return new Weights(c.gpuCredit(), c.cpuCredit(), c.diskCredit(), c.predictedCredit(), c.overlapCreditDecay(),
+        c.prefillLoadScale(), c.decodeLoadScale(), c.activeRequestWeight(), c.temperature(), c.imbalanceGate(),
+        c.imbalanceAbs(), c.imbalanceRel());
+  }
+
+  static BusyThresholds busy(KvrouterConfig.Busy b) {
+    return new BusyThresholds(b.maxPrefillTokens(), b.maxDecodeBlocks(), b.maxKvUsage(), b.maxWaitingRequests());
+  }
+
+  static ModelRouting.WhenAllBusy whenAllBusy(String s) {
+    return switch (s.toLowerCase(Locale.ROOT)) {
+      case "reject" -> ModelRouting.WhenAllBusy.REJECT;
+      case "least_loaded" -> ModelRouting.WhenAllBusy.LEAST_LOADED;
+      default -> throw new IllegalArgumentException("`" + s + "` must be reject or least_loaded");
+    };
+  }
+
+  private record BusySettings(BusyThresholds thresholds, ModelRouting.WhenAllBusy whenAllBusy) {}
+
+  /** The global thresholds with a model's overrides applied. */
+  private static BusySettings modelBusy(BusyThresholds base, String baseWhen, Map<String, Object> o) {
+    long prefill = base.maxPrefillTokens();
+    long decode = base.maxDecodeBlocks();
+    double kv = base.maxKvUsage();
+    long waiting = base.maxWaiting();
+    String when = baseWhen;
+    for (Map.Entry<String, Object> kv2 : o.entrySet()) {
+      String v = String.valueOf(kv2.getValue());
+      try {
+        switch (kv2.getKey()) {
+          case "max_prefill_tokens" -> prefill = Long.parseLong(v);
+          case "max_decode_blocks" -> decode = Long.parseLong(v);
+          case "max_kv_usage" -> kv = Double.parseDouble(v);
+          case "max_waiting_requests" -> waiting = Long.parseLong(v);
+          case "when_all_busy" -> when = v;
+          default -> throw new IllegalArgumentException(
+              "unknown key `" + kv2.getKey() + "` (allowed: " + String.join(", ", BUSY_KEYS) + ")");
+        }
+      } catch (NumberFormatException e) {
+        throw new IllegalArgumentException(kv2.getKey() + " must be a number, was `" + v + "`");
+      }
+    }
+    return new BusySettings(new BusyThresholds(prefill, decode, kv, waiting), whenAllBusy(when));
+  }
+
+  private static void positive(List<String> errors, String name, int v) {
+    if (v <= 0) {
+      errors.add(name + ": must be > 0");
+    }
+  }
+
+  private static void nonNegative(List<String> errors, String name, int v) {
+    if (v < 0) {
+      errors.add(name + ": must be >= 0");
+    }
+  }
+}

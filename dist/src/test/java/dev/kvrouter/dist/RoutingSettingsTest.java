@@ -1,0 +1,90 @@
+package dev.kvrouter.dist;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.kvrouter.extproc.routing.BusyThresholds;
+import dev.kvrouter.extproc.routing.ModelRouting;
+import dev.kvrouter.extproc.routing.RoutingConfig;
+import dev.kvrouter.extproc.routing.Weights;
+import org.junit.jupiter.api.Test;
+
+class RoutingSettingsTest {
+
+  @Test
+  void defaultsAreTheRoutersDefaults() {
+    RoutingConfig c = RoutingSettings.toConfig(KvrouterConfig.defaults().routing());
+    assertThat(c.defaults()).isEqualTo(new ModelRouting("kv_aware", Weights.DEFAULTS, BusyThresholds.OFF,
+        ModelRouting.WhenAllBusy.REJECT));
+    assertThat(c.models()).isEmpty();
+    assertThat(c.defaultBlockSize()).isEqualTo(16);
+    assertThat(c.expectedOutputTokens(-1)).isEqualTo(256);
+    assertThat(c.expectedOutputTokens(5000)).isEqualTo(1024);
+    assertThat(c.expectedOutputTokens(7)).isEqualTo(7);
+  }
+
+  @Test
+  void perModelOverridesInheritTheRestFromTheGlobalSection() {
+    KvrouterConfig cfg = KvrouterConfig.parse("""
+        routing:
+          policy: kv_aware
+          weights: {prefill_load_scale: 2.0, temperature: 0.1}
+          busy: {max_prefill_tokens: 8192, when_all_busy: least_loaded}
+          models:
+            meta-llama/Llama-3.1-8B-Instruct:
+              weights: {gpu_credit: 0.5, imbalance_gate: true}
+              busy: {max_kv_usage: 0.95}
+            qwen-ab:
+              policy: round_robin
+        """, "k.yaml");
+    RoutingConfig c = RoutingSettings.toConfig(cfg.routing());
+    ModelRouting llama = c.resolve("meta-llama/Llama-3.1-8B-Instruct", null);
+    assertThat(llama.policy()).isEqualTo("kv_aware");
+    assertThat(llama.weights().gpuCredit()).isEqualTo(0.5);
+    assertThat(llama.weights().imbalanceGate()).isTrue();
+    assertThat(llama.weights().prefillLoadScale()).isEqualTo(2.0); // inherited
+    assertThat(llama.weights().temperature()).isEqualTo(0.1);
+    assertThat(llama.busy()).isEqualTo(new BusyThresholds(8192, 0, 0.95, 0));
+    assertThat(llama.whenAllBusy()).isEqualTo(ModelRouting.WhenAllBusy.LEAST_LOADED);
+    assertThat(c.resolve("qwen-ab", null).policy()).isEqualTo("round_robin");
+    assertThat(c.resolve("qwen-ab", null).weights().prefillLoadScale()).isEqualTo(2.0);
+    assertThat(c.resolve("other", null).weights().gpuCredit()).isEqualTo(1.0);
+  }
+
+  @Test
+  void everyRoutingProblemIsReportedWithItsPath() {
+    assertThatThrownBy(() -> KvrouterConfig.parse("""
+        routing:
+          policy: best
+          weights: {gpu_credit: -1}
+          busy: {when_all_busy: panic, max_kv_usage: 2}
+          load: {reservation_ttl_seconds: 0}
+          scrape: {interval_ms: 10}
+          models:
+            m1: {policy: nope, weights: {bogus: 1, temperature: hot}, busy: {max_waiting: 3}}
+        """, "k.yaml"))
+        .hasMessageContaining("routing.policy: `best` must be one of [kv_aware, round_robin, least_load, cache_only,"
+            + " random]")
+        .hasMessageContaining("routing.weights: gpu_credit must be a finite number >= 0")
+        .hasMessageContaining("routing.busy: busy thresholds must be >= 0")
+        .hasMessageContaining("routing.busy.when_all_busy: `panic` must be reject or least_loaded")
+        .hasMessageContaining("routing.load.reservation_ttl_seconds: must be > 0")
+        .hasMessageContaining("routing.scrape.interval_ms: must be >= 50");
+    assertThatThrownBy(() -> KvrouterConfig.parse("""
+        routing:
+          models:
+            m1: {policy: nope, weights: {bogus: 1, temperature: hot}, busy: {max_waiting: 3}}
+        """, "k.yaml"))
+        .hasMessageContaining("routing.models.m1.policy: `nope`")
+        .hasMessageContaining("routing.models.m1.weights.bogus: unknown weight `bogus`")
+        .hasMessageContaining("routing.models.m1.weights.temperature: temperature must be a number")
+        .hasMessageContaining("routing.models.m1.busy: unknown key `max_waiting`");
+  }
+
+  @Test
+  void unknownRoutingKeysNameTheAllowedOnes() {
+    assertThatThrownBy(() -> KvrouterConfig.parse("routing:\n  weights:\n    gpu_credits: 1\n", "k.yaml"))
+        .hasMessageContaining("routing.weights.gpu_credits: unknown key")
+        .hasMessageContaining("gpu_credit");
+  }
+}

@@ -1,0 +1,64 @@
+package dev.kvrouter.examples.loadgen;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import dev.kvrouter.examples.workload.ChatMessage;
+import dev.kvrouter.examples.workload.Prompt;
+import dev.kvrouter.examples.workload.Workload;
+import dev.kvrouter.examples.workload.WorkloadRequest;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+
+/**
+ * OpenAI request bodies for workload requests: token prompts as {@code /v1/completions} with a token-id
+ * {@code prompt}, chat prompts as {@code /v1/chat/completions}. Always streaming with usage in the last chunk;
+ * {@code ignore_eos} (a vLLM extension) makes the engine generate exactly {@code max_tokens}, as the trace
+ * asks; temperature 0 keeps real engines deterministic.
+ */
+final class RequestBodies {
+
+  static final String COMPLETIONS = "/v1/completions";
+  static final String CHAT = "/v1/chat/completions";
+
+  private static final JsonFactory JSON = new JsonFactory();
+
+  private RequestBodies() {}
+
+  static String path(WorkloadRequest r) {
+    return r.prompt().format() == Prompt.Format.CHAT ? CHAT : COMPLETIONS;
+  }
+
+  static byte[] body(Workload w, WorkloadRequest r, String model) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream(256 + r.prompt().contentLength() * 7);
+    try (JsonGenerator g = JSON.createGenerator(out)) {
+      g.writeStartObject();
+      g.writeStringField("model", model);
+      if (r.prompt().format() == Prompt.Format.CHAT) {
+        g.writeArrayFieldStart("messages");
+        for (ChatMessage m : w.chatMessages(r)) {
+          g.writeStartObject();
+          g.writeStringField("role", m.role());
+          g.writeStringField("content", m.content());
+          g.writeEndObject();
+        }
+        g.writeEndArray();
+      } else {
+        int[] t = w.promptTokens(r);
+        g.writeFieldName("prompt");
+        g.writeArray(t, 0, t.length);
+      }
+      g.writeNumberField("max_tokens", r.outputTokens());
+      g.writeBooleanField("ignore_eos", true);
+      g.writeNumberField("temperature", 0);
+      g.writeBooleanField("stream", true);
+      g.writeObjectFieldStart("stream_options");
+      g.writeBooleanField("include_usage", true);
+      g.writeEndObject();
+      g.writeEndObject();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return out.toByteArray();
+  }
+}

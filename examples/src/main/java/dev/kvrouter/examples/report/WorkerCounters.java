@@ -1,0 +1,50 @@
+package dev.kvrouter.examples.report;
+
+/**
+ * A worker's cumulative engine counters (or their change over a run), read from its {@code /metrics}. Absent
+ * series are {@code NaN}. vLLM names: {@code vllm:prompt_tokens_total} (prompt tokens of admitted requests,
+ * cached or not), {@code vllm:prefix_cache_hits_total} / {@code vllm:prefix_cache_queries_total} (in tokens),
+ * {@code vllm:generation_tokens_total}, {@code vllm:request_success_total}. The simulated worker also exports
+ * its ground truth: {@code kvrouter_sim_prefill_tokens_computed_total} and
+ * {@code kvrouter_sim_prompt_tokens_cached_total}.
+ */
+public record WorkerCounters(double promptTokens, double prefixCacheHits, double prefixCacheQueries,
+    double generationTokens, double requestSuccess, double simPrefillComputed, double simPromptTokensCached) {
+
+  public static final WorkerCounters ABSENT =
+      new WorkerCounters(Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN);
+
+  /**
+   * The change from {@code before} to this. A counter that went down was reset (a worker restarted), and as in
+   * Prometheus' {@code increase()} the value after the reset is taken as the change.
+   */
+  public WorkerCounters minus(WorkerCounters before) {
+    return new WorkerCounters(d(promptTokens, before.promptTokens), d(prefixCacheHits, before.prefixCacheHits),
+        d(prefixCacheQueries, before.prefixCacheQueries), d(generationTokens, before.generationTokens),
+        d(requestSuccess, before.requestSuccess), d(simPrefillComputed, before.simPrefillComputed),
+        d(simPromptTokensCached, before.simPromptTokensCached));
+  }
+
+  /** Prompt tokens whose KV the worker computed: the simulator's truth, else prompt tokens minus cache hits. */
+  public double computedPrefillTokens() {
+    if (!Double.isNaN(simPrefillComputed)) {
+      return simPrefillComputed;
+    }
+    return promptTokens - prefixCacheHits;
+  }
+
+  /** Prompt tokens served from the prefix cache: the simulator's truth, else the hit counter. */
+  public double cachedPromptTokens() {
+    return Double.isNaN(simPromptTokensCached) ? prefixCacheHits : simPromptTokensCached;
+  }
+
+  private static double d(double after, double before) {
+    if (Double.isNaN(after)) {
+      return Double.NaN;
+    }
+    if (Double.isNaN(before)) {
+      return after;
+    }
+    return after >= before ? after - before : after;
+  }
+}

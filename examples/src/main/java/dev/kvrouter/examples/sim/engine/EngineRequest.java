@@ -1,0 +1,91 @@
+package dev.kvrouter.examples.sim.engine;
+
+import dev.kvrouter.index.block.BlockHasher;
+import java.util.Arrays;
+
+/**
+ * The engine's mutable state of one request (vLLM's {@code Request} plus the cache manager's per-request
+ * block table). Owned by the engine thread.
+ */
+final class EngineRequest {
+
+  enum Status { WAITING, RUNNING, PREEMPTED, FINISHED }
+
+  final String id;
+  final RequestObserver observer;
+  final long arrivalNanos;
+  final int numPromptTokens;
+  final int maxTokens;
+  final long rootSeed;
+  final String loraName;
+  final String cacheSalt;
+  final long outputSeed;
+  private final int blockSize;
+
+  /** Prompt then output tokens; capacity prompt + maxTokens. */
+  final int[] tokens;
+  int numTokens;
+  /** Identity hashes of the full blocks of {@code tokens}, computed lazily. */
+  private long[] blockHashes;
+  private int numHashed;
+
+  /** The request's block table (vLLM's {@code req_to_blocks}). */
+  int[] blocks;
+  int numBlocks;
+  /** How many leading blocks of the table are cached (vLLM's {@code num_cached_block}). */
+  int numCachedBlocks;
+
+  int numComputedTokens;
+  /** Prompt tokens served from cache at first scheduling, -1 until then (vLLM's {@code num_cached_tokens}). */
+  int numCachedTokens = -1;
+  int numPreemptions;
+  int numOutputTokens;
+  long firstTokenNanos = -1;
+  long lastTokenNanos = -1;
+  Status status = Status.WAITING;
+
+  EngineRequest(RequestSpec spec, long rootSeed, int blockSize, RequestObserver observer, long arrivalNanos) {
+    this.id = spec.id();
+    this.observer = observer;
+    this.arrivalNanos = arrivalNanos;
+    this.numPromptTokens = spec.promptTokens().length;
+    this.maxTokens = spec.maxTokens();
+    this.rootSeed = rootSeed;
+    this.loraName = spec.adapter();
+    this.cacheSalt = spec.cacheSalt();
+    this.outputSeed = spec.outputSeed();
+    this.blockSize = blockSize;
+    this.tokens = Arrays.copyOf(spec.promptTokens(), numPromptTokens + maxTokens);
+    this.numTokens = numPromptTokens;
+    this.blockHashes = new long[Math.max(1, tokens.length / blockSize)];
+    this.blocks = new int[Math.max(1, (tokens.length + blockSize - 1) / blockSize)];
+  }
+
+  /** Identity of full block {@code i} (the chain of {@code BlockHasher} from the namespace root). */
+  long blockHash(int i) {
+    if ((i + 1) * blockSize > numTokens) {
+      throw new IllegalStateException("block " + i + " of request is not full");
+    }
+    while (numHashed <= i) {
+      long parent = numHashed == 0 ? rootSeed : blockHashes[numHashed - 1];
+      blockHashes[numHashed] = BlockHasher.blockHash(parent, tokens, numHashed * blockSize, blockSize, 0L);
+      numHashed++;
+    }
+    return blockHashes[i];
+  }
+
+  void appendToken(int token) {
+    tokens[numTokens++] = token;
+  }
+
+  void addBlock(int block) {
+    if (numBlocks == blocks.length) {
+      blocks = Arrays.copyOf(blocks, blocks.length * 2);
+    }
+    blocks[numBlocks++] = block;
+  }
+
+  boolean isFinished() {
+    return status == Status.FINISHED;
+  }
+}

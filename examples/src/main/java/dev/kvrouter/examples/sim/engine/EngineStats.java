@@ -1,0 +1,52 @@
+package dev.kvrouter.examples.sim.engine;
+
+/**
+ * A consistent snapshot of an engine's counters: the truth the benchmarks report. Counters are cumulative over
+ * the worker's life (they survive engine restarts, like a Prometheus counter of a long-lived exporter would not;
+ * {@link #restarts()} says how many there were).
+ *
+ * @param numRunning requests in the running set
+ * @param numWaiting requests waiting (new or preempted)
+ * @param kvUsage fraction of usable KV blocks referenced by requests
+ * @param numGpuBlocks configured blocks, including the null block
+ * @param cachedBlocks blocks currently holding a cached prefix (referenced or not)
+ * @param prefixQueryTokens prompt tokens looked up in the prefix cache at first scheduling
+ * @param prefixHitTokens of those, tokens found cached
+ * @param promptTokens prompt tokens of requests admitted to run
+ * @param cachedPromptTokens prompt tokens served from cache ({@code cached_tokens}, summed over requests)
+ * @param prefillTokensComputed prompt and recomputed tokens whose KV was computed (includes recompute after
+ *     preemption, so it can exceed {@code promptTokens - cachedPromptTokens})
+ * @param generationTokens tokens generated
+ * @param finishedRequests requests that completed
+ * @param failedRequests requests that failed (invalid, refused, aborted, crashed)
+ * @param preemptions preemptions
+ * @param evictions cached blocks evicted
+ * @param steps engine steps executed
+ * @param busyNanos simulated time spent in steps
+ * @param restarts engine restarts (crash recoveries)
+ * @param ttft time-to-first-token histogram, seconds
+ * @param e2e end-to-end latency histogram, seconds
+ * @param itl inter-token latency histogram, seconds
+ */
+public record EngineStats(
+    int numRunning,
+    int numWaiting,
+    double kvUsage,
+    int numGpuBlocks,
+    int cachedBlocks,
+    long prefixQueryTokens,
+    long prefixHitTokens,
+    long promptTokens,
+    long cachedPromptTokens,
+    long prefillTokensComputed,
+    long generationTokens,
+    long finishedRequests,
+    long failedRequests,
+    long preemptions,
+    long evictions,
+    long steps,
+    long busyNanos,
+    long restarts,
+    Histogram ttft,
+    Histogram e2e,
+    Histogram itl) {}

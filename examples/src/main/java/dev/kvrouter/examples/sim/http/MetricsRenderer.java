@@ -1,0 +1,117 @@
+package dev.kvrouter.examples.sim.http;
+
+import dev.kvrouter.examples.sim.engine.EngineConfig;
+import dev.kvrouter.examples.sim.engine.EngineStats;
+import dev.kvrouter.examples.sim.engine.Histogram;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Renders an engine's counters in the Prometheus text format under vLLM's metric names and labels
+ * ({@code model_name}, {@code engine}), so a router or dashboard that scrapes vLLM scrapes the simulator the
+ * same way. Counters follow prometheus_client's convention ({@code # TYPE x counter}, sample {@code x_total}).
+ * The simulator's own truth counters are under {@code kvrouter_sim_}.
+ */
+final class MetricsRenderer {
+
+  private final String labels;
+  private final String cacheConfigLabels;
+
+  MetricsRenderer(EngineConfig config, Double gpuMemoryUtilization) {
+    this.labels = "engine=\"" + config.dpRank() + "\",model_name=\"" + escape(config.model()) + "\"";
+    Map<String, String> cc = new LinkedHashMap<>();
+    cc.put("block_size", Integer.toString(config.blockSize()));
+    cc.put("cache_dtype", "auto");
+    cc.put("enable_prefix_caching", config.enablePrefixCaching() ? "True" : "False");
+    if (gpuMemoryUtilization != null) {
+      cc.put("gpu_memory_utilization", Double.toString(gpuMemoryUtilization));
+    }
+    cc.put("num_cpu_blocks", "0");
+    cc.put("num_gpu_blocks", Integer.toString(config.numGpuBlocks()));
+    StringBuilder b = new StringBuilder();
+    cc.forEach((k, v) -> b.append(k).append("=\"").append(escape(v)).append("\","));
+    b.append(labels);
+    this.cacheConfigLabels = b.toString();
+  }
+
+  String render(EngineStats s, boolean up) {
+    StringBuilder b = new StringBuilder(8192);
+    gauge(b, "vllm:num_requests_running", "Number of requests in model execution batches.", s.numRunning());
+    gauge(b, "vllm:num_requests_waiting", "Number of requests waiting to be processed.", s.numWaiting());
+    gauge(b, "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", s.kvUsage());
+    gauge(b, "vllm:gpu_cache_usage_perc", "GPU KV-cache usage (deprecated name of vllm:kv_cache_usage_perc).",
+        s.kvUsage());
+    counter(b, "vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
+        s.prefixQueryTokens());
+    counter(b, "vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+        s.prefixHitTokens());
+    counter(b, "vllm:prompt_tokens", "Number of prefill tokens processed.", s.promptTokens());
+    counter(b, "vllm:generation_tokens", "Number of generation tokens processed.", s.generationTokens());
+    counter(b, "vllm:num_preemptions", "Cumulative number of preemptions from the engine.", s.preemptions());
+    b.append("# HELP vllm:request_success Count of successfully processed requests.\n");
+    b.append("# TYPE vllm:request_success counter\n");
+    b.append("vllm:request_success_total{").append(labels).append(",finished_reason=\"length\"} ")
+        .append(num(s.finishedRequests())).append('\n');
+    histogram(b, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", s.ttft());
+    histogram(b, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", s.itl());
+    histogram(b, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", s.e2e());
+    b.append("# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n");
+    b.append("# TYPE vllm:cache_config_info gauge\n");
+    b.append("vllm:cache_config_info{").append(cacheConfigLabels).append("} 1.0\n");
+
+    gauge(b, "kvrouter_sim_up", "1 while the simulated engine process is up, 0 while crashed.", up ? 1 : 0);
+    counter(b, "kvrouter_sim_prompt_tokens_cached", "Prompt tokens served from the prefix cache (cached_tokens).",
+        s.cachedPromptTokens());
+    counter(b, "kvrouter_sim_prefill_tokens_computed",
+        "Prompt tokens whose KV was computed, recomputation after preemption included.", s.prefillTokensComputed());
+    counter(b, "kvrouter_sim_evicted_blocks", "Cached KV blocks evicted.", s.evictions());
+    gauge(b, "kvrouter_sim_cached_blocks", "KV blocks currently holding a cached prefix.", s.cachedBlocks());
+    counter(b, "kvrouter_sim_failed_requests", "Requests refused, aborted or lost in a crash.",
+        s.failedRequests());
+    counter(b, "kvrouter_sim_engine_restarts", "Engine restarts after a crash.", s.restarts());
+    counter(b, "kvrouter_sim_steps", "Engine steps executed.", s.steps());
+    counter(b, "kvrouter_sim_busy_seconds", "Simulated seconds the engine spent in steps.", s.busyNanos() / 1e9);
+    return b.toString();
+  }
+
+  private void gauge(StringBuilder b, String name, String help, double v) {
+    b.append("# HELP ").append(name).append(' ').append(help).append('\n');
+    b.append("# TYPE ").append(name).append(" gauge\n");
+    b.append(name).append('{').append(labels).append("} ").append(num(v)).append('\n');
+  }
+
+  private void counter(StringBuilder b, String name, String help, double v) {
+    b.append("# HELP ").append(name).append(' ').append(help).append('\n');
+    b.append("# TYPE ").append(name).append(" counter\n");
+    b.append(name).append("_total{").append(labels).append("} ").append(num(v)).append('\n');
+  }
+
+  private void histogram(StringBuilder b, String name, String help, Histogram h) {
+    b.append("# HELP ").append(name).append(' ').append(help).append('\n');
+    b.append("# TYPE ").append(name).append(" histogram\n");
+    double[] bounds = h.bounds();
+    long cumulative = 0;
+    for (int i = 0; i < bounds.length; i++) {
+      cumulative += h.bucket(i);
+      b.append(name).append("_bucket{").append(labels).append(",le=\"").append(num(bounds[i])).append("\"} ")
+          .append(num(cumulative)).append('\n');
+    }
+    cumulative += h.bucket(bounds.length);
+    b.append(name).append("_bucket{").append(labels).append(",le=\"+Inf\"} ").append(num(cumulative)).append('\n');
+    b.append(name).append("_count{").append(labels).append("} ").append(num(h.count())).append('\n');
+    b.append(name).append("_sum{").append(labels).append("} ").append(num(h.sum())).append('\n');
+  }
+
+  /** prometheus_client prints floats Python-style: integral values as "3.0". */
+  private static String num(double v) {
+    if (v == Math.rint(v) && Math.abs(v) < 1e15) {
+      return String.format(Locale.ROOT, "%.1f", v);
+    }
+    return Double.toString(v);
+  }
+
+  private static String escape(String v) {
+    return v.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n");
+  }
+}

@@ -1,0 +1,362 @@
+package dev.kvrouter.examples.sim.http;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.sun.net.httpserver.HttpExchange;
+import dev.kvrouter.examples.sim.engine.RequestFailure;
+import dev.kvrouter.examples.sim.engine.RequestObserver;
+import dev.kvrouter.examples.sim.engine.RequestOutcome;
+import dev.kvrouter.extproc.request.OpenAiError;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Writes one HTTP response from engine output, without holding a thread while the engine works.
+ *
+ * <p>The engine thread only appends events to a lock-free inbox and schedules a drain; drains run on the shared
+ * writer executor, at most one at a time per response (the {@code draining} flag hands the state from one drain
+ * to the next with a happens-before edge), and do the blocking socket writes. A streaming response sends its
+ * headers once the engine accepted every prompt, then one SSE chunk per generated token (the tokens of one
+ * engine step arrive together and are flushed together), then the usage chunk if asked and {@code [DONE]}. A
+ * failed write (client gone) aborts the engine requests.
+ */
+final class ResponseStream {
+
+  private static final Logger log = LoggerFactory.getLogger(ResponseStream.class);
+  private static final JsonFactory JSON = new JsonFactory();
+  private static final byte[] DATA = "data: ".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] END = "\n\n".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.US_ASCII);
+
+  private record Accepted(int choice) {}
+
+  private record Token(int choice, int tokenId, boolean last) {}
+
+  private record Finished(int choice, RequestOutcome outcome) {}
+
+  private record Failed(int choice, RequestFailure failure) {}
+
+  private final HttpExchange exchange;
+  private final ApiRequest request;
+  private final String id;
+  private final long created;
+  private final String[] engineIds;
+  private final PromptEncoder encoder;
+  private final Executor writer;
+  private final Consumer<String> abort;
+  private final String servedBy;
+  private final ConcurrentLinkedQueue<Object> inbox = new ConcurrentLinkedQueue<>();
+  private final AtomicBoolean draining = new AtomicBoolean();
+
+  // Drain state: touched only inside drain(), which the draining flag serializes.
+  private final ByteArrayOutputStream chunk = new ByteArrayOutputStream(256);
+  private final StringBuilder[] text;
+  private final boolean[] ended;
+  private OutputStream body;
+  private int accepted;
+  private int finishedCount;
+  private long promptTokens;
+  private long completionTokens;
+  private long cachedTokens;
+  private boolean done;
+
+  ResponseStream(HttpExchange exchange, ApiRequest request, String id, long created, String[] engineIds,
+      PromptEncoder encoder, Executor writer, Consumer<String> abort, String servedBy) {
+    this.exchange = exchange;
+    this.request = request;
+    this.id = id;
+    this.created = created;
+    this.engineIds = engineIds;
+    this.encoder = encoder;
+    this.writer = writer;
+    this.abort = abort;
+    this.servedBy = servedBy;
+    this.text = new StringBuilder[engineIds.length];
+    this.ended = new boolean[engineIds.length];
+    for (int i = 0; i < text.length; i++) {
+      text[i] = new StringBuilder();
+    }
+  }
+
+  /** The observer of the {@code choice}-th prompt; its callbacks run on the engine thread. */
+  RequestObserver observer(int choice) {
+    return new RequestObserver() {
+      @Override
+      public void onAccepted() {
+        post(new Accepted(choice));
+      }
+
+      @Override
+      public void onToken(int tokenId, int index, long atNanos, int cached, boolean last) {
+        post(new Token(choice, tokenId, last));
+      }
+
+      @Override
+      public void onFinished(RequestOutcome outcome) {
+        post(new Finished(choice, outcome));
+      }
+
+      @Override
+      public void onFailed(RequestFailure failure) {
+        post(new Failed(choice, failure));
+      }
+    };
+  }
+
+  private void post(Object event) {
+    inbox.add(event);
+    if (draining.compareAndSet(false, true)) {
+      try {
+        writer.execute(this::drain);
+      } catch (RuntimeException e) {
+        draining.set(false);
+        log.warn("response writer rejected work; aborting the request", e);
+        for (String engineId : engineIds) {
+          abort.accept(engineId); // idempotent in the engine; no drain state is touched here
+        }
+      }
+    }
+  }
+
+  private void drain() {
+    try {
+      Object e;
+      boolean wrote = false;
+      while ((e = inbox.poll()) != null) {
+        if (!done) {
+          wrote |= handle(e);
+        }
+      }
+      if (wrote && body != null && !done) {
+        body.flush();
+      }
+    } catch (IOException | RuntimeException ex) {
+      log.debug("response {} could not be written ({}); aborting", id, ex.toString());
+      finishWithAbort();
+    } finally {
+      draining.set(false);
+      if (!inbox.isEmpty() && draining.compareAndSet(false, true)) {
+        writer.execute(this::drain);
+      }
+    }
+  }
+
+  /** Handles one event; returns whether something was written to the stream. */
+  private boolean handle(Object e) throws IOException {
+    if (e instanceof Accepted) {
+      if (++accepted == engineIds.length && request.stream()) {
+        startStream();
+        return true;
+      }
+      return false;
+    }
+    if (e instanceof Token t) {
+      if (request.stream()) {
+        writeTokenChunk(t);
+        return true;
+      }
+      text[t.choice()].append(encoder.tokenText(t.tokenId()));
+      return false;
+    }
+    if (e instanceof Finished f) {
+      ended[f.choice()] = true;
+      RequestOutcome o = f.outcome();
+      promptTokens += o.promptTokens();
+      completionTokens += o.completionTokens();
+      cachedTokens += o.cachedTokens();
+      if (++finishedCount == engineIds.length) {
+        complete();
+      }
+      return request.stream();
+    }
+    Failed f = (Failed) e;
+    ended[f.choice()] = true;
+    fail(f.failure());
+    return false;
+  }
+
+  private void startStream() throws IOException {
+    exchange.getResponseHeaders().set("Content-Type", "text/event-stream; charset=utf-8");
+    exchange.getResponseHeaders().set("Cache-Control", "no-cache");
+    exchange.getResponseHeaders().set(SimHttpServer.SERVED_BY, servedBy);
+    exchange.sendResponseHeaders(200, 0);
+    body = exchange.getResponseBody();
+    if (request.chat()) {
+      for (int i = 0; i < engineIds.length; i++) {
+        JsonGenerator g = chunkStart();
+        g.writeArrayFieldStart("choices");
+        g.writeStartObject();
+        g.writeNumberField("index", i);
+        g.writeObjectFieldStart("delta");
+        g.writeStringField("role", "assistant");
+        g.writeStringField("content", "");
+        g.writeEndObject();
+        g.writeNullField("logprobs");
+        g.writeNullField("finish_reason");
+        g.writeEndObject();
+        g.writeEndArray();
+        chunkEnd(g);
+      }
+    }
+  }
+
+  private void writeTokenChunk(Token t) throws IOException {
+    JsonGenerator g = chunkStart();
+    g.writeArrayFieldStart("choices");
+    g.writeStartObject();
+    g.writeNumberField("index", t.choice());
+    String s = encoder.tokenText(t.tokenId());
+    if (request.chat()) {
+      g.writeObjectFieldStart("delta");
+      g.writeStringField("content", s);
+      g.writeEndObject();
+      g.writeNullField("logprobs");
+    } else {
+      g.writeStringField("text", s);
+      g.writeNullField("logprobs");
+    }
+    if (t.last()) {
+      g.writeStringField("finish_reason", "length");
+    } else {
+      g.writeNullField("finish_reason");
+    }
+    g.writeNullField("stop_reason");
+    g.writeEndObject();
+    g.writeEndArray();
+    chunkEnd(g);
+  }
+
+  private void complete() throws IOException {
+    done = true;
+    if (request.stream()) {
+      if (request.includeUsage()) {
+        JsonGenerator g = chunkStart();
+        g.writeArrayFieldStart("choices");
+        g.writeEndArray();
+        usage(g);
+        chunkEnd(g);
+      }
+      body.write(DONE);
+      body.flush();
+      exchange.close();
+      return;
+    }
+    chunk.reset();
+    try (JsonGenerator g = JSON.createGenerator(chunk)) {
+      g.writeStartObject();
+      g.writeStringField("id", id);
+      g.writeStringField("object", request.chat() ? "chat.completion" : "text_completion");
+      g.writeNumberField("created", created);
+      g.writeStringField("model", request.model());
+      g.writeArrayFieldStart("choices");
+      for (int i = 0; i < engineIds.length; i++) {
+        g.writeStartObject();
+        g.writeNumberField("index", i);
+        if (request.chat()) {
+          g.writeObjectFieldStart("message");
+          g.writeStringField("role", "assistant");
+          g.writeStringField("content", text[i].toString());
+          g.writeEndObject();
+        } else {
+          g.writeStringField("text", text[i].toString());
+        }
+        g.writeNullField("logprobs");
+        g.writeStringField("finish_reason", "length");
+        g.writeNullField("stop_reason");
+        g.writeEndObject();
+      }
+      g.writeEndArray();
+      usage(g);
+      g.writeEndObject();
+    }
+    byte[] bytes = chunk.toByteArray();
+    exchange.getResponseHeaders().set("Content-Type", "application/json");
+    exchange.getResponseHeaders().set(SimHttpServer.SERVED_BY, servedBy);
+    exchange.sendResponseHeaders(200, bytes.length);
+    try (OutputStream out = exchange.getResponseBody()) {
+      out.write(bytes);
+    }
+    exchange.close();
+  }
+
+  private void usage(JsonGenerator g) throws IOException {
+    g.writeObjectFieldStart("usage");
+    g.writeNumberField("prompt_tokens", promptTokens);
+    g.writeNumberField("total_tokens", promptTokens + completionTokens);
+    g.writeNumberField("completion_tokens", completionTokens);
+    g.writeObjectFieldStart("prompt_tokens_details");
+    g.writeNumberField("cached_tokens", cachedTokens);
+    g.writeEndObject();
+    g.writeEndObject();
+  }
+
+  private void fail(RequestFailure failure) throws IOException {
+    done = true;
+    abortRemaining();
+    OpenAiError error = error(failure);
+    if (body == null) {
+      SimHttpServer.sendError(exchange, error, servedBy);
+      return;
+    }
+    // Headers are out: report the failure in the stream, as vLLM does, then end it.
+    byte[] json = error.toJson().getBytes(StandardCharsets.UTF_8);
+    body.write(DATA);
+    body.write(json);
+    body.write(END);
+    body.write(DONE);
+    body.flush();
+    exchange.close();
+  }
+
+  private static OpenAiError error(RequestFailure f) {
+    return switch (f.kind()) {
+      case INVALID -> OpenAiError.badRequest(f.message());
+      case OVERLOADED -> new OpenAiError(503, "server_error", "server_overloaded", f.message(), null);
+      case UNAVAILABLE -> new OpenAiError(503, "server_error", "engine_unavailable", f.message(), null);
+      case ENGINE_DEAD -> new OpenAiError(500, "server_error", "engine_dead", f.message(), null);
+      case ABORTED -> new OpenAiError(499, "server_error", "aborted", f.message(), null);
+    };
+  }
+
+  private void finishWithAbort() {
+    done = true;
+    abortRemaining();
+    exchange.close();
+  }
+
+  private void abortRemaining() {
+    for (int i = 0; i < engineIds.length; i++) {
+      if (!ended[i]) {
+        ended[i] = true;
+        abort.accept(engineIds[i]);
+      }
+    }
+  }
+
+  private JsonGenerator chunkStart() throws IOException {
+    chunk.reset();
+    JsonGenerator g = JSON.createGenerator(chunk);
+    g.writeStartObject();
+    g.writeStringField("id", id);
+    g.writeStringField("object", request.chat() ? "chat.completion.chunk" : "text_completion");
+    g.writeNumberField("created", created);
+    g.writeStringField("model", request.model());
+    return g;
+  }
+
+  private void chunkEnd(JsonGenerator g) throws IOException {
+    g.writeEndObject();
+    g.close();
+    body.write(DATA);
+    chunk.writeTo(body);
+    body.write(END);
+  }
+}

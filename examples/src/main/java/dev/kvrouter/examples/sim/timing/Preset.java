@@ -1,0 +1,61 @@
+package dev.kvrouter.examples.sim.timing;
+
+import java.util.Objects;
+
+/**
+ * A model on a GPU as vLLM would serve it: the timing model and the KV capacity that follow from them.
+ *
+ * <p>KV capacity follows vLLM's own accounting: of {@code gpuMemoryUtilization * memory}, the weights and the
+ * profiled non-KV memory (activations at {@code max_num_batched_tokens}, CUDA graphs, non-torch allocations)
+ * are taken away and the rest is cut into blocks of {@code blockSize * kvBytesPerToken}.
+ *
+ * @param id the name used on the command line, e.g. {@code llama3.1-8b-h100}
+ * @param model the model
+ * @param gpu the GPU (one per worker: tensor parallel 1)
+ * @param mfu see {@link RooflineTimingModel}
+ * @param bandwidthEfficiency see {@link RooflineTimingModel}
+ * @param overheadNanos see {@link RooflineTimingModel}
+ * @param gpuMemoryUtilization vLLM's {@code --gpu-memory-utilization} (default 0.9)
+ * @param nonKvOverheadBytes memory vLLM's profiling run reserves besides weights and KV
+ */
+public record Preset(
+    String id,
+    ModelSpec model,
+    GpuSpec gpu,
+    double mfu,
+    double bandwidthEfficiency,
+    long overheadNanos,
+    double gpuMemoryUtilization,
+    long nonKvOverheadBytes) {
+
+  public Preset {
+    Objects.requireNonNull(id, "id");
+    Objects.requireNonNull(model, "model");
+    Objects.requireNonNull(gpu, "gpu");
+    if (!(gpuMemoryUtilization > 0 && gpuMemoryUtilization <= 1)) {
+      throw new IllegalArgumentException("gpuMemoryUtilization must be in (0, 1]");
+    }
+  }
+
+  public RooflineTimingModel timingModel() {
+    return new RooflineTimingModel(model, gpu, mfu, bandwidthEfficiency, overheadNanos);
+  }
+
+  /** Bytes left for the KV cache after weights and profiled overhead. */
+  public long kvCacheBytes() {
+    return (long) (gpu.memoryBytes() * gpuMemoryUtilization) - model.weightBytes() - nonKvOverheadBytes;
+  }
+
+  /** vLLM's {@code num_gpu_blocks} for this block size (including the one null block vLLM reserves). */
+  public int numGpuBlocks(int blockSize) {
+    if (blockSize <= 0) {
+      throw new IllegalArgumentException("blockSize must be positive");
+    }
+    long perBlock = (long) blockSize * model.kvBytesPerToken();
+    long blocks = kvCacheBytes() / perBlock;
+    if (blocks < 2) {
+      throw new IllegalStateException("preset " + id + " leaves no room for a KV cache");
+    }
+    return (int) Math.min(Integer.MAX_VALUE, blocks);
+  }
+}

@@ -1,0 +1,77 @@
+package dev.kvrouter.examples.sim.timing;
+
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+
+/**
+ * The calibrated presets. Sources of every figure are in {@code docs/simulator.md}; in short, model shapes are
+ * the models' {@code config.json}, GPU figures their NVIDIA datasheets, and the efficiency factors are fitted to
+ * published single-request vLLM decode latencies of Llama-3.1-8B on H100 and A100.
+ */
+public final class Presets {
+
+  private static final long GIB = 1L << 30;
+  private static final long MIB = 1L << 20;
+
+  /** meta-llama/Llama-3.1-8B-Instruct, BF16. */
+  public static final ModelSpec LLAMA_3_1_8B = new ModelSpec("meta-llama/Llama-3.1-8B-Instruct",
+      32, 4096, 32, 8, 128, 14336, 128256, false, 2, 2, 131072);
+
+  /** Qwen/Qwen3-8B, BF16. */
+  public static final ModelSpec QWEN3_8B = new ModelSpec("Qwen/Qwen3-8B",
+      36, 4096, 32, 8, 128, 12288, 151936, false, 2, 2, 40960);
+
+  /** H100 SXM5 80GB: 989.4 TFLOP/s dense BF16, 3.35 TB/s HBM3, 81,559 MiB as CUDA reports it. */
+  public static final GpuSpec H100_SXM = new GpuSpec("NVIDIA H100 80GB HBM3", 989.4e12, 3.35e12, 81559 * MIB);
+
+  /** A100 SXM4 80GB: 312 TFLOP/s dense BF16, 2.039 TB/s HBM2e, 81,920 MiB. */
+  public static final GpuSpec A100_SXM_80G = new GpuSpec("NVIDIA A100-SXM4-80GB", 312e12, 2.039e12, 81920 * MIB);
+
+  /** A100 SXM4 40GB: 312 TFLOP/s dense BF16, 1.555 TB/s HBM2, 40,960 MiB (used for calibration). */
+  public static final GpuSpec A100_SXM_40G = new GpuSpec("NVIDIA A100-SXM4-40GB", 312e12, 1.555e12, 40960 * MIB);
+
+  /** Achieved fraction of peak FLOP/s in prefill (assumed; see docs). */
+  public static final double MFU = 0.5;
+  /** Achieved fraction of HBM bandwidth in decode (fitted). */
+  public static final double BANDWIDTH_EFFICIENCY = 0.8;
+  /** Fixed per-step overhead (fitted). */
+  public static final long STEP_OVERHEAD_NANOS = 500_000;
+  /** vLLM's default {@code --gpu-memory-utilization}. */
+  public static final double GPU_MEMORY_UTILIZATION = 0.9;
+  /** Activations, CUDA graphs and non-torch memory that vLLM's profiling reserves (assumed; see docs). */
+  public static final long NON_KV_OVERHEAD = 5 * GIB / 2;
+
+  public static final Preset LLAMA_3_1_8B_H100 = preset("llama3.1-8b-h100", LLAMA_3_1_8B, H100_SXM);
+  public static final Preset LLAMA_3_1_8B_A100 = preset("llama3.1-8b-a100", LLAMA_3_1_8B, A100_SXM_80G);
+  public static final Preset LLAMA_3_1_8B_A100_40G = preset("llama3.1-8b-a100-40g", LLAMA_3_1_8B, A100_SXM_40G);
+  public static final Preset QWEN3_8B_H100 = preset("qwen3-8b-h100", QWEN3_8B, H100_SXM);
+
+  /** The preset used when none is named. */
+  public static final Preset DEFAULT = LLAMA_3_1_8B_H100;
+
+  private static final Map<String, Preset> BY_ID = List.of(LLAMA_3_1_8B_H100, LLAMA_3_1_8B_A100,
+      LLAMA_3_1_8B_A100_40G, QWEN3_8B_H100).stream().collect(Collectors.toMap(Preset::id, Function.identity()));
+
+  private Presets() {}
+
+  private static Preset preset(String id, ModelSpec m, GpuSpec g) {
+    return new Preset(id, m, g, MFU, BANDWIDTH_EFFICIENCY, STEP_OVERHEAD_NANOS, GPU_MEMORY_UTILIZATION,
+        NON_KV_OVERHEAD);
+  }
+
+  /** The preset named {@code id} (case-insensitive). */
+  public static Preset byId(String id) {
+    Preset p = BY_ID.get(id.toLowerCase(Locale.ROOT));
+    if (p == null) {
+      throw new IllegalArgumentException("unknown preset '" + id + "'; known: " + BY_ID.keySet());
+    }
+    return p;
+  }
+
+  public static List<Preset> all() {
+    return List.copyOf(BY_ID.values());
+  }
+}

@@ -1,0 +1,61 @@
+package dev.kvrouter.examples.sim.timing;
+
+import java.util.Objects;
+
+/**
+ * A roofline step-time model: a step is as slow as the slower of its compute and its memory traffic, plus a
+ * fixed per-step overhead (scheduling, kernel launches, sampling on the host).
+ *
+ * <pre>
+ *   flops = 2 * linearParams * newTokens            (projections and MLP, every new token)
+ *         + 2 * lmHeadParams * sampledSeqs          (logits, one row per sampling request)
+ *         + 4 * layers * queryHeads * headDim * attentionPairs   (QK^T and PV)
+ *   bytes = weightBytes                              (every step reads all weights once)
+ *         + kvBytesPerToken * (kvTokensRead + newTokens)         (attention reads context, writes new KV)
+ *   step  = overhead + max(flops / (peakFlops * mfu), bytes / (bandwidth * bandwidthEfficiency))
+ * </pre>
+ *
+ * <p>Prefill is compute-bound (thousands of tokens share one weight read); decode is bandwidth-bound (weights
+ * plus every running request's KV are read to produce one token each). The efficiency factors and the
+ * calibration against published measurements are in {@code docs/simulator.md}.
+ *
+ * @param model the model shape
+ * @param gpu the GPU roofline
+ * @param mfu achieved fraction of peak FLOP/s on compute-bound steps
+ * @param bandwidthEfficiency achieved fraction of HBM bandwidth on memory-bound steps
+ * @param overheadNanos fixed cost of a non-empty step
+ */
+public record RooflineTimingModel(ModelSpec model, GpuSpec gpu, double mfu, double bandwidthEfficiency,
+    long overheadNanos) implements TimingModel {
+
+  public RooflineTimingModel {
+    Objects.requireNonNull(model, "model");
+    Objects.requireNonNull(gpu, "gpu");
+    if (!(mfu > 0 && mfu <= 1) || !(bandwidthEfficiency > 0 && bandwidthEfficiency <= 1) || overheadNanos < 0) {
+      throw new IllegalArgumentException("efficiencies must be in (0, 1] and overhead >= 0");
+    }
+  }
+
+  @Override
+  public long stepNanos(StepWork w) {
+    if (w.newTokens() <= 0) {
+      return 0;
+    }
+    double flops = 2.0 * model.linearParams() * w.newTokens()
+        + 2.0 * model.lmHeadParams() * w.sampledSeqs()
+        + 4.0 * model.layers() * model.queryHeads() * model.headDim() * w.attentionPairs();
+    double bytes = model.weightBytes()
+        + (double) model.kvBytesPerToken() * (w.kvTokensRead() + w.newTokens());
+    double compute = flops / (gpu.peakFlops() * mfu);
+    double memory = bytes / (gpu.memoryBandwidth() * bandwidthEfficiency);
+    return overheadNanos + (long) Math.ceil(Math.max(compute, memory) * 1e9);
+  }
+
+  /** The step time scaled by {@code factor} (a slowed-down worker); used by fault injection. */
+  public static TimingModel scaled(TimingModel base, double factor) {
+    if (!(factor > 0)) {
+      throw new IllegalArgumentException("slowdown factor must be positive, was " + factor);
+    }
+    return w -> (long) Math.ceil(base.stepNanos(w) * factor);
+  }
+}

@@ -1,0 +1,77 @@
+package dev.kvrouter.examples.workload;
+
+import dev.kvrouter.index.block.BlockHasher;
+import java.util.List;
+import java.util.function.Function;
+
+/**
+ * The reuse a workload offers at a KV block size: replay every prompt in arrival order into one worker with an
+ * infinite prefix cache and count what it would have found. No router can serve more from cache than this.
+ *
+ * <ul>
+ *   <li>{@link #blockShare()}: the share of full prompt blocks whose whole prefix (block and everything before
+ *       it, the same chained identity the router uses) was already seen earlier in the workload;
+ *   <li>{@link #tokenShare()}: the share of all prompt tokens an engine would serve from that cache, under
+ *       vLLM's rule that the last prompt token is always computed (a prompt of n tokens can hit at most
+ *       {@code floor((n-1)/B)} blocks). This is the figure to hold against
+ *       {@code sum(cached_tokens) / sum(prompt_tokens)} measured on the workers.
+ * </ul>
+ *
+ * Requests arriving at the same instant count in workload order, so of N siblings the first misses and the rest
+ * hit: an upper bound, since an engine computing the first may not have cached it when the others arrive.
+ *
+ * @param blockSize KV block size in tokens
+ * @param requests requests replayed
+ * @param promptTokens sum of prompt lengths
+ * @param fullBlocks sum over requests of {@code floor(n/B)}
+ * @param reusedBlocks full blocks already seen earlier
+ * @param cacheableHitTokens tokens an infinite cache would serve, after the last-token rule
+ * @param uniqueBlocks distinct blocks in the workload (the cache an ideal single worker would need)
+ */
+public record IdealReuse(int blockSize, long requests, long promptTokens, long fullBlocks, long reusedBlocks,
+    long cacheableHitTokens, long uniqueBlocks) {
+
+  public double blockShare() {
+    return fullBlocks == 0 ? 0 : reusedBlocks / (double) fullBlocks;
+  }
+
+  public double tokenShare() {
+    return promptTokens == 0 ? 0 : cacheableHitTokens / (double) promptTokens;
+  }
+
+  /** Computes the ideal reuse of prompts given as token arrays, in the list's order. */
+  public static IdealReuse compute(List<WorkloadRequest> requests, Function<WorkloadRequest, int[]> tokens,
+      int blockSize) {
+    if (blockSize <= 0) {
+      throw new IllegalArgumentException("blockSize must be positive, was " + blockSize);
+    }
+    LongHashSet seen = new LongHashSet(1 << 16);
+    long prompt = 0;
+    long full = 0;
+    long reused = 0;
+    long hitTokens = 0;
+    long[] hashes = new long[0];
+    for (WorkloadRequest r : requests) {
+      int[] t = tokens.apply(r);
+      int blocks = t.length / blockSize;
+      if (hashes.length < blocks) {
+        hashes = new long[Math.max(blocks, hashes.length * 2)];
+      }
+      BlockHasher.hashFullBlocks(BlockHasher.CHAIN_SEED, t, t.length, blockSize, hashes);
+      // chained identity: a seen block implies its whole prefix was seen, so hits are a leading run
+      int lead = 0;
+      while (lead < blocks && seen.contains(hashes[lead])) {
+        lead++;
+      }
+      for (int b = lead; b < blocks; b++) {
+        seen.add(hashes[b]);
+      }
+      prompt += t.length;
+      full += blocks;
+      reused += lead;
+      int cacheable = t.length == 0 ? 0 : (t.length - 1) / blockSize;
+      hitTokens += (long) Math.min(lead, cacheable) * blockSize;
+    }
+    return new IdealReuse(blockSize, requests.size(), prompt, full, reused, hitTokens, seen.size());
+  }
+}

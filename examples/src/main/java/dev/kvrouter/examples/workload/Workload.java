@@ -1,0 +1,163 @@
+package dev.kvrouter.examples.workload;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+
+/**
+ * A fixed list of requests in arrival order, built deterministically from a seed by a generator
+ * ({@link WorkloadCatalog}). Immutable and safe to share between threads; token ids and chat text are rendered
+ * on demand, and the ideal reuse is computed once per block size.
+ */
+public final class Workload {
+
+  /** Role ids standing in for chat-template markers in {@link #promptTokens} of chat prompts. */
+  private static final Map<String, Integer> ROLE_MARKERS = Map.of("system", 1, "user", 2, "assistant", 3);
+  private static final int OTHER_ROLE_MARKER = 4;
+  private static final int END_OF_MESSAGE = 5;
+
+  private final String name;
+  private final Map<String, Object> params;
+  private final TokenSpace tokenSpace;
+  private final List<WorkloadRequest> requests;
+  private final Map<Integer, IdealReuse> idealByBlockSize = new ConcurrentHashMap<>();
+
+  /**
+   * @param name what the workload is, e.g. {@code system-prompt}
+   * @param params every effective parameter, defaults included, so a report can rebuild it
+   * @param requests the requests; sorted here by arrival (stable), then renumbered
+   */
+  public Workload(String name, Map<String, Object> params, TokenSpace tokenSpace, List<WorkloadRequest> requests) {
+    this.name = Objects.requireNonNull(name, "name");
+    this.params = Collections.unmodifiableMap(new LinkedHashMap<>(params));
+    this.tokenSpace = Objects.requireNonNull(tokenSpace, "tokenSpace");
+    List<WorkloadRequest> sorted = new ArrayList<>(requests);
+    sorted.sort(Comparator.comparingLong(WorkloadRequest::arrivalMicros));
+    List<WorkloadRequest> numbered = new ArrayList<>(sorted.size());
+    for (int i = 0; i < sorted.size(); i++) {
+      WorkloadRequest r = sorted.get(i);
+      numbered.add(r.index() == i ? r : r.withIndex(i, r.arrivalMicros()));
+    }
+    this.requests = List.copyOf(numbered);
+  }
+
+  public String name() {
+    return name;
+  }
+
+  public Map<String, Object> params() {
+    return params;
+  }
+
+  public TokenSpace tokenSpace() {
+    return tokenSpace;
+  }
+
+  public List<WorkloadRequest> requests() {
+    return requests;
+  }
+
+  public int size() {
+    return requests.size();
+  }
+
+  /** Arrival of the last request. */
+  public long spanMicros() {
+    return requests.isEmpty() ? 0 : requests.get(requests.size() - 1).arrivalMicros();
+  }
+
+  /**
+   * The prompt as token ids. Exact for {@link Prompt.Format#TOKENS} prompts (what is sent). For chat prompts,
+   * a stand-in for the templated prompt: per message a role marker, the segment tokens and an end marker
+   * (ids below 8, outside the {@link TokenSpace}); it shares exactly what the rendered messages share, up to
+   * the few template tokens per message, and is what {@link #idealReuse(int)} uses for chat workloads.
+   */
+  public int[] promptTokens(WorkloadRequest r) {
+    Prompt p = r.prompt();
+    boolean chat = p.format() == Prompt.Format.CHAT;
+    int n = p.contentLength() + (chat ? 2 * p.messages().size() : 0);
+    int[] t = new int[n];
+    int off = 0;
+    for (Message m : p.messages()) {
+      if (chat) {
+        t[off++] = ROLE_MARKERS.getOrDefault(m.role(), OTHER_ROLE_MARKER);
+      }
+      for (Segment s : m.segments()) {
+        off = tokenSpace.fill(s, t, off);
+      }
+      if (chat) {
+        t[off++] = END_OF_MESSAGE;
+      }
+    }
+    return t;
+  }
+
+  /** The chat messages of a chat prompt, text rendered by {@link ChatText}. */
+  public List<ChatMessage> chatMessages(WorkloadRequest r) {
+    if (r.prompt().format() != Prompt.Format.CHAT) {
+      throw new IllegalArgumentException(r.id() + " is a token prompt, not chat");
+    }
+    List<ChatMessage> out = new ArrayList<>(r.prompt().messages().size());
+    for (Message m : r.prompt().messages()) {
+      out.add(new ChatMessage(m.role(), ChatText.render(m.segments(), tokenSpace)));
+    }
+    return out;
+  }
+
+  /** Ideal reuse at {@code blockSize}, over {@link #promptTokens}; computed once per block size. */
+  public IdealReuse idealReuse(int blockSize) {
+    return idealByBlockSize.computeIfAbsent(blockSize, b -> IdealReuse.compute(requests, this::promptTokens, b));
+  }
+
+  /**
+   * Ideal reuse over token ids from elsewhere, e.g. the model's real chat template and tokenizer, for an exact
+   * figure on chat workloads.
+   */
+  public IdealReuse idealReuse(int blockSize, Function<WorkloadRequest, int[]> tokenizer) {
+    return IdealReuse.compute(requests, tokenizer, blockSize);
+  }
+
+  /** Sum of content tokens over all prompts. */
+  public long contentTokens() {
+    long n = 0;
+    for (WorkloadRequest r : requests) {
+      n += r.prompt().contentLength();
+    }
+    return n;
+  }
+
+  /** The first {@code n} requests (all if {@code n <= 0} or larger than the workload). */
+  public Workload head(int n) {
+    if (n <= 0 || n >= requests.size()) {
+      return this;
+    }
+    Map<String, Object> p = new LinkedHashMap<>(params);
+    p.put("head", n);
+    return new Workload(name, p, tokenSpace, requests.subList(0, n));
+  }
+
+  /** The requests arriving before {@code maxArrivalMicros} (all if none is later). */
+  public Workload until(long maxArrivalMicros) {
+    int n = 0;
+    while (n < requests.size() && requests.get(n).arrivalMicros() < maxArrivalMicros) {
+      n++;
+    }
+    if (n == requests.size()) {
+      return this;
+    }
+    Map<String, Object> p = new LinkedHashMap<>(params);
+    p.put("until_us", maxArrivalMicros);
+    return new Workload(name, p, tokenSpace, requests.subList(0, n));
+  }
+
+  @Override
+  public String toString() {
+    return name + params + " (" + requests.size() + " requests)";
+  }
+}

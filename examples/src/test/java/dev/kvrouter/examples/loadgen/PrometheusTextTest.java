@@ -1,0 +1,53 @@
+package dev.kvrouter.examples.loadgen;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class PrometheusTextTest {
+
+  @Test
+  void sumsSeriesPerSampleNameAndSkipsCommentsAndJunk() {
+    String text = """
+        # HELP vllm:prompt_tokens Number of prefill tokens processed.
+        # TYPE vllm:prompt_tokens counter
+        vllm:prompt_tokens_total{engine="0",model_name="m"} 1200.0
+        vllm:prompt_tokens_total{engine="1",model_name="a \\"quoted} name"} 34.5
+        vllm:prefix_cache_hits_total 7 1712345678000
+        vllm:e2e_request_latency_seconds_bucket{le="+Inf"} 3.0
+        vllm:weird{le="x"} +Inf
+        garbage line without value
+        vllm:num_requests_running{engine="0"}   2.0
+        """;
+    Map<String, Double> s = PrometheusText.sums(text);
+    assertThat(s).containsEntry("vllm:prompt_tokens_total", 1234.5)
+        .containsEntry("vllm:prefix_cache_hits_total", 7.0)
+        .containsEntry("vllm:e2e_request_latency_seconds_bucket", 3.0)
+        .containsEntry("vllm:weird", Double.POSITIVE_INFINITY)
+        .containsEntry("vllm:num_requests_running", 2.0)
+        .doesNotContainKey("garbage");
+  }
+
+  @Test
+  void readsCountersUnderCurrentAndOlderVllmNames() {
+    var c = WorkerMetrics.counters(PrometheusText.sums("""
+        vllm:prompt_tokens_total 100
+        vllm:gpu_prefix_cache_hits_total 40
+        vllm:gpu_prefix_cache_queries_total 90
+        """));
+    assertThat(c.promptTokens()).isEqualTo(100);
+    assertThat(c.prefixCacheHits()).isEqualTo(40);
+    assertThat(c.prefixCacheQueries()).isEqualTo(90);
+    assertThat(c.computedPrefillTokens()).isEqualTo(60);
+    assertThat(c.simPrefillComputed()).isNaN();
+    var sim = WorkerMetrics.counters(PrometheusText.sums("""
+        vllm:prompt_tokens_total 100
+        vllm:prefix_cache_hits_total 50
+        kvrouter_sim_prefill_tokens_computed_total 70
+        kvrouter_sim_prompt_tokens_cached_total 45
+        """));
+    assertThat(sim.computedPrefillTokens()).isEqualTo(70);
+    assertThat(sim.cachedPromptTokens()).isEqualTo(45);
+  }
+}

@@ -1,0 +1,122 @@
+package dev.kvrouter.examples.report;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import dev.kvrouter.examples.workload.IdealReuse;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class PolicyResultTest {
+
+  private static final IdealReuse IDEAL = new IdealReuse(16, 7, 7000, 430, 280, 4000, 150); // 4000/7000 tokens
+
+  @Test
+  void countsLatencyAndThroughput() {
+    PolicyResult p = PolicyResult.summarize(RunDataFixtures.run("x", 40, 500), IDEAL);
+    assertThat(p.counts()).isEqualTo(new PolicyResult.Counts(7, 6, 6, 1, 1, 0, 4));
+    assertThat(p.errors()).containsExactly(Map.entry("overflow", 1L));
+    assertThat(p.ttftMs().count()).isEqualTo(6);
+    assertThat(p.ttftMs().p50()).isCloseTo(40, within(0.05));
+    assertThat(p.e2eMs().p99()).isCloseTo(120, within(0.1));
+    // (e2e - ttft) / (completion - 1) = (120 - 40) / 10 ms
+    assertThat(p.tpotMs().p50()).isCloseTo(8, within(0.01));
+    assertThat(p.itlMs().count()).isEqualTo(50);
+    assertThat(p.sendLagMs().p50()).isCloseTo(0.1, within(0.001));
+    assertThat(p.durationSeconds()).isEqualTo(2.0);
+    assertThat(p.throughput().requestsPerSecond()).isEqualTo(3.0);
+    assertThat(p.throughput().outputTokensPerSecond()).isEqualTo(33.0);
+    assertThat(p.throughput().promptTokensPerSecond()).isEqualTo(3000.0);
+    assertThat(p.notes()).containsExactly("a note");
+  }
+
+  @Test
+  void cacheFiguresComeFromTheWorkersTruthBesideTheIdeal() {
+    PolicyResult p = PolicyResult.summarize(RunDataFixtures.run("x", 40, 500), IDEAL);
+    PolicyResult.Cache c = p.cache();
+    assertThat(c.source()).isEqualTo("sim");
+    assertThat(c.promptTokens()).isEqualTo(6000);
+    assertThat(c.cachedTokens()).isEqualTo(3000);
+    assertThat(c.computedTokens()).isEqualTo(3000);
+    assertThat(c.servedShare()).isEqualTo(0.5);
+    assertThat(c.idealShare()).isEqualTo(0.5714);
+    assertThat(c.servedVsIdeal()).isEqualTo(0.875);
+    assertThat(c.hitRate()).isEqualTo(0.5);
+    assertThat(c.usagePromptTokens()).isEqualTo(6000);
+    assertThat(c.usageCachedTokens()).isEqualTo(3000);
+    assertThat(c.usageResponses()).isEqualTo(6);
+  }
+
+  @Test
+  void withoutScrapesTheUsageIsTheSource() {
+    RunData r = RunDataFixtures.run("x", 40, 250);
+    RunData bare = new RunData("x", r.workers(), r.requests(), r.itlMicros(), r.durationMicros(), Map.of(), List.of(),
+        250_000, null, null, -1, null, 1, List.of());
+    PolicyResult p = PolicyResult.summarize(bare, IDEAL);
+    assertThat(p.cache().source()).isEqualTo("usage");
+    assertThat(p.cache().servedShare()).isEqualTo(0.25);
+    assertThat(p.cache().hitRate()).isNull();
+    assertThat(p.balance().prefillImbalance()).isNull();
+    assertThat(p.balance().meanLoadImbalance()).isNull();
+    assertThat(p.router()).isNull();
+  }
+
+  @Test
+  void imbalanceIsMaxOverMean() {
+    PolicyResult p = PolicyResult.summarize(RunDataFixtures.run("x", 40, 500), IDEAL);
+    // requests a=3 b=2 c=1: mean 2, max 3
+    assertThat(p.balance().requests()).containsExactly(Map.entry("a", 3L), Map.entry("b", 2L), Map.entry("c", 1L));
+    assertThat(p.balance().requestImbalance()).isEqualTo(1.5);
+    assertThat(p.balance().computedPrefillTokens()).containsEntry("a", 1500L);
+    assertThat(p.balance().prefillImbalance()).isEqualTo(1.5);
+    // ticks: (4, 0, 0) -> 3.0; (1, 1, 1) -> 1.0; (0, -, -) has no load and does not count
+    assertThat(p.balance().meanLoadImbalance()).isEqualTo(2.0);
+    assertThat(PolicyResult.imbalance(List.of(0, 0))).isEqualTo(1.0);
+    assertThat(PolicyResult.imbalance(List.of(5, 0, 0, 0, 0))).isEqualTo(5.0);
+  }
+
+  @Test
+  void workersThatServedNothingCount() {
+    RunData r = RunDataFixtures.run("x", 40, 500);
+    RunData wider = new RunData("x", List.of("a", "b", "c", "d"), r.requests(), r.itlMicros(), r.durationMicros(),
+        r.counters(), r.load(), r.loadIntervalMicros(), null, null, -1, null, 1, List.of());
+    PolicyResult p = PolicyResult.summarize(wider, IDEAL);
+    assertThat(p.balance().requests()).containsEntry("d", 0L);
+    assertThat(p.balance().requestImbalance()).isEqualTo(2.0); // 3 / (6 / 4)
+  }
+
+  @Test
+  void routerCostFromSnapshots() {
+    PolicyResult.RouterCost c = PolicyResult.summarize(RunDataFixtures.run("x", 40, 500), IDEAL).router();
+    assertThat(c.cpuSeconds()).isEqualTo(0.6);
+    assertThat(c.cpuMicrosPerRequest()).isEqualTo(100_000.0);
+    assertThat(c.peakHeapBytes()).isEqualTo(20_000_000L);
+    assertThat(c.heapUsedAfterBytes()).isEqualTo(12_000_000L);
+    assertThat(c.rssAfterBytes()).isEqualTo(60_000_000L);
+    assertThat(c.decisions().p99Micros()).isEqualTo(400);
+  }
+
+  @Test
+  void ttftCdfIsMonotone() {
+    List<double[]> cdf = PolicyResult.summarize(RunDataFixtures.run("x", 40, 500), IDEAL).ttftCdf();
+    assertThat(cdf).hasSize(103);
+    for (int i = 1; i < cdf.size(); i++) {
+      assertThat(cdf.get(i)[0]).isGreaterThanOrEqualTo(cdf.get(i - 1)[0]);
+      assertThat(cdf.get(i)[1]).isGreaterThan(cdf.get(i - 1)[1]);
+    }
+    assertThat(cdf.get(cdf.size() - 1)[1]).isEqualTo(1.0);
+  }
+
+  @Test
+  void countersDeltaHandlesResets() {
+    WorkerCounters before = new WorkerCounters(100, 10, 100, 5, 1, Double.NaN, Double.NaN);
+    WorkerCounters after = new WorkerCounters(150, 30, 160, 2, 3, 7, Double.NaN);
+    WorkerCounters d = after.minus(before);
+    assertThat(d.promptTokens()).isEqualTo(50);
+    assertThat(d.prefixCacheHits()).isEqualTo(20);
+    assertThat(d.generationTokens()).isEqualTo(2); // went down: restarted, count from zero
+    assertThat(d.simPrefillComputed()).isEqualTo(7);
+    assertThat(d.simPromptTokensCached()).isNaN();
+  }
+}

@@ -1,0 +1,107 @@
+package dev.kvrouter.examples.report;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.kvrouter.examples.workload.Workload;
+import dev.kvrouter.examples.workload.WorkloadCatalog;
+import java.awt.image.BufferedImage;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import javax.imageio.ImageIO;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class ReportRenderingTest {
+
+  static AbReport report() {
+    List<WorkloadResult> sections = new ArrayList<>();
+    for (String spec : List.of("system-prompt:count=20", "unique:count=20")) {
+      Workload w = WorkloadCatalog.create(spec);
+      var ideal = w.idealReuse(16);
+      List<PolicyResult> results = List.of(
+          PolicyResult.summarize(RunDataFixtures.run("kv_aware", 20, 600), ideal),
+          PolicyResult.summarize(RunDataFixtures.run("round_robin", 40, 100), ideal),
+          PolicyResult.summarize(RunDataFixtures.run("least_load", 30, 100), ideal));
+      sections.add(WorkloadResult.of(spec, w, ideal, results));
+    }
+    return new AbReport(AbReport.SCHEMA, "2026-01-01T00:00:00Z", Map.of("command", "AbRunner --test"), "kv_aware",
+        "round_robin", sections);
+  }
+
+  @Test
+  void jsonHoldsEveryFigureAndTheIdealBesideEachResult(@TempDir Path dir) throws Exception {
+    AbReport report = report();
+    Path file = dir.resolve("r/report.json");
+    ReportJson.write(report, file);
+    JsonNode root = new ObjectMapper().readTree(file.toFile());
+    assertThat(root.path("schema").asText()).isEqualTo("kvrouter.ab-report/1");
+    assertThat(root.path("ours").asText()).isEqualTo("kv_aware");
+    JsonNode w = root.path("workloads").get(0);
+    for (String f : List.of("spec", "name", "params", "requests", "contentTokens", "spanSeconds", "idealTokenShare",
+        "idealBlockShare", "ideal", "results")) {
+      assertThat(w.has(f)).as(f).isTrue();
+    }
+    assertThat(w.path("params").path("count").asInt()).isEqualTo(20);
+    JsonNode r = w.path("results").get(0);
+    for (String f : List.of("policy", "counts", "errors", "durationSeconds", "throughput", "ttftMs", "itlMs", "tpotMs",
+        "e2eMs", "sendLagMs", "cache", "balance", "router", "ttftCdf", "load", "notes")) {
+      assertThat(r.has(f)).as(f).isTrue();
+    }
+    for (String f : List.of("p50", "p90", "p95", "p99", "mean", "max", "count")) {
+      assertThat(r.path("ttftMs").has(f)).as(f).isTrue();
+    }
+    assertThat(r.path("cache").path("idealShare").asDouble()).isEqualTo(w.path("idealTokenShare").asDouble());
+    assertThat(r.path("cache").has("servedVsIdeal")).isTrue();
+    assertThat(r.path("balance").path("requestImbalance").asDouble()).isEqualTo(1.5);
+    assertThat(r.path("router").path("cpuSeconds").asDouble()).isEqualTo(0.6);
+    assertThat(r.path("load").path("series").path("a").get(0).size()).isEqualTo(3);
+    assertThat(ReportJson.read(file).workloads().get(1).results().get(2).policy()).isEqualTo("least_load");
+  }
+
+  @Test
+  void markdownHasOneRowPerPolicyOursFirstWithRatiosAgainstTheBaseline() {
+    String md = MarkdownReport.render(report());
+    assertThat(md).contains("## `system-prompt:count=20`", "## `unique:count=20`", "AbRunner --test");
+    assertThat(md).contains("| policy | TTFT p50 | TTFT p99 | E2E p50 |");
+    String section = md.substring(md.indexOf("## `system-prompt:count=20`"), md.indexOf("## `unique:count=20`"));
+    List<String> rows = section.lines().filter(l -> l.startsWith("| ") && !l.startsWith("| policy")).toList();
+    assertThat(rows).hasSize(3);
+    assertThat(rows.get(0)).startsWith("| kv_aware (ours) | 20.0 | 20.0 | 60.0 |").contains("| 2.00x | 2.00x | 2.00x |");
+    assertThat(rows.get(1)).startsWith("| round_robin | 40.0 |").contains("| 1.00x | 1.00x | 1.00x |");
+    assertThat(rows.get(2)).startsWith("| least_load | 30.0 |").contains("| 1.33x |");
+    assertThat(rows.get(0)).contains("| 60.0% |").contains("1.50 / 1.50 / 2.00").contains("overflow 1");
+    assertThat(md).contains("## Summary").contains("| `unique:count=20` | 0.0% | 20.0 / 60.0% |");
+  }
+
+  @Test
+  void chartsAreWrittenAsNonEmptyPngs(@TempDir Path dir) throws Exception {
+    List<Path> files = ReportWriter.writeAll(report(), dir);
+    assertThat(files).extracting(p -> p.getFileName().toString()).contains("report.json", "report.md",
+        "ttft-cdf-01-system-prompt-count-20.png", "load-01-system-prompt-count-20.png",
+        "ttft-cdf-02-unique-count-20.png", "load-02-unique-count-20.png", "prefill-saved.png");
+    for (Path p : files) {
+      assertThat(Files.size(p)).as(p.toString()).isGreaterThan(500);
+      if (p.toString().endsWith(".png")) {
+        BufferedImage img = ImageIO.read(p.toFile());
+        assertThat(img).as(p.toString()).isNotNull();
+        assertThat(img.getWidth()).isEqualTo(900);
+        assertThat(distinctColours(img)).as("a chart, not a blank canvas: " + p).isGreaterThan(8);
+      }
+    }
+  }
+
+  private static int distinctColours(BufferedImage img) {
+    java.util.Set<Integer> c = new java.util.HashSet<>();
+    for (int y = 0; y < img.getHeight(); y += 3) {
+      for (int x = 0; x < img.getWidth(); x += 3) {
+        c.add(img.getRGB(x, y));
+      }
+    }
+    return c.size();
+  }
+}

@@ -1,0 +1,106 @@
+package dev.kvrouter.examples.sim.timing;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
+
+class RooflineTimingModelTest {
+
+  private static StepWork decode(int batch, int context) {
+    StepWork.Builder b = new StepWork.Builder();
+    for (int i = 0; i < batch; i++) {
+      b.add(context, 1, context / 2, true);
+    }
+    return b.build();
+  }
+
+  private static StepWork prefill(int cached, int tokens) {
+    return new StepWork.Builder().add(cached, tokens, cached + tokens, true).build();
+  }
+
+  @Test
+  void modelShapesMatchThePublishedParameterCounts() {
+    // Hugging Face safetensors totals; the difference is exactly the RMSNorm weights this model leaves out.
+    long llamaNorms = 65L * 4096; // 2 per layer + final
+    assertThat(Presets.LLAMA_3_1_8B.totalParams() + llamaNorms).isEqualTo(8_030_261_248L);
+    long qwenNorms = 73L * 4096 + 72L * 128; // 2 per layer + final, plus q_norm and k_norm per layer
+    assertThat(Presets.QWEN3_8B.totalParams() + qwenNorms).isEqualTo(8_190_735_360L);
+    assertThat(Presets.LLAMA_3_1_8B.kvBytesPerToken()).isEqualTo(128 * 1024);
+    assertThat(Presets.QWEN3_8B.kvBytesPerToken()).isEqualTo(144 * 1024);
+  }
+
+  @Test
+  void singleRequestDecodeMatchesPublishedVllmLatencies() {
+    // H100 80GB, vLLM 0.21.0, Llama-3.1-8B-Instruct BF16, concurrency 1: TPOT p50 6.48 ms (InferenceBench).
+    double h100 = Presets.LLAMA_3_1_8B_H100.timingModel().stepNanos(decode(1, 512)) / 1e6;
+    assertThat(h100).isCloseTo(6.48, within(6.48 * 0.05));
+    // A100 40GB, vLLM 0.23.0, 1024 in / 128 out, concurrency 1: about 75 tokens/s (13.3 ms per token).
+    double a100 = Presets.LLAMA_3_1_8B_A100_40G.timingModel().stepNanos(decode(1, 1088)) / 1e6;
+    assertThat(a100).isCloseTo(1000.0 / 75, within(1000.0 / 75 * 0.05));
+  }
+
+  @Test
+  void prefillIsComputeBoundAndDecodeIsBandwidthBound() {
+    RooflineTimingModel m = Presets.LLAMA_3_1_8B_H100.timingModel();
+    long p1 = m.stepNanos(prefill(0, 4096));
+    long p2 = m.stepNanos(prefill(0, 8192));
+    // compute-bound: twice the tokens take about twice the time (a bit more: attention is quadratic)
+    assertThat((double) p2 / p1).isBetween(1.9, 2.3);
+    long d1 = m.stepNanos(decode(1, 1024));
+    long d16 = m.stepNanos(decode(16, 1024));
+    // bandwidth-bound: 16 decodes cost far less than 16 single decodes (the weights are read once)
+    assertThat((double) d16 / d1).isLessThan(2.0);
+    // and the KV read grows the step with context
+    assertThat(m.stepNanos(decode(64, 8192))).isGreaterThan(2 * m.stepNanos(decode(64, 512)));
+  }
+
+  @Test
+  void emptyStepTakesNoTime() {
+    assertThat(Presets.DEFAULT.timingModel().stepNanos(StepWork.EMPTY)).isZero();
+  }
+
+  @Test
+  void kvCapacityOfThePresetsIsVllmScale() {
+    // vLLM reports a KV cache of roughly 440-460k tokens for Llama-3.1-8B on one H100 80GB at 0.9 utilization.
+    long tokens = (long) Presets.LLAMA_3_1_8B_H100.numGpuBlocks(16) * 16;
+    assertThat(tokens).isBetween(400_000L, 480_000L);
+    // the block count scales inversely with block size
+    assertThat(Presets.LLAMA_3_1_8B_H100.numGpuBlocks(64) * 4).isBetween(
+        Presets.LLAMA_3_1_8B_H100.numGpuBlocks(16) - 4, Presets.LLAMA_3_1_8B_H100.numGpuBlocks(16));
+    // Qwen3-8B has 36 layers: less room per token
+    assertThat(Presets.QWEN3_8B_H100.numGpuBlocks(16)).isLessThan(Presets.LLAMA_3_1_8B_H100.numGpuBlocks(16));
+  }
+
+  @Property(tries = 300)
+  void moreWorkNeverTakesLessTime(@ForAll @IntRange(min = 0, max = 8) int seqs,
+      @ForAll @IntRange(min = 0, max = 20000) int context, @ForAll @IntRange(min = 1, max = 4096) int tokens,
+      @ForAll @IntRange(min = 1, max = 4096) int more) {
+    RooflineTimingModel m = Presets.DEFAULT.timingModel();
+    StepWork.Builder base = new StepWork.Builder();
+    for (int i = 0; i < seqs; i++) {
+      base.add(context, 1, 0, true);
+    }
+    StepWork a = base.add(context, tokens, context + tokens, true).build();
+    StepWork moreTokens = new StepWork(a.scheduledSeqs(), a.newTokens() + more, a.prefillTokens() + more,
+        a.sampledSeqs(), a.attentionPairs() + (double) more * (context + tokens), a.kvTokensRead() + more);
+    StepWork moreContext = new StepWork(a.scheduledSeqs(), a.newTokens(), a.prefillTokens(), a.sampledSeqs(),
+        a.attentionPairs() + (double) more * tokens, a.kvTokensRead() + more);
+    StepWork moreSeqs = new StepWork.Builder().add(context, 1, 0, true).build();
+    assertThat(m.stepNanos(moreTokens)).isGreaterThanOrEqualTo(m.stepNanos(a));
+    assertThat(m.stepNanos(moreContext)).isGreaterThanOrEqualTo(m.stepNanos(a));
+    assertThat(m.stepNanos(a)).isGreaterThan(0);
+    assertThat(m.stepNanos(moreSeqs)).isPositive();
+  }
+
+  @Test
+  void scaledModelMultipliesStepTime() {
+    RooflineTimingModel m = Presets.DEFAULT.timingModel();
+    StepWork w = prefill(0, 1000);
+    assertThat(RooflineTimingModel.scaled(m, 3.0).stepNanos(w)).isBetween(3 * m.stepNanos(w) - 1,
+        3 * m.stepNanos(w) + 1);
+  }
+}

@@ -1,0 +1,108 @@
+package dev.kvrouter.examples.workload;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class IdealReuseTest {
+
+  private static IdealReuse of(int blockSize, int[]... prompts) {
+    List<WorkloadRequest> reqs = new ArrayList<>();
+    for (int i = 0; i < prompts.length; i++) {
+      reqs.add(new WorkloadRequest(i, "r" + i, i, null, Prompt.tokens(List.of(new Segment(i, 0))), 1));
+    }
+    return IdealReuse.compute(reqs, r -> prompts[r.index()], blockSize);
+  }
+
+  @Test
+  void handWorkedExampleWithTheLastTokenRule() {
+    int[] ten = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    int[] eight = {1, 2, 3, 4, 5, 6, 7, 8};
+    int[] forked = {1, 2, 3, 4, 99, 98, 97, 96};
+    IdealReuse r = of(4, ten, ten, eight, forked);
+    // ten:    2 full blocks, nothing seen
+    // ten:    2 seen; (10-1)/4 = 2 cacheable -> 8 tokens
+    // eight:  2 seen; (8-1)/4 = 1 cacheable (the last token is always computed) -> 4 tokens
+    // forked: block 0 seen, block 1 new -> 4 tokens
+    assertThat(r).isEqualTo(new IdealReuse(4, 4, 36, 8, 5, 16, 3));
+    assertThat(r.blockShare()).isEqualTo(5 / 8.0);
+    assertThat(r.tokenShare()).isEqualTo(16 / 36.0);
+  }
+
+  @Test
+  void identityIsThePrefixNotTheBlockContent() {
+    // the second prompt's second block has the first prompt's first block as content, after another prefix
+    IdealReuse r = of(4, new int[] {1, 2, 3, 4}, new int[] {5, 6, 7, 8, 1, 2, 3, 4});
+    assertThat(r.reusedBlocks()).isZero();
+    assertThat(r.uniqueBlocks()).isEqualTo(3);
+  }
+
+  @Test
+  void partialBlocksAreNeverCached() {
+    IdealReuse r = of(16, new int[15], new int[15]);
+    assertThat(r.fullBlocks()).isZero();
+    assertThat(r.tokenShare()).isZero();
+    assertThat(r.blockShare()).isZero();
+  }
+
+  @Test
+  void sharedPrefixWorkloadByHand() {
+    // 10 requests of 64 tokens, one 32-token prefix (2 blocks of 16), 32 unique tokens each
+    Workload w = WorkloadCatalog.create("system-prompt:count=10,prompt=64,sharing=0.5,prefixes=1,format=tokens");
+    IdealReuse r = w.idealReuse(16);
+    assertThat(r.promptTokens()).isEqualTo(640);
+    assertThat(r.fullBlocks()).isEqualTo(40);
+    assertThat(r.reusedBlocks()).isEqualTo(18);
+    assertThat(r.cacheableHitTokens()).isEqualTo(9 * 32);
+    assertThat(r.uniqueBlocks()).isEqualTo(2 + 10 * 2);
+    assertThat(w.idealReuse(16)).isSameAs(r);
+  }
+
+  @Test
+  void bestOfNByHand() {
+    // 3 groups of 4 identical 64-token prompts at block 16: the first of each group misses, the other three hit
+    // all 4 blocks, of which (64-1)/16 = 3 are servable
+    IdealReuse r = WorkloadCatalog.create("best-of-n:groups=3,n=4,prompt=64").idealReuse(16);
+    assertThat(r.reusedBlocks()).isEqualTo(3 * 3 * 4);
+    assertThat(r.fullBlocks()).isEqualTo(12 * 4);
+    assertThat(r.cacheableHitTokens()).isEqualTo(3 * 3 * 48);
+    assertThat(r.tokenShare()).isEqualTo(432 / 768.0);
+  }
+
+  @Test
+  void theNoSharingControlOffersNothing() {
+    IdealReuse r = WorkloadCatalog.create("unique:count=100").idealReuse(16);
+    assertThat(r.reusedBlocks()).isZero();
+    assertThat(r.fullBlocks()).isGreaterThan(100);
+  }
+
+  @Test
+  void sharingKnobMovesTheIdealReuse() {
+    double previous = -1;
+    for (String s : List.of("0", "0.3", "0.6", "0.9")) {
+      double ideal = WorkloadCatalog.create("system-prompt:count=200,prompt=1024,prefixes=4,format=tokens,sharing=" + s)
+          .idealReuse(16).tokenShare();
+      // each prompt shares sharing * 1024 tokens with its group, minus the 4 first sightings
+      double expected = Math.floor(Double.parseDouble(s) * 1024 / 16) * 16 / 1024 * (200 - 4) / 200;
+      assertThat(ideal).isCloseTo(expected, org.assertj.core.data.Offset.offset(1e-9));
+      assertThat(ideal).isGreaterThan(previous);
+      previous = ideal;
+    }
+  }
+
+  @Test
+  void longHashSetHoldsWhatItWasGiven() {
+    LongHashSet s = new LongHashSet(4);
+    for (long v = -500; v <= 500; v++) {
+      assertThat(s.add(v * 7919)).isTrue();
+    }
+    assertThat(s.add(0)).isFalse();
+    assertThat(s.size()).isEqualTo(1001);
+    for (long v = -500; v <= 500; v++) {
+      assertThat(s.contains(v * 7919)).isTrue();
+      assertThat(s.contains(v * 7919 + 1)).isFalse();
+    }
+  }
+}

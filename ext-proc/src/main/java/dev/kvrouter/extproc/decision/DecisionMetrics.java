@@ -1,0 +1,94 @@
+package dev.kvrouter.extproc.decision;
+
+import dev.kvrouter.extproc.routing.Candidate;
+import dev.kvrouter.extproc.routing.Decision;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The decision records as metrics (Prometheus names after Micrometer's conversion):
+ *
+ * <ul>
+ *   <li>{@code kvrouter_routing_decisions_total{policy,reason,fallback}}: every decision ({@code fallback="none"}
+ *       when the policy ran as configured);
+ *   <li>{@code kvrouter_routing_fallbacks_total{fallback}}: each fallback token, so a silent drop to load
+ *       balancing shows as a rising series;
+ *   <li>{@code kvrouter_routing_ineligible_total{why_not}}: candidates excluded, by reason;
+ *   <li>{@code kvrouter_routing_decision_seconds}: time to decide (histogram);
+ *   <li>{@code kvrouter_routing_chosen_overlap_blocks{policy}}: effective overlap of the chosen worker;
+ *   <li>{@code kvrouter_request_ttft_seconds{policy}} (streaming requests) and
+ *       {@code kvrouter_request_duration_seconds{policy}}, measured from the decision;
+ *   <li>{@code kvrouter_truth_checks_total{worker,outcome}}, {@code kvrouter_truth_error_blocks{worker}},
+ *       {@code kvrouter_truth_predicted_cached_tokens_total{worker}},
+ *       {@code kvrouter_truth_actual_cached_tokens_total{worker}}: predicted versus actual cached tokens.
+ * </ul>
+ *
+ * <p>Label values come from closed vocabularies (policy names, reason and fallback tokens) or the fleet
+ * (worker names), never from request content. Thread-safe.
+ */
+public final class DecisionMetrics {
+
+  private final MeterRegistry registry;
+  private final Timer decisionTime;
+
+  public DecisionMetrics(MeterRegistry registry) {
+    this.registry = registry;
+    this.decisionTime = Timer.builder("kvrouter.routing.decision")
+        .description("Time the router spent deciding one request")
+        .publishPercentileHistogram()
+        .minimumExpectedValue(Duration.ofNanos(1_000))
+        .maximumExpectedValue(Duration.ofMillis(100))
+        .register(registry);
+  }
+
+  public void decision(Decision d) {
+    registry.counter("kvrouter.routing.decisions", "policy", d.policy(), "reason", d.reason(), "fallback",
+        d.fallback() == null ? "none" : d.fallback()).increment();
+    if (d.fallback() != null) {
+      for (String f : d.fallback().split(",")) {
+        registry.counter("kvrouter.routing.fallbacks", "fallback", f).increment();
+      }
+    }
+    for (Candidate c : d.detail().candidates()) {
+      if (c.whyNot() != null) {
+        registry.counter("kvrouter.routing.ineligible", "why_not", c.whyNot()).increment();
+      }
+    }
+    decisionTime.record(d.decisionNanos(), TimeUnit.NANOSECONDS);
+    if (d.routed() && d.detail().chosen() != null) {
+      DistributionSummary.builder("kvrouter.routing.chosen.overlap.blocks")
+          .description("Effective cached-prefix overlap of the chosen worker, in blocks")
+          .tag("policy", d.policy())
+          .register(registry)
+          .record(Math.min(d.detail().chosen().overlap().effective(), d.detail().shape().fullBlocks()));
+    }
+  }
+
+  public void outcome(Decision d, TruthCheck truth, long ttftNanos, long durationNanos) {
+    String worker = d.chosen().name();
+    registry.counter("kvrouter.truth.checks", "worker", worker, "outcome", truth.outcome()).increment();
+    if (truth.actual() >= 0) {
+      DistributionSummary.builder("kvrouter.truth.error.blocks")
+          .description("|predicted - actual| cached tokens, in blocks")
+          .tag("worker", worker)
+          .register(registry)
+          .record(truth.errorBlocks());
+      Counter.builder("kvrouter.truth.predicted.cached.tokens").tag("worker", worker).register(registry)
+          .increment(truth.predicted());
+      Counter.builder("kvrouter.truth.actual.cached.tokens").tag("worker", worker).register(registry)
+          .increment(truth.actual());
+    }
+    if (ttftNanos >= 0) {
+      Timer.builder("kvrouter.request.ttft").tag("policy", d.policy()).publishPercentileHistogram()
+          .register(registry).record(ttftNanos, TimeUnit.NANOSECONDS);
+    }
+    if (durationNanos >= 0) {
+      Timer.builder("kvrouter.request.duration").tag("policy", d.policy()).publishPercentileHistogram()
+          .register(registry).record(durationNanos, TimeUnit.NANOSECONDS);
+    }
+  }
+}

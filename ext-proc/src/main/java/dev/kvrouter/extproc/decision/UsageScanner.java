@@ -1,0 +1,199 @@
+package dev.kvrouter.extproc.decision;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Finds {@code usage.prompt_tokens} and {@code usage.prompt_tokens_details.cached_tokens} in an OpenAI response
+ * as its bytes stream past, without buffering it: a JSON body, or an SSE stream whose final chunk carries the
+ * usage (clients ask for it with {@code stream_options.include_usage}). The last occurrence wins, so engines
+ * that report usage on every chunk give the final count.
+ *
+ * <p>A small structural scanner rather than a parser: it tracks strings (with escapes), nesting depth and the
+ * last object key, and matches only the three key names at the right depths (the usage object must be a member
+ * of a top-level object), so text the model generates, which arrives inside escaped JSON strings, can never be
+ * mistaken for usage. SSE framing ({@code data:}, blank lines, {@code [DONE]}) is just bytes outside any
+ * object. Constant memory whatever the response size. One instance per response; not thread-safe.
+ */
+public final class UsageScanner {
+
+  private static final byte[][] KEYS = {
+      "usage".getBytes(StandardCharsets.US_ASCII),
+      "prompt_tokens_details".getBytes(StandardCharsets.US_ASCII),
+      "cached_tokens".getBytes(StandardCharsets.US_ASCII),
+      "prompt_tokens".getBytes(StandardCharsets.US_ASCII)};
+  private static final int USAGE = 0;
+  private static final int DETAILS = 1;
+  private static final int CACHED = 2;
+  private static final int PROMPT = 3;
+  private static final int NONE = -1;
+  private static final int ALL_KEYS = (1 << KEYS.length) - 1;
+
+  private boolean inString;
+  private boolean escape;
+  private int keyMask;
+  private int keyPos;
+  private int lastString = NONE;
+  private boolean lastWasString;
+  private int pendingKey = NONE;
+  private int pendingDepth;
+  private int depth;
+  private int usageDepth = -1;
+  private int detailsDepth = -1;
+  private boolean inNumber;
+  private long number;
+  private int numberDigits;
+  private int numberKey;
+  private long cachedTokens = -1;
+  private long promptTokens = -1;
+  private long bytes;
+
+  public void feed(ByteBuffer buf) {
+    for (int i = buf.position(); i < buf.limit(); i++) {
+      next(buf.get(i));
+    }
+    bytes += buf.remaining();
+  }
+
+  public void feed(byte[] b, int off, int len) {
+    for (int i = off; i < off + len; i++) {
+      next(b[i]);
+    }
+    bytes += len;
+  }
+
+  /** {@code usage.prompt_tokens_details.cached_tokens}, or -1 when the response did not report it. */
+  public long cachedTokens() {
+    return inNumber && numberKey == CACHED ? number : cachedTokens;
+  }
+
+  /** {@code usage.prompt_tokens}, or -1. */
+  public long promptTokens() {
+    return inNumber && numberKey == PROMPT ? number : promptTokens;
+  }
+
+  public long bytes() {
+    return bytes;
+  }
+
+  private void next(byte c) {
+    if (inString) {
+      if (escape) {
+        escape = false;
+      } else if (c == '\\') {
+        escape = true;
+        keyMask = 0; // none of the keys has an escape in it
+      } else if (c == '"') {
+        inString = false;
+        lastString = matched();
+        lastWasString = true;
+      } else if (keyMask != 0) {
+        for (int k = 0; k < KEYS.length; k++) {
+          if ((keyMask & (1 << k)) != 0 && (keyPos >= KEYS[k].length || KEYS[k][keyPos] != c)) {
+            keyMask &= ~(1 << k);
+          }
+        }
+        keyPos++;
+      }
+      return;
+    }
+    if (inNumber) {
+      if (c >= '0' && c <= '9') {
+        if (numberDigits < 18) {
+          number = number * 10 + (c - '0');
+          numberDigits++;
+        }
+        return;
+      }
+      finishNumber();
+    }
+    switch (c) {
+      case ' ', '\t', '\r', '\n' -> {
+        // whitespace keeps "the last token was a string" for a following ':'
+      }
+      case '"' -> {
+        valueKey();
+        inString = true;
+        keyMask = ALL_KEYS;
+        keyPos = 0;
+        lastWasString = false;
+      }
+      case ':' -> {
+        if (lastWasString) {
+          pendingKey = lastString;
+          pendingDepth = depth;
+        }
+        lastWasString = false;
+      }
+      case '{' -> {
+        int k = valueKey();
+        depth++;
+        if (k == USAGE && depth == 2) {
+          usageDepth = depth;
+        } else if (k == DETAILS && usageDepth > 0 && depth == usageDepth + 1) {
+          detailsDepth = depth;
+        }
+        lastWasString = false;
+      }
+      case '[' -> {
+        valueKey();
+        depth++;
+        lastWasString = false;
+      }
+      case '}', ']' -> {
+        if (depth == detailsDepth) {
+          detailsDepth = -1;
+        }
+        if (depth == usageDepth) {
+          usageDepth = -1;
+          detailsDepth = -1;
+        }
+        depth = Math.max(0, depth - 1);
+        pendingKey = NONE;
+        lastWasString = false;
+      }
+      case ',' -> {
+        pendingKey = NONE;
+        lastWasString = false;
+      }
+      default -> {
+        int k = valueKey();
+        if (c >= '0' && c <= '9'
+            && ((k == CACHED && depth == detailsDepth) || (k == PROMPT && depth == usageDepth))) {
+          inNumber = true;
+          number = c - '0';
+          numberDigits = 1;
+          numberKey = k;
+        }
+        lastWasString = false;
+      }
+    }
+  }
+
+  /** The key whose value starts now, if it was a member of the current object; consumes it. */
+  private int valueKey() {
+    int k = pendingDepth == depth ? pendingKey : NONE;
+    pendingKey = NONE;
+    return k;
+  }
+
+  private int matched() {
+    for (int k = 0; k < KEYS.length; k++) {
+      if ((keyMask & (1 << k)) != 0 && KEYS[k].length == keyPos) {
+        return k;
+      }
+    }
+    return NONE;
+  }
+
+  private void finishNumber() {
+    if (inNumber) {
+      inNumber = false;
+      if (numberKey == CACHED) {
+        cachedTokens = number;
+      } else {
+        promptTokens = number;
+      }
+    }
+  }
+}

@@ -1,0 +1,291 @@
+package dev.kvrouter.extproc.load;
+
+import dev.kvrouter.index.WorkerId;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The router's own load accounting: per worker, the prefill tokens and KV blocks of the requests it has sent
+ * there and not yet seen finish. Reserved at the routing decision, so the very next decision sees it; the
+ * prefill part is released at the first response byte, the blocks when the response ends, is cancelled or is
+ * reset; a reservation nobody released expires after the TTL. Every counter returns to zero.
+ *
+ * <p>Shared prefix blocks are counted once per worker: each worker keeps a reference count per active block
+ * hash, and only the 0&rarr;1 and 1&rarr;0 transitions move its block counter. Because a request always holds a
+ * whole chain of prefix blocks (block i's hash names blocks 0..i), the active set is prefix-closed along any
+ * request's chain, which is what lets {@link #activePrefixBlocks} binary-search it.
+ *
+ * <p>Concurrency: striped, lock-free bookkeeping. Request threads reserve and release; one owner thread (the
+ * runtime's scheduler) calls {@link #sweep} and {@link #retain}. Per-worker counters are atomics, block
+ * reference counts live in a {@link ConcurrentHashMap} (per-key atomic), and each reservation's two releases
+ * are guarded by a compare-and-set on its state, so a release, a cancel and an expiry racing on the same
+ * reservation subtract exactly once. Readers get a {@link LocalLoad} snapshot: each counter is exact, the set
+ * of them is read without a lock (a reader may see a reservation's tokens before its blocks), which routing
+ * tolerates.
+ */
+public final class LoadLedger {
+
+  private static final Logger log = LoggerFactory.getLogger(LoadLedger.class);
+
+  private final ConcurrentHashMap<WorkerId, WorkerLedger> workers = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<Long, Reservation> live = new ConcurrentHashMap<>();
+  private final AtomicLong ids = new AtomicLong();
+  private final LongSupplier nanoClock;
+  private final long ttlNanos;
+  private final int maxReservations;
+  private final LongAdder expired = new LongAdder();
+  private final LongAdder refused = new LongAdder();
+  private final LongAdder reservedPrefill = new LongAdder();
+  private final LongAdder reservedCount = new LongAdder();
+
+  /**
+   * @param nanoClock monotonic clock ({@code System::nanoTime} in production; tests pass their own)
+   * @param ttlNanos a reservation older than this is expired by {@link #sweep}
+   * @param maxReservations bound on live reservations; beyond it new requests are routed but not accounted
+   *     (counted in {@link #refused()}), so a leak upstream cannot exhaust memory
+   */
+  public LoadLedger(LongSupplier nanoClock, long ttlNanos, int maxReservations) {
+    if (ttlNanos <= 0 || maxReservations <= 0) {
+      throw new IllegalArgumentException("ttl and maxReservations must be positive");
+    }
+    this.nanoClock = nanoClock;
+    this.ttlNanos = ttlNanos;
+    this.maxReservations = maxReservations;
+  }
+
+  /**
+   * Charges a request to a worker.
+   *
+   * @param worker the chosen worker (rank)
+   * @param prefillTokens prompt tokens the worker will compute (after the cached overlap it is credited with)
+   * @param blockHashes the prompt's full-block hashes, in chain order (shared with other requests, counted
+   *     once); not copied, must not be modified afterwards
+   * @param uniqueBlocks blocks only this request occupies: the partial last prompt block and expected output
+   * @return the handle to release, never null ({@link Reservation#NONE} when the ledger is full)
+   */
+  public Reservation reserve(WorkerId worker, long prefillTokens, long[] blockHashes, int uniqueBlocks) {
+    if (prefillTokens < 0 || uniqueBlocks < 0) {
+      throw new IllegalArgumentException("negative reservation");
+    }
+    if (live.size() >= maxReservations) {
+      refused.increment();
+      return Reservation.NONE;
+    }
+    WorkerLedger wl = workers.computeIfAbsent(worker, WorkerLedger::new);
+    Reservation r = new Reservation(ids.incrementAndGet(), worker, wl, prefillTokens, blockHashes, uniqueBlocks,
+        nanoClock.getAsLong(), wl.epoch.get());
+    wl.add(r);
+    live.put(r.id, r);
+    reservedPrefill.add(prefillTokens);
+    reservedCount.increment();
+    return r;
+  }
+
+  /** The first response byte arrived: the worker has finished this request's prefill. Idempotent. */
+  public void prefillDone(Reservation r) {
+    if (r != null && r.ledger != null && r.state.compareAndSet(Reservation.RESERVED, Reservation.PREFILL_DONE)) {
+      r.ledger.releasePrefill(r);
+    }
+  }
+
+  /** The response ended, was cancelled or reset: releases whatever is still held. Idempotent. */
+  public void release(Reservation r) {
+    if (r == null || r.ledger == null) {
+      return;
+    }
+    int prev = r.state.getAndSet(Reservation.RELEASED);
+    if (prev == Reservation.RELEASED) {
+      return;
+    }
+    if (prev == Reservation.RESERVED) {
+      r.ledger.releasePrefill(r);
+    }
+    r.ledger.releaseBlocks(r);
+    live.remove(r.id);
+  }
+
+  /**
+   * Expires reservations older than the TTL (a response whose end the router never heard of). Called by the
+   * owner thread on a fixed schedule.
+   *
+   * @return how many expired
+   */
+  public int sweep() {
+    long now = nanoClock.getAsLong();
+    int n = 0;
+    for (Reservation r : live.values()) {
+      if (now - r.createdNanos > ttlNanos && !r.released()) {
+        release(r);
+        n++;
+      }
+    }
+    if (n > 0) {
+      expired.add(n);
+      log.warn("expired {} load reservations older than {} s; their responses never reported an end", n,
+          ttlNanos / 1_000_000_000L);
+    }
+    return n;
+  }
+
+  /**
+   * Forgets workers that left the fleet. Their in-flight reservations still release into the detached state,
+   * so nothing leaks and a worker that returns starts from zero.
+   */
+  public void retain(Collection<WorkerId> current) {
+    Set<WorkerId> keep = current instanceof Set<WorkerId> s ? s : new HashSet<>(current);
+    workers.keySet().retainAll(keep);
+  }
+
+  /** The router's load on {@code worker} now. */
+  public LocalLoad local(WorkerId worker) {
+    WorkerLedger wl = workers.get(worker);
+    return wl == null ? LocalLoad.ZERO : wl.snapshot();
+  }
+
+  /**
+   * How many leading blocks of {@code blockHashes} are held by in-flight requests on {@code worker}: the part
+   * of the request that would add no new blocks there. O(log n) lookups (the active set is prefix-closed).
+   */
+  public int activePrefixBlocks(WorkerId worker, long[] blockHashes) {
+    WorkerLedger wl = workers.get(worker);
+    if (wl == null || blockHashes.length == 0 || wl.refs.isEmpty()) {
+      return 0;
+    }
+    int lo = 0;
+    int hi = blockHashes.length; // invariant: blocks [0, lo) active; block hi (if < length) is not
+    if (wl.refs.containsKey(blockHashes[hi - 1])) {
+      return hi;
+    }
+    hi--;
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      if (wl.refs.containsKey(blockHashes[mid])) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+
+  /** Marks the arrival of a fresh scrape of {@code worker}: reservations from now on count as "since". */
+  public void scraped(WorkerId worker) {
+    WorkerLedger wl = workers.computeIfAbsent(worker, WorkerLedger::new);
+    wl.epoch.incrementAndGet();
+    wl.sincePrefill.set(0);
+    wl.sinceBlocks.set(0);
+    wl.sinceRequests.set(0);
+  }
+
+  /** Mean prefill tokens per reservation so far (estimates the prefill behind a scraped waiting queue). */
+  public double meanPrefillTokens() {
+    long n = reservedCount.sum();
+    return n == 0 ? 0 : (double) reservedPrefill.sum() / n;
+  }
+
+  public int liveReservations() {
+    return live.size();
+  }
+
+  /** Reservations released by expiry rather than by their response. */
+  public long expired() {
+    return expired.sum();
+  }
+
+  /** Reservations not made because the ledger was full. */
+  public long refused() {
+    return refused.sum();
+  }
+
+  /** Workers the ledger currently tracks. */
+  public List<WorkerId> workers() {
+    return new ArrayList<>(workers.keySet());
+  }
+
+  /** Sum of {@link LocalLoad} over every tracked worker plus distinct active block hashes (tests, metrics). */
+  public long[] totals() {
+    long p = 0;
+    long b = 0;
+    long r = 0;
+    long h = 0;
+    for (WorkerLedger wl : workers.values()) {
+      p += wl.prefillTokens.get();
+      b += wl.blocks.get();
+      r += wl.requests.get();
+      h += wl.refs.size();
+    }
+    return new long[] {p, b, r, h};
+  }
+
+  /** One worker's counters. Package-private: only the ledger and reservations touch it. */
+  static final class WorkerLedger {
+    final WorkerId id;
+    final AtomicLong prefillTokens = new AtomicLong();
+    final AtomicLong blocks = new AtomicLong();
+    final AtomicLong requests = new AtomicLong();
+    final ConcurrentHashMap<Long, Integer> refs = new ConcurrentHashMap<>();
+    final AtomicInteger epoch = new AtomicInteger();
+    final AtomicLong sincePrefill = new AtomicLong();
+    final AtomicLong sinceBlocks = new AtomicLong();
+    final AtomicLong sinceRequests = new AtomicLong();
+
+    WorkerLedger(WorkerId id) {
+      this.id = id;
+    }
+
+    void add(Reservation r) {
+      long added = r.uniqueBlocks;
+      for (long h : r.blockHashes) {
+        if (refs.merge(h, 1, Integer::sum) == 1) {
+          added++;
+        }
+      }
+      r.addedBlocks = added;
+      blocks.addAndGet(added);
+      prefillTokens.addAndGet(r.prefillTokens);
+      requests.incrementAndGet();
+      if (r.epoch == epoch.get()) {
+        sincePrefill.addAndGet(r.prefillTokens);
+        sinceBlocks.addAndGet(added);
+        sinceRequests.incrementAndGet();
+      }
+    }
+
+    void releasePrefill(Reservation r) {
+      prefillTokens.addAndGet(-r.prefillTokens);
+      if (r.epoch == epoch.get()) {
+        sincePrefill.addAndGet(-r.prefillTokens);
+      }
+    }
+
+    void releaseBlocks(Reservation r) {
+      long freed = r.uniqueBlocks;
+      for (long h : r.blockHashes) {
+        if (refs.computeIfPresent(h, (k, v) -> v == 1 ? null : v - 1) == null) {
+          freed++;
+        }
+      }
+      blocks.addAndGet(-freed);
+      requests.decrementAndGet();
+      if (r.epoch == epoch.get()) {
+        sinceBlocks.addAndGet(-r.addedBlocks);
+        sinceRequests.decrementAndGet();
+      }
+    }
+
+    LocalLoad snapshot() {
+      return new LocalLoad(prefillTokens.get(), blocks.get(), requests.get(),
+          Math.max(0, sincePrefill.get()), Math.max(0, sinceBlocks.get()), Math.max(0, sinceRequests.get()));
+    }
+  }
+}

@@ -1,0 +1,22 @@
+package dev.kvrouter.extproc.load;
+
+/**
+ * The router's own account of one worker at a moment: what it has sent there and not yet seen finish.
+ *
+ * @param prefillTokens prompt tokens still to be prefilled (charged at decision, released at first byte)
+ * @param decodeBlocks distinct KV blocks held by the router's in-flight requests (shared prefixes once)
+ * @param requests in-flight requests
+ * @param sincePrefillTokens the part of {@code prefillTokens} reserved since the worker's last scrape arrived
+ * @param sinceDecodeBlocks likewise for blocks
+ * @param sinceRequests likewise for requests
+ */
+public record LocalLoad(
+    long prefillTokens,
+    long decodeBlocks,
+    long requests,
+    long sincePrefillTokens,
+    long sinceDecodeBlocks,
+    long sinceRequests) {
+
+  public static final LocalLoad ZERO = new LocalLoad(0, 0, 0, 0, 0, 0);
+}

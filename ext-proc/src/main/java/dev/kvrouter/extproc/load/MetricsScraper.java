@@ -1,0 +1,277 @@
+package dev.kvrouter.extproc.load;
+
+import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.xds.registry.Worker;
+import dev.kvrouter.xds.registry.WorkerRegistry;
+import dev.kvrouter.xds.registry.WorkerSet;
+import java.net.URI;
+import java.nio.ByteBuffer;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.Flow;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Scrapes every worker's Prometheus endpoint ({@link Worker#effectiveMetricsUrl()}) on a short interval and
+ * keeps the latest {@link ScrapedLoad} per cache owner, for {@link LoadTracker} to blend with the ledger.
+ *
+ * <p>Each tick starts one asynchronous GET per worker that has none in flight (a slow worker never delays the
+ * others, and never gets a pile of requests); a request older than the timeout is cancelled and counts as
+ * unreachable. Bodies are parsed as they stream in ({@link VllmMetricsParser}), at most {@code maxBytes} each.
+ * Reaching a worker, or not, is reported to {@link WorkerHealth}; a worker that answers with an error status
+ * exposes no metrics and is routed on the ledger alone (logged once).
+ *
+ * <p>Threads: the tick runs on the caller's scheduler and only starts requests; the HTTP client and the parsing
+ * run on one daemon thread owned by this scraper. Published results are immutable records in a concurrent map.
+ */
+public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(MetricsScraper.class);
+
+  private final WorkerRegistry registry;
+  private final LoadLedger ledger;
+  private final WorkerHealth health;
+  private final LongSupplier nanoClock;
+  private final Duration timeout;
+  private final long maxBytes;
+  private final ExecutorService executor;
+  private final HttpClient http;
+  private final ConcurrentHashMap<WorkerId, ScrapedLoad> latest = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, State> states = new ConcurrentHashMap<>();
+  private final LongAdder ok = new LongAdder();
+  private final LongAdder failed = new LongAdder();
+  private final LongAdder noMetrics = new LongAdder();
+  private ScheduledFuture<?> task;
+
+  private static final class State {
+    CompletableFuture<?> inFlight;
+    long startedNanos;
+    boolean warnedNoMetrics;
+  }
+
+  public MetricsScraper(WorkerRegistry registry, LoadLedger ledger, WorkerHealth health, LongSupplier nanoClock,
+      Duration timeout, long maxBytes) {
+    this.registry = registry;
+    this.ledger = ledger;
+    this.health = health;
+    this.nanoClock = nanoClock;
+    this.timeout = timeout;
+    this.maxBytes = maxBytes;
+    this.executor = Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "kvrouter-scraper");
+      t.setDaemon(true);
+      return t;
+    });
+    this.http = HttpClient.newBuilder()
+        .version(HttpClient.Version.HTTP_1_1)
+        .connectTimeout(timeout)
+        .executor(executor)
+        .followRedirects(HttpClient.Redirect.NEVER)
+        .build();
+  }
+
+  /** Scrapes every {@code intervalMillis} on {@code scheduler} until {@link #close}. */
+  public void start(ScheduledExecutorService scheduler, long intervalMillis) {
+    task = scheduler.scheduleWithFixedDelay(() -> {
+      try {
+        scrapeAll();
+      } catch (RuntimeException e) {
+        log.error("metrics scrape round failed", e);
+      }
+    }, 0, intervalMillis, TimeUnit.MILLISECONDS);
+  }
+
+  /** Starts one round; the future completes when every request of the round has finished. */
+  public CompletableFuture<Void> scrapeAll() {
+    WorkerSet fleet = registry.current();
+    Set<String> names = new HashSet<>();
+    List<CompletableFuture<?>> round = new ArrayList<>();
+    long now = nanoClock.getAsLong();
+    for (Worker w : fleet.all()) {
+      names.add(w.name());
+      State s = states.computeIfAbsent(w.name(), k -> new State());
+      synchronized (s) {
+        if (s.inFlight != null && !s.inFlight.isDone()) {
+          if (now - s.startedNanos < timeout.toNanos()) {
+            round.add(s.inFlight);
+            continue;
+          }
+          s.inFlight.cancel(true); // its completion handler reports the worker unreachable
+        }
+        s.startedNanos = now;
+        s.inFlight = scrape(w);
+        round.add(s.inFlight);
+      }
+    }
+    states.keySet().retainAll(names);
+    latest.keySet().removeIf(id -> !names.contains(id.name()));
+    return CompletableFuture.allOf(round.toArray(CompletableFuture[]::new)).handle((v, e) -> null);
+  }
+
+  private CompletableFuture<Void> scrape(Worker w) {
+    HttpRequest req;
+    try {
+      req = HttpRequest.newBuilder(URI.create(w.effectiveMetricsUrl())).timeout(timeout).GET().build();
+    } catch (IllegalArgumentException e) {
+      warnNoMetrics(w, "invalid metrics URL " + w.effectiveMetricsUrl());
+      return CompletableFuture.completedFuture(null);
+    }
+    VllmMetricsParser parser = new VllmMetricsParser(maxBytes);
+    HttpResponse.BodyHandler<Void> handler = info -> info.statusCode() == 200
+        ? HttpResponse.BodySubscribers.fromSubscriber(new ChunkSubscriber(parser), sub -> null)
+        : HttpResponse.BodySubscribers.replacing(null);
+    return http.sendAsync(req, handler).handle((resp, err) -> {
+      if (err != null) {
+        failed.increment();
+        health.scrapeUnreachable(w.name());
+        log.debug("scrape of {} failed: {}", w.name(), err.toString());
+      } else if (resp.statusCode() != 200) {
+        noMetrics.increment();
+        health.scrapeReached(w.name());
+        warnNoMetrics(w, "HTTP " + resp.statusCode() + " from " + w.effectiveMetricsUrl());
+      } else {
+        ok.increment();
+        health.scrapeReached(w.name());
+        publish(w, parser.finish());
+      }
+      return null;
+    });
+  }
+
+  private void publish(Worker w, Map<Integer, VllmMetricsParser.Engine> engines) {
+    long now = nanoClock.getAsLong();
+    int dp = w.dpSize();
+    Map<Integer, VllmMetricsParser.Engine> byRank = new HashMap<>();
+    VllmMetricsParser.Engine unlabeled = engines.get(-1);
+    if (dp == 1) {
+      VllmMetricsParser.Engine sum = new VllmMetricsParser.Engine();
+      for (VllmMetricsParser.Engine e : engines.values()) {
+        sum.running = add(sum.running, e.running);
+        sum.waiting = add(sum.waiting, e.waiting);
+        sum.kvUsage = max(sum.kvUsage, e.kvUsage);
+        sum.numGpuBlocks = Math.max(sum.numGpuBlocks, e.numGpuBlocks);
+      }
+      byRank.put(0, sum);
+    } else {
+      for (int r = 0; r < dp; r++) {
+        VllmMetricsParser.Engine e = engines.get(r);
+        if (e == null && unlabeled != null) {
+          // One unlabelled series for a data-parallel worker: share it evenly across the ranks.
+          e = new VllmMetricsParser.Engine();
+          e.running = unlabeled.running / dp;
+          e.waiting = unlabeled.waiting / dp;
+          e.kvUsage = unlabeled.kvUsage;
+          e.numGpuBlocks = unlabeled.numGpuBlocks;
+        }
+        if (e != null) {
+          byRank.put(r, e);
+        }
+      }
+    }
+    if (byRank.values().stream().noneMatch(VllmMetricsParser.Engine::hasLoad)) {
+      warnNoMetrics(w, "no vLLM/SGLang load gauges at " + w.effectiveMetricsUrl());
+      return;
+    }
+    for (Map.Entry<Integer, VllmMetricsParser.Engine> en : byRank.entrySet()) {
+      VllmMetricsParser.Engine e = en.getValue();
+      WorkerId id = new WorkerId(w.name(), en.getKey());
+      ledger.scraped(id);
+      latest.put(id, new ScrapedLoad(nanToZero(e.running), nanToZero(e.waiting), e.kvUsage, e.numGpuBlocks, now));
+    }
+  }
+
+  private void warnNoMetrics(Worker w, String why) {
+    State s = states.get(w.name());
+    if (s != null && !s.warnedNoMetrics) {
+      s.warnedNoMetrics = true;
+      log.info("worker {} exposes no load metrics ({}); routing on the router's own ledger for it", w.name(), why);
+    }
+  }
+
+  @Override
+  public ScrapedLoad scraped(WorkerId worker) {
+    return latest.get(worker);
+  }
+
+  /** Successful scrapes, failed (unreachable) scrapes, and scrapes that found no metrics. */
+  public long[] counts() {
+    return new long[] {ok.sum(), failed.sum(), noMetrics.sum()};
+  }
+
+  @Override
+  public void close() {
+    if (task != null) {
+      task.cancel(false);
+    }
+    for (State s : states.values()) {
+      synchronized (s) {
+        if (s.inFlight != null) {
+          s.inFlight.cancel(true);
+        }
+      }
+    }
+    executor.shutdownNow();
+  }
+
+  private static double add(double a, double b) {
+    return Double.isNaN(a) ? b : Double.isNaN(b) ? a : a + b;
+  }
+
+  private static double max(double a, double b) {
+    return Double.isNaN(a) ? b : Double.isNaN(b) ? a : Math.max(a, b);
+  }
+
+  private static double nanToZero(double d) {
+    return Double.isNaN(d) ? 0 : d;
+  }
+
+  /** Feeds body chunks to the parser as they arrive; the parser bounds what it keeps. */
+  private static final class ChunkSubscriber implements Flow.Subscriber<List<ByteBuffer>> {
+    private final VllmMetricsParser parser;
+    private final byte[] scratch = new byte[8192];
+
+    ChunkSubscriber(VllmMetricsParser parser) {
+      this.parser = parser;
+    }
+
+    @Override
+    public void onSubscribe(Flow.Subscription s) {
+      s.request(Long.MAX_VALUE);
+    }
+
+    @Override
+    public void onNext(List<ByteBuffer> items) {
+      for (ByteBuffer b : items) {
+        while (b.hasRemaining()) {
+          int n = Math.min(b.remaining(), scratch.length);
+          b.get(scratch, 0, n);
+          parser.feed(scratch, 0, n);
+        }
+      }
+    }
+
+    @Override
+    public void onError(Throwable t) {}
+
+    @Override
+    public void onComplete() {}
+  }
+}

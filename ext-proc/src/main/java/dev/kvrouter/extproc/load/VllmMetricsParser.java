@@ -1,0 +1,204 @@
+package dev.kvrouter.extproc.load;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Reads the few load gauges the router needs out of an engine's Prometheus text exposition, fed in chunks as
+ * they arrive, in bounded memory.
+ *
+ * <p>Understood series (others, including every histogram, are skipped after reading only their name):
+ * vLLM {@code vllm:num_requests_running}, {@code vllm:num_requests_waiting}, {@code vllm:kv_cache_usage_perc}
+ * (older {@code vllm:gpu_cache_usage_perc}), {@code vllm:cache_config_info{num_gpu_blocks}}; SGLang
+ * {@code sglang:num_running_reqs}, {@code sglang:num_queue_reqs}, {@code sglang:token_usage}. Series are
+ * grouped by the {@code engine} label (vLLM's data-parallel rank); series without it go to engine -1. Several
+ * series of one engine (one per served model name) add up; usage and capacity take the maximum.
+ *
+ * <p>Hand-written rather than a client library: the format is line-based, the router reads three gauges, and
+ * this parser never materialises the rest of a page that is mostly histogram buckets. Not thread-safe: one
+ * parser per scrape.
+ */
+public final class VllmMetricsParser {
+
+  /** Lines longer than this are skipped (no gauge the router reads comes close). */
+  static final int MAX_LINE = 16 * 1024;
+
+  /** Accumulated gauges of one engine (data-parallel rank). NaN means not reported. */
+  public static final class Engine {
+    double running = Double.NaN;
+    double waiting = Double.NaN;
+    double kvUsage = Double.NaN;
+    long numGpuBlocks;
+
+    public double running() {
+      return running;
+    }
+
+    public double waiting() {
+      return waiting;
+    }
+
+    public double kvUsage() {
+      return kvUsage;
+    }
+
+    public long numGpuBlocks() {
+      return numGpuBlocks;
+    }
+
+    public boolean hasLoad() {
+      return !Double.isNaN(running) || !Double.isNaN(waiting);
+    }
+  }
+
+  private enum Kind { RUNNING, WAITING, USAGE, CONFIG }
+
+  private final long maxBytes;
+  private final byte[] line = new byte[MAX_LINE];
+  private int lineLen;
+  private boolean skippingLine;
+  private long total;
+  private boolean truncated;
+  private final Map<Integer, Engine> engines = new TreeMap<>();
+
+  /** @param maxBytes bytes read at most; the rest of a larger page is ignored ({@link #truncated()}) */
+  public VllmMetricsParser(long maxBytes) {
+    this.maxBytes = maxBytes;
+  }
+
+  public void feed(byte[] b, int off, int len) {
+    for (int i = off; i < off + len; i++) {
+      if (total++ >= maxBytes) {
+        truncated = true;
+        return;
+      }
+      byte c = b[i];
+      if (c == '\n') {
+        if (!skippingLine) {
+          parseLine();
+        }
+        lineLen = 0;
+        skippingLine = false;
+      } else if (!skippingLine) {
+        if (lineLen == MAX_LINE) {
+          skippingLine = true;
+        } else {
+          line[lineLen++] = c;
+        }
+      }
+    }
+  }
+
+  public void feed(byte[] b) {
+    feed(b, 0, b.length);
+  }
+
+  /** Call once after the last chunk; returns the engines seen, keyed by {@code engine} label (-1 = none). */
+  public Map<Integer, Engine> finish() {
+    if (!skippingLine && lineLen > 0 && !truncated) {
+      parseLine();
+    }
+    lineLen = 0;
+    return engines;
+  }
+
+  public boolean truncated() {
+    return truncated;
+  }
+
+  private void parseLine() {
+    int n = lineLen;
+    if (n == 0 || line[0] == '#') {
+      return;
+    }
+    int nameEnd = 0;
+    while (nameEnd < n && line[nameEnd] != '{' && line[nameEnd] != ' ' && line[nameEnd] != '\t') {
+      nameEnd++;
+    }
+    Kind kind = kind(nameEnd);
+    if (kind == null) {
+      return;
+    }
+    int engine = -1;
+    long numGpuBlocks = 0;
+    int p = nameEnd;
+    if (p < n && line[p] == '{') {
+      p++;
+      while (p < n && line[p] != '}') {
+        int keyStart = p;
+        while (p < n && line[p] != '=') {
+          p++;
+        }
+        String key = new String(line, keyStart, p - keyStart, StandardCharsets.UTF_8).trim();
+        p++; // '='
+        if (p >= n || line[p] != '"') {
+          return; // malformed
+        }
+        p++;
+        StringBuilder v = new StringBuilder();
+        while (p < n && line[p] != '"') {
+          if (line[p] == '\\' && p + 1 < n) {
+            p++;
+            v.append(line[p] == 'n' ? '\n' : (char) line[p]);
+          } else {
+            v.append((char) line[p]);
+          }
+          p++;
+        }
+        p++; // closing quote
+        if (key.equals("engine")) {
+          engine = parseInt(v.toString(), -1);
+        } else if (key.equals("num_gpu_blocks")) {
+          numGpuBlocks = Math.max(0, parseInt(v.toString(), 0));
+        }
+        while (p < n && (line[p] == ',' || line[p] == ' ')) {
+          p++;
+        }
+      }
+      p++; // '}'
+    }
+    while (p < n && (line[p] == ' ' || line[p] == '\t')) {
+      p++;
+    }
+    int valueStart = p;
+    while (p < n && line[p] != ' ' && line[p] != '\t' && line[p] != '\r') {
+      p++;
+    }
+    double value;
+    try {
+      value = Double.parseDouble(new String(line, valueStart, p - valueStart, StandardCharsets.US_ASCII));
+    } catch (NumberFormatException e) {
+      return;
+    }
+    Engine e = engines.computeIfAbsent(engine, k -> new Engine());
+    switch (kind) {
+      case RUNNING -> e.running = Double.isNaN(e.running) ? value : e.running + value;
+      case WAITING -> e.waiting = Double.isNaN(e.waiting) ? value : e.waiting + value;
+      case USAGE -> e.kvUsage = Double.isNaN(e.kvUsage) ? value : Math.max(e.kvUsage, value);
+      case CONFIG -> e.numGpuBlocks = Math.max(e.numGpuBlocks, numGpuBlocks);
+    }
+  }
+
+  private Kind kind(int nameEnd) {
+    if (nameEnd < 18 || nameEnd > 25) {
+      return null; // cheap reject: every wanted name has 18..25 characters, histogram series are longer
+    }
+    String name = new String(line, 0, nameEnd, StandardCharsets.US_ASCII);
+    return switch (name) {
+      case "vllm:num_requests_running", "sglang:num_running_reqs" -> Kind.RUNNING;
+      case "vllm:num_requests_waiting", "sglang:num_queue_reqs" -> Kind.WAITING;
+      case "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage" -> Kind.USAGE;
+      case "vllm:cache_config_info" -> Kind.CONFIG;
+      default -> null;
+    };
+  }
+
+  private static int parseInt(String s, int dflt) {
+    try {
+      return Integer.parseInt(s.trim());
+    } catch (NumberFormatException e) {
+      return dflt;
+    }
+  }
+}

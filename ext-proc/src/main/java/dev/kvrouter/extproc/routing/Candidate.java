@@ -1,0 +1,107 @@
+package dev.kvrouter.extproc.routing;
+
+import dev.kvrouter.extproc.load.WorkerLoad;
+import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.xds.registry.Worker;
+
+/**
+ * One cache owner (worker, data-parallel rank) considered for one request: its inputs (overlap, load), whether
+ * it may take the request and why not, and the cost-model terms. Filled in by the {@link Router} on the
+ * request thread, then read-only (policies, decision records).
+ */
+public final class Candidate {
+
+  private final Worker worker;
+  private final WorkerId id;
+  Overlap overlap = Overlap.NONE;
+  WorkerLoad load = WorkerLoad.ZERO;
+  int activeSharedBlocks;
+  String whyNot;
+  boolean scored;
+  double creditBlocks;
+  double prefillBlocks;
+  double decodeBlocks;
+  double cost;
+  double loadCost;
+
+  public Candidate(Worker worker, WorkerId id) {
+    this.worker = worker;
+    this.id = id;
+  }
+
+  /** For tests and benchmarks: a candidate with given inputs. */
+  public static Candidate of(Worker worker, int dpRank, Overlap overlap, WorkerLoad load, int activeSharedBlocks) {
+    Candidate c = new Candidate(worker, new WorkerId(worker.name(), dpRank));
+    c.overlap = overlap;
+    c.load = load;
+    c.activeSharedBlocks = activeSharedBlocks;
+    return c;
+  }
+
+  public Worker worker() {
+    return worker;
+  }
+
+  public WorkerId id() {
+    return id;
+  }
+
+  public Overlap overlap() {
+    return overlap;
+  }
+
+  public WorkerLoad load() {
+    return load;
+  }
+
+  /** Leading prompt blocks already held by the router's in-flight requests on this worker. */
+  public int activeSharedBlocks() {
+    return activeSharedBlocks;
+  }
+
+  public boolean eligible() {
+    return whyNot == null;
+  }
+
+  /** Null when eligible; otherwise {@code draining}, {@code role}, {@code unhealthy_*}, {@code busy_*}. */
+  public String whyNot() {
+    return whyNot;
+  }
+
+  /** Whether the cost terms below were computed (only for candidates that reached scoring). */
+  public boolean scored() {
+    return scored;
+  }
+
+  /** Blocks of prefill the cache saves here, tier-weighted. */
+  public double creditBlocks() {
+    return creditBlocks;
+  }
+
+  /** Prefill blocks this worker would have queued with the request: active prefill + prompt - credit. */
+  public double prefillBlocks() {
+    return prefillBlocks;
+  }
+
+  /** KV blocks this worker would hold with the request: active blocks + the blocks it adds. */
+  public double decodeBlocks() {
+    return decodeBlocks;
+  }
+
+  /** The cost model's value; the lowest wins. */
+  public double cost() {
+    return cost;
+  }
+
+  /** The worker's current load in the cost model's units, without this request (tie-breaks, least_load). */
+  public double loadCost() {
+    return loadCost;
+  }
+
+  @Override
+  public String toString() {
+    return id + (whyNot != null ? " (" + whyNot + ")" : "") + String.format(
+        " overlap=%d/%d/%d p%d prefill=%.2f decode=%.2f cost=%.3f", overlap.gpu(), overlap.cpu(), overlap.disk(),
+        overlap.predicted(), prefillBlocks, decodeBlocks, cost);
+  }
+}

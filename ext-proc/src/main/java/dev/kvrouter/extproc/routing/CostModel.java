@@ -1,0 +1,84 @@
+package dev.kvrouter.extproc.routing;
+
+import java.util.List;
+
+/**
+ * The routing cost of sending one request to each candidate, lowest wins. Dynamo's current formula
+ * (anchors §1.1), in blocks:
+ *
+ * <pre>
+ *   credit   = min(full blocks, max(gpu_credit_eff x gpu + cpu_credit x cpu + disk_credit x disk,
+ *                                   predicted_credit x predicted))        (stale view: predicted term only)
+ *   prefill  = max(active_prefill_tokens / block_size + prompt_blocks - credit, 0)
+ *   decode   = active_decode_blocks + (prompt_blocks - active_shared_blocks) + output_blocks
+ *   cost     = (prefill_load_scale x prefill + decode_load_scale x decode
+ *               + active_request_weight x active_requests) / worker weight
+ *   gpu_credit_eff = gpu_credit / (1 + overlap_credit_decay x excess_prefill / prompt_blocks)
+ *   excess_prefill = (active_prefill_tokens - least active_prefill_tokens among candidates) / block_size
+ * </pre>
+ *
+ * <p>With the defaults (credits 1 / 0.75 / 0.25, scales 1, no decay, no request weight) a GPU-cached block saves
+ * exactly one block of prefill and a queued prefill block costs exactly one block, so a worker holding the
+ * prefix wins until the prefill already queued on it outweighs the prefill it saves: the hot-spot brake.
+ * Dividing by the worker's {@code weight} treats a weight-2 worker as twice as fast.
+ *
+ * <p>Pure functions of their inputs; allocation-free.
+ */
+public final class CostModel {
+
+  private CostModel() {}
+
+  /** The formula on already-computed terms (Dynamo's {@code logit}). */
+  public static double cost(double prefillBlocks, double decodeBlocks, long activeRequests, Weights w,
+      int workerWeight) {
+    return (w.prefillLoadScale() * prefillBlocks + w.decodeLoadScale() * decodeBlocks
+        + w.activeRequestWeight() * activeRequests) / Math.max(1, workerWeight);
+  }
+
+  /** Fills the cost terms of every candidate for a request of {@code shape}. */
+  public static void score(List<Candidate> candidates, Weights w, RequestShape shape) {
+    double b = shape.blockSize();
+    long minPrefill = Long.MAX_VALUE;
+    if (w.overlapCreditDecay() > 0) {
+      for (int i = 0; i < candidates.size(); i++) {
+        minPrefill = Math.min(minPrefill, candidates.get(i).load.prefillTokens());
+      }
+    }
+    for (int i = 0; i < candidates.size(); i++) {
+      Candidate c = candidates.get(i);
+      Overlap o = c.overlap;
+      double gpuCredit = w.gpuCredit();
+      if (w.overlapCreditDecay() > 0 && shape.promptBlocks() > 0) {
+        double excess = (c.load.prefillTokens() - minPrefill) / b;
+        gpuCredit = gpuCredit / (1 + w.overlapCreditDecay() * excess / shape.promptBlocks());
+      }
+      double eventCredit = o.stale() ? 0 : gpuCredit * o.gpu() + w.cpuCredit() * o.cpu() + w.diskCredit() * o.disk();
+      double credit = Math.min(Math.max(eventCredit, w.predictedCredit() * o.predicted()), shape.fullBlocks());
+      double activePrefill = c.load.prefillTokens() / b;
+      double prefill = Math.max(activePrefill + shape.promptBlocks() - credit, 0);
+      int shared = Math.min(c.activeSharedBlocks, shape.fullBlocks());
+      double decode = c.load.decodeBlocks() + (shape.promptBlocks() - shared) + shape.outputBlocks();
+      int weight = c.worker().weight();
+      c.creditBlocks = credit;
+      c.prefillBlocks = prefill;
+      c.decodeBlocks = decode;
+      c.cost = cost(prefill, decode, c.load.requests(), w, weight);
+      c.loadCost = cost(activePrefill, c.load.decodeBlocks(), c.load.requests(), w, weight);
+      c.scored = true;
+    }
+  }
+
+  /**
+   * Cached tokens the router expects the engine to report for the request on {@code c}: the effective overlap
+   * in tokens, capped as vLLM caps a prefix hit (at least the last prompt token is always computed, and hits
+   * are whole blocks).
+   */
+  public static long predictedCachedTokens(Overlap o, RequestShape shape) {
+    if (shape.promptTokens() <= 0) {
+      return 0;
+    }
+    long maxBlocks = (shape.promptTokens() - 1) / shape.blockSize();
+    long blocks = Math.min(Math.min(o.effective(), shape.fullBlocks()), maxBlocks);
+    return blocks * shape.blockSize();
+  }
+}

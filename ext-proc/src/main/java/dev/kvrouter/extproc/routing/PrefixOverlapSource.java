@@ -1,0 +1,37 @@
+package dev.kvrouter.extproc.routing;
+
+import dev.kvrouter.index.WorkerId;
+
+/**
+ * Where the policy learns which worker already holds a request's prefix: the seam to the KV index. The lead
+ * implements it over {@code dev.kvrouter.index.KvIndex}; {@link #NONE} knows nothing (every overlap is zero,
+ * so kv_aware routes on load alone).
+ *
+ * <p>Called on request threads, concurrently; implementations read the index without blocking.
+ */
+public interface PrefixOverlapSource {
+
+  /** Knows no cached blocks. */
+  PrefixOverlapSource NONE = hashes -> worker -> Overlap.NONE;
+
+  /**
+   * Looks up one request.
+   *
+   * @param blockHashes the request's full-block hashes in chain order (namespace, adapter and tenant salt are
+   *     folded into them by {@code BlockHasher}); never modified by the caller afterwards
+   * @return per-worker overlap; workers holding nothing map to a zero overlap (with their stale flag)
+   */
+  Lookup lookup(long[] blockHashes);
+
+  /**
+   * Records that the router just sent this prefix to {@code worker}, so requests arriving before the worker's
+   * events can still find it (predicted entries, with a short TTL on the index side). Must not block.
+   */
+  default void recordPrediction(WorkerId worker, long[] blockHashes) {}
+
+  /** The answer for one request. */
+  @FunctionalInterface
+  interface Lookup {
+    Overlap overlap(WorkerId worker);
+  }
+}

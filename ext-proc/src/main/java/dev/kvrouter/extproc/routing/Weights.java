@@ -1,0 +1,139 @@
+package dev.kvrouter.extproc.routing;
+
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The knobs of the cost model and the optional imbalance gate. Defaults are Dynamo's published defaults
+ * (anchors §1.1) and SGLang's gate thresholds (§2.1, §2.5). Configurable globally and per model
+ * ({@code routing.weights}, {@code routing.models.<m>.weights}) and per request through the trusted
+ * {@code x-kvrouter-weights} header, all with the same snake_case keys ({@link #KEYS}).
+ *
+ * @param gpuCredit credit per GPU-cached block ({@code overlap_score_credit}; 1 = the block costs nothing)
+ * @param cpuCredit credit per block found on CPU after the GPU run ({@code host_cache_hit_weight})
+ * @param diskCredit credit per block found on disk after that ({@code disk_cache_hit_weight})
+ * @param predictedCredit credit per block of the router's own predicted entries
+ * @param overlapCreditDecay shrinks the GPU credit of a worker with more queued prefill than the least queued
+ *     ({@code overlap_score_credit_decay}; 0 = off)
+ * @param prefillLoadScale weight of the prefill term ({@code prefill_load_scale})
+ * @param decodeLoadScale weight of the decode term (Dynamo fixes it at 1)
+ * @param activeRequestWeight cost per in-flight request ({@code decode_active_request_weight})
+ * @param temperature 0 = argmin; above 0 = softmax sampling over normalised costs ({@code router_temperature})
+ * @param imbalanceGate when true, a fleet whose in-flight counts spread by more than both thresholds routes to
+ *     the least-loaded worker regardless of cache (SGLang's gate)
+ * @param imbalanceAbs absolute spread: {@code max - min > abs}
+ * @param imbalanceRel relative spread: {@code max > rel x min}
+ */
+public record Weights(
+    double gpuCredit,
+    double cpuCredit,
+    double diskCredit,
+    double predictedCredit,
+    double overlapCreditDecay,
+    double prefillLoadScale,
+    double decodeLoadScale,
+    double activeRequestWeight,
+    double temperature,
+    boolean imbalanceGate,
+    double imbalanceAbs,
+    double imbalanceRel) {
+
+  public static final Weights DEFAULTS =
+      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, false, 32, 1.1);
+
+  /** Every key accepted in configuration and in {@code x-kvrouter-weights}. */
+  public static final List<String> KEYS = List.of("gpu_credit", "cpu_credit", "disk_credit", "predicted_credit",
+      "overlap_credit_decay", "prefill_load_scale", "decode_load_scale", "active_request_weight", "temperature",
+      "imbalance_gate", "imbalance_abs", "imbalance_rel");
+
+  /** Longest {@code x-kvrouter-weights} value read. */
+  static final int MAX_HEADER = 1024;
+
+  public Weights {
+    check("gpu_credit", gpuCredit);
+    check("cpu_credit", cpuCredit);
+    check("disk_credit", diskCredit);
+    check("predicted_credit", predictedCredit);
+    check("overlap_credit_decay", overlapCreditDecay);
+    check("prefill_load_scale", prefillLoadScale);
+    check("decode_load_scale", decodeLoadScale);
+    check("active_request_weight", activeRequestWeight);
+    check("temperature", temperature);
+    check("imbalance_abs", imbalanceAbs);
+    check("imbalance_rel", imbalanceRel);
+    if (imbalanceRel < 1.0) {
+      throw new IllegalArgumentException("imbalance_rel must be >= 1, was " + imbalanceRel);
+    }
+  }
+
+  private static void check(String key, double v) {
+    if (!Double.isFinite(v) || v < 0) {
+      throw new IllegalArgumentException(key + " must be a finite number >= 0, was " + v);
+    }
+  }
+
+  /**
+   * This set with one key changed.
+   *
+   * @throws IllegalArgumentException for an unknown key or a bad value
+   */
+  public Weights with(String key, String value) {
+    String k = key.trim().toLowerCase(Locale.ROOT);
+    String v = value.trim();
+    if (k.equals("imbalance_gate")) {
+      boolean b = switch (v.toLowerCase(Locale.ROOT)) {
+        case "true", "1", "on" -> true;
+        case "false", "0", "off" -> false;
+        default -> throw new IllegalArgumentException("imbalance_gate must be true or false, was `" + v + "`");
+      };
+      return new Weights(gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
+          decodeLoadScale, activeRequestWeight, temperature, b, imbalanceAbs, imbalanceRel);
+    }
+    double d;
+    try {
+      d = Double.parseDouble(v);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(k + " must be a number, was `" + v + "`");
+    }
+    return with(k, d);
+  }
+
+  /** This set with one numeric key changed. */
+  public Weights with(String key, double d) {
+    double[] f = {gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
+        decodeLoadScale, activeRequestWeight, temperature, 0, imbalanceAbs, imbalanceRel};
+    int i = KEYS.indexOf(key);
+    if (i < 0 || key.equals("imbalance_gate")) {
+      throw new IllegalArgumentException("unknown weight `" + key + "` (known: " + String.join(", ", KEYS) + ")");
+    }
+    f[i] = d;
+    return new Weights(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], imbalanceGate, f[10], f[11]);
+  }
+
+  /**
+   * Applies an {@code x-kvrouter-weights} value: comma-separated {@code key=value} pairs, e.g.
+   * {@code prefill_load_scale=2,temperature=0.1}. All or nothing.
+   *
+   * @throws IllegalArgumentException naming the first bad pair
+   */
+  public Weights withOverrides(String header) {
+    if (header == null || header.isBlank()) {
+      return this;
+    }
+    if (header.length() > MAX_HEADER) {
+      throw new IllegalArgumentException("weights override longer than " + MAX_HEADER + " characters");
+    }
+    Weights w = this;
+    for (String pair : header.split(",")) {
+      if (pair.isBlank()) {
+        continue;
+      }
+      int eq = pair.indexOf('=');
+      if (eq <= 0) {
+        throw new IllegalArgumentException("expected key=value, got `" + pair.trim() + "`");
+      }
+      w = w.with(pair.substring(0, eq), pair.substring(eq + 1));
+    }
+    return w;
+  }
+}

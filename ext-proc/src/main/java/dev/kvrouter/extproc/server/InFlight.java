@@ -1,0 +1,65 @@
+package dev.kvrouter.extproc.server;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.RemovalCause;
+import dev.kvrouter.extproc.routing.Decision;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Routed requests waiting for their response observer: the routing stream registers each decision by id, and
+ * the observability stream Envoy opens for the same request (a second ext_proc filter in
+ * {@code observability_mode}) claims it from the {@code x-kvrouter-decision} request header.
+ *
+ * <p>Bounded and expiring: a decision nobody claims (no observer filter configured, or the client left before
+ * the upstream answered) is dropped after {@code ttl}; the load ledger's own straggler expiry keeps its counters
+ * right in that case.
+ */
+public final class InFlight {
+
+  private static final Logger log = LoggerFactory.getLogger(InFlight.class);
+
+  private final Cache<String, Decision> pending;
+  private final AtomicLong unclaimed = new AtomicLong();
+  private final AtomicLong claimed = new AtomicLong();
+
+  public InFlight(long maxEntries, Duration ttl) {
+    pending = Caffeine.newBuilder()
+        .maximumSize(maxEntries)
+        .expireAfterWrite(ttl)
+        .removalListener((String id, Decision d, RemovalCause cause) -> {
+          if (cause.wasEvicted() && unclaimed.getAndIncrement() == 0) {
+            log.warn("a routed request was never claimed by a response observer (first seen: {}); without the "
+                + "observer filter the load ledger relies on reservation expiry", id);
+          }
+        })
+        .build();
+  }
+
+  void register(Decision d) {
+    pending.put(d.id(), d);
+  }
+
+  /** Removes and returns the decision with this id, or null. */
+  Decision claim(String id) {
+    Decision d = id == null ? null : pending.asMap().remove(id);
+    if (d != null) {
+      claimed.incrementAndGet();
+    }
+    return d;
+  }
+
+  /** Decisions claimed since start (by an observer, or taken back by a routing stream that saw the response). */
+  public long claimed() {
+    return claimed.get();
+  }
+
+  /** Decisions that expired or were evicted unclaimed since start. */
+  public long unclaimed() {
+    pending.cleanUp();
+    return unclaimed.get();
+  }
+}

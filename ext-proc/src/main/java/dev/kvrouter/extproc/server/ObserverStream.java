@@ -1,0 +1,90 @@
+package dev.kvrouter.extproc.server;
+
+import dev.kvrouter.extproc.routing.Decision;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.grpc.stub.StreamObserver;
+
+/**
+ * The response side of one routed request, seen through an ext_proc filter in {@code observability_mode}: Envoy
+ * sends the request headers (carrying {@code x-kvrouter-decision}), the response headers and body chunks, and
+ * never waits for an answer, so watching a response adds no latency to it.
+ *
+ * <p>Feeds the {@link RequestListener} exactly as the routing stream would if the responses went through it.
+ * Messages of one stream arrive one at a time; nothing is ever sent back.
+ */
+final class ObserverStream implements StreamObserver<ProcessingRequest> {
+
+  private final StreamObserver<ProcessingResponse> out;
+  private final InFlight inFlight;
+  private final RequestListener listener;
+  private Decision decision;
+  private boolean responseStarted;
+  private boolean ended;
+
+  ObserverStream(StreamObserver<ProcessingResponse> out, InFlight inFlight, RequestListener listener) {
+    this.out = out;
+    this.inFlight = inFlight;
+    this.listener = listener;
+  }
+
+  @Override
+  public void onNext(ProcessingRequest req) {
+    switch (req.getRequestCase()) {
+      case REQUEST_HEADERS -> decision = inFlight.claim(EnvoyMessages.header(req.getRequestHeaders(),
+          Headers.DECISION));
+      case RESPONSE_HEADERS -> onResponseHeaders(req.getResponseHeaders());
+      case RESPONSE_BODY -> onResponseBody(req.getResponseBody());
+      default -> { }
+    }
+  }
+
+  private void onResponseHeaders(HttpHeaders h) {
+    if (decision == null) {
+      return; // not routed by us (pass-through path, router bypassed) or already expired
+    }
+    String status = EnvoyMessages.header(h, ":status");
+    int code = 0;
+    try {
+      code = status == null ? 0 : Integer.parseInt(status);
+    } catch (NumberFormatException ignored) {
+      // keep 0: unknown
+    }
+    listener.onResponseHeaders(decision, code);
+    if (h.getEndOfStream()) {
+      end(false);
+    }
+  }
+
+  private void onResponseBody(HttpBody b) {
+    if (decision == null) {
+      return;
+    }
+    boolean first = !responseStarted && !b.getBody().isEmpty();
+    responseStarted |= first;
+    listener.onResponseBody(decision, b.getBody(), first, b.getEndOfStream());
+    if (b.getEndOfStream()) {
+      end(false);
+    }
+  }
+
+  private void end(boolean aborted) {
+    if (!ended && decision != null) {
+      ended = true;
+      listener.onEnd(decision, aborted);
+    }
+  }
+
+  @Override
+  public void onError(Throwable t) {
+    end(true); // the client or the upstream went away
+  }
+
+  @Override
+  public void onCompleted() {
+    end(!responseStarted);
+    out.onCompleted();
+  }
+}

@@ -1,0 +1,383 @@
+package dev.kvrouter.extproc.template;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.json.JsonReadFeature;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * vLLM's message preprocessing before the chat template ({@code parse_chat_messages} and
+ * {@code _postprocess_messages} in {@code vllm/entrypoints/chat_utils.py}, tool dumping and
+ * kwargs resolution in the OpenAI server and {@code vllm/renderers/hf.py}). docs/templates.md
+ * lists what is matched and what is left out.
+ *
+ * <p>Stateless apart from its configuration; thread-safe.
+ */
+public final class VllmChatPreprocessor {
+  /** transformers' apply_chat_template named parameters, which vLLM always lets through. */
+  static final Set<String> HF_PARAMS = Set.of("conversation", "tools", "documents", "chat_template",
+      "add_generation_prompt", "continue_final_message", "tokenize", "sanitize_control_tokens", "padding",
+      "truncation", "max_length", "return_tensors", "return_dict", "return_assistant_tokens_mask", "tokenizer_kwargs");
+
+  private static final Set<String> TEXT_PARTS = Set.of("text", "input_text", "output_text", "refusal", "thinking");
+  private static final Map<String, String> MEDIA_MODALITY = Map.ofEntries(
+      Map.entry("image_url", "image"), Map.entry("input_image", "image"), Map.entry("image_pil", "image"),
+      Map.entry("image_embeds", "image"), Map.entry("audio_url", "audio"), Map.entry("input_audio", "audio"),
+      Map.entry("audio_embeds", "audio"), Map.entry("video_url", "video"));
+  private static final List<String> UNTYPED_MEDIA_KEYS = List.of("image_url", "image_pil", "image_embeds",
+      "audio_embeds", "prompt_embeds", "audio_url", "input_audio", "video_url", "tool_reference");
+
+  /** Python's json.loads: NaN/Infinity allowed, nothing after the value, duplicate keys keep the last. */
+  private static final ObjectMapper PY_JSON = JsonMapper.builder()
+      .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
+      .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+      .disable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
+      .build();
+
+  private final ContentFormat format;
+  private final Map<String, String> mediaPlaceholders;
+
+  /**
+   * @param format the content format (detected with {@link ContentFormat#detect} or configured)
+   * @param mediaPlaceholders for string-format templates with image/audio/video parts: the
+   *     placeholder text the model's multimodal processor inserts per modality (vLLM takes it
+   *     from the processor; we need it configured). Without one, media parts fail.
+   */
+  public VllmChatPreprocessor(ContentFormat format, Map<String, String> mediaPlaceholders) {
+    this.format = Objects.requireNonNull(format, "format");
+    this.mediaPlaceholders = Map.copyOf(mediaPlaceholders);
+  }
+
+  public VllmChatPreprocessor(ContentFormat format) {
+    this(format, Map.of());
+  }
+
+  public ContentFormat format() {
+    return format;
+  }
+
+  /** {@code parse_chat_messages}: the conversation the template will see. */
+  public List<Map<String, Object>> conversation(List<? extends Map<String, ?>> messages) {
+    List<Map<String, Object>> out = new ArrayList<>(messages.size());
+    for (Map<String, ?> m : messages) {
+      out.add(parseMessage(m));
+    }
+    postprocess(out);
+    return out;
+  }
+
+  private Map<String, Object> parseMessage(Map<String, ?> message) {
+    Object role = message.get("role");
+    if (!(role instanceof String)) {
+      throw new ChatInputException("every message needs a string 'role'");
+    }
+    Object content = message.get("content");
+    List<?> parts;
+    if (content == null) {
+      parts = List.of();
+    } else if (content instanceof String s) {
+      parts = List.of(Map.of("type", "text", "text", s));
+    } else if (content instanceof List<?> l) {
+      parts = l;
+    } else {
+      throw new ChatInputException("message content must be a string, a list of content parts, or null");
+    }
+    Map<String, Object> result = new LinkedHashMap<>();
+    result.put("role", role);
+    result.put("content", parseParts(parts));
+
+    if (role.equals("assistant")) {
+      Object toolCalls = message.get("tool_calls");
+      if (message.containsKey("tool_calls") && toolCalls != null) {
+        if (!(toolCalls instanceof List<?> l)) {
+          throw new ChatInputException("tool_calls must be a list");
+        }
+        result.put("tool_calls", deepCopy(l));
+      }
+      Object reasoning = message.get("reasoning");
+      if (reasoning != null) {
+        result.put("reasoning", reasoning);
+        result.put("reasoning_content", reasoning);
+      }
+    } else if (role.equals("tool")) {
+      if (message.containsKey("tool_call_id")) {
+        result.put("tool_call_id", message.get("tool_call_id"));
+      }
+      if (result.get("content") instanceof List<?> items) {
+        boolean nonText = items.stream().anyMatch(i -> i instanceof Map<?, ?> d && !"text".equals(d.get("type")));
+        if (!nonText) {
+          List<String> texts = new ArrayList<>();
+          for (Object i : items) {
+            if (i instanceof Map<?, ?> d && "text".equals(d.get("type"))) {
+              Object t = d.get("text");
+              texts.add(t == null ? "" : t.toString());
+            }
+          }
+          result.put("content", String.join("\n", texts));
+        }
+      }
+    }
+    if (message.get("name") instanceof String name) {
+      result.put("name", name);
+    }
+    if (message.get("task") instanceof String task) {
+      result.put("task", task);
+    }
+    if (role.equals("developer")) {
+      result.put("tools", message.get("tools"));
+    }
+    return result;
+  }
+
+  /** {@code _parse_chat_message_content_parts}: a string (STRING) or a list of parts (OPENAI). */
+  private Object parseParts(List<?> parts) {
+    boolean wrap = format == ContentFormat.OPENAI;
+    List<Object> content = new ArrayList<>();
+    List<String> placeholders = new ArrayList<>();
+    for (Object part : parts) {
+      if (part instanceof String s) {
+        content.add(wrap ? textPart(s) : s);
+        continue;
+      }
+      if (!(part instanceof Map<?, ?> p)) {
+        throw new ChatInputException("content parts must be strings or objects");
+      }
+      String[] parsed = partType(p);
+      String type = parsed[0];
+      Object value = partValue(p, type, parsed[1] != null);
+      if ((type.equals("text") || type.equals("refusal")) && value == null) {
+        continue; // vLLM skips text parts without text
+      }
+      if (TEXT_PARTS.contains(type)) {
+        if (!(value instanceof String s)) {
+          throw new ChatInputException("text content parts need a string");
+        }
+        content.add(wrap ? textPart(s) : s);
+      } else if (type.equals("tool_reference")) {
+        content.add(wrap ? orderedMap("type", "tool_reference", "name", value) : value);
+      } else if (type.equals("prompt_embeds")) {
+        throw new ChatInputException("prompt_embeds content parts are not supported by the router");
+      } else if (MEDIA_MODALITY.containsKey(type)) {
+        String modality = MEDIA_MODALITY.get(type);
+        if (wrap) {
+          content.add(orderedMap("type", modality));
+        } else {
+          String placeholder = mediaPlaceholders.get(modality);
+          if (placeholder == null) {
+            throw new ChatInputException(modality + " content in a string-format chat template needs the model's "
+                + modality + " placeholder configured");
+          }
+          placeholders.add(placeholder);
+        }
+      } else {
+        throw new ChatInputException("Unsupported chat content part type: '" + type + "'");
+      }
+    }
+    if (wrap) {
+      return content;
+    }
+    List<String> texts = new ArrayList<>(content.size());
+    for (Object c : content) {
+      texts.add(c == null ? "None" : c.toString());
+    }
+    String text = String.join("\n", texts);
+    if (placeholders.isEmpty()) {
+      return text;
+    }
+    // _get_full_multimodal_text_prompt: placeholders the text does not already carry go first.
+    Map<String, Integer> missing = new LinkedHashMap<>();
+    for (String p : placeholders) {
+      missing.merge(p, 1, Integer::sum);
+    }
+    List<String> front = new ArrayList<>();
+    for (Map.Entry<String, Integer> e : missing.entrySet()) {
+      int n = e.getValue() - count(text, e.getKey());
+      if (n < 0) {
+        throw new ChatInputException("Found more '" + e.getKey() + "' placeholders in input prompt than actual"
+            + " multimodal data items.");
+      }
+      for (int i = 0; i < n; i++) {
+        front.add(e.getKey());
+      }
+    }
+    if (!text.isEmpty()) {
+      front.add(text);
+    }
+    return String.join("\n", front);
+  }
+
+  private static int count(String s, String sub) {
+    int c = 0;
+    for (int i = s.indexOf(sub); i >= 0; i = s.indexOf(sub, i + sub.length())) {
+      c++;
+    }
+    return c;
+  }
+
+  /** {type, "untyped" marker}: the part type as vLLM's _parse_chat_message_content_mm_part resolves it. */
+  private static String[] partType(Map<?, ?> p) {
+    Object type = p.get("type");
+    Object uuid = p.get("uuid");
+    if (type instanceof String t && (TEXT_PARTS.contains(t) || MEDIA_MODALITY.containsKey(t)
+        || t.equals("tool_reference") || t.equals("prompt_embeds")) && uuid == null) {
+      return new String[] {t, null};
+    }
+    if (type == null || uuid != null) {
+      for (String k : UNTYPED_MEDIA_KEYS) {
+        if (p.containsKey(k) && !(k.equals("input_audio") && p.get(k) == null)) {
+          return new String[] {k, "untyped"};
+        }
+      }
+      throw new ChatInputException("Missing 'type' field in multimodal part.");
+    }
+    if (!(type instanceof String t)) {
+      throw new ChatInputException("Invalid 'type' field in multimodal part.");
+    }
+    return new String[] {t, null};
+  }
+
+  private static Object partValue(Map<?, ?> p, String type, boolean untyped) {
+    return switch (type) {
+      case "text", "input_text", "output_text" -> p.get("text");
+      case "thinking" -> p.get("thinking");
+      case "refusal" -> p.get("refusal");
+      case "tool_reference" -> untyped ? p.get("tool_reference") : p.get("name");
+      default -> p; // media: only its presence matters to the template
+    };
+  }
+
+  private static Map<String, Object> textPart(String s) {
+    return orderedMap("type", "text", "text", s);
+  }
+
+  private static Map<String, Object> orderedMap(Object... kv) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    for (int i = 0; i < kv.length; i += 2) {
+      m.put((String) kv[i], kv[i + 1]);
+    }
+    return m;
+  }
+
+  /**
+   * {@code _postprocess_messages}: tool-call arguments that arrive as JSON strings become parsed
+   * values (invalid JSON becomes {}); non-string, non-container arguments become {}; an empty
+   * tool_calls list is dropped.
+   */
+  @SuppressWarnings("unchecked")
+  private static void postprocess(List<Map<String, Object>> messages) {
+    for (Map<String, Object> m : messages) {
+      if (!"assistant".equals(m.get("role")) || !m.containsKey("tool_calls")) {
+        continue;
+      }
+      if (!(m.get("tool_calls") instanceof List<?> calls)) {
+        continue;
+      }
+      if (calls.isEmpty()) {
+        m.remove("tool_calls");
+        continue;
+      }
+      for (Object item : calls) {
+        if (!(item instanceof Map<?, ?> call) || !(call.get("function") instanceof Map<?, ?> fn)) {
+          throw new ChatInputException("every tool call needs a 'function' object");
+        }
+        Map<String, Object> function = (Map<String, Object>) fn;
+        Object args = function.get("arguments");
+        if (args instanceof String s) {
+          function.put("arguments", parseJsonOrEmpty(s));
+        } else if (!(args instanceof Map) && !(args instanceof List)) {
+          function.put("arguments", new LinkedHashMap<>());
+        }
+      }
+    }
+  }
+
+  static Object parseJsonOrEmpty(String s) {
+    try {
+      Object v = PY_JSON.readValue(s, Object.class);
+      if (v == null && !s.strip().equals("null")) {
+        return new LinkedHashMap<>();
+      }
+      return v;
+    } catch (JsonProcessingException e) {
+      return new LinkedHashMap<>();
+    }
+  }
+
+  @SuppressWarnings("unchecked")
+  private static List<Object> deepCopy(List<?> l) {
+    List<Object> out = new ArrayList<>(l.size());
+    for (Object x : l) {
+      if (x instanceof Map<?, ?> m) {
+        Map<String, Object> c = new LinkedHashMap<>();
+        m.forEach((k, v) -> c.put(String.valueOf(k), v instanceof Map || v instanceof List ? deepCopyValue(v) : v));
+        out.add(c);
+      } else {
+        out.add(x);
+      }
+    }
+    return out;
+  }
+
+  private static Object deepCopyValue(Object v) {
+    if (v instanceof Map<?, ?> m) {
+      Map<String, Object> c = new LinkedHashMap<>();
+      m.forEach((k, x) -> c.put(String.valueOf(k), deepCopyValue(x)));
+      return c;
+    }
+    if (v instanceof List<?> l) {
+      List<Object> c = new ArrayList<>(l.size());
+      l.forEach(x -> c.add(deepCopyValue(x)));
+      return c;
+    }
+    return v;
+  }
+
+  /**
+   * The tool dicts vLLM passes to the template: each request tool through pydantic's
+   * {@code ChatCompletionToolsParam.model_dump()}, i.e. {@code type} then {@code function} with
+   * {@code name}, {@code description} and {@code parameters} always present (null when absent),
+   * followed by any extra keys in request order.
+   */
+  public static List<Map<String, Object>> toolDicts(List<? extends Map<String, ?>> tools) {
+    if (tools == null) {
+      return null;
+    }
+    List<Map<String, Object>> out = new ArrayList<>(tools.size());
+    for (Map<String, ?> t : tools) {
+      Object type = t.containsKey("type") ? t.get("type") : "function";
+      if (!"function".equals(type)) {
+        throw new ChatInputException("tool type must be 'function'");
+      }
+      if (!(t.get("function") instanceof Map<?, ?> fn) || !(fn.get("name") instanceof String)) {
+        throw new ChatInputException("every tool needs a function with a string name");
+      }
+      Map<String, Object> function = new LinkedHashMap<>();
+      function.put("name", fn.get("name"));
+      function.put("description", fn.get("description"));
+      function.put("parameters", fn.get("parameters") == null ? null : deepCopyValue(fn.get("parameters")));
+      fn.forEach((k, v) -> {
+        if (!function.containsKey(String.valueOf(k))) {
+          function.put(String.valueOf(k), deepCopyValue(v));
+        }
+      });
+      Map<String, Object> tool = new LinkedHashMap<>();
+      tool.put("type", "function");
+      tool.put("function", function);
+      t.forEach((k, v) -> {
+        if (!tool.containsKey(k)) {
+          tool.put(k, deepCopyValue(v));
+        }
+      });
+      out.add(tool);
+    }
+    return out;
+  }
+}

@@ -1,0 +1,267 @@
+package dev.kvrouter.extproc.decision;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.google.protobuf.ByteString;
+import dev.kvrouter.extproc.load.FakeClock;
+import dev.kvrouter.extproc.load.LoadLedger;
+import dev.kvrouter.extproc.load.LoadTracker;
+import dev.kvrouter.extproc.load.ScrapedLoadSource;
+import dev.kvrouter.extproc.load.WorkerHealth;
+import dev.kvrouter.extproc.request.InferenceRequest;
+import dev.kvrouter.extproc.routing.Decision;
+import dev.kvrouter.extproc.routing.ModelRouting;
+import dev.kvrouter.extproc.routing.Overlap;
+import dev.kvrouter.extproc.routing.PrefixOverlapSource;
+import dev.kvrouter.extproc.routing.PromptInfo;
+import dev.kvrouter.extproc.routing.RequestTimings;
+import dev.kvrouter.extproc.routing.RouteRequest;
+import dev.kvrouter.extproc.routing.Router;
+import dev.kvrouter.extproc.routing.RoutingConfig;
+import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.xds.registry.Worker;
+import dev.kvrouter.xds.registry.WorkerRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/** A request's life after its decision, as RequestStream drives the listener. */
+class DecisionTrackerTest {
+
+  static final ObjectMapper JSON = new ObjectMapper();
+  static final int B = 16;
+
+  final FakeClock clock = new FakeClock();
+  final WorkerRegistry registry = new WorkerRegistry();
+  final LoadLedger ledger = new LoadLedger(clock, TimeUnit.SECONDS.toNanos(300), 1000);
+  final WorkerHealth health = new WorkerHealth(clock, 3, 5, TimeUnit.SECONDS.toNanos(30));
+  final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+  final List<String> lines = new ArrayList<>();
+  final Map<WorkerId, Overlap> overlaps = new java.util.HashMap<>();
+  DecisionTracker tracker = tracker(16, 100);
+  Router router;
+
+  DecisionTrackerTest() {
+    registry.replace(List.of(Worker.simple("w1", "10.0.0.1", 8000, "m"), Worker.simple("w2", "10.0.0.2", 8000, "m")));
+    router = Router.builder(registry)
+        .config(new RoutingConfig(ModelRouting.defaults("kv_aware"), Map.of(), B, 64, 64))
+        .overlaps(hashes -> id -> overlaps.getOrDefault(id, Overlap.NONE))
+        .load(new LoadTracker(ledger, ScrapedLoadSource.NONE, clock, 1))
+        .health(health)
+        .nanoTime(clock)
+        .random(() -> new Random(9))
+        .build();
+  }
+
+  DecisionTracker tracker(int maxCandidates, int maxTracked) {
+    DecisionLog log = new DecisionLog(lines::add, Clock.fixed(Instant.parse("2026-01-02T03:04:05Z"), ZoneOffset.UTC),
+        maxCandidates, true);
+    return new DecisionTracker(ledger, health, log, new DecisionMetrics(meters), clock, maxTracked,
+        TimeUnit.SECONDS.toNanos(300));
+  }
+
+  static RouteRequest request(String id, boolean stream, int blocks) {
+    long[] h = new long[blocks];
+    for (int i = 0; i < blocks; i++) {
+      h[i] = 500 + i;
+    }
+    return new RouteRequest(id, new InferenceRequest(InferenceRequest.Kind.CHAT, "m", stream, null, 32),
+        RouteRequest.tenantPseudonym("tenant-7"), null, null, new PromptInfo(blocks * B + 3, B, h), null, 0, new RequestTimings(5000, 0, 0, 0));
+  }
+
+  static ByteString bytes(String s) {
+    return ByteString.copyFromUtf8(s);
+  }
+
+  JsonNode line(int i) throws Exception {
+    return JSON.readTree(lines.get(i));
+  }
+
+  @Test
+  void aStreamedRequestIsReleasedInTwoStepsAndRecordedTwice() throws Exception {
+    overlaps.put(WorkerId.of("w2"), new Overlap(6, 0, 0, 0, false));
+    Decision d = router.route(request("req-1", true, 8));
+    assertThat(d.chosen().name()).isEqualTo("w2");
+    tracker.onDecision(d);
+    assertThat(lines).as("the decision line waits until the request has left").isEmpty();
+    // reserved: 8 full blocks + 1 partial (131 tokens) - 6 cached = 35 prefill tokens; 9 prompt + 2 output blocks
+    assertThat(ledger.local(WorkerId.of("w2")).prefillTokens()).isEqualTo(131 - 6 * B);
+    assertThat(ledger.local(WorkerId.of("w2")).decodeBlocks()).isEqualTo(11);
+
+    assertThat(d.detail().candidates()).hasSize(2);
+    tracker.onResponseHeaders(d, 200);
+    assertThat(lines).hasSize(1);
+    // written: the in-flight decision no longer keeps its candidates alive
+    assertThat(d.detail().candidates()).isEmpty();
+    assertThat(d.detail().chosen().worker().name()).isEqualTo("w2");
+    clock.advance(40, TimeUnit.MILLISECONDS);
+    tracker.onResponseBody(d, bytes("data: {\"choices\":[{\"delta\":{\"content\":\"cached_tokens\"}}]}\n\n"), true,
+        false);
+    assertThat(ledger.local(WorkerId.of("w2")).prefillTokens()).isZero();
+    assertThat(ledger.local(WorkerId.of("w2")).decodeBlocks()).isEqualTo(11);
+    clock.advance(60, TimeUnit.MILLISECONDS);
+    tracker.onResponseBody(d, bytes("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":131,\"prompt_tokens"), false,
+        false);
+    tracker.onResponseBody(d, bytes("_details\":{\"cached_tokens\":96}}}\n\ndata: [DONE]\n\n"), false, true);
+    tracker.onEnd(d, false);
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0);
+
+    JsonNode dec = line(0);
+    assertThat(dec.path("event").asText()).isEqualTo("decision");
+    assertThat(dec.path("id").asText()).isEqualTo("req-1");
+    assertThat(dec.path("ts").asText()).isEqualTo("2026-01-02T03:04:05Z");
+    assertThat(dec.path("model").asText()).isEqualTo("m");
+    assertThat(dec.path("tenant_hash").asText()).hasSize(16);
+    assertThat(dec.path("policy").asText()).isEqualTo("kv_aware");
+    assertThat(dec.path("chosen").asText()).isEqualTo("w2");
+    assertThat(dec.path("reason").asText()).isEqualTo("lowest_cost");
+    assertThat(dec.path("fallback").isNull()).isTrue();
+    assertThat(dec.path("prompt_tokens").asLong()).isEqualTo(131);
+    assertThat(dec.path("prompt_blocks").asInt()).isEqualTo(9);
+    assertThat(dec.path("predicted_cached_tokens").asLong()).isEqualTo(96);
+    JsonNode w2 = dec.path("candidates").get(1);
+    assertThat(w2.path("worker").asText()).isEqualTo("w2");
+    assertThat(w2.path("overlap").path("gpu").asInt()).isEqualTo(6);
+    // w2: prefill 9 - 6 = 3 blocks, decode 9 + 2 = 11 -> 14; w1: 9 + 11 = 20
+    assertThat(w2.path("cost").asDouble()).isEqualTo(14.0);
+    assertThat(dec.path("candidates").get(0).path("cost").asDouble()).isEqualTo(20.0);
+    assertThat(w2.path("eligible").asBoolean()).isTrue();
+    assertThat(dec.path("timings_us").path("parse").asDouble()).isEqualTo(5.0);
+    assertThat(lines.get(0)).doesNotContain("tenant-7");
+
+    JsonNode out = line(1);
+    assertThat(out.path("event").asText()).isEqualTo("outcome");
+    assertThat(out.path("worker").asText()).isEqualTo("w2");
+    assertThat(out.path("status").asInt()).isEqualTo(200);
+    assertThat(out.path("aborted").asBoolean()).isFalse();
+    assertThat(out.path("predicted_cached_tokens").asLong()).isEqualTo(96);
+    assertThat(out.path("actual_cached_tokens").asLong()).isEqualTo(96);
+    assertThat(out.path("reported_prompt_tokens").asLong()).isEqualTo(131);
+    assertThat(out.path("truth").asText()).isEqualTo("within_block");
+    assertThat(out.path("ttft_ms").asDouble()).isEqualTo(40.0);
+    assertThat(out.path("duration_ms").asDouble()).isEqualTo(100.0);
+
+    assertThat(meters.get("kvrouter.routing.decisions").tags("policy", "kv_aware", "reason", "lowest_cost",
+        "fallback", "none").counter().count()).isEqualTo(1);
+    assertThat(meters.get("kvrouter.truth.checks").tags("worker", "w2", "outcome", "within_block").counter().count())
+        .isEqualTo(1);
+    assertThat(meters.get("kvrouter.truth.actual.cached.tokens").counter().count()).isEqualTo(96);
+    assertThat(meters.get("kvrouter.request.ttft").timer().totalTime(TimeUnit.MILLISECONDS)).isEqualTo(40.0);
+    assertThat(meters.get("kvrouter.routing.chosen.overlap.blocks").summary().totalAmount()).isEqualTo(6);
+    assertThat(tracker.tracking()).isZero();
+  }
+
+  @Test
+  void aWrongPictureShowsAsOverOrUnder() throws Exception {
+    overlaps.put(WorkerId.of("w1"), new Overlap(8, 0, 0, 0, false));
+    Decision d = router.route(request("r", false, 8));
+    tracker.onDecision(d);
+    tracker.onResponseHeaders(d, 200);
+    tracker.onResponseBody(d, bytes("{\"usage\":{\"prompt_tokens_details\":{\"cached_tokens\":16}}}"), true, true);
+    tracker.onEnd(d, false);
+    JsonNode out = line(1);
+    assertThat(out.path("truth").asText()).isEqualTo("over"); // expected 128, got 16
+    assertThat(out.path("ttft_ms").isNull()).as("not streamed: no TTFT").isTrue();
+    assertThat(meters.get("kvrouter.truth.error.blocks").summary().max()).isEqualTo(7.0);
+    assertThat(new TruthCheck(0, 64, 16).outcome()).isEqualTo("under");
+    assertThat(new TruthCheck(32, 47, 16).outcome()).isEqualTo("within_block");
+    assertThat(new TruthCheck(32, 48, 16).outcome()).isEqualTo("under");
+  }
+
+  @Test
+  void aCancelBeforeTheFirstByteReleasesEverythingAndIsMarkedAborted() throws Exception {
+    Decision d = router.route(request("gone", true, 4));
+    tracker.onDecision(d);
+    assertThat(ledger.liveReservations()).isEqualTo(1);
+    tracker.onEnd(d, true);
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0);
+    assertThat(lines).hasSize(2);
+    JsonNode out = line(1);
+    assertThat(out.path("aborted").asBoolean()).isTrue();
+    assertThat(out.path("status").isNull()).isTrue();
+    assertThat(out.path("truth").asText()).isEqualTo("unknown");
+  }
+
+  @Test
+  void errorResponsesAreNotScannedAndFeedOutlierDetection() throws Exception {
+    registry.replace(List.of(Worker.simple("w1", "10.0.0.1", 8000, "m")));
+    for (int i = 0; i < 5; i++) {
+      assertThat(health.unhealthyReason("w1")).isNull();
+      Decision d = router.route(request("e" + i, false, 2));
+      assertThat(d.fallback()).isNull();
+      tracker.onDecision(d);
+      tracker.onResponseHeaders(d, 503);
+      tracker.onResponseBody(d, bytes("{\"usage\":{\"prompt_tokens_details\":{\"cached_tokens\":16}}}"), true, true);
+      tracker.onEnd(d, false);
+      assertThat(line(lines.size() - 1).path("truth").asText()).isEqualTo("unknown");
+    }
+    assertThat(health.unhealthyReason("w1")).isEqualTo(WorkerHealth.EJECTED);
+    // the only worker is ejected: still served, visibly
+    assertThat(router.route(request("after", false, 2)).fallback()).isEqualTo("all_unhealthy");
+  }
+
+  @Test
+  void rejectionsAreRecordedAtOnceAndNeedNoRelease() throws Exception {
+    Decision d = router.route(new RouteRequest("nope", new InferenceRequest(InferenceRequest.Kind.CHAT, "other",
+        false, null, -1), null, null));
+    tracker.onDecision(d);
+    tracker.onEnd(d, false);
+    assertThat(lines).hasSize(1);
+    JsonNode dec = line(0);
+    assertThat(dec.path("chosen").isNull()).isTrue();
+    assertThat(dec.path("status").asInt()).isEqualTo(404);
+    assertThat(dec.path("reason").asText()).isEqualTo("model_not_served");
+    assertThat(dec.path("fallback").asText()).isEqualTo("no_tokenization");
+    assertThat(meters.get("kvrouter.routing.fallbacks").tags("fallback", "no_tokenization").counter().count())
+        .isEqualTo(1);
+  }
+
+  @Test
+  void longFleetsListTheChosenAndTheCheapestCandidates() throws Exception {
+    List<Worker> many = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      many.add(Worker.simple("w" + i, "10.0.1." + i, 8000, "m"));
+    }
+    registry.replace(many);
+    overlaps.put(WorkerId.of("w13"), new Overlap(3, 0, 0, 0, false));
+    tracker = tracker(4, 100);
+    Decision d = router.route(request("big", false, 4));
+    tracker.onDecision(d);
+    tracker.onEnd(d, false);
+    JsonNode dec = line(0);
+    assertThat(dec.path("candidates")).hasSize(4);
+    assertThat(dec.path("candidates").get(0).path("worker").asText()).isEqualTo("w13");
+    assertThat(dec.path("candidates_omitted").asInt()).isEqualTo(16);
+  }
+
+  @Test
+  void trackingIsBoundedAndSweptButReleaseNeverDependsOnIt() {
+    tracker = tracker(16, 2);
+    List<Decision> ds = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      Decision d = router.route(request("t" + i, true, 2));
+      tracker.onDecision(d);
+      ds.add(d);
+    }
+    assertThat(tracker.tracking()).isEqualTo(2);
+    assertThat(tracker.untracked()).isEqualTo(2);
+    clock.advance(301, TimeUnit.SECONDS);
+    assertThat(lines).hasSize(2); // the two untracked ones were written at once
+    assertThat(tracker.sweep()).isEqualTo(2);
+    assertThat(lines).hasSize(4); // the swept ones get their decision line too
+    for (Decision d : ds) {
+      tracker.onResponseBody(d, bytes("x"), true, false);
+      tracker.onEnd(d, false);
+    }
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0);
+  }
+}

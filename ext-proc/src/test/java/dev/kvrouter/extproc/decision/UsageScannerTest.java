@@ -1,0 +1,137 @@
+package dev.kvrouter.extproc.decision;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+import net.jqwik.api.constraints.Size;
+import org.junit.jupiter.api.Test;
+
+/** Responses in the shapes vLLM's OpenAI server sends, fed whole and cut anywhere. */
+class UsageScannerTest {
+
+  static final String JSON_BODY = """
+      {"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m",\
+      "choices":[{"index":0,"message":{"role":"assistant","content":"Hi \\"usage\\": {\\"cached_tokens\\": 9}",\
+      "tool_calls":[]},"logprobs":null,"finish_reason":"stop"}],\
+      "usage":{"prompt_tokens":120,"total_tokens":130,"completion_tokens":10,\
+      "prompt_tokens_details":{"cached_tokens":96}},"prompt_logprobs":null}""";
+
+  static final String SSE_BODY = """
+      data: {"id":"cmpl-2","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"a",\
+      "logprobs":null,"finish_reason":null}],"usage":null}
+
+      data: {"id":"cmpl-2","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"\
+      {\\"usage\\":{\\"prompt_tokens_details\\":{\\"cached_tokens\\":7777}}}","logprobs":null,"finish_reason":"length"}],\
+      "usage":null}
+
+      data: {"id":"cmpl-2","object":"text_completion","created":1,"model":"m","choices":[],\
+      "usage":{"prompt_tokens_details":{"cached_tokens":2048},"prompt_tokens":2100,"total_tokens":2108,\
+      "completion_tokens":8}}
+
+      data: [DONE]
+
+      """;
+
+  static UsageScanner scan(String body, int... cuts) {
+    byte[] b = body.getBytes(StandardCharsets.UTF_8);
+    UsageScanner s = new UsageScanner();
+    int off = 0;
+    for (int c : cuts) {
+      s.feed(ByteBuffer.wrap(b, off, c - off).slice());
+      off = c;
+    }
+    s.feed(b, off, b.length - off);
+    return s;
+  }
+
+  @Test
+  void jsonBodyUsage() {
+    UsageScanner s = scan(JSON_BODY);
+    assertThat(s.cachedTokens()).isEqualTo(96);
+    assertThat(s.promptTokens()).isEqualTo(120);
+    assertThat(s.bytes()).isEqualTo(JSON_BODY.getBytes(StandardCharsets.UTF_8).length);
+  }
+
+  @Test
+  void finalSseChunkUsageAndGeneratedTextIsNeverMistakenForIt() {
+    UsageScanner s = scan(SSE_BODY);
+    assertThat(s.cachedTokens()).isEqualTo(2048);
+    assertThat(s.promptTokens()).isEqualTo(2100);
+  }
+
+  @Test
+  void everySplitPointGivesTheSameAnswer() {
+    for (String body : List.of(JSON_BODY, SSE_BODY)) {
+      int n = body.getBytes(StandardCharsets.UTF_8).length;
+      long expected = scan(body).cachedTokens();
+      for (int cut = 0; cut <= n; cut++) {
+        assertThat(scan(body, cut).cachedTokens()).as("cut at %d", cut).isEqualTo(expected);
+      }
+    }
+  }
+
+  @Test
+  void missingNullOrMisplacedUsageIsUnknown() {
+    assertThat(scan("{\"usage\":{\"prompt_tokens\":5,\"prompt_tokens_details\":null}}").cachedTokens())
+        .isEqualTo(-1);
+    assertThat(scan("{\"usage\":{\"prompt_tokens\":5}}").promptTokens()).isEqualTo(5);
+    assertThat(scan("{\"choices\":[{\"usage\":{\"prompt_tokens_details\":{\"cached_tokens\":5}}}]}").cachedTokens())
+        .as("usage nested below the top level").isEqualTo(-1);
+    assertThat(scan("{\"x\":{\"usage\":{\"prompt_tokens_details\":{\"cached_tokens\":5}}}}").cachedTokens())
+        .isEqualTo(-1);
+    assertThat(scan("{\"cached_tokens\":5,\"prompt_tokens_details\":{\"cached_tokens\":6}}").cachedTokens())
+        .as("details outside usage").isEqualTo(-1);
+    assertThat(scan("data: [DONE]\n\n").cachedTokens()).isEqualTo(-1);
+    assertThat(scan("").cachedTokens()).isEqualTo(-1);
+    assertThat(scan("{\"error\":{\"message\":\"x\",\"code\":500}}").cachedTokens()).isEqualTo(-1);
+  }
+
+  @Test
+  void prettyPrintedKeysInAnyOrderAndTheLastReportWins() {
+    String pretty = """
+        {
+          "usage" : {
+            "prompt_tokens_details" : { "audio_tokens" : 0 , "cached_tokens" : 32 } ,
+            "prompt_tokens" : 40
+          }
+        }
+        """;
+    assertThat(scan(pretty).cachedTokens()).isEqualTo(32);
+    assertThat(scan(pretty).promptTokens()).isEqualTo(40);
+    // continuous usage stats: every chunk reports, the last is final
+    String continuous = "data: {\"usage\":{\"prompt_tokens_details\":{\"cached_tokens\":16}}}\n\n"
+        + "data: {\"usage\":{\"prompt_tokens_details\":{\"cached_tokens\":48}}}\n\n";
+    assertThat(scan(continuous).cachedTokens()).isEqualTo(48);
+  }
+
+  @Test
+  void similarKeysAndEscapesDoNotMatch() {
+    assertThat(scan("{\"usage\":{\"prompt_tokens_details\":{\"cached_tokens_x\":5,\"xcached_tokens\":6}}}")
+        .cachedTokens()).isEqualTo(-1);
+    assertThat(scan("{\"usage\":{\"prompt_tokens_details\":{\"cached\\u005ftokens\":5}}}").cachedTokens())
+        .isEqualTo(-1);
+    assertThat(scan("{\"usag\":{\"prompt_tokens_details\":{\"cached_tokens\":5}}}").cachedTokens()).isEqualTo(-1);
+    assertThat(scan("{\"usage\":{\"prompt_tokens_details\":{\"cached_tokens\":12.0}}}").cachedTokens())
+        .isEqualTo(12);
+  }
+
+  @Property(tries = 200)
+  void anyChunkingGivesTheSameAnswer(@ForAll @Size(max = 12) List<@IntRange(min = 1, max = 400) Integer> steps) {
+    byte[] b = SSE_BODY.getBytes(StandardCharsets.UTF_8);
+    UsageScanner s = new UsageScanner();
+    int off = 0;
+    for (int step : steps) {
+      int end = Math.min(b.length, off + step);
+      s.feed(b, off, end - off);
+      off = end;
+    }
+    s.feed(b, off, b.length - off);
+    assertThat(s.cachedTokens()).isEqualTo(2048);
+    assertThat(s.promptTokens()).isEqualTo(2100);
+  }
+}

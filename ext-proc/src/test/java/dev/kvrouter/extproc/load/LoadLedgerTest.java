@@ -1,0 +1,163 @@
+package dev.kvrouter.extproc.load;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvrouter.index.WorkerId;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+class LoadLedgerTest {
+
+  static final WorkerId A = WorkerId.of("a");
+  static final WorkerId B = WorkerId.of("b");
+  final FakeClock clock = new FakeClock();
+  final LoadLedger ledger = new LoadLedger(clock, TimeUnit.SECONDS.toNanos(300), 1000);
+
+  static long[] chain(long... hashes) {
+    return hashes;
+  }
+
+  @Test
+  void reserveChargesPrefillBlocksAndARequestImmediately() {
+    Reservation r = ledger.reserve(A, 640, chain(1, 2, 3, 4), 3);
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(640, 7, 1, 640, 7, 1));
+    assertThat(ledger.local(B)).isEqualTo(LocalLoad.ZERO);
+    assertThat(r.blocks()).isEqualTo(7);
+    assertThat(r.addedBlocks()).isEqualTo(7);
+  }
+
+  @Test
+  void firstByteReleasesThePrefillAndTheEndReleasesTheRest() {
+    Reservation r = ledger.reserve(A, 640, chain(1, 2, 3, 4), 3);
+    ledger.prefillDone(r);
+    assertThat(ledger.local(A).prefillTokens()).isZero();
+    assertThat(ledger.local(A).decodeBlocks()).isEqualTo(7);
+    assertThat(ledger.local(A).requests()).isEqualTo(1);
+    ledger.release(r);
+    assertThat(ledger.local(A)).isEqualTo(LocalLoad.ZERO);
+    assertThat(ledger.liveReservations()).isZero();
+  }
+
+  @Test
+  void releaseWithoutFirstByteReleasesBothParts() {
+    Reservation r = ledger.reserve(A, 100, chain(1), 0);
+    ledger.release(r); // cancelled before any byte
+    assertThat(ledger.local(A)).isEqualTo(LocalLoad.ZERO);
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0);
+  }
+
+  @Test
+  void everyReleaseIsIdempotent() {
+    Reservation r = ledger.reserve(A, 100, chain(1, 2), 1);
+    ledger.prefillDone(r);
+    ledger.prefillDone(r);
+    ledger.release(r);
+    ledger.release(r);
+    ledger.prefillDone(r);
+    assertThat(ledger.local(A)).isEqualTo(LocalLoad.ZERO);
+    ledger.release(Reservation.NONE);
+    ledger.prefillDone(Reservation.NONE);
+    ledger.release(null);
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0);
+  }
+
+  @Test
+  void sharedPrefixBlocksCountOncePerWorker() {
+    // two requests share blocks 1,2 (same chain), then diverge
+    Reservation r1 = ledger.reserve(A, 0, chain(1, 2, 3), 0);
+    Reservation r2 = ledger.reserve(A, 0, chain(1, 2, 9), 0);
+    assertThat(ledger.local(A).decodeBlocks()).isEqualTo(4); // 1,2,3,9
+    assertThat(r2.addedBlocks()).isEqualTo(1);
+    // the same prefix on another worker is that worker's own blocks
+    ledger.reserve(B, 0, chain(1, 2), 0);
+    assertThat(ledger.local(B).decodeBlocks()).isEqualTo(2);
+    ledger.release(r1); // 1,2 still held by r2
+    assertThat(ledger.local(A).decodeBlocks()).isEqualTo(3);
+    ledger.release(r2);
+    assertThat(ledger.local(A).decodeBlocks()).isZero();
+  }
+
+  @Test
+  void activePrefixBlocksFindsTheLongestHeldPrefixByBinarySearch() {
+    ledger.reserve(A, 0, chain(10, 11, 12, 13, 14), 0);
+    assertThat(ledger.activePrefixBlocks(A, chain(10, 11, 12, 13, 14, 15, 16))).isEqualTo(5);
+    assertThat(ledger.activePrefixBlocks(A, chain(10, 11, 12, 99))).isEqualTo(3);
+    assertThat(ledger.activePrefixBlocks(A, chain(10, 11, 12))).isEqualTo(3);
+    assertThat(ledger.activePrefixBlocks(A, chain(77))).isZero();
+    assertThat(ledger.activePrefixBlocks(A, chain())).isZero();
+    assertThat(ledger.activePrefixBlocks(B, chain(10))).isZero();
+    for (int n = 1; n <= 5; n++) {
+      long[] probe = new long[n + 3];
+      for (int i = 0; i < probe.length; i++) {
+        probe[i] = i < n ? 10 + i : 1000 + i;
+      }
+      assertThat(ledger.activePrefixBlocks(A, probe)).as("prefix %d", n).isEqualTo(n);
+    }
+  }
+
+  @Test
+  void stragglersExpireAfterTheTtlAndOnlyThen() {
+    Reservation old = ledger.reserve(A, 100, chain(1), 2);
+    clock.advance(200, TimeUnit.SECONDS);
+    Reservation young = ledger.reserve(A, 50, chain(5), 0);
+    assertThat(ledger.sweep()).isZero();
+    clock.advance(101, TimeUnit.SECONDS);
+    assertThat(ledger.sweep()).isEqualTo(1);
+    assertThat(old.released()).isTrue();
+    assertThat(young.released()).isFalse();
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(50, 1, 1, 50, 1, 1));
+    assertThat(ledger.expired()).isEqualTo(1);
+    // the response that finally ends releases nothing twice
+    ledger.release(old);
+    assertThat(ledger.local(A).decodeBlocks()).isEqualTo(1);
+    ledger.release(young);
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0);
+  }
+
+  @Test
+  void aFullLedgerRoutesWithoutAccounting() {
+    LoadLedger small = new LoadLedger(clock, 1_000_000_000L, 2);
+    small.reserve(A, 1, chain(), 1);
+    small.reserve(A, 1, chain(), 1);
+    Reservation r = small.reserve(A, 1, chain(), 1);
+    assertThat(r).isSameAs(Reservation.NONE);
+    assertThat(small.refused()).isEqualTo(1);
+    assertThat(small.local(A).requests()).isEqualTo(2);
+  }
+
+  @Test
+  void departedWorkersAreForgottenAndTheirReservationsStillReleaseSafely() {
+    Reservation r = ledger.reserve(A, 100, chain(1, 2), 0);
+    ledger.reserve(B, 100, chain(1), 0);
+    ledger.retain(Set.of(B));
+    assertThat(ledger.workers()).containsExactly(B);
+    assertThat(ledger.local(A)).isEqualTo(LocalLoad.ZERO);
+    ledger.release(r);
+    assertThat(ledger.local(A)).isEqualTo(LocalLoad.ZERO); // a returning worker starts clean
+    ledger.reserve(A, 10, chain(), 0);
+    assertThat(ledger.local(A).prefillTokens()).isEqualTo(10);
+  }
+
+  @Test
+  void aScrapeResetsTheSinceCountersAndOlderReservationsDoNotUndoThem() {
+    Reservation before = ledger.reserve(A, 100, chain(1, 2), 1);
+    ledger.scraped(A);
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(100, 3, 1, 0, 0, 0));
+    Reservation after = ledger.reserve(A, 40, chain(1, 2, 3), 0);
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(140, 4, 2, 40, 1, 1));
+    ledger.release(before); // made before the scrape: the since counters are not touched
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(40, 3, 1, 40, 1, 1));
+    ledger.prefillDone(after);
+    ledger.release(after);
+    assertThat(ledger.local(A)).isEqualTo(LocalLoad.ZERO);
+  }
+
+  @Test
+  void meanPrefillTokensAveragesEveryReservation() {
+    ledger.reserve(A, 100, chain(), 0);
+    ledger.reserve(B, 300, chain(), 0);
+    assertThat(ledger.meanPrefillTokens()).isEqualTo(200.0);
+    assertThat(ledger.workers()).containsExactlyInAnyOrder(A, B);
+  }
+}

@@ -1,0 +1,165 @@
+package dev.kvrouter.extproc.load;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.sun.net.httpserver.HttpServer;
+import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.xds.registry.Worker;
+import dev.kvrouter.xds.registry.WorkerRegistry;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** Scrapes real HTTP endpoints on loopback serving the golden engine pages. */
+class MetricsScraperTest {
+
+  HttpServer server;
+  ExecutorService serverThreads;
+  final CountDownLatch releaseSlow = new CountDownLatch(1);
+  final WorkerRegistry registry = new WorkerRegistry();
+  final LoadLedger ledger = new LoadLedger(System::nanoTime, TimeUnit.SECONDS.toNanos(300), 1000);
+  final WorkerHealth health = new WorkerHealth(System::nanoTime, 3, 5, TimeUnit.SECONDS.toNanos(30));
+  MetricsScraper scraper;
+
+  @BeforeEach
+  void serve() throws Exception {
+    server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 16);
+    serverThreads = Executors.newFixedThreadPool(4);
+    server.setExecutor(serverThreads);
+    for (String page : List.of("vllm_single.prom", "vllm_dp2.prom", "sglang.prom")) {
+      byte[] body = VllmMetricsParserTest.fixture(page);
+      server.createContext("/" + page, ex -> {
+        ex.sendResponseHeaders(200, body.length);
+        ex.getResponseBody().write(body);
+        ex.close();
+      });
+    }
+    server.createContext("/missing", ex -> {
+      ex.sendResponseHeaders(404, -1);
+      ex.close();
+    });
+    server.createContext("/slow", ex -> {
+      try {
+        releaseSlow.await(5, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      ex.sendResponseHeaders(200, -1);
+      ex.close();
+    });
+    server.start();
+    scraper = new MetricsScraper(registry, ledger, health, System::nanoTime, Duration.ofMillis(500), 1 << 20);
+  }
+
+  @AfterEach
+  void stop() {
+    releaseSlow.countDown();
+    scraper.close();
+    server.stop(0);
+    serverThreads.shutdownNow();
+  }
+
+  String url(String path) {
+    return "http://127.0.0.1:" + server.getAddress().getPort() + "/" + path;
+  }
+
+  static Worker worker(String name, int dp, String metricsUrl) {
+    return new Worker(name, "127.0.0.1", 8000, "m", List.of(), Worker.Role.BOTH, null, dp, 0, 1, metricsUrl, false,
+        Map.of());
+  }
+
+  static int closedPort() throws Exception {
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
+    }
+  }
+
+  @Test
+  void readsEachWorkersGaugesPerRank() throws Exception {
+    registry.replace(List.of(worker("single", 1, url("vllm_single.prom")), worker("dp", 2, url("vllm_dp2.prom")),
+        worker("sg", 2, url("sglang.prom"))));
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    ScrapedLoad s = scraper.scraped(WorkerId.of("single"));
+    assertThat(s.running()).isEqualTo(3.0);
+    assertThat(s.waiting()).isEqualTo(2.0);
+    assertThat(s.kvUsage()).isEqualTo(0.4375);
+    assertThat(s.numGpuBlocks()).isEqualTo(2048);
+    assertThat(scraper.scraped(new WorkerId("dp", 0)).running()).isEqualTo(5.0);
+    assertThat(scraper.scraped(new WorkerId("dp", 1)).waiting()).isEqualTo(4.0);
+    assertThat(scraper.scraped(new WorkerId("dp", 1)).kvUsage()).isEqualTo(0.75);
+    // one unlabelled series for a two-rank worker is shared evenly
+    assertThat(scraper.scraped(new WorkerId("sg", 0)).running()).isEqualTo(3.5);
+    assertThat(scraper.scraped(new WorkerId("sg", 1)).waiting()).isEqualTo(1.0);
+    assertThat(scraper.counts()[0]).isEqualTo(3);
+  }
+
+  @Test
+  void aScrapeRestartsTheLedgersSinceCounters() throws Exception {
+    registry.replace(List.of(worker("single", 1, url("vllm_single.prom"))));
+    ledger.reserve(WorkerId.of("single"), 100, new long[] {1}, 0);
+    assertThat(ledger.local(WorkerId.of("single")).sinceRequests()).isEqualTo(1);
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    assertThat(ledger.local(WorkerId.of("single")).sinceRequests()).isZero();
+    assertThat(ledger.local(WorkerId.of("single")).requests()).isEqualTo(1);
+  }
+
+  @Test
+  void anUnreachableWorkerTurnsUnhealthyAfterThreeRoundsAndRecovers() throws Exception {
+    int port = closedPort();
+    registry.replace(List.of(worker("down", 1, "http://127.0.0.1:" + port + "/metrics")));
+    for (int i = 0; i < 2; i++) {
+      scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    }
+    assertThat(health.unhealthyReason("down")).isNull();
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    assertThat(health.unhealthyReason("down")).isEqualTo(WorkerHealth.UNREACHABLE);
+    assertThat(scraper.scraped(WorkerId.of("down"))).isNull();
+    registry.replace(List.of(worker("down", 1, url("vllm_single.prom"))));
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    assertThat(health.unhealthyReason("down")).isNull();
+    assertThat(scraper.counts()[1]).isEqualTo(3);
+  }
+
+  @Test
+  void aWorkerWithoutMetricsIsHealthyAndUnscraped() throws Exception {
+    registry.replace(List.of(worker("bare", 1, url("missing"))));
+    for (int i = 0; i < 4; i++) {
+      scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    }
+    assertThat(health.unhealthyReason("bare")).isNull();
+    assertThat(scraper.scraped(WorkerId.of("bare"))).isNull();
+    assertThat(scraper.counts()[2]).isEqualTo(4);
+  }
+
+  @Test
+  void aSlowWorkerTimesOutAsUnreachableWithoutHoldingOthersBack() throws Exception {
+    registry.replace(List.of(worker("slow", 1, url("slow")), worker("fast", 1, url("vllm_single.prom"))));
+    long start = System.nanoTime();
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(4));
+    assertThat(scraper.scraped(WorkerId.of("fast"))).isNotNull();
+    assertThat(scraper.scraped(WorkerId.of("slow"))).isNull();
+    assertThat(scraper.counts()[1]).isEqualTo(1);
+  }
+
+  @Test
+  void departedWorkersLoseTheirScrapes() throws Exception {
+    registry.replace(List.of(worker("a", 1, url("vllm_single.prom")), worker("b", 1, url("vllm_single.prom"))));
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    assertThat(scraper.scraped(WorkerId.of("b"))).isNotNull();
+    registry.replace(List.of(worker("a", 1, url("vllm_single.prom"))));
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    assertThat(scraper.scraped(WorkerId.of("b"))).isNull();
+    assertThat(scraper.scraped(WorkerId.of("a"))).isNotNull();
+  }
+}

@@ -1,0 +1,107 @@
+package dev.kvrouter.extproc.load;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Against pages rendered by the real {@code prometheus_client} with vLLM's and SGLang's metric names and labels
+ * (scripts/fixtures/engine_metrics.py), fed whole and in every chunking.
+ */
+class VllmMetricsParserTest {
+
+  static byte[] fixture(String name) throws Exception {
+    Path p = Path.of(System.getProperty("kvrouter.root"))
+        .resolve("ext-proc/src/test/resources/fixtures/metrics").resolve(name);
+    assertThat(p).as("fixture %s (run scripts/fixtures/engine_metrics.py)", p).exists();
+    return Files.readAllBytes(p);
+  }
+
+  static Map<Integer, VllmMetricsParser.Engine> parse(byte[] page, int chunk) {
+    VllmMetricsParser p = new VllmMetricsParser(1 << 20);
+    for (int off = 0; off < page.length; off += chunk) {
+      p.feed(page, off, Math.min(chunk, page.length - off));
+    }
+    return p.finish();
+  }
+
+  @Test
+  void singleEngineVllmPage() throws Exception {
+    Map<Integer, VllmMetricsParser.Engine> e = parse(fixture("vllm_single.prom"), 1 << 20);
+    assertThat(e).containsOnlyKeys(0);
+    assertThat(e.get(0).running()).isEqualTo(3.0);
+    assertThat(e.get(0).waiting()).isEqualTo(2.0);
+    assertThat(e.get(0).kvUsage()).isEqualTo(0.4375);
+    assertThat(e.get(0).numGpuBlocks()).isEqualTo(2048);
+  }
+
+  @Test
+  void dataParallelPageIsSplitByEngineLabel() throws Exception {
+    byte[] page = fixture("vllm_dp2.prom");
+    for (int chunk : new int[] {1, 7, 64, 1000, page.length}) {
+      Map<Integer, VllmMetricsParser.Engine> e = parse(page, chunk);
+      assertThat(e).as("chunk %d", chunk).containsOnlyKeys(0, 1);
+      assertThat(e.get(0).running()).isEqualTo(5.0);
+      assertThat(e.get(0).waiting()).isEqualTo(0.0);
+      assertThat(e.get(0).kvUsage()).isEqualTo(0.125);
+      assertThat(e.get(1).running()).isEqualTo(1.0);
+      assertThat(e.get(1).waiting()).isEqualTo(4.0);
+      assertThat(e.get(1).kvUsage()).isEqualTo(0.75);
+      assertThat(e.get(1).numGpuBlocks()).isEqualTo(4096);
+    }
+  }
+
+  @Test
+  void sglangPage() throws Exception {
+    Map<Integer, VllmMetricsParser.Engine> e = parse(fixture("sglang.prom"), 100);
+    assertThat(e).containsOnlyKeys(-1);
+    assertThat(e.get(-1).running()).isEqualTo(7.0);
+    assertThat(e.get(-1).waiting()).isEqualTo(2.0);
+    assertThat(e.get(-1).kvUsage()).isEqualTo(0.25);
+  }
+
+  @Test
+  void severalModelsOfOneEngineAddUpAndOlderNamesCount() {
+    String page = """
+        # TYPE vllm:num_requests_running gauge
+        vllm:num_requests_running{model_name="a"} 2
+        vllm:num_requests_running{model_name="b"} 3.0 1700000000000
+        vllm:num_requests_waiting{model_name="a"} 1
+        vllm:gpu_cache_usage_perc{model_name="a"} 0.2
+        vllm:gpu_cache_usage_perc{model_name="b"} 0.3
+        """;
+    Map<Integer, VllmMetricsParser.Engine> e = parse(page.getBytes(StandardCharsets.UTF_8), 5);
+    assertThat(e.get(-1).running()).isEqualTo(5.0);
+    assertThat(e.get(-1).waiting()).isEqualTo(1.0);
+    assertThat(e.get(-1).kvUsage()).isEqualTo(0.3);
+  }
+
+  @Test
+  void garbageAndHugeLinesAreSkippedNotFatal() {
+    String huge = "x".repeat(VllmMetricsParser.MAX_LINE + 10);
+    String page = "vllm:num_requests_running{engine=\"0\"} notanumber\n"
+        + "vllm:num_requests_running{engine=\"0\",broken 3\n"
+        + "vllm:num_requests_waiting{engine=\"0\",note=\"" + huge + "\"} 9\n"
+        + "\n\n#\nvllm:num_requests_running{engine=\"0\"} 4\n"
+        + "vllm:num_requests_waiting{engine=\"0\"} 1";
+    Map<Integer, VllmMetricsParser.Engine> e = parse(page.getBytes(StandardCharsets.UTF_8), 333);
+    assertThat(e.get(0).running()).isEqualTo(4.0);
+    assertThat(e.get(0).waiting()).isEqualTo(1.0); // last line without a newline still counts
+  }
+
+  @Test
+  void readsAtMostMaxBytes() throws Exception {
+    byte[] page = fixture("vllm_single.prom");
+    VllmMetricsParser p = new VllmMetricsParser(300);
+    p.feed(page);
+    Map<Integer, VllmMetricsParser.Engine> e = p.finish();
+    assertThat(p.truncated()).isTrue();
+    // the first 300 bytes hold the running gauge's sample line (ends at byte 207), not the waiting one (411)
+    assertThat(e.get(0).running()).isEqualTo(3.0);
+    assertThat(Double.isNaN(e.get(0).waiting())).isTrue();
+  }
+}

@@ -1,0 +1,87 @@
+package dev.kvrouter.extproc.load;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+class WorkerHealthTest {
+
+  final FakeClock clock = new FakeClock();
+  final WorkerHealth health = new WorkerHealth(clock, 3, 5, TimeUnit.SECONDS.toNanos(30));
+
+  @Test
+  void unknownWorkersAreHealthy() {
+    assertThat(health.unhealthyReason("w")).isNull();
+  }
+
+  @Test
+  void consecutiveUnreachableScrapesMarkUnhealthyUntilOneSucceeds() {
+    health.scrapeUnreachable("w");
+    health.scrapeUnreachable("w");
+    assertThat(health.unhealthyReason("w")).isNull();
+    health.scrapeUnreachable("w");
+    assertThat(health.unhealthyReason("w")).isEqualTo(WorkerHealth.UNREACHABLE);
+    health.scrapeUnreachable("w");
+    assertThat(health.unhealthyReason("w")).isEqualTo(WorkerHealth.UNREACHABLE);
+    health.scrapeReached("w");
+    assertThat(health.unhealthyReason("w")).isNull();
+  }
+
+  @Test
+  void aReachedScrapeInBetweenResetsTheCount() {
+    health.scrapeUnreachable("w");
+    health.scrapeUnreachable("w");
+    health.scrapeReached("w");
+    health.scrapeUnreachable("w");
+    health.scrapeUnreachable("w");
+    assertThat(health.unhealthyReason("w")).isNull();
+  }
+
+  @Test
+  void consecutive5xxEjectForAPeriod() {
+    for (int i = 0; i < 4; i++) {
+      health.response("w", 503);
+    }
+    health.response("w", 200); // breaks the streak
+    for (int i = 0; i < 4; i++) {
+      health.response("w", 500);
+    }
+    assertThat(health.unhealthyReason("w")).isNull();
+    health.response("w", 502);
+    assertThat(health.unhealthyReason("w")).isEqualTo(WorkerHealth.EJECTED);
+    clock.advance(29, TimeUnit.SECONDS);
+    assertThat(health.unhealthyReason("w")).isEqualTo(WorkerHealth.EJECTED);
+    clock.advance(2, TimeUnit.SECONDS);
+    assertThat(health.unhealthyReason("w")).isNull();
+  }
+
+  @Test
+  void clientErrorsAreNotTheWorkersFault() {
+    for (int i = 0; i < 10; i++) {
+      health.response("w", 400);
+      health.response("w", 429);
+    }
+    assertThat(health.unhealthyReason("w")).isNull();
+  }
+
+  @Test
+  void zeroThresholdsDisableTheSignals() {
+    WorkerHealth off = new WorkerHealth(clock, 0, 0, 1);
+    for (int i = 0; i < 20; i++) {
+      off.scrapeUnreachable("w");
+      off.response("w", 500);
+    }
+    assertThat(off.unhealthyReason("w")).isNull();
+  }
+
+  @Test
+  void departedWorkersAreForgotten() {
+    for (int i = 0; i < 3; i++) {
+      health.scrapeUnreachable("gone");
+    }
+    health.retain(List.of("other"));
+    assertThat(health.unhealthyReason("gone")).isNull();
+  }
+}

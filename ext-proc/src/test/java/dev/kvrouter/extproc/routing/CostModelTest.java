@@ -1,0 +1,183 @@
+package dev.kvrouter.extproc.routing;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import dev.kvrouter.extproc.load.WorkerLoad;
+import dev.kvrouter.xds.registry.Worker;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/** Hand-worked cases of the cost model; every expected number is computed in the comment above it. */
+class CostModelTest {
+
+  static final int B = 16;
+
+  static Worker worker(String name, int weight) {
+    return new Worker(name, "10.0.0.1", 8000, "m", List.of(), Worker.Role.BOTH, null, 1, B, weight, null, false,
+        Map.of());
+  }
+
+  static WorkerLoad load(long prefillTokens, long decodeBlocks, long requests) {
+    return new WorkerLoad(prefillTokens, decodeBlocks, requests, -1, Double.NaN, false);
+  }
+
+  static Candidate cand(String name, Overlap o, WorkerLoad l) {
+    return Candidate.of(worker(name, 1), 0, o, l, 0);
+  }
+
+  static Overlap gpu(int blocks) {
+    return new Overlap(blocks, 0, 0, 0, false);
+  }
+
+  /** A prompt of {@code blocks} full blocks, no partial block, no expected output. */
+  static RequestShape prompt(int blocks) {
+    return RequestShape.of((long) blocks * B, B, blocks, 0);
+  }
+
+  @Test
+  void dynamosDocumentedThreeWorkerExampleOnTheFormula() {
+    // docs: W1 cached 2 of 10 -> prefill 8, decode 10: 1.0 x 8 + 10 = 18; W2 5 + 5 = 10 (chosen); W3 2 + 9 = 11
+    Weights w = Weights.DEFAULTS;
+    assertThat(CostModel.cost(8, 10, 0, w, 1)).isEqualTo(18.0);
+    assertThat(CostModel.cost(5, 5, 0, w, 1)).isEqualTo(10.0);
+    assertThat(CostModel.cost(2, 9, 0, w, 1)).isEqualTo(11.0);
+  }
+
+  @Test
+  void dynamosExampleThroughTheScorerPicksWorkerTwo() {
+    // The docs' decode column is each worker's active blocks; the scorer adds the request's own 10 blocks to every
+    // worker alike (nothing of it is active anywhere), so each cost is the documented one plus 10.
+    List<Candidate> cs = List.of(cand("w1", gpu(2), load(0, 10, 0)), cand("w2", gpu(5), load(0, 5, 0)),
+        cand("w3", gpu(8), load(0, 9, 0)));
+    CostModel.score(cs, Weights.DEFAULTS, prompt(10));
+    assertThat(cs).extracting(Candidate::prefillBlocks).containsExactly(8.0, 5.0, 2.0);
+    assertThat(cs).extracting(Candidate::decodeBlocks).containsExactly(20.0, 15.0, 19.0);
+    assertThat(cs).extracting(Candidate::cost).containsExactly(28.0, 20.0, 21.0);
+    Candidate best = Selection.argmin(cs, Candidate::cost, Candidate::loadCost, new Random(1));
+    assertThat(best.worker().name()).isEqualTo("w2");
+    assertThat(new KvAwarePolicy().choose(new Scoring(null, cs, Weights.DEFAULTS, prompt(10), true, new Random(1)))
+        .candidate().worker().name()).isEqualTo("w2");
+  }
+
+  @Test
+  void lowerTiersEarnPartialCredit() {
+    // 2 on GPU, 4 more on CPU, 4 more on disk: credit 2 x 1 + 4 x 0.75 + 4 x 0.25 = 6 -> prefill 10 - 6 = 4
+    Candidate c = cand("w", new Overlap(2, 4, 4, 0, false), load(0, 0, 0));
+    CostModel.score(List.of(c), Weights.DEFAULTS, prompt(10));
+    assertThat(c.creditBlocks()).isEqualTo(6.0);
+    assertThat(c.prefillBlocks()).isEqualTo(4.0);
+    assertThat(c.cost()).isEqualTo(14.0); // 4 + decode 10
+  }
+
+  @Test
+  void leadingRunsPerTierBecomeExclusiveExtensions() {
+    assertThat(Overlap.fromLeadingRuns(2, 6, 10, 0, false)).isEqualTo(new Overlap(2, 4, 4, 0, false));
+    assertThat(Overlap.fromLeadingRuns(8, 3, 0, 1, true)).isEqualTo(new Overlap(8, 0, 0, 1, true));
+    assertThat(Overlap.fromLeadingRuns(0, 0, 5, 0, false)).isEqualTo(new Overlap(0, 0, 5, 0, false));
+  }
+
+  @Test
+  void aStaleViewIsScoredWithPredictedEntriesOnly() {
+    // stale: the 8 GPU blocks are not believed; predicted 3 -> credit 3, prefill 7
+    Candidate stale = cand("s", new Overlap(8, 0, 0, 3, true), load(0, 0, 0));
+    // fresh: max(events 2, predicted 5) -> credit 5, prefill 5
+    Candidate fresh = cand("f", new Overlap(2, 0, 0, 5, false), load(0, 0, 0));
+    CostModel.score(List.of(stale, fresh), Weights.DEFAULTS, prompt(10));
+    assertThat(stale.creditBlocks()).isEqualTo(3.0);
+    assertThat(stale.prefillBlocks()).isEqualTo(7.0);
+    assertThat(fresh.creditBlocks()).isEqualTo(5.0);
+    assertThat(fresh.prefillBlocks()).isEqualTo(5.0);
+    assertThat(stale.overlap().effective()).isEqualTo(3);
+    assertThat(fresh.overlap().effective()).isEqualTo(5);
+  }
+
+  @Test
+  void creditNeverExceedsTheHashedBlocks() {
+    // 20 blocks claimed, the request has 10: credit 10, prefill 0 (the last partial block has no hash: prompt of
+    // 170 tokens = 10 full + 1 partial block -> prefill 11 - 10 = 1)
+    Candidate c = cand("w", gpu(20), load(0, 0, 0));
+    CostModel.score(List.of(c), Weights.DEFAULTS, RequestShape.of(170, B, 10, 0));
+    assertThat(c.creditBlocks()).isEqualTo(10.0);
+    assertThat(c.prefillBlocks()).isEqualTo(1.0);
+  }
+
+  @Test
+  void queuedPrefillIsScaledAndActiveBlocksAdd() {
+    // active prefill 320 tokens = 20 blocks; prompt 10, credit 10 -> prefill 20; decode 30 active + 10 new = 40;
+    // scale 2 -> 2 x 20 + 40 = 80
+    Candidate c = cand("w", gpu(10), load(320, 30, 3));
+    CostModel.score(List.of(c), Weights.DEFAULTS.with("prefill_load_scale", 2.0), prompt(10));
+    assertThat(c.prefillBlocks()).isEqualTo(20.0);
+    assertThat(c.decodeBlocks()).isEqualTo(40.0);
+    assertThat(c.cost()).isEqualTo(80.0);
+    // the load alone (no request): 2 x 20 + 30 = 70
+    assertThat(c.loadCost()).isEqualTo(70.0);
+    // decode scale 0.5 and 4 per request: 2 x 20 + 0.5 x 40 + 4 x 3 = 72
+    CostModel.score(List.of(c), Weights.DEFAULTS.withOverrides(
+        "prefill_load_scale=2,decode_load_scale=0.5,active_request_weight=4"), prompt(10));
+    assertThat(c.cost()).isEqualTo(72.0);
+  }
+
+  @Test
+  void blocksAlreadyActiveOnTheWorkerAddNothing() {
+    // 10-block prompt whose first 6 blocks are held by an in-flight request there: decode 6 active + 4 new = 10
+    Candidate shared = Candidate.of(worker("w", 1), 0, Overlap.NONE, load(0, 6, 1), 6);
+    CostModel.score(List.of(shared), Weights.DEFAULTS, prompt(10));
+    assertThat(shared.decodeBlocks()).isEqualTo(10.0);
+  }
+
+  @Test
+  void expectedOutputBlocksAddToDecode() {
+    // 100 output tokens at block 16 = 7 blocks
+    Candidate c = cand("w", Overlap.NONE, load(0, 0, 0));
+    CostModel.score(List.of(c), Weights.DEFAULTS, RequestShape.of(160, B, 10, 100));
+    assertThat(c.decodeBlocks()).isEqualTo(17.0);
+  }
+
+  @Test
+  void creditDecaysWithExcessQueuedPrefill() {
+    // busy holds all 10 blocks but has 160 tokens (10 blocks) more queued than idle: with decay 1,
+    // credit = 1 / (1 + 1 x 10 / 10) x 10 = 5 -> prefill 10 + 10 - 5 = 15; idle: no overlap -> 10
+    Candidate busy = cand("busy", gpu(10), load(160, 0, 0));
+    Candidate idle = cand("idle", Overlap.NONE, load(0, 0, 0));
+    CostModel.score(List.of(busy, idle), Weights.DEFAULTS.with("overlap_credit_decay", 1.0), prompt(10));
+    assertThat(busy.creditBlocks()).isEqualTo(5.0);
+    assertThat(busy.prefillBlocks()).isEqualTo(15.0);
+    assertThat(idle.prefillBlocks()).isEqualTo(10.0);
+    // without decay the holder's queue is fully offset: 10 + 10 - 10 = 10
+    CostModel.score(List.of(busy, idle), Weights.DEFAULTS, prompt(10));
+    assertThat(busy.prefillBlocks()).isEqualTo(10.0);
+  }
+
+  @Test
+  void aHeavierWorkerCostsProportionallyLess() {
+    Candidate big = Candidate.of(worker("big", 2), 0, gpu(2), load(0, 10, 0), 0);
+    CostModel.score(List.of(big), Weights.DEFAULTS, prompt(10));
+    assertThat(big.cost()).isEqualTo((8 + 20) / 2.0);
+  }
+
+  @Test
+  void predictedCachedTokensFollowVllmsCap() {
+    // 160 tokens = 10 full blocks all cached: vLLM always computes the last token, so 9 blocks = 144 tokens hit
+    assertThat(CostModel.predictedCachedTokens(gpu(10), prompt(10))).isEqualTo(144);
+    // 170 tokens (10 full + 6): the 10 full blocks can hit: 160
+    assertThat(CostModel.predictedCachedTokens(gpu(10), RequestShape.of(170, B, 10, 0))).isEqualTo(160);
+    assertThat(CostModel.predictedCachedTokens(gpu(3), prompt(10))).isEqualTo(48);
+    assertThat(CostModel.predictedCachedTokens(new Overlap(2, 2, 1, 0, false), prompt(10))).isEqualTo(80);
+    assertThat(CostModel.predictedCachedTokens(new Overlap(9, 0, 0, 1, true), prompt(10))).isEqualTo(16);
+    assertThat(CostModel.predictedCachedTokens(gpu(3), RequestShape.of(0, B, 0, 0))).isZero();
+  }
+
+  @Test
+  void costsStayWithinFloatTolerance() {
+    Candidate a = cand("a", new Overlap(0, 4, 0, 0, false), load(0, 0, 0));
+    Candidate b = cand("b", new Overlap(3, 0, 0, 0, false), load(0, 0, 0));
+    CostModel.score(List.of(a, b), Weights.DEFAULTS, prompt(10));
+    // 4 x 0.75 = 3 exactly as 3 x 1: a tie, not a float accident
+    assertThat(a.cost()).isCloseTo(b.cost(), within(1e-12));
+    assertThat(Selection.same(a.cost(), b.cost())).isTrue();
+  }
+}

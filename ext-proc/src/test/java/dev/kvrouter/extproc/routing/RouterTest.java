@@ -1,0 +1,363 @@
+package dev.kvrouter.extproc.routing;
+
+import static dev.kvrouter.extproc.routing.RouterHarness.B;
+import static dev.kvrouter.extproc.routing.RouterHarness.prompt;
+import static dev.kvrouter.extproc.routing.RouterHarness.request;
+import static dev.kvrouter.extproc.routing.RouterHarness.worker;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvrouter.extproc.load.LocalLoad;
+import dev.kvrouter.extproc.load.ScrapedLoad;
+import dev.kvrouter.extproc.load.WorkerHealth;
+import dev.kvrouter.extproc.request.InferenceRequest;
+import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.xds.registry.Worker;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class RouterTest {
+
+  final RouterHarness h = new RouterHarness().fleet(worker("w1"), worker("w2"), worker("w3"));
+
+  static WorkerId id(String name) {
+    return WorkerId.of(name);
+  }
+
+  static String name(Decision d) {
+    return d.chosen().name();
+  }
+
+  @Test
+  void aRepeatedLongPromptGoesToTheWorkerThatHoldsIt() {
+    // 64-block prompt, w2 holds the first 60 on GPU: w2 prefill 4 + decode 64 = 68; others 64 + 64 = 128
+    h.overlaps.put(id("w2"), new Overlap(60, 0, 0, 0, false));
+    Decision d = h.route(prompt(7, 64, 0, 0));
+    assertThat(name(d)).isEqualTo("w2");
+    assertThat(d.reason()).isEqualTo("lowest_cost");
+    assertThat(d.fallback()).isNull();
+    assertThat(d.detail().chosen().cost()).isEqualTo(68.0);
+    assertThat(d.detail().predictedCachedTokens()).isEqualTo(60L * B);
+    // reserved: the 4 uncached blocks of prefill, the 64 blocks it occupies
+    assertThat(h.ledger.local(id("w2"))).isEqualTo(new LocalLoad(4 * B, 64, 1, 4 * B, 64, 1));
+    assertThat(h.predictions).containsExactly("w2:64");
+  }
+
+  /**
+   * The hot-spot brake, hand-worked. Prompt = 56 shared blocks cached on w1 + 8 blocks unique to each request,
+   * no output, nothing completes. On w1 after k requests: queued prefill 8k blocks, active blocks 56 + 8k (the
+   * shared prefix once). Cost of request k on w1: k = 0: (0 + 64 - 56) + 64 = 72; k >= 1: (8k + 8) + (56 + 8k +
+   * 8) = 16k + 72, i.e. 88, 104, 120, 136. An idle worker costs 64 + 64 = 128. So w1 takes requests 0..3, the
+   * fifth goes to an idle worker (w2 or w3, a tie broken at random), the sixth to the other idle one (the first
+   * now costs 64 + 64 + (64 + 8) = 200), and the seventh back to w1 (136 < 200).
+   */
+  @Test
+  void aFloodOfOneSharedPrefixSpreadsOnceTheHoldersQueueCostsMoreThanThePrefillSaved() {
+    h.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));
+    List<String> order = new ArrayList<>();
+    List<Double> costs = new ArrayList<>();
+    for (int i = 0; i < 7; i++) {
+      Decision d = h.route(prompt(1, 56, 8, i));
+      order.add(name(d));
+      costs.add(d.detail().chosen().cost());
+    }
+    assertThat(order.subList(0, 4)).containsOnly("w1");
+    assertThat(order.subList(4, 6)).containsExactlyInAnyOrder("w2", "w3");
+    assertThat(order.get(6)).isEqualTo("w1");
+    assertThat(costs).containsExactly(72.0, 88.0, 104.0, 120.0, 128.0, 128.0, 136.0);
+  }
+
+  @Test
+  void cacheOnlyKeepsFeedingTheHotSpotAndLeastLoadIgnoresTheCache() {
+    h.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));
+    Map<String, Integer> cacheOnly = new HashMap<>();
+    for (int i = 0; i < 20; i++) {
+      Decision d = h.route(request(prompt(1, 56, 8, i)).withPolicy(CacheOnlyPolicy.NAME));
+      assertThat(d.policy()).isEqualTo("cache_only");
+      cacheOnly.merge(name(d), 1, Integer::sum);
+    }
+    assertThat(cacheOnly).containsExactly(Map.entry("w1", 20));
+
+    // least_load: w1 holds the prompt but carries one queued block more than the others; it is never chosen,
+    // where kv_aware takes it (w1: 1 + 8 + 64 = 73 against 64 + 64 = 128)
+    for (int i = 0; i < 10; i++) {
+      RouterHarness fresh = new RouterHarness().fleet(worker("w1"), worker("w2"), worker("w3"));
+      fresh.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));
+      fresh.ledger.reserve(id("w1"), B, new long[0], 0);
+      fresh.random.setSeed(i);
+      Decision d = fresh.route(request(prompt(1, 56, 8, i)).withPolicy(LeastLoadPolicy.NAME));
+      assertThat(d.reason()).isEqualTo("least_load");
+      assertThat(name(d)).isIn("w2", "w3");
+      assertThat(name(fresh.route(prompt(1, 56, 8, 100 + i)))).isEqualTo("w1");
+    }
+  }
+
+  @Test
+  void roundRobinAndRandomBaselinesUseTheEligibleSet() {
+    h.fleet(worker("w1"), worker("w2", 1, Worker.Role.BOTH, true), worker("w3"));
+    List<String> rr = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      rr.add(name(h.route(request(prompt(1, 4, 0, i)).withPolicy(RoundRobinPolicy.NAME))));
+    }
+    assertThat(rr).containsExactly("w1", "w3", "w1", "w3");
+    Map<String, Integer> rnd = new HashMap<>();
+    for (int i = 0; i < 400; i++) {
+      rnd.merge(name(h.route(request(prompt(1, 4, 0, i)).withPolicy(RandomPolicy.NAME))), 1, Integer::sum);
+    }
+    assertThat(rnd).containsOnlyKeys("w1", "w3");
+    assertThat(rnd.get("w1")).isBetween(160, 240);
+  }
+
+  @Test
+  void ineligibleWorkersAreListedWithWhyAndNeverChosen() {
+    h.fleet(worker("drain", 1, Worker.Role.BOTH, true), worker("pre", 1, Worker.Role.PREFILL, false),
+        worker("sick"), worker("busy"), worker("ok"));
+    for (int i = 0; i < 5; i++) {
+      h.health.response("sick", 500);
+    }
+    h.ledger.reserve(id("busy"), 5000, new long[0], 0);
+    h.settings(new ModelRouting(KvAwarePolicy.NAME, Weights.DEFAULTS, new BusyThresholds(4096, 0, 0, 0),
+        ModelRouting.WhenAllBusy.REJECT));
+    // every ineligible worker holds the whole prompt; only "ok" may take it
+    for (String w : List.of("drain", "pre", "sick", "busy")) {
+      h.overlaps.put(id(w), new Overlap(8, 0, 0, 0, false));
+    }
+    Decision d = h.route(prompt(1, 8, 0, 0));
+    assertThat(name(d)).isEqualTo("ok");
+    Map<String, String> why = new HashMap<>();
+    for (Candidate c : d.detail().candidates()) {
+      why.put(c.worker().name(), String.valueOf(c.whyNot()));
+    }
+    assertThat(why).containsExactlyInAnyOrderEntriesOf(Map.of("drain", "draining", "pre", "role", "sick",
+        WorkerHealth.EJECTED, "busy", "busy_prefill_tokens", "ok", "null"));
+  }
+
+  @Test
+  void everyBusyThresholdExcludes() {
+    long now = new RouterHarness().clock.getAsLong();
+    record Case(BusyThresholds busy, java.util.function.Consumer<RouterHarness> load, String why) {}
+    List<Case> cases = List.of(
+        new Case(new BusyThresholds(100, 0, 0, 0), x -> x.ledger.reserve(id("w1"), 100, new long[0], 0),
+            "busy_prefill_tokens"),
+        new Case(new BusyThresholds(0, 5, 0, 0), x -> x.ledger.reserve(id("w1"), 0, new long[] {1, 2, 3, 4, 5}, 0),
+            "busy_decode_blocks"),
+        new Case(new BusyThresholds(0, 0, 0.9, 0), x -> x.scraped.put(id("w1"), new ScrapedLoad(1, 0, 0.95, 0, now)),
+            "busy_kv_usage"),
+        new Case(new BusyThresholds(0, 0, 0, 8), x -> x.scraped.put(id("w1"), new ScrapedLoad(1, 9, 0.1, 0, now)),
+            "busy_waiting_requests"));
+    for (Case c : cases) {
+      RouterHarness x = new RouterHarness().fleet(worker("w1"), worker("w2"));
+      x.settings(new ModelRouting(KvAwarePolicy.NAME, Weights.DEFAULTS, c.busy(), ModelRouting.WhenAllBusy.REJECT));
+      x.overlaps.put(id("w1"), new Overlap(2, 0, 0, 0, false));
+      assertThat(name(x.route(prompt(1, 2, 0, 0)))).as(c.why()).isEqualTo("w1"); // below the threshold: w1
+      RouterHarness y = new RouterHarness().fleet(worker("w1"), worker("w2"));
+      y.settings(new ModelRouting(KvAwarePolicy.NAME, Weights.DEFAULTS, c.busy(), ModelRouting.WhenAllBusy.REJECT));
+      y.overlaps.put(id("w1"), new Overlap(2, 0, 0, 0, false));
+      c.load().accept(y);
+      Decision d = y.route(prompt(1, 2, 0, 0));
+      assertThat(name(d)).as(c.why()).isEqualTo("w2");
+      assertThat(d.detail().candidates()).extracting(Candidate::whyNot).as(c.why()).containsExactly(c.why(), null);
+    }
+  }
+
+  @Test
+  void allBusyIsA429OrTheLeastLoadedAsConfigured() {
+    h.ledger.reserve(id("w1"), 9000, new long[0], 0);
+    h.ledger.reserve(id("w2"), 5000, new long[0], 0);
+    h.ledger.reserve(id("w3"), 7000, new long[0], 0);
+    BusyThresholds busy = new BusyThresholds(4096, 0, 0, 0);
+    h.settings(new ModelRouting(KvAwarePolicy.NAME, Weights.DEFAULTS, busy, ModelRouting.WhenAllBusy.REJECT));
+    Decision rejected = h.route(prompt(1, 4, 0, 0));
+    assertThat(rejected.routed()).isFalse();
+    assertThat(rejected.rejection().status()).isEqualTo(429);
+    assertThat(rejected.reason()).isEqualTo("all_busy");
+    assertThat(h.ledger.liveReservations()).isEqualTo(3);
+
+    h.settings(new ModelRouting(KvAwarePolicy.NAME, Weights.DEFAULTS, busy, ModelRouting.WhenAllBusy.LEAST_LOADED));
+    h.overlaps.put(id("w3"), new Overlap(4, 0, 0, 0, false)); // the cache does not matter here: least load does
+    Decision d = h.route(prompt(1, 4, 0, 0));
+    assertThat(name(d)).isEqualTo("w2");
+    assertThat(d.reason()).isEqualTo("all_busy_least_loaded");
+    assertThat(d.fallback()).isEqualTo("all_busy");
+    assertThat(d.detail().chosen().whyNot()).isNull();
+  }
+
+  @Test
+  void aPoolThatLooksAllDeadIsStillServedVisibly() {
+    for (String w : List.of("w1", "w2", "w3")) {
+      for (int i = 0; i < 3; i++) {
+        h.health.scrapeUnreachable(w);
+      }
+    }
+    Decision d = h.route(prompt(1, 4, 0, 0));
+    assertThat(d.routed()).isTrue();
+    assertThat(d.fallback()).isEqualTo("all_unhealthy");
+  }
+
+  @Test
+  void aModelNobodyServesIs404AndAPoolThatIsAllDrainingIs503() {
+    Decision unknown = h.route(new RouteRequest("x", new InferenceRequest(InferenceRequest.Kind.CHAT, "nope", false,
+        null, -1), null, null));
+    assertThat(unknown.rejection().status()).isEqualTo(404);
+    assertThat(unknown.reason()).isEqualTo("model_not_served");
+    h.fleet(worker("d1", 1, Worker.Role.BOTH, true), worker("p1", 1, Worker.Role.PREFILL, false));
+    Decision none = h.route(prompt(1, 4, 0, 0));
+    assertThat(none.rejection().status()).isEqualTo(503);
+    assertThat(none.reason()).isEqualTo("no_eligible_worker");
+    assertThat(none.detail().candidates()).hasSize(2);
+    assertThat(h.ledger.liveReservations()).isZero();
+  }
+
+  @Test
+  void aStaleViewFallsBackToPredictedEntriesVisibly() {
+    // w1's events claim 60 blocks but its view is stale and it predicted none; w2 predicted 30 from our own routing
+    h.overlaps.put(id("w1"), new Overlap(60, 0, 0, 0, true));
+    h.overlaps.put(id("w2"), new Overlap(0, 0, 0, 30, false));
+    Decision d = h.route(prompt(1, 64, 0, 0));
+    assertThat(name(d)).isEqualTo("w2");
+    assertThat(d.fallback()).isEqualTo("stale_events");
+    assertThat(d.detail().predictedCachedTokens()).isEqualTo(30L * B);
+  }
+
+  @Test
+  void withoutTokensTheDecisionIsByLoadOnlyAndSaysWhy() {
+    h.ledger.reserve(id("w1"), 1000, new long[0], 0);
+    h.ledger.reserve(id("w3"), 500, new long[0], 0);
+    RouteRequest r = new RouteRequest("r", new InferenceRequest(InferenceRequest.Kind.CHAT, RouterHarness.MODEL, true,
+        null, 100), RouteRequest.tenantPseudonym("tenant-a"), null, null, null, "template_error", 400, null);
+    Decision d = h.route(r);
+    assertThat(name(d)).isEqualTo("w2");
+    assertThat(d.reason()).isEqualTo("load_only");
+    assertThat(d.fallback()).isEqualTo("no_tokenization");
+    assertThat(d.detail().promptUnavailable()).isEqualTo("template_error");
+    assertThat(d.detail().promptExact()).isFalse();
+    // the estimate still reserves load: 400 tokens prefill, 25 blocks for the prompt, no output (config caps it at 0)
+    assertThat(h.ledger.local(id("w2"))).isEqualTo(new LocalLoad(400, 25, 1, 400, 25, 1));
+    assertThat(h.predictions).isEmpty();
+    // the skeleton's request shape says it did not try
+    Decision s = h.route(new RouteRequest("s", r.request(), null, null));
+    assertThat(s.detail().promptUnavailable()).isEqualTo("not_tokenized");
+  }
+
+  @Test
+  void policyAndWeightOverridesComeFromTrustedHeaders() {
+    h.overlaps.put(id("w1"), new Overlap(8, 0, 0, 0, false));
+    h.ledger.reserve(id("w1"), 16 * 7, new long[0], 0); // w1: 7 queued blocks
+    // kv_aware: w1 = (7 + 8 - 8) + 8 = 15 beats 8 + 8 = 16
+    assertThat(name(h.route(prompt(1, 8, 0, 0)))).isEqualTo("w1");
+    h.ledger.release(h.route(prompt(9, 1, 0, 99)).reservation()); // keep loads as they were
+    // no cache credit: w1 costs 7 more than the idle ones
+    Decision noCredit = h.route(request(prompt(1, 8, 0, 1)).withWeightsOverride("gpu_credit=0"));
+    assertThat(name(noCredit)).isNotEqualTo("w1");
+    assertThat(noCredit.fallback()).isNull();
+    Decision bad = h.route(request(prompt(1, 8, 0, 2)).withWeightsOverride("gpu_credit=oops"));
+    assertThat(bad.fallback()).isEqualTo("invalid_weights_override");
+    Decision unknown = h.route(request(prompt(1, 8, 0, 3)).withPolicy("best_ever"));
+    assertThat(unknown.fallback()).isEqualTo("unknown_policy_override");
+    assertThat(unknown.policy()).isEqualTo("kv_aware");
+  }
+
+  @Test
+  void perModelSettingsApplyByRequestedNameOrBaseModel() {
+    ModelRouting rr = new ModelRouting(RoundRobinPolicy.NAME, Weights.DEFAULTS, BusyThresholds.OFF,
+        ModelRouting.WhenAllBusy.REJECT);
+    h.config(new RoutingConfig(ModelRouting.defaults(KvAwarePolicy.NAME), Map.of(RouterHarness.MODEL, rr), B, 0, 0));
+    assertThat(h.route(prompt(1, 2, 0, 0)).policy()).isEqualTo("round_robin");
+    // the adapter has no entry of its own: its workers' base model's settings apply
+    Decision lora = h.route(new RouteRequest("l", new InferenceRequest(InferenceRequest.Kind.COMPLETIONS, "lora-x",
+        false, null, -1), null, null));
+    assertThat(lora.policy()).isEqualTo("round_robin");
+    assertThat(lora.routed()).isTrue();
+  }
+
+  @Test
+  void dataParallelRanksAreSeparateCandidates() {
+    h.fleet(worker("dp", 2, Worker.Role.BOTH, false), worker("solo"));
+    h.overlaps.put(new WorkerId("dp", 1), new Overlap(6, 0, 0, 0, false));
+    Decision d = h.route(prompt(1, 8, 0, 0));
+    assertThat(name(d)).isEqualTo("dp");
+    assertThat(d.dpRank()).isEqualTo(1);
+    assertThat(d.detail().candidates()).extracting(c -> c.id().toString()).containsExactly("dp", "dp#dp1", "solo");
+    assertThat(h.ledger.local(new WorkerId("dp", 1)).requests()).isEqualTo(1);
+    assertThat(h.ledger.local(new WorkerId("dp", 0)).requests()).isZero();
+  }
+
+  @Test
+  void theImbalanceGateOverridesCacheAffinityWhenInFlightCountsSpread() {
+    // w1 holds the prompt but runs 40 requests (seen on its metrics), w2 and w3 run 2: spread 38 > 32 and 40 > 1.1 x 2
+    h.overlaps.put(id("w1"), new Overlap(8, 0, 0, 0, false));
+    h.scraped.put(id("w1"), new ScrapedLoad(40, 0, Double.NaN, 0, h.clock.getAsLong()));
+    h.scraped.put(id("w2"), new ScrapedLoad(2, 0, Double.NaN, 0, h.clock.getAsLong()));
+    h.scraped.put(id("w3"), new ScrapedLoad(2, 0, Double.NaN, 0, h.clock.getAsLong()));
+    assertThat(name(h.route(prompt(1, 8, 0, 0)))).isEqualTo("w1"); // gate off: request counts cost nothing
+    Decision gated = h.route(request(prompt(1, 8, 0, 1)).withWeightsOverride("imbalance_gate=true"));
+    assertThat(gated.reason()).isEqualTo("imbalance_gate");
+    assertThat(name(gated)).isIn("w2", "w3");
+    // a spread below the absolute threshold does not trip it
+    h.scraped.put(id("w1"), new ScrapedLoad(30, 0, Double.NaN, 0, h.clock.getAsLong()));
+    assertThat(h.route(request(prompt(1, 8, 0, 2)).withWeightsOverride("imbalance_gate=true")).reason())
+        .isEqualTo("lowest_cost");
+  }
+
+  @Test
+  void aTemperatureSamplesAndSaysSo() {
+    h.overlaps.put(id("w1"), new Overlap(8, 0, 0, 0, false));
+    Map<String, Integer> seen = new HashMap<>();
+    for (int i = 0; i < 300; i++) {
+      Decision d = h.route(request(prompt(1, 8, 0, i)).withWeightsOverride("temperature=5"));
+      assertThat(d.reason()).isEqualTo("softmax");
+      seen.merge(name(d), 1, Integer::sum);
+      h.ledger.release(d.reservation());
+    }
+    // w1 costs 8 + 8 = 16, the others 24: p(w1) = 1 / (1 + 2 e^(-1/5)) = 0.379
+    assertThat(seen).containsOnlyKeys("w1", "w2", "w3");
+    assertThat(seen.get("w1")).isBetween(90, 140);
+  }
+
+  @Test
+  void theRecordCarriesTheInputsButNeverTheTenantId() {
+    RouteRequest r = new RouteRequest("req-9", new InferenceRequest(InferenceRequest.Kind.COMPLETIONS,
+        RouterHarness.MODEL, true, null, 50), RouteRequest.tenantPseudonym("acme-corp"), null, null, prompt(1, 4, 0, 0), null, 0,
+        new RequestTimings(1000, 2000, 3000, 4000));
+    Decision d = h.route(r);
+    assertThat(d.id()).isEqualTo("req-9");
+    assertThat(d.detail().tenantHash()).matches("[0-9a-f]{16}").doesNotContain("acme");
+    assertThat(d.detail().candidates()).hasSize(3).allSatisfy(c -> assertThat(c.scored()).isTrue());
+    assertThat(d.detail().upstream().tokenizeNanos()).isEqualTo(3000);
+    assertThat(d.detail().stream()).isTrue();
+    assertThat(d.decisionNanos()).isGreaterThanOrEqualTo(0);
+    assertThat(h.route(r).detail().tenantHash()).isEqualTo(d.detail().tenantHash());
+  }
+
+  @Test
+  void aFailingIndexNeverFailsARequest() {
+    Router r = Router.builder(h.registry).load(h.load).nanoTime(h.clock).random(() -> h.random)
+        .overlaps(new PrefixOverlapSource() {
+          @Override
+          public Lookup lookup(long[] blockHashes) {
+            throw new IllegalStateException("index down");
+          }
+
+          @Override
+          public void recordPrediction(WorkerId worker, long[] blockHashes) {
+            throw new IllegalStateException("queue full");
+          }
+        }).build();
+    Decision d = r.route(request(prompt(1, 4, 0, 0)));
+    assertThat(d.routed()).isTrue();
+    assertThat(d.fallback()).isEqualTo("overlap_lookup_failed");
+    Router perWorker = Router.builder(h.registry).load(h.load).nanoTime(h.clock).random(() -> h.random)
+        .overlaps(hashes -> id -> {
+          if (id.name().equals("w2")) {
+            throw new IllegalStateException("shard down");
+          }
+          return null;
+        }).build();
+    Decision p = perWorker.route(request(prompt(1, 4, 0, 1)));
+    assertThat(p.routed()).isTrue();
+    assertThat(p.fallback()).isEqualTo("overlap_lookup_failed");
+    assertThat(p.detail().candidates()).allSatisfy(c -> assertThat(c.overlap()).isEqualTo(Overlap.NONE));
+  }
+}

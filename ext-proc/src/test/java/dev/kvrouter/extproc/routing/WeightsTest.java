@@ -1,0 +1,56 @@
+package dev.kvrouter.extproc.routing;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import org.junit.jupiter.api.Test;
+
+class WeightsTest {
+
+  @Test
+  void defaultsAreDynamosAndSglangsPublishedOnes() {
+    Weights d = Weights.DEFAULTS;
+    assertThat(d.gpuCredit()).isEqualTo(1.0);
+    assertThat(d.cpuCredit()).isEqualTo(0.75);
+    assertThat(d.diskCredit()).isEqualTo(0.25);
+    assertThat(d.prefillLoadScale()).isEqualTo(1.0);
+    assertThat(d.overlapCreditDecay()).isZero();
+    assertThat(d.activeRequestWeight()).isZero();
+    assertThat(d.temperature()).isZero();
+    assertThat(d.imbalanceGate()).isFalse();
+    assertThat(d.imbalanceAbs()).isEqualTo(32);
+    assertThat(d.imbalanceRel()).isEqualTo(1.1);
+  }
+
+  @Test
+  void theHeaderOverridesAnySubsetOfKeys() {
+    Weights w = Weights.DEFAULTS.withOverrides(" prefill_load_scale=2.5 , temperature=0.1,imbalance_gate=true,"
+        + "CPU_CREDIT=0.5,");
+    assertThat(w.prefillLoadScale()).isEqualTo(2.5);
+    assertThat(w.temperature()).isEqualTo(0.1);
+    assertThat(w.imbalanceGate()).isTrue();
+    assertThat(w.cpuCredit()).isEqualTo(0.5);
+    assertThat(w.gpuCredit()).isEqualTo(1.0);
+    assertThat(Weights.DEFAULTS.withOverrides("")).isSameAs(Weights.DEFAULTS);
+    assertThat(Weights.DEFAULTS.withOverrides(null)).isSameAs(Weights.DEFAULTS);
+    for (String k : Weights.KEYS) {
+      String v = k.equals("imbalance_gate") ? "true" : k.equals("imbalance_rel") ? "3" : "0.5";
+      Weights one = Weights.DEFAULTS.withOverrides(k + "=" + v);
+      assertThat(one).as(k).isNotEqualTo(Weights.DEFAULTS);
+    }
+  }
+
+  @Test
+  void badOverridesAreRejectedWholeWithTheReason() {
+    assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("gpu_credit=1,magic=2"))
+        .hasMessageContaining("unknown weight `magic`").hasMessageContaining("prefill_load_scale");
+    assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("gpu_credit=lots")).hasMessageContaining("number");
+    assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("gpu_credit=-1")).hasMessageContaining(">= 0");
+    assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("temperature=NaN")).hasMessageContaining("finite");
+    assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("imbalance_rel=0.5")).hasMessageContaining(">= 1");
+    assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("imbalance_gate=maybe")).hasMessageContaining("true");
+    assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("temperature")).hasMessageContaining("key=value");
+    assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("temperature=1,".repeat(100)))
+        .hasMessageContaining("longer than");
+  }
+}

@@ -1,0 +1,112 @@
+package dev.kvrouter.extproc.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.ByteString;
+import dev.kvrouter.extproc.routing.Decision;
+import dev.kvrouter.extproc.routing.Router;
+import dev.kvrouter.xds.registry.Worker;
+import dev.kvrouter.xds.registry.WorkerRegistry;
+import io.envoyproxy.envoy.config.core.v3.HeaderMap;
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration;
+import io.grpc.stub.StreamObserver;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The routing headers the stream passes in (trusted overrides) and out (data-parallel rank). */
+class RequestStreamRoutingTest {
+
+  final List<ProcessingResponse> sent = new ArrayList<>();
+  final List<Decision> decisions = new ArrayList<>();
+
+  RequestStream stream(List<Worker> fleet) {
+    WorkerRegistry registry = new WorkerRegistry();
+    registry.replace(fleet);
+    Router router = Router.builder(registry).build();
+    StreamObserver<ProcessingResponse> out = new StreamObserver<>() {
+      @Override
+      public void onNext(ProcessingResponse r) {
+        sent.add(r);
+      }
+
+      @Override
+      public void onError(Throwable t) {}
+
+      @Override
+      public void onCompleted() {}
+    };
+    RequestListener l = new RequestListener() {
+      @Override
+      public void onDecision(Decision d) {
+        decisions.add(d);
+      }
+    };
+    ExtProcOptions o = ExtProcOptions.defaults();
+    return new RequestStream(out, router, l, new ExtProcOptions(o.bind(), 0, 1 << 20, o.tenantHeader(),
+        BodySendMode.BUFFERED, BodySendMode.STREAMED, 1, 1, 1 << 20), Runnable::run,
+        new InFlight(100, java.time.Duration.ofMinutes(1)));
+  }
+
+  static ProcessingRequest headers(Map<String, String> extra) {
+    HeaderMap.Builder h = HeaderMap.newBuilder();
+    Map<String, String> all = new java.util.LinkedHashMap<>(Map.of(":method", "POST", ":path", "/v1/completions"));
+    all.putAll(extra);
+    all.forEach((k, v) -> h.addHeaders(HeaderValue.newBuilder().setKey(k).setRawValue(ByteString.copyFromUtf8(v))));
+    return ProcessingRequest.newBuilder()
+        .setProtocolConfig(ProtocolConfiguration.newBuilder().setRequestBodyMode(BodySendMode.BUFFERED)
+            .setResponseBodyMode(BodySendMode.STREAMED))
+        .setRequestHeaders(HttpHeaders.newBuilder().setHeaders(h)).build();
+  }
+
+  static ProcessingRequest body(String s) {
+    return ProcessingRequest.newBuilder().setRequestBody(io.envoyproxy.envoy.service.ext_proc.v3.HttpBody
+        .newBuilder().setBody(ByteString.copyFromUtf8(s)).setEndOfStream(true)).build();
+  }
+
+  static Map<String, String> setHeaders(ProcessingResponse r) {
+    Map<String, String> m = new java.util.HashMap<>();
+    r.getRequestBody().getResponse().getHeaderMutation().getSetHeadersList()
+        .forEach(h -> m.put(h.getHeader().getKey(), h.getHeader().getRawValue().toStringUtf8()));
+    return m;
+  }
+
+  static final String BODY = "{\"model\":\"m\",\"prompt\":\"" + "x".repeat(400) + "\"}";
+
+  @Test
+  void trustedOverrideHeadersReachTheRouter() {
+    RequestStream s = stream(List.of(Worker.simple("a", "10.0.0.1", 8000, "m")));
+    s.onNext(headers(Map.of("x-kvrouter-policy", "least_load", "x-kvrouter-weights", "gpu_credit=nope")));
+    s.onNext(body(BODY));
+    Decision d = decisions.get(0);
+    assertThat(d.policy()).isEqualTo("least_load");
+    assertThat(d.fallback()).isEqualTo("invalid_weights_override,no_tokenization");
+    // without tokens the body size stands in for the prompt length in the load reservation
+    assertThat(d.detail().promptTokens()).isEqualTo(BODY.length() / 4);
+  }
+
+  @Test
+  void aDataParallelWorkerGetsItsRankHeader() {
+    Worker dp = new Worker("dp", "10.0.0.9", 8000, "m", List.of(), Worker.Role.BOTH, null, 4, 16, 1, null, false,
+        Map.of());
+    RequestStream s = stream(List.of(dp));
+    s.onNext(headers(Map.of()));
+    s.onNext(body(BODY));
+    Map<String, String> set = setHeaders(sent.get(1));
+    assertThat(set).containsEntry("x-data-parallel-rank", Integer.toString(decisions.get(0).dpRank()));
+    assertThat(decisions.get(0).dpRank()).isBetween(0, 3);
+    // a single-rank worker gets no rank header
+    sent.clear();
+    decisions.clear();
+    RequestStream one = stream(List.of(Worker.simple("a", "10.0.0.1", 8000, "m")));
+    one.onNext(headers(Map.of()));
+    one.onNext(body(BODY));
+    assertThat(setHeaders(sent.get(1))).doesNotContainKey("x-data-parallel-rank");
+  }
+}
