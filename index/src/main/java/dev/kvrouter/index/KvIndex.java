@@ -39,6 +39,7 @@ public final class KvIndex {
   private volatile WorkerView[] byOrdinal = new WorkerView[64];
   private volatile int ordinalWords = 1;
   private volatile int perWorkerCap;
+  private volatile long evictionsOfRemoved;
   private final boolean[] ordinalUsed = new boolean[BlockTable.MAX_ORDINAL + 1];
 
   public KvIndex(IndexConfig config, Clock clock) {
@@ -106,6 +107,7 @@ public final class KvIndex {
       return;
     }
     v.retire();
+    evictionsOfRemoved += v.evictions();
     v.clear();
     predicted.purge(v.ordinal(), clock.millis());
     WorkerView[] arr = byOrdinal.clone();
@@ -228,9 +230,9 @@ public final class KvIndex {
     return predicted.evicted();
   }
 
-  /** Entries evicted because workers exceeded their share, summed over registered workers. */
+  /** Entries evicted because workers exceeded their share (monotonic: removed workers' evictions stay counted). */
   public long evictions() {
-    long n = 0;
+    long n = evictionsOfRemoved;
     for (WorkerView v : views.values()) {
       n += v.evictions();
     }

@@ -4,8 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -31,31 +29,6 @@ class KvIndexDifferentialTest {
 
   private static final Duration SHORT_TTL = Duration.ofMillis(500);
   private static final Duration LONG_TTL = Duration.ofMillis(3000);
-
-  /** A mutable clock for TTL tests. */
-  static final class TestClock extends Clock {
-    volatile long millis = 1_000_000;
-
-    @Override
-    public ZoneId getZone() {
-      return ZoneId.of("UTC");
-    }
-
-    @Override
-    public Clock withZone(ZoneId zone) {
-      return this;
-    }
-
-    @Override
-    public Instant instant() {
-      return Instant.ofEpochMilli(millis);
-    }
-
-    @Override
-    public long millis() {
-      return millis;
-    }
-  }
 
   /** Documents: chains of our block hashes that share prefixes, so prefix matches are non-trivial. */
   static long[][] documents(SplittableRandom r, int n, int len) {
@@ -133,9 +106,9 @@ class KvIndexDifferentialTest {
         index.predict(w, doc, n);
         ref.predict(w, doc, n, clock.millis(), SHORT_TTL.toMillis(), LONG_TTL.toMillis());
       } else if (op < 82) {
-        clock.millis += r.nextInt(400);
+        clock.advance(r.nextInt(400));
         index.maintain();
-        ref.expire(clock.millis);
+        ref.expire(clock.millis());
       } else if (op < 84) {
         index.remove(w);
         ref.remove(w);

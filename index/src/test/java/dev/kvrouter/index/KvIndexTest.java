@@ -2,7 +2,6 @@ package dev.kvrouter.index;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.kvrouter.index.KvIndexDifferentialTest.TestClock;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
@@ -112,15 +111,15 @@ class KvIndexTest {
     assertThat(m.matchedBlocks(m.indexOf(live))).isZero();
     assertThat(m.overlapBlocks(m.indexOf(live))).isEqualTo(8);
     assertThat(m.predictedBlocks(m.indexOf(approx))).isEqualTo(4);
-    clock.millis += 5_000;
+    clock.advance(5_000);
     index.maintain();
     m = index.lookup(h, 8);
     assertThat(m.indexOf(live)).isEqualTo(-1);
     assertThat(m.predictedBlocks(m.indexOf(approx))).isEqualTo(4);
     // re-predicting refreshes: the older entry expiring does not remove the bit
-    clock.millis += 100_000;
+    clock.advance(100_000);
     index.predict(approx, h, 2);
-    clock.millis += 20_001;
+    clock.advance(20_001);
     index.maintain();
     m = index.lookup(h, 8);
     assertThat(m.predictedBlocks(m.indexOf(approx))).isEqualTo(2);
