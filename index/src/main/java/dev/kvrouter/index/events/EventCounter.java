@@ -2,7 +2,9 @@ package dev.kvrouter.index.events;
 
 /** Per-worker event-plane counters, each exported as {@code kvrouter_events_<name>_total{worker, dp_rank, ...}}. */
 public enum EventCounter {
-  /** Live batches received (valid frames). */
+  /** Live messages received on the SUB socket, valid or not. */
+  RECEIVED("received", null, null),
+  /** Batches decoded and applied (live or replayed). */
   BATCHES("batches", null, null),
   /** Events applied, by type. */
   STORED_EVENTS("applied", "event", "stored"),

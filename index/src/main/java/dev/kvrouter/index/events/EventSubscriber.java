@@ -25,7 +25,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
@@ -305,7 +304,8 @@ public final class EventSubscriber implements AutoCloseable {
       WorkerEventHealth h = health.register(view);
       EventApplier applier = new EventApplier(view, source.model(), source.blockSize(), h);
       ReplayClient replay = source.replayEndpoint() == null ? null
-          : new ReplayClient(ctx, source.replayEndpoint(), config.replayTimeoutMillis(), config.maxReplayBatches());
+          : new ReplayClient(ctx, source.replayEndpoint(), config.replayTimeoutMillis(), config.maxReplayBatches(),
+              config.reconnectMillis(), config.handshakeMillis());
       StreamFollower follower = new StreamFollower(applier, h, decoder, replay, clock, source.id().dpRank());
       Follow f = new Follow(source, h, follower, replay);
       follows.put(source.id(), f);
@@ -314,11 +314,7 @@ public final class EventSubscriber implements AutoCloseable {
       ep.members.add(f);
       f.endpoint = ep;
       if (ep.socket == null) {
-        ep.socket = ctx.createSocket(SocketType.SUB);
-        ep.socket.setLinger(0);
-        ep.socket.setRcvHWM(config.receiveHwm());
-        ep.socket.setReconnectIVL(config.reconnectMillis());
-        ep.socket.setReconnectIVLMax(config.reconnectMaxMillis());
+        ep.socket = ZmqSockets.sub(ctx, config);
         if (ep.bind) {
           ep.bindBackoffMillis = config.reconnectMillis();
           tryBind(ep, clock.millis());
@@ -408,6 +404,7 @@ public final class EventSubscriber implements AutoCloseable {
           unroutable.incrementAndGet();
           continue;
         }
+        f.health.inc(EventCounter.RECEIVED);
         if (count != 3 || frames[1].length != 8) {
           f.health.inc(EventCounter.MALFORMED);
           continue;

@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
@@ -25,23 +24,24 @@ final class ReplayClient implements StreamFollower.Replayer, AutoCloseable {
   private final String endpoint;
   private final int timeoutMillis;
   private final int maxBatches;
+  private final int reconnectMillis;
+  private final int handshakeMillis;
   private ZMQ.Socket dealer;
 
-  ReplayClient(ZContext ctx, String endpoint, int timeoutMillis, int maxBatches) {
+  ReplayClient(ZContext ctx, String endpoint, int timeoutMillis, int maxBatches, int reconnectMillis,
+      int handshakeMillis) {
     this.ctx = ctx;
     this.endpoint = endpoint;
     this.timeoutMillis = timeoutMillis;
     this.maxBatches = maxBatches;
+    this.reconnectMillis = reconnectMillis;
+    this.handshakeMillis = handshakeMillis;
   }
 
   @Override
   public boolean replay(long fromSeq, StreamFollower.BatchSink sink) {
     if (dealer == null) {
-      dealer = ctx.createSocket(SocketType.DEALER);
-      dealer.setLinger(0);
-      dealer.setReceiveTimeOut(timeoutMillis);
-      dealer.setSendTimeOut(timeoutMillis);
-      dealer.connect(endpoint);
+      dealer = ZmqSockets.dealer(ctx, endpoint, timeoutMillis, reconnectMillis, handshakeMillis);
     }
     if (!dealer.sendMore(new byte[0]) || !dealer.send(ZmqFrames.seqBytes(fromSeq))) {
       log.warn("replay request to {} could not be sent", endpoint);

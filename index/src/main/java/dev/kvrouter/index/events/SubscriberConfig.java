@@ -12,6 +12,9 @@ package dev.kvrouter.index.events;
  * @param receiveHwm SUB receive high-water mark (messages)
  * @param tickMillis how often per-worker timers run (stale recovery)
  * @param receiveBudget most messages read from one socket before the shard serves its other sockets
+ * @param handshakeMillis ZMQ handshake interval: a connection whose ZMTP handshake has not completed by then is
+ *     closed and retried. JeroMQ 0.6.0 occasionally stalls a handshake forever (about 1 connection in 100 in
+ *     our tests; zeromq/jeromq#849), which with the 30 s default leaves a socket deaf for 30 s
  */
 public record SubscriberConfig(
     int shards,
@@ -22,28 +25,30 @@ public record SubscriberConfig(
     int reconnectMaxMillis,
     int receiveHwm,
     int tickMillis,
-    int receiveBudget) {
+    int receiveBudget,
+    int handshakeMillis) {
 
   public SubscriberConfig {
     if (shards < 1 || pollMillis < 1 || replayTimeoutMillis < 1 || maxReplayBatches < 1 || reconnectMillis < 1
-        || reconnectMaxMillis < reconnectMillis || receiveHwm < 0 || tickMillis < 1 || receiveBudget < 1) {
+        || reconnectMaxMillis < reconnectMillis || receiveHwm < 0 || tickMillis < 1 || receiveBudget < 1
+        || handshakeMillis < 1) {
       throw new IllegalArgumentException("invalid subscriber config: " + this);
     }
   }
 
-  /** Up to 4 shards (one per core), 20 ms polls, 2 s replay timeouts, 100 ms to 5 s reconnect backoff. */
+  /** Up to 4 shards (one per core), 20 ms polls, 2 s replay timeouts, 100 ms to 5 s reconnect backoff, 1 s handshakes. */
   public static SubscriberConfig defaults() {
     int shards = Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors()));
-    return new SubscriberConfig(shards, 20, 2000, 20_000, 100, 5000, 100_000, 1000, 1024);
+    return new SubscriberConfig(shards, 20, 2000, 20_000, 100, 5000, 100_000, 1000, 1024, 1000);
   }
 
   public SubscriberConfig withShards(int n) {
     return new SubscriberConfig(n, pollMillis, replayTimeoutMillis, maxReplayBatches, reconnectMillis,
-        reconnectMaxMillis, receiveHwm, tickMillis, receiveBudget);
+        reconnectMaxMillis, receiveHwm, tickMillis, receiveBudget, handshakeMillis);
   }
 
   public SubscriberConfig withReplayTimeout(int millis) {
     return new SubscriberConfig(shards, pollMillis, millis, maxReplayBatches, reconnectMillis, reconnectMaxMillis,
-        receiveHwm, tickMillis, receiveBudget);
+        receiveHwm, tickMillis, receiveBudget, handshakeMillis);
   }
 }
