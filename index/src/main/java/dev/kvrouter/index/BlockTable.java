@@ -11,8 +11,8 @@ import java.util.concurrent.locks.StampedLock;
  * <p>Segmented open addressing. Each segment is an interleaved {@code long[]} of {@code [key, holders]} pairs
  * (16 bytes per slot, linear probing, backward-shift deletion) guarded by a {@link StampedLock}. A
  * {@code holders} word stores up to three holders inline, 20 bits each ({@code (ordinal + 1) << 4 | tiers});
- * a block held by more workers points (sign bit set) into the segment's overflow pool, where it owns one
- * {@code long[]} of four bitsets over ordinals ({@code [tier][word]}, sized to the highest ordinal).
+ * a block held by more workers points (sign bit set) to a record in the segment's flat overflow pool: four
+ * bitsets over ordinals ({@code [tier][word]}), the segment's record width growing with the highest ordinal.
  *
  * <h2>Concurrency</h2>
  * Writers (one event thread per worker, the prediction drainer) take the segment's write lock; several
@@ -41,9 +41,15 @@ final class BlockTable {
   /** Stands in for a block hash of 0, since key 0 marks empty slots (aliasing it is a 2^-64 event). */
   private static final long ZERO_KEY = 0x7A3F1C9E2B5D4086L;
 
+  private static final long GOLDEN = 0x9E3779B97F4A7C15L;
+  /** Bits of the spread value below the slot index (the top bits pick the segment). */
+  private static final int SLOT_SHIFT = 20;
+
   private final Segment[] segments;
   private final int segmentShift;
   private final int initialCapacity;
+  /** Per-table salt, so crafted prompts cannot aim many blocks at one probe run. */
+  private final long salt;
 
   BlockTable(int segmentCount, int initialCapacityPerSegment) {
     if (Integer.bitCount(segmentCount) != 1 || segmentCount > (1 << 16)) {
@@ -55,24 +61,45 @@ final class BlockTable {
       segments[i] = new Segment(initialCapacity);
     }
     this.segmentShift = 64 - Integer.numberOfTrailingZeros(segmentCount);
+    this.salt = new java.util.SplittableRandom().nextLong() | 1;
   }
 
-  private static final class Segment {
-    final StampedLock lock = new StampedLock();
+  /**
+   * One lock stripe. Extends the lock so a reader's lock state and table reference share an object (one
+   * cache line fewer per probe).
+   */
+  @SuppressWarnings("serial")
+  private static final class Segment extends StampedLock {
     /** Interleaved {@code [key, holders]}; key 0 = empty. Replaced (not mutated) on resize. */
     long[] slots;
     int size;
-    /** Overflow holder bitsets; {@code null} entries are free. */
-    long[][] overflow = new long[0][];
-    int overflowUsed;
+    /** Overflow records of {@code 4 * words} longs each ({@code [tier][word]} bitsets). */
+    long[] overflow = new long[0];
+    int words = 1;
+    /** Records handed out so far (high-water mark) and the free ones among them. */
+    int records;
+    int[] free = new int[4];
+    int freeCount;
 
     Segment(int capacity) {
       slots = new long[capacity * 2];
     }
+
+    int overflowUsed() {
+      return records - freeCount;
+    }
   }
 
-  private Segment segment(long mixed) {
-    return segments[segmentShift == 64 ? 0 : (int) (mixed >>> segmentShift)];
+  private long spread(long key) {
+    return (key ^ salt) * GOLDEN;
+  }
+
+  private Segment segment(long spread) {
+    return segments[segmentShift == 64 ? 0 : (int) (spread >>> segmentShift)];
+  }
+
+  private static int home(long spread, int mask) {
+    return (int) (spread >>> SLOT_SHIFT) & mask;
   }
 
   private static long key(long hash) {
@@ -90,18 +117,18 @@ final class BlockTable {
   int add(long hash, int ordinal, int tiers) {
     checkOrdinal(ordinal);
     long key = key(hash);
-    long mixed = Mix.mix(key);
+    long mixed = spread(key);
     Segment s = segment(mixed);
-    long stamp = s.lock.writeLock();
+    long stamp = s.writeLock();
     try {
       int i = findOrInsert(s, key, mixed);
       long[] t = s.slots;
       long holders = t[2 * i + 1];
       if (holders < 0) {
-        int idx = (int) holders;
-        long[] ov = ensureWords(s, idx, ordinal);
-        int before = overflowTiers(ov, ordinal);
-        setOverflow(ov, ordinal, tiers);
+        ensureWords(s, ordinal);
+        int base = (int) holders * 4 * s.words;
+        int before = overflowTiers(s.overflow, base, s.words, ordinal);
+        setOverflow(s.overflow, base, s.words, ordinal, tiers);
         return before;
       }
       int empty = -1;
@@ -123,7 +150,7 @@ final class BlockTable {
       t[2 * i + 1] = toOverflow(s, holders, ordinal, tiers);
       return 0;
     } finally {
-      s.lock.unlockWrite(stamp);
+      s.unlockWrite(stamp);
     }
   }
 
@@ -134,9 +161,9 @@ final class BlockTable {
    */
   int remove(long hash, int ordinal, int tiers) {
     long key = key(hash);
-    long mixed = Mix.mix(key);
+    long mixed = spread(key);
     Segment s = segment(mixed);
-    long stamp = s.lock.writeLock();
+    long stamp = s.writeLock();
     try {
       int i = find(s, key, mixed);
       if (i < 0) {
@@ -146,10 +173,10 @@ final class BlockTable {
       long holders = t[2 * i + 1];
       if (holders < 0) {
         int idx = (int) holders;
-        long[] ov = s.overflow[idx];
-        clearOverflow(ov, ordinal, tiers);
-        int after = overflowTiers(ov, ordinal);
-        long inline = tryInline(ov);
+        int base = idx * 4 * s.words;
+        clearOverflow(s.overflow, base, s.words, ordinal, tiers);
+        int after = overflowTiers(s.overflow, base, s.words, ordinal);
+        long inline = tryInline(s.overflow, base, s.words);
         if (inline >= 0) {
           freeOverflow(s, idx);
           if (inline == 0) {
@@ -177,16 +204,16 @@ final class BlockTable {
       }
       return 0;
     } finally {
-      s.lock.unlockWrite(stamp);
+      s.unlockWrite(stamp);
     }
   }
 
   /** The mask {@code ordinal} holds on {@code hash} (a consistent read; used by writers and tests). */
   int tiers(long hash, int ordinal) {
     long key = key(hash);
-    long mixed = Mix.mix(key);
+    long mixed = spread(key);
     Segment s = segment(mixed);
-    long stamp = s.lock.readLock();
+    long stamp = s.readLock();
     try {
       int i = find(s, key, mixed);
       if (i < 0) {
@@ -194,7 +221,7 @@ final class BlockTable {
       }
       long holders = s.slots[2 * i + 1];
       if (holders < 0) {
-        return overflowTiers(s.overflow[(int) holders], ordinal);
+        return overflowTiers(s.overflow, (int) holders * 4 * s.words, s.words, ordinal);
       }
       for (int k = 0; k < INLINE; k++) {
         long f = (holders >>> (FIELD_BITS * k)) & FIELD_MASK;
@@ -204,7 +231,7 @@ final class BlockTable {
       }
       return 0;
     } finally {
-      s.lock.unlockRead(stamp);
+      s.unlockRead(stamp);
     }
   }
 
@@ -219,9 +246,9 @@ final class BlockTable {
    */
   boolean read(long hash, int lo, int hi, long[] g, long[] c, long[] d, long[] p) {
     long key = key(hash);
-    long mixed = Mix.mix(key);
+    long mixed = spread(key);
     Segment s = segment(mixed);
-    StampedLock lock = s.lock;
+    StampedLock lock = s;
     for (int attempt = 0; attempt < OPTIMISTIC_TRIES; attempt++) {
       long stamp = lock.tryOptimisticRead();
       if (stamp != 0) {
@@ -252,7 +279,7 @@ final class BlockTable {
     long[] t = s.slots;
     int cap = t.length >>> 1;
     int mask = cap - 1;
-    int i = (int) mixed & mask;
+    int i = home(mixed, mask);
     long holders = 0;
     for (int n = 0; n < cap; n++) {
       long k = t[2 * i];
@@ -269,22 +296,19 @@ final class BlockTable {
       return false;
     }
     if (holders < 0) {
-      long[][] pool = s.overflow;
-      int idx = (int) holders;
-      if (idx < 0 || idx >= pool.length) {
-        return false;
+      long[] ov = s.overflow;
+      int words = s.words;
+      long base = (long) (int) holders * 4 * words;
+      if (base < 0 || base + 4L * words > ov.length) {
+        return false; // torn read; validation will fail
       }
-      long[] ov = pool[idx];
-      if (ov == null) {
-        return false;
-      }
-      int words = ov.length >>> 2;
+      int b = (int) base;
       int end = Math.min(hi, words - 1);
       for (int w = lo; w <= end; w++) {
-        g[w] = ov[w];
-        c[w] = ov[words + w];
-        d[w] = ov[2 * words + w];
-        p[w] = ov[3 * words + w];
+        g[w] = ov[b + w];
+        c[w] = ov[b + words + w];
+        d[w] = ov[b + 2 * words + w];
+        p[w] = ov[b + 3 * words + w];
       }
       return true;
     }
@@ -315,13 +339,126 @@ final class BlockTable {
     return true;
   }
 
+  /**
+   * The whole prefix walk for fleets whose ordinals all fit one 64-bit word: the same semantics as
+   * {@link PrefixCursor#advance} over {@code hashes[0, count)}, with the worker sets in locals instead of
+   * arrays (a lookup's hot loop). Writes the cursor's state so {@link PrefixCursor#finish} works unchanged.
+   * Ordinals of workers registered meanwhile (64 and above) are ignored, as a cursor started earlier would.
+   *
+   * @return blocks consumed (the cursor's position)
+   */
+  int prefix64(long[] hashes, int count, PrefixCursor cur) {
+    long real = 0;
+    long pred = 0;
+    for (int i = 0; i < count; i++) {
+      long key = key(hashes[i]);
+      long mixed = spread(key);
+      Segment s = segment(mixed);
+      long g = 0;
+      long c = 0;
+      long d = 0;
+      long p = 0;
+      long stamp = 0;
+      for (int attempt = 0; ; attempt++) {
+        if (attempt < OPTIMISTIC_TRIES) {
+          stamp = s.tryOptimisticRead();
+          if (stamp == 0) {
+            Thread.onSpinWait();
+            continue;
+          }
+        } else {
+          stamp = s.readLock();
+        }
+        g = 0;
+        c = 0;
+        d = 0;
+        p = 0;
+        long[] t = s.slots;
+        int cap = t.length >>> 1;
+        int mask = cap - 1;
+        int j = home(mixed, mask);
+        long holders = 0;
+        for (int n = 0; n < cap; n++) {
+          long k = t[2 * j];
+          if (k == key) {
+            holders = t[2 * j + 1];
+            break;
+          }
+          if (k == 0) {
+            break;
+          }
+          j = (j + 1) & mask;
+        }
+        if (holders < 0) {
+          long[] ov = s.overflow;
+          int words = s.words;
+          long base = (long) (int) holders * 4 * words;
+          if (base >= 0 && base + 4L * words <= ov.length) {
+            int b = (int) base;
+            g = ov[b];
+            c = ov[b + words];
+            d = ov[b + 2 * words];
+            p = ov[b + 3 * words];
+          }
+        } else if (holders != 0) {
+          for (int f3 = 0; f3 < INLINE; f3++) {
+            long f = (holders >>> (FIELD_BITS * f3)) & FIELD_MASK;
+            int ord = (int) (f >>> 4) - 1;
+            if (f != 0 && ord < 64) {
+              long bit = 1L << ord;
+              g |= (f & GPU) != 0 ? bit : 0;
+              c |= (f & CPU) != 0 ? bit : 0;
+              d |= (f & DISK) != 0 ? bit : 0;
+              p |= (f & PREDICTED) != 0 ? bit : 0;
+            }
+          }
+        }
+        if (attempt >= OPTIMISTIC_TRIES) {
+          s.unlockRead(stamp);
+          break;
+        }
+        if (s.validate(stamp)) {
+          break;
+        }
+      }
+      long r = g | c | d;
+      if (i == 0) {
+        if ((r | p) == 0) {
+          cur.start64(0, 0);
+          return 0;
+        }
+        real = r;
+        pred = p;
+        cur.start64(r, p);
+      } else {
+        long nr = real & r;
+        long np = pred & p;
+        if (nr != real) {
+          cur.dropped64(real & ~nr, i, true);
+        }
+        if (np != pred) {
+          cur.dropped64(pred & ~np, i, false);
+        }
+        real = nr;
+        pred = np;
+        if ((real | pred) == 0) {
+          cur.end64(real, pred, i);
+          return i;
+        }
+      }
+      cur.tiers64(real & c & ~g, real & d & ~g & ~c);
+    }
+    cur.end64(real, pred, count);
+    return count;
+  }
+
   // ------------------------------------------------------------------------------------------------------
   // Segment internals (write lock held)
 
   private int find(Segment s, long key, long mixed) {
     long[] t = s.slots;
     int mask = (t.length >>> 1) - 1;
-    int i = (int) mixed & mask;
+    int i = home(mixed, mask);
     while (true) {
       long k = t[2 * i];
       if (k == key) {
@@ -343,7 +480,7 @@ final class BlockTable {
       cap = t.length >>> 1;
     }
     int mask = cap - 1;
-    int i = (int) mixed & mask;
+    int i = home(mixed, mask);
     while (true) {
       long k = t[2 * i];
       if (k == key) {
@@ -370,7 +507,7 @@ final class BlockTable {
       if (k == 0) {
         break;
       }
-      int home = (int) Mix.mix(k) & mask;
+      int home = home(spread(k), mask);
       if (((j - home) & mask) >= ((j - hole) & mask)) {
         t[2 * hole] = k;
         t[2 * hole + 1] = t[2 * j + 1];
@@ -386,14 +523,14 @@ final class BlockTable {
     }
   }
 
-  private static void resize(Segment s, int cap) {
+  private void resize(Segment s, int cap) {
     long[] old = s.slots;
     long[] t = new long[cap * 2];
     int mask = cap - 1;
     for (int i = 0; i < old.length; i += 2) {
       long k = old[i];
       if (k != 0) {
-        int j = (int) Mix.mix(k) & mask;
+        int j = home(spread(k), mask);
         while (t[2 * j] != 0) {
           j = (j + 1) & mask;
         }
@@ -410,24 +547,23 @@ final class BlockTable {
       long f = (holders >>> (FIELD_BITS * k)) & FIELD_MASK;
       maxOrd = Math.max(maxOrd, (int) (f >>> 4) - 1);
     }
-    int words = (maxOrd >>> 6) + 1;
-    long[] ov = new long[4 * words];
+    ensureWords(s, maxOrd);
+    int idx = allocOverflow(s);
+    int base = idx * 4 * s.words;
     for (int k = 0; k < INLINE; k++) {
       long f = (holders >>> (FIELD_BITS * k)) & FIELD_MASK;
-      setOverflow(ov, (int) (f >>> 4) - 1, (int) (f & 15));
+      setOverflow(s.overflow, base, s.words, (int) (f >>> 4) - 1, (int) (f & 15));
     }
-    setOverflow(ov, ordinal, tiers);
-    int idx = allocOverflow(s, ov);
+    setOverflow(s.overflow, base, s.words, ordinal, tiers);
     return OVERFLOW_FLAG | idx;
   }
 
   /** Back to inline form when at most three holders remain: the inline word, 0 if none, -1 if still too many. */
-  private static long tryInline(long[] ov) {
-    int words = ov.length >>> 2;
+  private static long tryInline(long[] ov, int base, int words) {
     long inline = 0;
     int n = 0;
     for (int w = 0; w < words; w++) {
-      long any = ov[w] | ov[words + w] | ov[2 * words + w] | ov[3 * words + w];
+      long any = ov[base + w] | ov[base + words + w] | ov[base + 2 * words + w] | ov[base + 3 * words + w];
       while (any != 0) {
         int b = Long.numberOfTrailingZeros(any);
         any &= any - 1;
@@ -435,52 +571,55 @@ final class BlockTable {
           return -1;
         }
         int ord = (w << 6) + b;
-        inline |= ((((long) ord + 1) << 4) | overflowTiers(ov, ord)) << (FIELD_BITS * n);
+        inline |= ((((long) ord + 1) << 4) | overflowTiers(ov, base, words, ord)) << (FIELD_BITS * n);
         n++;
       }
     }
     return inline;
   }
 
-  private static int allocOverflow(Segment s, long[] ov) {
-    long[][] pool = s.overflow;
-    for (int i = 0; i < pool.length; i++) {
-      if (pool[i] == null) {
-        pool[i] = ov;
-        s.overflowUsed++;
-        return i;
+  /** A zeroed record; the pool array may be replaced. */
+  private static int allocOverflow(Segment s) {
+    int idx;
+    if (s.freeCount > 0) {
+      idx = s.free[--s.freeCount];
+    } else {
+      idx = s.records++;
+      int need = s.records * 4 * s.words;
+      if (need > s.overflow.length) {
+        s.overflow = Arrays.copyOf(s.overflow, Math.max(need, s.overflow.length * 2));
       }
     }
-    int i = pool.length;
-    s.overflow = Arrays.copyOf(pool, Math.max(4, pool.length * 2));
-    s.overflow[i] = ov;
-    s.overflowUsed++;
-    return i;
+    Arrays.fill(s.overflow, idx * 4 * s.words, (idx + 1) * 4 * s.words, 0L);
+    return idx;
   }
 
   private static void freeOverflow(Segment s, int idx) {
-    s.overflow[idx] = null;
-    s.overflowUsed--;
+    if (s.freeCount == s.free.length) {
+      s.free = Arrays.copyOf(s.free, s.free.length * 2);
+    }
+    s.free[s.freeCount++] = idx;
   }
 
-  /** The overflow bitsets of {@code idx}, grown (and re-pointed) if {@code ordinal} lies beyond them. */
-  private static long[] ensureWords(Segment s, int idx, int ordinal) {
-    long[] ov = s.overflow[idx];
-    int words = ov.length >>> 2;
+  /** Widens every record of the segment if {@code ordinal} lies beyond its words (rare: the fleet grew). */
+  private static void ensureWords(Segment s, int ordinal) {
     int need = (ordinal >>> 6) + 1;
+    int words = s.words;
     if (need <= words) {
-      return ov;
+      return;
     }
-    long[] n = new long[4 * need];
-    for (int t = 0; t < 4; t++) {
-      System.arraycopy(ov, t * words, n, t * need, words);
+    long[] old = s.overflow;
+    long[] n = new long[Math.max(4 * need, s.records * 4 * need)];
+    for (int r = 0; r < s.records; r++) {
+      for (int t = 0; t < 4; t++) {
+        System.arraycopy(old, r * 4 * words + t * words, n, r * 4 * need + t * need, words);
+      }
     }
-    s.overflow[idx] = n;
-    return n;
+    s.overflow = n;
+    s.words = need;
   }
 
-  private static int overflowTiers(long[] ov, int ordinal) {
-    int words = ov.length >>> 2;
+  private static int overflowTiers(long[] ov, int base, int words, int ordinal) {
     int w = ordinal >>> 6;
     if (w >= words) {
       return 0;
@@ -488,26 +627,24 @@ final class BlockTable {
     long bit = 1L << ordinal;
     int m = 0;
     for (int t = 0; t < 4; t++) {
-      if ((ov[t * words + w] & bit) != 0) {
+      if ((ov[base + t * words + w] & bit) != 0) {
         m |= 1 << t;
       }
     }
     return m;
   }
 
-  private static void setOverflow(long[] ov, int ordinal, int tiers) {
-    int words = ov.length >>> 2;
+  private static void setOverflow(long[] ov, int base, int words, int ordinal, int tiers) {
     int w = ordinal >>> 6;
     long bit = 1L << ordinal;
     for (int t = 0; t < 4; t++) {
       if ((tiers & (1 << t)) != 0) {
-        ov[t * words + w] |= bit;
+        ov[base + t * words + w] |= bit;
       }
     }
   }
 
-  private static void clearOverflow(long[] ov, int ordinal, int tiers) {
-    int words = ov.length >>> 2;
+  private static void clearOverflow(long[] ov, int base, int words, int ordinal, int tiers) {
     int w = ordinal >>> 6;
     if (w >= words) {
       return;
@@ -515,7 +652,7 @@ final class BlockTable {
     long bit = 1L << ordinal;
     for (int t = 0; t < 4; t++) {
       if ((tiers & (1 << t)) != 0) {
-        ov[t * words + w] &= ~bit;
+        ov[base + t * words + w] &= ~bit;
       }
     }
   }
@@ -542,7 +679,7 @@ final class BlockTable {
   long overflowBlocks() {
     long n = 0;
     for (Segment s : segments) {
-      n += s.overflowUsed;
+      n += s.overflowUsed();
     }
     return n;
   }
@@ -551,12 +688,7 @@ final class BlockTable {
   long footprintBytes() {
     long n = 0;
     for (Segment s : segments) {
-      n += 16L + 8L * s.slots.length + 16L + 8L * s.overflow.length;
-      for (long[] ov : s.overflow) {
-        if (ov != null) {
-          n += 16L + 8L * ov.length;
-        }
-      }
+      n += 64L + 16L + 8L * s.slots.length + 16L + 8L * s.overflow.length + 16L + 4L * s.free.length;
     }
     return n;
   }

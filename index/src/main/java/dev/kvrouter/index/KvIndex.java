@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
  * Which worker holds which block, from the workers' KV events and the router's own predictions.
@@ -37,6 +38,10 @@ public final class KvIndex {
   private final PredictedBlocks predicted;
   private final Map<WorkerId, WorkerView> views = new ConcurrentHashMap<>();
   private volatile WorkerView[] byOrdinal = new WorkerView[64];
+  /** Ids by ordinal for lookups (null: free, or being removed); replaced, never mutated, on changes. */
+  private volatile WorkerId[] idByOrdinal = new WorkerId[64];
+  /** Stale flags by ordinal, one bit each, so a lookup reads them without touching the views. */
+  private final AtomicLongArray staleBits = new AtomicLongArray((BlockTable.MAX_ORDINAL >>> 6) + 1);
   private volatile int ordinalWords = 1;
   private volatile int perWorkerCap;
   private volatile long evictionsOfRemoved;
@@ -81,6 +86,10 @@ public final class KvIndex {
     }
     arr[ord] = v;
     byOrdinal = arr;
+    WorkerId[] ids = Arrays.copyOf(idByOrdinal, arr.length);
+    ids[ord] = id;
+    idByOrdinal = ids;
+    setStaleBit(ord, false);
     ordinalWords = Math.max(ordinalWords, (ord >>> 6) + 1);
     views.put(id, v);
     updateCap();
@@ -106,6 +115,9 @@ public final class KvIndex {
     if (v == null) {
       return;
     }
+    WorkerId[] ids = idByOrdinal.clone();
+    ids[v.ordinal()] = null; // lookups stop reporting it before its blocks go
+    idByOrdinal = ids;
     v.retire();
     evictionsOfRemoved += v.evictions();
     v.clear();
@@ -120,6 +132,23 @@ public final class KvIndex {
   WorkerView viewAt(int ordinal) {
     WorkerView[] arr = byOrdinal;
     return ordinal < arr.length ? arr[ordinal] : null;
+  }
+
+  WorkerId[] idsByOrdinal() {
+    return idByOrdinal;
+  }
+
+  boolean staleBit(int ordinal) {
+    return (staleBits.get(ordinal >>> 6) & (1L << ordinal)) != 0;
+  }
+
+  void setStaleBit(int ordinal, boolean stale) {
+    int w = ordinal >>> 6;
+    long bit = 1L << ordinal;
+    long cur;
+    do {
+      cur = staleBits.get(w);
+    } while (!staleBits.compareAndSet(w, cur, stale ? cur | bit : cur & ~bit));
   }
 
   int ordinalWords() {
@@ -145,10 +174,7 @@ public final class KvIndex {
 
   /** Looks up {@code hashes[0, count)} with {@code cursor}, writing the answer into {@code out}. */
   public void lookup(PrefixCursor cursor, long[] hashes, int count, PrefixMatches out) {
-    cursor.reset();
-    for (int i = 0; i < count && cursor.advance(hashes[i]); i++) {
-      // advance until no worker holds the prefix
-    }
+    cursor.lookup(hashes, count);
     cursor.finish(out);
   }
 
@@ -161,12 +187,7 @@ public final class KvIndex {
 
   /** The number of leading blocks of {@code hashes[0, count)} that at least one worker holds entirely. */
   public int longestHeldPrefix(PrefixCursor cursor, long[] hashes, int count) {
-    cursor.reset();
-    int n = 0;
-    while (n < count && cursor.advance(hashes[n])) {
-      n++;
-    }
-    return n;
+    return cursor.lookup(hashes, count);
   }
 
   // ------------------------------------------------------------------------------------------------------

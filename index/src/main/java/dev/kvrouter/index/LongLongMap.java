@@ -46,6 +46,41 @@ final class LongLongMap {
     return i < 0 ? dflt : table[2 * i + 1];
   }
 
+  /**
+   * The slot of {@code key} (non-zero keys only), inserting it with value 0 if absent: returns the slot if the
+   * key was present, {@code -(slot + 1)} if it was just inserted. One probe for both cases.
+   */
+  int findOrInsert(long key) {
+    int i = slot(key);
+    long[] t = table;
+    while (true) {
+      long k = t[2 * i];
+      if (k == key) {
+        return i;
+      }
+      if (k == 0) {
+        if (size + 1 > (mask + 1) * 3L / 4) {
+          resize((mask + 1) * 2);
+          return findOrInsert(key);
+        }
+        t[2 * i] = key;
+        t[2 * i + 1] = 0;
+        size++;
+        return -(i + 1);
+      }
+      i = (i + 1) & mask;
+    }
+  }
+
+  /** The slot of {@code key} (non-zero keys only), or -1. */
+  int indexOf(long key) {
+    return find(key);
+  }
+
+  void setValueAt(int i, long value) {
+    table[2 * i + 1] = value;
+  }
+
   /** Puts and returns whether the key was new. */
   boolean put(long key, long value) {
     if (key == 0) {

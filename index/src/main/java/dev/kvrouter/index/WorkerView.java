@@ -1,5 +1,7 @@
 package dev.kvrouter.index;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Objects;
 
 /**
@@ -31,7 +33,17 @@ public final class WorkerView {
   private volatile boolean eventStream;
   private volatile long evictions;
   private volatile long conflicts;
+  /** Handle count for other threads (gauges); written with release semantics by the writer. */
   private volatile int size;
+  private static final VarHandle SIZE;
+
+  static {
+    try {
+      SIZE = MethodHandles.lookup().findVarHandle(WorkerView.class, "size", int.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
 
   WorkerView(KvIndex index, BlockTable table, WorkerId id, int ordinal) {
     this.index = index;
@@ -62,26 +74,45 @@ public final class WorkerView {
   /** Records that the worker stored block {@code ourHash}, named {@code engineHash} by the engine, in {@code tier}. */
   public void store(long engineHash, long ourHash, Tier tier) {
     int bit = bit(tier);
-    if (handles.containsKey(engineHash)) {
-      long old = handles.get(engineHash, 0L);
-      if (old != ourHash) {
-        // The engine reused a handle for different content (or our identity saw it differently): the handle now
-        // names the new block, so the old residency would become unreachable; drop it rather than leak it.
-        conflicts++;
-        dropAll(old);
-        handles.put(engineHash, ourHash);
-      }
+    if (engineHash == 0) {
+      storeZeroKey(ourHash);
     } else {
-      handles.put(engineHash, ourHash);
-      if (handles.size() > index.perWorkerCap()) {
-        evict(engineHash);
+      int i = handles.findOrInsert(engineHash);
+      if (i < 0) {
+        handles.setValueAt(-i - 1, ourHash);
+        if (handles.size() > index.perWorkerCap()) {
+          evict(engineHash);
+        }
+      } else if (handles.valueAt(i) != ourHash) {
+        repoint(i, ourHash);
       }
     }
     int before = table.add(ourHash, ordinal, bit);
     if ((before & bit) != 0) {
       dups.add(dupKey(ourHash, bit), 1);
     }
-    size = handles.size();
+    SIZE.setRelease(this, handles.size());
+  }
+
+  /**
+   * The engine reused a handle for different content (or our identity saw it differently): the handle now names
+   * the new block, so the old residency would become unreachable; drop it rather than leak it.
+   */
+  private void repoint(int slot, long ourHash) {
+    conflicts++;
+    dropAll(handles.valueAt(slot));
+    handles.setValueAt(slot, ourHash);
+  }
+
+  private void storeZeroKey(long ourHash) {
+    if (handles.containsKey(0)) {
+      long old = handles.get(0, 0L);
+      if (old != ourHash) {
+        conflicts++;
+        dropAll(old);
+      }
+    }
+    handles.put(0, ourHash);
   }
 
   /**
@@ -90,20 +121,36 @@ public final class WorkerView {
    * @return false if the handle is unknown (the store was never seen, or was evicted here)
    */
   public boolean remove(long engineHash, Tier tier) {
-    if (!handles.containsKey(engineHash)) {
-      return false;
+    long ourHash;
+    int slot = -1;
+    if (engineHash == 0) {
+      if (!handles.containsKey(0)) {
+        return false;
+      }
+      ourHash = handles.get(0, 0L);
+    } else {
+      slot = handles.indexOf(engineHash);
+      if (slot < 0) {
+        return false;
+      }
+      ourHash = handles.valueAt(slot);
     }
-    long ourHash = handles.get(engineHash, 0L);
     int bit = bit(tier);
-    long dk = dupKey(ourHash, bit);
-    if (dups.get(dk) > 0) {
-      dups.add(dk, -1);
-      return true;
+    if (dups.size() > 0) {
+      long dk = dupKey(ourHash, bit);
+      if (dups.get(dk) > 0) {
+        dups.add(dk, -1);
+        return true;
+      }
     }
     int after = table.remove(ourHash, ordinal, bit);
     if ((after & BlockTable.REAL) == 0) {
-      handles.remove(engineHash);
-      size = handles.size();
+      if (slot >= 0) {
+        handles.removeAt(slot);
+      } else {
+        handles.remove(0);
+      }
+      SIZE.setRelease(this, handles.size());
     }
     return true;
   }
@@ -120,7 +167,7 @@ public final class WorkerView {
     }
     handles.clear();
     dups.clear();
-    size = 0;
+    SIZE.setRelease(this, 0);
   }
 
   /** Blocks (handles) this worker holds in the index. */
@@ -146,6 +193,9 @@ public final class WorkerView {
   /** Set by the event plane; lookups report it per worker so the router can fall back visibly. */
   public void setStale(boolean value) {
     stale = value;
+    if (!retired) {
+      index.setStaleBit(ordinal, value);
+    }
   }
 
   /** Whether an event stream feeds this worker (predictions then use the short TTL). */
@@ -183,6 +233,7 @@ public final class WorkerView {
       dropAll(handles.valueAt(i));
       handles.removeAt(i);
       removed++;
+      SIZE.setRelease(this, handles.size());
       sweep--; // backward shift may have moved a later entry into slot i
       if (handles.capacity() != cap) {
         break;

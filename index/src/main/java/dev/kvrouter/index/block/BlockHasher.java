@@ -65,8 +65,20 @@ public final class BlockHasher {
 
   /** Hash of one block given its parent's hash (or the namespace root for block 0). */
   public static long blockHash(long parent, int[] tokens, int off, int blockSize, long extra) {
+    return blockHash(parent, tokens, off, blockSize, extra, scratch(scratchSize(blockSize)));
+  }
+
+  /** Bytes of scratch {@link #blockHash(long, int[], int, int, long, byte[])} needs for {@code blockSize}. */
+  public static int scratchSize(int blockSize) {
+    return 16 + 4 * blockSize;
+  }
+
+  /**
+   * As {@link #blockHash(long, int[], int, int, long)}, with a caller-owned scratch buffer of at least
+   * {@link #scratchSize} bytes, for hot loops that should not look up a thread-local per block.
+   */
+  public static long blockHash(long parent, int[] tokens, int off, int blockSize, long extra, byte[] buf) {
     int n = 8 + 4 * blockSize + (extra != 0 ? 8 : 0);
-    byte[] buf = scratch(n);
     LE_LONG.set(buf, 0, parent);
     int p = 8;
     for (int i = off, end = off + blockSize; i < end; i++, p += 4) {

@@ -61,6 +61,7 @@ public final class EventApplier {
   private String[] ids = new String[8];
   private int[] offsets = new int[8];
   private String foundSalt;
+  private final byte[] hashScratch;
 
   public EventApplier(WorkerView view, String model, int blockSize, WorkerEventHealth health) {
     this.view = Objects.requireNonNull(view, "view");
@@ -68,6 +69,7 @@ public final class EventApplier {
     this.blockSize = blockSize;
     this.health = Objects.requireNonNull(health, "health");
     this.plainRoot = CacheNamespace.of(model).rootSeed();
+    this.hashScratch = new byte[BlockHasher.scratchSize(blockSize)];
   }
 
   /** The view this applier writes. */
@@ -148,7 +150,7 @@ public final class EventApplier {
     }
     for (int i = 0; i < n; i++) {
       long x = extra == null || i >= extra.size() ? 0L : extraFor(extra.get(i), s.loraName(), root && i == 0);
-      parent = BlockHasher.blockHash(parent, tokens, i * blockSize, blockSize, x);
+      parent = BlockHasher.blockHash(parent, tokens, i * blockSize, blockSize, x, hashScratch);
       view.store(engine[i], parent, tier);
     }
     health.inc(EventCounter.STORED_EVENTS);

@@ -58,7 +58,12 @@ public final class EventPlaneHealth {
     listeners.remove(listener);
   }
 
-  WorkerEventHealth register(WorkerView view) {
+  /**
+   * Starts tracking {@code view}'s stream (replacing an earlier registration of the same worker) and
+   * registers its meters. The subscriber calls this; so can any other code that feeds an
+   * {@link EventApplier}. Call it on the worker's event thread.
+   */
+  public WorkerEventHealth register(WorkerView view) {
     WorkerId id = view.id();
     WorkerEventHealth h = new WorkerEventHealth(id, view, recoveryMillis, listeners);
     WorkerEventHealth old = workers.put(id, h);
@@ -85,7 +90,8 @@ public final class EventPlaneHealth {
     return h;
   }
 
-  void unregister(WorkerId id) {
+  /** Stops tracking {@code id} and removes its meters. */
+  public void unregister(WorkerId id) {
     WorkerEventHealth h = workers.remove(id);
     removeMeters(id);
     if (h != null && h.stale()) {

@@ -77,6 +77,18 @@ class BlockHasherTest {
   }
 
   @Test
+  void scratchOverloadEqualsThreadLocalForm() {
+    long root = CacheNamespace.of("m").rootSeed();
+    int[] t = tokens(64, 9);
+    byte[] scratch = new byte[BlockHasher.scratchSize(16)];
+    for (int b = 0; b < 4; b++) {
+      long extra = b % 2 == 0 ? 0 : 77;
+      assertThat(BlockHasher.blockHash(root, t, b * 16, 16, extra, scratch))
+          .isEqualTo(BlockHasher.blockHash(root, t, b * 16, 16, extra));
+    }
+  }
+
+  @Test
   void extraKeyChangesTheBlock() {
     long root = CacheNamespace.of("m").rootSeed();
     int[] t = tokens(16, 5);
