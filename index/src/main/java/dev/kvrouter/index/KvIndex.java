@@ -1,13 +1,18 @@
 package dev.kvrouter.index;
 
 import java.time.Clock;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
+import org.slf4j.LoggerFactory;
 
 /**
  * Which worker holds which block, from the workers' KV events and the router's own predictions.
@@ -210,6 +215,18 @@ public final class KvIndex {
   /** Applies queued predictions and expires old ones; schedule it (say every 100 ms to 1 s). */
   public void maintain() {
     predicted.maintain(clock.millis());
+  }
+
+  /** Runs {@link #maintain()} every {@code period} on {@code executor} (the wiring owns the executor). */
+  public ScheduledFuture<?> scheduleMaintenance(ScheduledExecutorService executor, Duration period) {
+    long ms = Math.max(1, period.toMillis());
+    return executor.scheduleWithFixedDelay(() -> {
+      try {
+        maintain();
+      } catch (RuntimeException e) {
+        LoggerFactory.getLogger(KvIndex.class).error("index maintenance failed", e);
+      }
+    }, ms, ms, TimeUnit.MILLISECONDS);
   }
 
   // ------------------------------------------------------------------------------------------------------
