@@ -8,7 +8,12 @@ import dev.kvrouter.index.Tier;
 import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.index.WorkerView;
 import java.time.Clock;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
 import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -33,6 +38,9 @@ import org.openjdk.jmh.annotations.Warmup;
  * <p>{@code concurrent}: a writer thread runs at the same time on the same index, storing and removing the
  * request's own blocks on 8 churn workers plus random background blocks, so lookups race with writes to the
  * very segments they read. {@code alone}: the same lookup without the writer, for the ratio.
+ * {@code naive}: the same lookup over a straightforward {@code ConcurrentHashMap<Long, Set<WorkerId>>} index
+ * (block to holders; per block, keep the workers still matching), the design a first version would use, as a
+ * machine-independent yardstick measured in the same run.
  */
 @State(Scope.Group)
 @BenchmarkMode(Mode.SampleTime)
@@ -62,6 +70,8 @@ public class IndexLookupBenchmark {
   private WorkerView[] churn;
   private long[] churnBackground;
   private long op;
+  // naive baseline (block -> holders), same content as the real index minus tiers
+  private Map<Long, Set<WorkerId>> naive;
 
   @Setup(Level.Trial)
   public void setup() {
@@ -72,15 +82,19 @@ public class IndexLookupBenchmark {
       request[i] = r.nextLong();
     }
     int perWorker = background / workers;
+    naive = new ConcurrentHashMap<>();
     for (int w = 0; w < workers; w++) {
-      WorkerView v = index.register(WorkerId.of("worker-" + w));
+      WorkerId id = WorkerId.of("worker-" + w);
+      WorkerView v = index.register(id);
       int held = Math.min(blocks, 2 * w + 2);
       for (int i = 0; i < held; i++) {
         v.store(request[i] ^ w, request[i], i >= held * 3 / 4 ? Tier.CPU : Tier.GPU);
+        naive.computeIfAbsent(request[i], k -> ConcurrentHashMap.newKeySet()).add(id);
       }
       for (int i = 0; i < perWorker; i++) {
         long h = r.nextLong();
         v.store(h, h, Tier.GPU);
+        naive.computeIfAbsent(h, k -> ConcurrentHashMap.newKeySet()).add(id);
       }
     }
     churn = new WorkerView[CHURN_WORKERS];
@@ -119,6 +133,33 @@ public class IndexLookupBenchmark {
       return 1;
     }
     return v.remove(ours + 1, Tier.GPU) ? 1 : 0;
+  }
+
+  /** The naive design: per block, intersect the set of workers still matching with the block's holders. */
+  @Benchmark
+  @Group("naive")
+  @GroupThreads(1)
+  public int naiveLookup() {
+    Set<WorkerId> first = naive.get(request[0]);
+    if (first == null) {
+      return 0;
+    }
+    Map<WorkerId, Integer> matched = new HashMap<>();
+    Set<WorkerId> alive = new HashSet<>(first);
+    for (int i = 1; i < blocks && !alive.isEmpty(); i++) {
+      Set<WorkerId> holders = naive.get(request[i]);
+      for (java.util.Iterator<WorkerId> it = alive.iterator(); it.hasNext(); ) {
+        WorkerId w = it.next();
+        if (holders == null || !holders.contains(w)) {
+          matched.put(w, i);
+          it.remove();
+        }
+      }
+    }
+    for (WorkerId w : alive) {
+      matched.put(w, blocks);
+    }
+    return matched.size();
   }
 
   @Benchmark
