@@ -11,6 +11,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import org.slf4j.LoggerFactory;
 
@@ -50,6 +51,7 @@ public final class KvIndex {
   private volatile int ordinalWords = 1;
   private volatile int perWorkerCap;
   private volatile long evictionsOfRemoved;
+  private final AtomicLong predictionsRejected = new AtomicLong();
   private final boolean[] ordinalUsed = new boolean[BlockTable.MAX_ORDINAL + 1];
 
   public KvIndex(IndexConfig config, Clock clock) {
@@ -201,12 +203,18 @@ public final class KvIndex {
   /**
    * Records that the router sent {@code hashes[0, count)} to {@code worker}: the blocks count as predicted on
    * it for {@link IndexConfig#predictedTtl} (workers with an event stream) or {@link IndexConfig#approximateTtl}
-   * (workers without). Never blocks; returns false if the prediction queue was full (counted).
+   * (workers without). Never blocks; returns false if the prediction queue was full or the worker could not be
+   * registered (counted).
    */
   public boolean predict(WorkerId worker, long[] hashes, int count) {
     WorkerView v = views.get(worker);
     if (v == null) {
-      v = register(worker);
+      try {
+        v = register(worker);
+      } catch (IllegalStateException full) {
+        predictionsRejected.incrementAndGet(); // no free ordinal: never fail the request path
+        return false;
+      }
     }
     int ttlClass = v.hasEventStream() ? PredictedBlocks.SHORT : PredictedBlocks.LONG;
     return predicted.offer(v, hashes, count, ttlClass, clock.millis());
@@ -256,8 +264,9 @@ public final class KvIndex {
     return predicted.size();
   }
 
+  /** Predictions not recorded: the queue was full, or the worker could not be registered. */
   public long predictionsDropped() {
-    return predicted.dropped();
+    return predicted.dropped() + predictionsRejected.get();
   }
 
   public long predictionsExpired() {
