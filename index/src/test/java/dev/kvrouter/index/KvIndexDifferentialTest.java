@@ -308,7 +308,8 @@ class KvIndexDifferentialTest {
   /**
    * What an optimistic read may return while writers run: writers store chains block by block and publish
    * their progress after each store (and their intent before it); a lookup must see at least the progress
-   * read before it started and at most the intent read after it ended. Table resizes happen during the run (the table starts small).
+   * read before it started and at most the intent read after it ended. Table resizes happen during the run
+   * (the table starts small).
    */
   @Test
   void lookupsSeeCompletedStoresAndNothingNotYetStored() throws Exception {

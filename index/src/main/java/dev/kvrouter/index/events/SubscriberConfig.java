@@ -36,7 +36,7 @@ public record SubscriberConfig(
     }
   }
 
-  /** Up to 4 shards (one per core), 20 ms polls, 2 s replay timeouts, 100 ms to 5 s reconnect backoff, 1 s handshakes. */
+  /** Up to 4 shards (one per core), 20 ms polls, 2 s replay timeouts, 100 ms to 5 s reconnects, 1 s handshakes. */
   public static SubscriberConfig defaults() {
     int shards = Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors()));
     return new SubscriberConfig(shards, 20, 2000, 20_000, 100, 5000, 100_000, 1000, 1024, 1000);

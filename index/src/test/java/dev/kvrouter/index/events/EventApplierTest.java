@@ -116,7 +116,8 @@ class EventApplierTest {
     List<List<Object>> extra = new ArrayList<>();
     extra.add(null);
     extra.add(new ArrayList<>(List.of(Arrays.asList((Object) "img-uuid-1", 5L))));
-    extra.add(new ArrayList<>(List.of(Arrays.asList((Object) "img-uuid-1", -11L), Arrays.asList((Object) "img-2", 2L))));
+    extra.add(new ArrayList<>(
+        List.of(Arrays.asList((Object) "img-uuid-1", -11L), Arrays.asList((Object) "img-2", 2L))));
     apply(BlockStored.of(engine(3, 500), null, t, BS, "GPU").withExtraKeys(extra));
     // the request path: same tokens, extra per block from (uuid, offset) through the same helper
     long root = CacheNamespace.of(MODEL).rootSeed();
