@@ -65,8 +65,20 @@ public final class BlockHasher {
 
   /** Hash of one block given its parent's hash (or the namespace root for block 0). */
   public static long blockHash(long parent, int[] tokens, int off, int blockSize, long extra) {
+    return blockHash(parent, tokens, off, blockSize, extra, scratch(scratchSize(blockSize)));
+  }
+
+  /** Bytes of scratch {@link #blockHash(long, int[], int, int, long, byte[])} needs for {@code blockSize}. */
+  public static int scratchSize(int blockSize) {
+    return 16 + 4 * blockSize;
+  }
+
+  /**
+   * As {@link #blockHash(long, int[], int, int, long)}, with a caller-owned scratch buffer of at least
+   * {@link #scratchSize} bytes, for hot loops that should not look up a thread-local per block.
+   */
+  public static long blockHash(long parent, int[] tokens, int off, int blockSize, long extra, byte[] buf) {
     int n = 8 + 4 * blockSize + (extra != 0 ? 8 : 0);
-    byte[] buf = scratch(n);
     LE_LONG.set(buf, 0, parent);
     int p = 8;
     for (int i = off, end = off + blockSize; i < end; i++, p += 4) {
@@ -104,6 +116,53 @@ public final class BlockHasher {
     long[] out = new long[tokenCount / blockSize];
     hashFullBlocks(root, tokens, tokenCount, blockSize, out);
     return out;
+  }
+
+  /** Offset value meaning "the engine sent a bare identifier without an offset" (older vLLM multimodal keys). */
+  public static final int NO_OFFSET = Integer.MIN_VALUE;
+
+  /** Seed of the multimodal extra value, distinct from the chain seed so the two never coincide by design. */
+  static final long EXTRA_SEED = CHAIN_SEED ^ 0x6D756C74696D6F64L; // "multimod"
+
+  private static final LongHashFunction XXH3_EXTRA = LongHashFunction.xx3(EXTRA_SEED);
+
+  /**
+   * The per-block {@code extra} value for the multimodal items overlapping a block, the one helper both the
+   * request path and the event path use.
+   *
+   * <pre>
+   *   extra = XXH3_64(seed = EXTRA_SEED, for each item in order: LE32(len(utf8(id))) || utf8(id) || LE32(offset))
+   *   (0 is replaced by 1, because 0 means "no extra")
+   * </pre>
+   *
+   * <p>Items are in the engine's order (vLLM: by position in the prompt). {@code identifiers[i]} is the item's
+   * identifier as the engine keys it: the content part's {@code uuid} when the client supplied one (vLLM
+   * uses user-provided multimodal uuids as identifiers), else the engine's content hash. {@code offsets[i]} is
+   * the item's start minus the block's first token index (negative when the item started in an earlier
+   * block), as vLLM's {@code [identifier, offset]} extra key; {@link #NO_OFFSET} for a bare identifier.
+   *
+   * @return 0 if {@code count == 0}, else a non-zero value
+   */
+  public static long multimodalExtra(CharSequence[] identifiers, int[] offsets, int from, int count) {
+    if (count == 0) {
+      return 0L;
+    }
+    int n = 0;
+    for (int i = from; i < from + count; i++) {
+      n += 8 + 3 * identifiers[i].length(); // UTF-8 takes at most 3 bytes per UTF-16 unit
+    }
+    byte[] buf = scratch(n);
+    int p = 0;
+    for (int i = from; i < from + count; i++) {
+      byte[] id = identifiers[i].toString().getBytes(StandardCharsets.UTF_8);
+      LE_INT.set(buf, p, id.length);
+      System.arraycopy(id, 0, buf, p + 4, id.length);
+      p += 4 + id.length;
+      LE_INT.set(buf, p, offsets[i]);
+      p += 4;
+    }
+    long h = XXH3_EXTRA.hashBytes(buf, 0, p);
+    return h == 0 ? 1 : h;
   }
 
   private static int field(byte[] b) {

@@ -61,17 +61,31 @@ public final class EventDecoder {
   private static final int K_DP = 19;
   private static final int K_ATTN_DP = 20;
   private static final byte[][] KEY_BYTES = new byte[KEYS.length][];
+  /** Open-addressing table from {@link #keyHash} to key code + 1 (0 = empty), so a key costs one comparison. */
+  private static final int[] KEY_TABLE = new int[128];
 
   static {
     for (int i = 0; i < KEYS.length; i++) {
       KEY_BYTES[i] = bytes(KEYS[i]);
+      int h = keyHash(KEY_BYTES[i], KEY_BYTES[i].length);
+      while (KEY_TABLE[h] != 0) {
+        h = (h + 1) & (KEY_TABLE.length - 1);
+      }
+      KEY_TABLE[h] = i + 1;
     }
+  }
+
+  private static int keyHash(byte[] b, int len) {
+    int h = len * 31 + (len > 0 ? b[0] * 7 + b[len - 1] * 13 + b[len >> 1] : 0);
+    return (h ^ (h >>> 7)) & (KEY_TABLE.length - 1);
   }
 
   private final ArrayBufferInput input = new ArrayBufferInput(new byte[0]);
   private final MessageUnpacker in = MessagePack.DEFAULT_UNPACKER_CONFIG.newUnpacker(input);
   private final SmallStrings strings = new SmallStrings();
   private byte[] scratch = new byte[64];
+  private byte[] payload;
+  private int payloadOff;
   private int payloadLength;
   private int skipped;
 
@@ -103,6 +117,8 @@ public final class EventDecoder {
     try {
       input.reset(payload, off, len);
       in.reset(input);
+      this.payload = payload;
+      payloadOff = off;
       payloadLength = len;
       skipped = 0;
       MessageFormat f = in.getNextFormat();
@@ -322,7 +338,20 @@ public final class EventDecoder {
     }
     int n = checkedLength(in.unpackArrayHeader());
     long[] out = new long[n];
-    for (int i = 0; i < n; i++) {
+    // Fast path: integers parsed straight from the payload; anything else (bin digests) element by element.
+    int start = payloadOff + (int) in.getTotalReadBytes();
+    int pos = start;
+    int i = 0;
+    for (; i < n; i++) {
+      int next = fastInt(pos);
+      if (next < 0) {
+        break;
+      }
+      out[i] = fastValue;
+      pos = next;
+    }
+    advance(pos - start);
+    for (; i < n; i++) {
       out[i] = readHash();
     }
     return out;
@@ -365,7 +394,21 @@ public final class EventDecoder {
     }
     int n = checkedLength(in.unpackArrayHeader());
     int[] out = new int[n];
-    for (int i = 0; i < n; i++) {
+    // Token arrays are most of a payload: parse them straight from the bytes (the unpacker is advanced past
+    // them afterwards), falling back to the unpacker at the first element that is not a plain integer.
+    int start = payloadOff + (int) in.getTotalReadBytes();
+    int pos = start;
+    int i = 0;
+    for (; i < n; i++) {
+      int next = fastInt(pos);
+      if (next < 0 || fastValue != (int) fastValue) {
+        break;
+      }
+      out[i] = (int) fastValue;
+      pos = next;
+    }
+    advance(pos - start);
+    for (; i < n; i++) {
       MessageFormat f = in.getNextFormat();
       if (f.getValueType() != ValueType.INTEGER) {
         // e.g. EAGLE bigram pairs: keep decoding the batch, but the applier cannot hash these tokens.
@@ -376,6 +419,59 @@ public final class EventDecoder {
       out[i] = in.unpackInt();
     }
     return out;
+  }
+
+  /** Value of the last {@link #fastInt} call. */
+  private long fastValue;
+
+  /**
+   * Parses the msgpack integer at absolute offset {@code pos} of the payload into {@link #fastValue}; returns
+   * the offset after it, or -1 if the value there is not an integer or runs past the payload.
+   */
+  private int fastInt(int pos) {
+    byte[] b = payload;
+    int end = payloadOff + payloadLength;
+    if (pos >= end) {
+      return -1;
+    }
+    int m = b[pos] & 0xFF;
+    if (m <= 0x7F) {
+      fastValue = m;
+      return pos + 1;
+    }
+    if (m >= 0xE0) {
+      fastValue = (byte) m;
+      return pos + 1;
+    }
+    int len = switch (m) {
+      case 0xCC, 0xD0 -> 1;
+      case 0xCD, 0xD1 -> 2;
+      case 0xCE, 0xD2 -> 4;
+      case 0xCF, 0xD3 -> 8;
+      default -> -1;
+    };
+    if (len < 0 || pos + 1 + len > end) {
+      return -1;
+    }
+    long v = 0;
+    for (int k = 1; k <= len; k++) {
+      v = (v << 8) | (b[pos + k] & 0xFF);
+    }
+    if (m >= 0xD0) {
+      // signed forms: sign-extend from len bytes
+      int shift = 64 - 8 * len;
+      v = (v << shift) >> shift;
+    }
+    fastValue = v;
+    return pos + 1 + len;
+  }
+
+  /** Moves the unpacker forward by {@code n} bytes already parsed by hand. */
+  private void advance(int n) throws IOException {
+    if (n > 0) {
+      ensureScratch(n);
+      in.readPayload(scratch, 0, n);
+    }
   }
 
   private List<List<Object>> readExtraKeys() throws IOException {
@@ -483,12 +579,15 @@ public final class EventDecoder {
       return -1;
     }
     int len = readRawString();
-    for (int k = 0; k < KEY_BYTES.length; k++) {
-      if (equalsScratch(KEY_BYTES[k], len)) {
-        return k;
+    for (int h = keyHash(scratch, len); ; h = (h + 1) & (KEY_TABLE.length - 1)) {
+      int code = KEY_TABLE[h] - 1;
+      if (code < 0) {
+        return -1;
+      }
+      if (equalsScratch(KEY_BYTES[code], len)) {
+        return code;
       }
     }
-    return -1;
   }
 
   private boolean equalsScratch(byte[] expected, int len) {

@@ -39,6 +39,8 @@ public final class KvEventPublisher implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(KvEventPublisher.class);
   private static final long IDLE_POLL_MILLIS = 2;
   private static final long REBIND_TIMEOUT_MILLIS = 5_000;
+  /** JeroMQ occasionally stalls a ZMTP handshake forever (zeromq/jeromq#849); a short interval retries it. */
+  private static final int HANDSHAKE_MILLIS = 1_000;
 
   private final PublisherConfig config;
   private final BlockingQueue<Object> queue;
@@ -46,6 +48,7 @@ public final class KvEventPublisher implements AutoCloseable {
   private final EventEncoder encoder;
   private final byte[] topic;
   private final AtomicLong lastSeq = new AtomicLong(-1);
+  private final AtomicLong lastSentSeq = new AtomicLong(-1);
   private final AtomicLong sentBatches = new AtomicLong();
   private final AtomicLong droppedBatches = new AtomicLong();
   private final AtomicLong replayRequests = new AtomicLong();
@@ -138,6 +141,11 @@ public final class KvEventPublisher implements AutoCloseable {
   /** The sequence number of the last batch numbered in this lifetime, -1 before the first. */
   public long lastSeq() {
     return lastSeq.get();
+  }
+
+  /** The highest sequence number actually sent on the PUB socket in this lifetime, -1 before the first. */
+  public long lastSentSeq() {
+    return lastSentSeq.get();
   }
 
   /** Batches actually sent on the PUB socket (all lifetimes). */
@@ -350,6 +358,9 @@ public final class KvEventPublisher implements AutoCloseable {
     pub.sendMore(ZmqFrames.seqBytes(seq));
     pub.send(payload);
     sentBatches.incrementAndGet();
+    if (seq > lastSentSeq.get()) {
+      lastSentSeq.set(seq);
+    }
   }
 
   private void serviceReplay() {
@@ -407,6 +418,7 @@ public final class KvEventPublisher implements AutoCloseable {
     stopped = false;
     nextSeq = 0;
     lastSeq.set(-1);
+    lastSentSeq.set(-1);
     openSockets(boundEndpoint, boundReplayEndpoint);
   }
 
@@ -414,6 +426,7 @@ public final class KvEventPublisher implements AutoCloseable {
     pub = ctx.createSocket(SocketType.PUB);
     pub.setLinger(0);
     pub.setSndHWM(config.hwm());
+    pub.setHandshakeIvl(HANDSHAKE_MILLIS);
     if (config.bind()) {
       boundEndpoint = bindWithRetry(pub, endpoint);
     } else {
@@ -425,6 +438,7 @@ public final class KvEventPublisher implements AutoCloseable {
     if (replay != null) {
       router = ctx.createSocket(SocketType.ROUTER);
       router.setLinger(0);
+      router.setHandshakeIvl(HANDSHAKE_MILLIS);
       boundReplayEndpoint = bindWithRetry(router, replay);
     }
   }

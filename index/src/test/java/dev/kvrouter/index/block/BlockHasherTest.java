@@ -77,6 +77,18 @@ class BlockHasherTest {
   }
 
   @Test
+  void scratchOverloadEqualsThreadLocalForm() {
+    long root = CacheNamespace.of("m").rootSeed();
+    int[] t = tokens(64, 9);
+    byte[] scratch = new byte[BlockHasher.scratchSize(16)];
+    for (int b = 0; b < 4; b++) {
+      long extra = b % 2 == 0 ? 0 : 77;
+      assertThat(BlockHasher.blockHash(root, t, b * 16, 16, extra, scratch))
+          .isEqualTo(BlockHasher.blockHash(root, t, b * 16, 16, extra));
+    }
+  }
+
+  @Test
   void extraKeyChangesTheBlock() {
     long root = CacheNamespace.of("m").rootSeed();
     int[] t = tokens(16, 5);
@@ -97,6 +109,37 @@ class BlockHasherTest {
 
   /** Computed independently with Python's xxhash (xxh3_64_intdigest) by scripts/fixtures/block_hash_vectors.py. */
   static final String KNOWN = "1c3bc24699c70379 6df482db57e704a1";
+
+  /** The multimodal extra value, pinned by the same independent Python implementation. */
+  @Test
+  void multimodalExtraKnownAnswer() {
+    long root = CacheNamespace.of("Qwen/Qwen3-0.6B").rootSeed();
+    int[] t = new int[16];
+    for (int i = 0; i < 16; i++) {
+      t[i] = i + 1;
+    }
+    long e = BlockHasher.multimodalExtra(new String[] {"img-uuid-1", "0123abcd\u00e9"},
+        new int[] {-3, BlockHasher.NO_OFFSET}, 0, 2);
+    assertThat(String.format("%016x %016x", e, BlockHasher.blockHash(root, t, 0, 16, e))).isEqualTo(KNOWN_MM);
+  }
+
+  static final String KNOWN_MM = "a005afde404d2556 514e70b4a6e9c502";
+
+  @Test
+  void multimodalExtraSeparatesItemsOffsetsAndOrder() {
+    Set<Long> seen = new HashSet<>();
+    seen.add(BlockHasher.multimodalExtra(new String[] {"a"}, new int[] {0}, 0, 1));
+    seen.add(BlockHasher.multimodalExtra(new String[] {"a"}, new int[] {1}, 0, 1));
+    seen.add(BlockHasher.multimodalExtra(new String[] {"a"}, new int[] {BlockHasher.NO_OFFSET}, 0, 1));
+    seen.add(BlockHasher.multimodalExtra(new String[] {"b"}, new int[] {0}, 0, 1));
+    seen.add(BlockHasher.multimodalExtra(new String[] {"a", "b"}, new int[] {0, 0}, 0, 2));
+    seen.add(BlockHasher.multimodalExtra(new String[] {"b", "a"}, new int[] {0, 0}, 0, 2));
+    seen.add(BlockHasher.multimodalExtra(new String[] {"ab"}, new int[] {0}, 0, 1));
+    assertThat(seen).hasSize(7).doesNotContain(0L);
+    assertThat(BlockHasher.multimodalExtra(new String[0], new int[0], 0, 0)).isZero();
+    assertThat(BlockHasher.multimodalExtra(new String[] {"x", "a"}, new int[] {9, 0}, 1, 1))
+        .isEqualTo(BlockHasher.multimodalExtra(new String[] {"a"}, new int[] {0}, 0, 1));
+  }
 
   @Test
   void rejectsNonPositiveBlockSize() {

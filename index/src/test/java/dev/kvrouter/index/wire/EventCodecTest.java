@@ -32,6 +32,23 @@ class EventCodecTest {
     }
   }
 
+  /** Every msgpack integer width, signed and unsigned, through the decoder's hand-parsed array path. */
+  @Test
+  void everyIntegerWidthDecodesInHashAndTokenArrays() {
+    long[] hashes = {0, 1, 127, 128, 255, 256, 65535, 65536, 0xFFFF_FFFFL, 0x1_0000_0000L, Long.MAX_VALUE, -1, -32,
+        -33, -128, -129, -32768, -32769, Integer.MIN_VALUE, Integer.MIN_VALUE - 1L, Long.MIN_VALUE};
+    int[] tokens = {0, 127, 128, 255, 256, 65535, 65536, Integer.MAX_VALUE, -1, -33, -129, -32769, Integer.MIN_VALUE};
+    for (HashEncoding he : HashEncoding.values()) {
+      for (WireLayout layout : WireLayout.values()) {
+        BlockStored s = BlockStored.of(hashes, -5L, java.util.Arrays.copyOf(tokens, 13), 1, "GPU");
+        // 21 hashes, 13 tokens: block size 1 does not have to match, the decoder does not check semantics
+        EventBatch b = EventBatch.of(2.5, 3, List.of(s, BlockRemoved.of("GPU", hashes)));
+        assertThat(new EventDecoder().decode(new EventEncoder(layout, he).encode(b))).as("%s %s", layout, he)
+            .isEqualTo(b);
+      }
+    }
+  }
+
   @Test
   void garbageIsMalformedNotACrash() {
     EventDecoder dec = new EventDecoder();

@@ -40,6 +40,7 @@ class KvEventPublisherTest {
   private ZMQ.Socket subscribe(KvEventPublisher p) {
     ZMQ.Socket sub = ctx.createSocket(SocketType.SUB);
     sub.setReceiveTimeOut(5000);
+    sub.setHandshakeIvl(1000); // JeroMQ handshake stalls, see SubscriberConfig
     sub.subscribe("kv@".getBytes());
     sub.connect(p.endpoint());
     return sub;
@@ -132,6 +133,7 @@ class KvEventPublisherTest {
       List<EventBatch> out) {
     ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER);
     dealer.setReceiveTimeOut(5000);
+    dealer.setHandshakeIvl(1000);
     dealer.connect(p.replayEndpoint());
     dealer.sendMore(new byte[0]);
     dealer.send(ZmqFrames.seqBytes(from));

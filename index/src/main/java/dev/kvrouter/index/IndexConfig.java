@@ -1,0 +1,56 @@
+package dev.kvrouter.index;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * Bounds and timings of a {@link KvIndex}.
+ *
+ * @param maxEntries the most (worker, block) residencies kept from events; each worker may hold its fair share
+ *     ({@code maxEntries / workers}, at least {@code minEntriesPerWorker}) and evicts its own beyond that
+ * @param minEntriesPerWorker floor of a worker's share, so a large fleet does not starve each worker
+ * @param segments lock stripes of the shared table (power of two)
+ * @param predictedTtl lifetime of a predicted block on a worker that publishes events (covers requests that
+ *     arrive before the engine's first {@code BlockStored}; Dynamo's side index uses a few seconds)
+ * @param approximateTtl lifetime of a predicted block on a worker without an event stream (Dynamo: 120 s)
+ * @param maxPredicted the most predicted (worker, block) entries; the oldest go first beyond it
+ * @param predictionQueue predictions buffered between request threads and the drainer; more are dropped
+ */
+public record IndexConfig(
+    long maxEntries,
+    int minEntriesPerWorker,
+    int segments,
+    Duration predictedTtl,
+    Duration approximateTtl,
+    int maxPredicted,
+    int predictionQueue) {
+
+  public IndexConfig {
+    Objects.requireNonNull(predictedTtl, "predictedTtl");
+    Objects.requireNonNull(approximateTtl, "approximateTtl");
+    if (maxEntries < 1 || minEntriesPerWorker < 1 || maxPredicted < 1 || predictionQueue < 1) {
+      throw new IllegalArgumentException("index bounds must be positive");
+    }
+    if (Integer.bitCount(segments) != 1) {
+      throw new IllegalArgumentException("segments must be a power of two, was " + segments);
+    }
+  }
+
+  /** 8M residencies (about 0.5 GB), 256 stripes, 5 s / 120 s prediction TTLs, 1M predicted entries. */
+  public static IndexConfig defaults() {
+    return new IndexConfig(8_000_000L, 16_384, 256, Duration.ofSeconds(5), Duration.ofSeconds(120), 1 << 20, 4096);
+  }
+
+  public IndexConfig withMaxEntries(long max, int minPerWorker) {
+    return new IndexConfig(max, minPerWorker, segments, predictedTtl, approximateTtl, maxPredicted, predictionQueue);
+  }
+
+  public IndexConfig withPredictions(Duration ttl, Duration approxTtl, int max, int queue) {
+    return new IndexConfig(maxEntries, minEntriesPerWorker, segments, ttl, approxTtl, max, queue);
+  }
+
+  public IndexConfig withSegments(int n) {
+    return new IndexConfig(maxEntries, minEntriesPerWorker, n, predictedTtl, approximateTtl, maxPredicted,
+        predictionQueue);
+  }
+}

@@ -1,0 +1,297 @@
+package dev.kvrouter.index;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Which worker holds which block, from the workers' KV events and the router's own predictions.
+ *
+ * <p>Blocks are keyed by the router's own chained hash ({@link dev.kvrouter.index.block.BlockHasher}), never by
+ * an engine's hash. A lookup takes a request's block hashes and answers, per worker holding the first block,
+ * the number of leading blocks it holds, split by tier, the predicted overlap and whether the worker's view
+ * is stale ({@link PrefixMatches}); its cost grows with the request's blocks, not with the index.
+ *
+ * <h2>Concurrency contract</h2>
+ * <ul>
+ *   <li>Lookups ({@link #newCursor()}, {@link #lookup}) run on any thread, take no lock and never block
+ *       writers (optimistic reads of lock-striped segments, see {@link BlockTable}).
+ *   <li>Each worker's {@link WorkerView} has a single writer: the thread applying that worker's events.
+ *   <li>Predictions ({@link #predict}) are queued by request threads and applied by one owner at a time.
+ *   <li>{@link #register} and {@link #remove} are rare and synchronized; {@link #remove} must not run while
+ *       the worker's writer is active (the subscriber removes from the writer's own thread).
+ * </ul>
+ *
+ * <p>Bounded: event residencies are capped at {@link IndexConfig#maxEntries} (each worker evicts its own
+ * beyond its fair share), predictions at {@link IndexConfig#maxPredicted}.
+ */
+public final class KvIndex {
+
+  private final IndexConfig config;
+  private final Clock clock;
+  private final BlockTable table;
+  private final PredictedBlocks predicted;
+  private final Map<WorkerId, WorkerView> views = new ConcurrentHashMap<>();
+  private volatile WorkerView[] byOrdinal = new WorkerView[64];
+  /** Ids by ordinal for lookups (null: free, or being removed); replaced, never mutated, on changes. */
+  private volatile WorkerId[] idByOrdinal = new WorkerId[64];
+  /** Stale flags by ordinal, one bit each, so a lookup reads them without touching the views. */
+  private final AtomicLongArray staleBits = new AtomicLongArray((BlockTable.MAX_ORDINAL >>> 6) + 1);
+  private volatile int ordinalWords = 1;
+  private volatile int perWorkerCap;
+  private volatile long evictionsOfRemoved;
+  private final AtomicLong predictionsRejected = new AtomicLong();
+  private final boolean[] ordinalUsed = new boolean[BlockTable.MAX_ORDINAL + 1];
+
+  public KvIndex(IndexConfig config, Clock clock) {
+    this.config = Objects.requireNonNull(config, "config");
+    this.clock = Objects.requireNonNull(clock, "clock");
+    this.table = new BlockTable(config.segments(), 64);
+    this.predicted = new PredictedBlocks(table, config.maxPredicted(), config.predictionQueue(),
+        config.predictedTtl().toMillis(), config.approximateTtl().toMillis());
+    updateCap();
+  }
+
+  public IndexConfig config() {
+    return config;
+  }
+
+  // ------------------------------------------------------------------------------------------------------
+  // Workers
+
+  /** The view of {@code id}, created (with a free ordinal) if needed. */
+  public synchronized WorkerView register(WorkerId id) {
+    WorkerView v = views.get(id);
+    if (v != null) {
+      return v;
+    }
+    int ord = 0;
+    while (ord <= BlockTable.MAX_ORDINAL && ordinalUsed[ord]) {
+      ord++;
+    }
+    if (ord > BlockTable.MAX_ORDINAL) {
+      throw new IllegalStateException("more than " + (BlockTable.MAX_ORDINAL + 1) + " workers");
+    }
+    ordinalUsed[ord] = true;
+    v = new WorkerView(this, table, id, ord);
+    WorkerView[] arr = byOrdinal;
+    if (ord >= arr.length) {
+      arr = Arrays.copyOf(arr, Math.max(arr.length * 2, ord + 1));
+    } else {
+      arr = arr.clone();
+    }
+    arr[ord] = v;
+    byOrdinal = arr;
+    WorkerId[] ids = Arrays.copyOf(idByOrdinal, arr.length);
+    ids[ord] = id;
+    idByOrdinal = ids;
+    setStaleBit(ord, false);
+    ordinalWords = Math.max(ordinalWords, (ord >>> 6) + 1);
+    views.put(id, v);
+    updateCap();
+    return v;
+  }
+
+  /** The view of {@code id}, or {@code null} if it is not registered. */
+  public WorkerView view(WorkerId id) {
+    return views.get(id);
+  }
+
+  /** Registered workers. */
+  public List<WorkerId> workers() {
+    return new ArrayList<>(views.keySet());
+  }
+
+  /**
+   * Forgets a worker: all its blocks and predictions, then frees its ordinal. Must not run while the worker's
+   * event writer is active.
+   */
+  public synchronized void remove(WorkerId id) {
+    WorkerView v = views.remove(id);
+    if (v == null) {
+      return;
+    }
+    WorkerId[] ids = idByOrdinal.clone();
+    ids[v.ordinal()] = null; // lookups stop reporting it before its blocks go
+    idByOrdinal = ids;
+    v.retire();
+    evictionsOfRemoved += v.evictions();
+    v.clear();
+    predicted.purge(v.ordinal(), clock.millis());
+    WorkerView[] arr = byOrdinal.clone();
+    arr[v.ordinal()] = null;
+    byOrdinal = arr;
+    ordinalUsed[v.ordinal()] = false;
+    updateCap();
+  }
+
+  WorkerView viewAt(int ordinal) {
+    WorkerView[] arr = byOrdinal;
+    return ordinal < arr.length ? arr[ordinal] : null;
+  }
+
+  WorkerId[] idsByOrdinal() {
+    return idByOrdinal;
+  }
+
+  boolean staleBit(int ordinal) {
+    return (staleBits.get(ordinal >>> 6) & (1L << ordinal)) != 0;
+  }
+
+  void setStaleBit(int ordinal, boolean stale) {
+    int w = ordinal >>> 6;
+    long bit = 1L << ordinal;
+    long cur;
+    do {
+      cur = staleBits.get(w);
+    } while (!staleBits.compareAndSet(w, cur, stale ? cur | bit : cur & ~bit));
+  }
+
+  int ordinalWords() {
+    return ordinalWords;
+  }
+
+  int perWorkerCap() {
+    return perWorkerCap;
+  }
+
+  private void updateCap() {
+    long share = config.maxEntries() / Math.max(1, views.size());
+    perWorkerCap = (int) Math.min(Integer.MAX_VALUE - 8, Math.max(config.minEntriesPerWorker(), share));
+  }
+
+  // ------------------------------------------------------------------------------------------------------
+  // Reads
+
+  /** A reusable, single-threaded lookup cursor (keep one per request thread). */
+  public PrefixCursor newCursor() {
+    return new PrefixCursor(this, table);
+  }
+
+  /** Looks up {@code hashes[0, count)} with {@code cursor}, writing the answer into {@code out}. */
+  public void lookup(PrefixCursor cursor, long[] hashes, int count, PrefixMatches out) {
+    cursor.lookup(hashes, count);
+    cursor.finish(out);
+  }
+
+  /** Convenience form that allocates a cursor and a result. */
+  public PrefixMatches lookup(long[] hashes, int count) {
+    PrefixMatches out = new PrefixMatches();
+    lookup(newCursor(), hashes, count, out);
+    return out;
+  }
+
+  /** The number of leading blocks of {@code hashes[0, count)} that at least one worker holds entirely. */
+  public int longestHeldPrefix(PrefixCursor cursor, long[] hashes, int count) {
+    return cursor.lookup(hashes, count);
+  }
+
+  // ------------------------------------------------------------------------------------------------------
+  // Predictions
+
+  /**
+   * Records that the router sent {@code hashes[0, count)} to {@code worker}: the blocks count as predicted on
+   * it for {@link IndexConfig#predictedTtl} (workers with an event stream) or {@link IndexConfig#approximateTtl}
+   * (workers without). Never blocks; returns false if the prediction queue was full or the worker could not be
+   * registered (counted).
+   */
+  public boolean predict(WorkerId worker, long[] hashes, int count) {
+    WorkerView v = views.get(worker);
+    if (v == null) {
+      try {
+        v = register(worker);
+      } catch (IllegalStateException full) {
+        predictionsRejected.incrementAndGet(); // no free ordinal: never fail the request path
+        return false;
+      }
+    }
+    int ttlClass = v.hasEventStream() ? PredictedBlocks.SHORT : PredictedBlocks.LONG;
+    return predicted.offer(v, hashes, count, ttlClass, clock.millis());
+  }
+
+  /** Applies queued predictions and expires old ones; schedule it (say every 100 ms to 1 s). */
+  public void maintain() {
+    predicted.maintain(clock.millis());
+  }
+
+  /** Runs {@link #maintain()} every {@code period} on {@code executor} (the wiring owns the executor). */
+  public ScheduledFuture<?> scheduleMaintenance(ScheduledExecutorService executor, Duration period) {
+    long ms = Math.max(1, period.toMillis());
+    return executor.scheduleWithFixedDelay(() -> {
+      try {
+        maintain();
+      } catch (RuntimeException e) {
+        LoggerFactory.getLogger(KvIndex.class).error("index maintenance failed", e);
+      }
+    }, ms, ms, TimeUnit.MILLISECONDS);
+  }
+
+  // ------------------------------------------------------------------------------------------------------
+  // Statistics (racy, for gauges)
+
+  /** Event residencies: (worker, block) pairs from events, summed over workers. */
+  public long entries() {
+    long n = 0;
+    for (WorkerView v : views.values()) {
+      n += v.size();
+    }
+    return n;
+  }
+
+  /** Distinct blocks in the shared table (events and predictions). */
+  public long distinctBlocks() {
+    return table.size();
+  }
+
+  /** Blocks held by more than three workers (their holders live in bitsets). */
+  public long sharedBlocks() {
+    return table.overflowBlocks();
+  }
+
+  /** Live predicted entries. */
+  public int predictedEntries() {
+    return predicted.size();
+  }
+
+  /** Predictions not recorded: the queue was full, or the worker could not be registered. */
+  public long predictionsDropped() {
+    return predicted.dropped() + predictionsRejected.get();
+  }
+
+  public long predictionsExpired() {
+    return predicted.expired();
+  }
+
+  public long predictionsEvicted() {
+    return predicted.evicted();
+  }
+
+  /** Entries evicted because workers exceeded their share (monotonic: removed workers' evictions stay counted). */
+  public long evictions() {
+    long n = evictionsOfRemoved;
+    for (WorkerView v : views.values()) {
+      n += v.evictions();
+    }
+    return n;
+  }
+
+  /** Approximate bytes held by the table and the per-worker maps (excludes predictions' rings). */
+  public long footprintBytes() {
+    long n = table.footprintBytes();
+    for (WorkerView v : views.values()) {
+      n += v.footprintBytes();
+    }
+    return n;
+  }
+}

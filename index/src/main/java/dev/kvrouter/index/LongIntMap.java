@@ -1,0 +1,121 @@
+package dev.kvrouter.index;
+
+/**
+ * Open-addressing {@code long -> int} map (linear probing, backward-shift deletion, no boxing). Small by
+ * design: it holds only the exceptions (duplicate-store counts, predicted-entry multiplicities).
+ *
+ * <p>Not thread-safe: confined to its owner thread.
+ */
+final class LongIntMap {
+
+  private static final int MIN_CAPACITY = 8;
+
+  private long[] keys = new long[MIN_CAPACITY];
+  private int[] values = new int[MIN_CAPACITY];
+  private int mask = MIN_CAPACITY - 1;
+  private int size;
+  private boolean hasZeroKey;
+  private int zeroValue;
+
+  int size() {
+    return size + (hasZeroKey ? 1 : 0);
+  }
+
+  int get(long key) {
+    if (key == 0) {
+      return hasZeroKey ? zeroValue : 0;
+    }
+    int i = (int) (Mix.mix(key) & mask);
+    while (true) {
+      long k = keys[i];
+      if (k == key) {
+        return values[i];
+      }
+      if (k == 0) {
+        return 0;
+      }
+      i = (i + 1) & mask;
+    }
+  }
+
+  /** Adds {@code delta} to the value of {@code key} (absent = 0); a result of 0 removes the key. Returns it. */
+  int add(long key, int delta) {
+    if (key == 0) {
+      zeroValue = (hasZeroKey ? zeroValue : 0) + delta;
+      hasZeroKey = zeroValue != 0;
+      return zeroValue;
+    }
+    int i = (int) (Mix.mix(key) & mask);
+    while (true) {
+      long k = keys[i];
+      if (k == key) {
+        int v = values[i] + delta;
+        if (v == 0) {
+          removeAt(i);
+        } else {
+          values[i] = v;
+        }
+        return v;
+      }
+      if (k == 0) {
+        if (delta == 0) {
+          return 0;
+        }
+        keys[i] = key;
+        values[i] = delta;
+        if (++size > (mask + 1) * 3 / 4) {
+          resize((mask + 1) * 2);
+        }
+        return delta;
+      }
+      i = (i + 1) & mask;
+    }
+  }
+
+  void clear() {
+    keys = new long[MIN_CAPACITY];
+    values = new int[MIN_CAPACITY];
+    mask = MIN_CAPACITY - 1;
+    size = 0;
+    hasZeroKey = false;
+  }
+
+  private void removeAt(int i) {
+    int hole = i;
+    int j = i;
+    while (true) {
+      j = (j + 1) & mask;
+      long k = keys[j];
+      if (k == 0) {
+        break;
+      }
+      int home = (int) (Mix.mix(k) & mask);
+      if (((j - home) & mask) >= ((j - hole) & mask)) {
+        keys[hole] = k;
+        values[hole] = values[j];
+        hole = j;
+      }
+    }
+    keys[hole] = 0;
+    values[hole] = 0;
+    size--;
+  }
+
+  private void resize(int cap) {
+    long[] ok = keys;
+    int[] ov = values;
+    keys = new long[cap];
+    values = new int[cap];
+    mask = cap - 1;
+    size = 0;
+    for (int i = 0; i < ok.length; i++) {
+      if (ok[i] != 0) {
+        add(ok[i], ov[i]);
+      }
+    }
+  }
+
+  long footprintBytes() {
+    return 32L + 12L * keys.length;
+  }
+}

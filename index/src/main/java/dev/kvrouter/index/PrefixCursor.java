@@ -1,0 +1,354 @@
+package dev.kvrouter.index;
+
+import java.util.Arrays;
+
+/**
+ * An incremental prefix lookup: feed the request's block hashes one by one with {@link #advance}; it answers,
+ * per block, whether any worker still holds every block so far, so the request path can stop tokenizing and
+ * hashing as soon as nobody can match more. {@link #finish} then fills a {@link PrefixMatches}.
+ * {@link KvIndex#lookup} runs a whole request through the same state, with a fast path for fleets of at most
+ * 64 (worker, rank) ordinals ({@link BlockTable#prefix64}).
+ *
+ * <p>Cost: one table probe per block plus {@code O(words)} bit operations, where a word covers 64 worker
+ * ordinals still matching; nothing depends on how many blocks the index holds. Requests are capped at
+ * {@link #MAX_BLOCKS} blocks (far beyond any context window).
+ *
+ * <p>Reusable and not thread-safe: one per request thread ({@link KvIndex#newCursor()}). Never blocks and does
+ * not allocate once its arrays have grown to the fleet size.
+ */
+public final class PrefixCursor {
+
+  /** Bit planes per counter: counts up to {@code 2^17 - 1}. */
+  private static final int PLANES = 17;
+
+  /** Longest request a cursor counts (blocks); longer requests are looked up on this prefix. */
+  public static final int MAX_BLOCKS = (1 << PLANES) - 1;
+
+  /*
+   * State. The workers still matching are two bitsets over ordinals: `real` (blocks from events, any tier) and
+   * `pred` (predicted blocks). When a worker leaves a set at block i its prefix length (i) is recorded in
+   * `realLen`/`predLen` (ordinal-indexed). CPU-only and disk-only blocks of workers still in `real` are counted
+   * in bit-sliced counters: plane k of word w (`cpu[w * PLANES + k]`) holds bit k of the count of each of the
+   * word's 64 ordinals, so one block costs one carry-save add per word, not one increment per worker.
+   */
+  private final KvIndex index;
+  private final BlockTable table;
+  private int words;
+  private long[] real = new long[1];
+  private long[] pred = new long[1];
+  private long[] g = new long[1];
+  private long[] c = new long[1];
+  private long[] d = new long[1];
+  private long[] p = new long[1];
+  private long[] cpu = new long[PLANES];
+  private long[] disk = new long[PLANES];
+  private long[] cpuSeen = new long[1];
+  private long[] diskSeen = new long[1];
+  private int cpuTop;
+  private int diskTop;
+  private int[] realLen = new int[64];
+  private int[] predLen = new int[64];
+  private int[] cpuCount = new int[64];
+  private int[] diskCount = new int[64];
+  private int[] candidates = new int[64];
+  private int candidateCount;
+  /** Range of words holding candidates (from block 0), and of words still matching. */
+  private int firstLo;
+  private int firstHi;
+  private int lo;
+  private int hi;
+  private int position;
+  private boolean done;
+
+  PrefixCursor(KvIndex index, BlockTable table) {
+    this.index = index;
+    this.table = table;
+    reset();
+  }
+
+  /** Starts a new lookup. */
+  public void reset() {
+    int w = index.ordinalWords();
+    if (w > real.length) {
+      real = new long[w];
+      pred = new long[w];
+      g = new long[w];
+      c = new long[w];
+      d = new long[w];
+      p = new long[w];
+      cpu = new long[w * PLANES];
+      disk = new long[w * PLANES];
+      cpuSeen = new long[w];
+      diskSeen = new long[w];
+      realLen = new int[w * 64];
+      predLen = new int[w * 64];
+      cpuCount = new int[w * 64];
+      diskCount = new int[w * 64];
+    }
+    words = w;
+    position = 0;
+    candidateCount = 0;
+    cpuTop = 0;
+    diskTop = 0;
+    done = false;
+  }
+
+  /** Blocks consumed so far: every block fed while {@link #advance} returned true. */
+  public int position() {
+    return position;
+  }
+
+  /**
+   * Feeds the next block hash.
+   *
+   * @return whether some worker (from events or predictions) holds every block fed so far, this one included;
+   *     after the first false, further calls return false and change nothing
+   */
+  public boolean advance(long hash) {
+    if (done || position >= MAX_BLOCKS) {
+      return false;
+    }
+    if (position == 0) {
+      return first(hash);
+    }
+    table.read(hash, lo, hi, g, c, d, p);
+    int i = position;
+    int newLo = Integer.MAX_VALUE;
+    int newHi = -1;
+    for (int w = lo; w <= hi; w++) {
+      long ra = real[w];
+      if (ra != 0) {
+        long gw = g[w];
+        long cw = c[w];
+        long now = ra & (gw | cw | d[w]);
+        if (now != ra) {
+          dropped(ra & ~now, w, realLen, i);
+        }
+        real[w] = now;
+        addCpu(w, now & cw & ~gw);
+        addDisk(w, now & d[w] & ~gw & ~cw);
+      }
+      long pa = pred[w];
+      if (pa != 0) {
+        long now = pa & p[w];
+        if (now != pa) {
+          dropped(pa & ~now, w, predLen, i);
+        }
+        pred[w] = now;
+      }
+      if ((real[w] | pred[w]) != 0) {
+        newLo = Math.min(newLo, w);
+        newHi = w;
+      }
+    }
+    if (newHi < 0) {
+      done = true;
+      return false;
+    }
+    lo = newLo;
+    hi = newHi;
+    position++;
+    return true;
+  }
+
+  private boolean first(long hash) {
+    int last = words - 1;
+    if (!table.read(hash, 0, last, g, c, d, p)) {
+      done = true;
+      return false;
+    }
+    int newLo = Integer.MAX_VALUE;
+    int newHi = -1;
+    for (int w = 0; w <= last; w++) {
+      long r = g[w] | c[w] | d[w];
+      if ((r | p[w]) != 0) {
+        newLo = Math.min(newLo, w);
+        newHi = w;
+      }
+    }
+    if (newHi < 0) {
+      done = true;
+      return false;
+    }
+    for (int w = newLo; w <= newHi; w++) {
+      startWord(w, g[w] | c[w] | d[w], p[w]);
+      addCpu(w, real[w] & c[w] & ~g[w]);
+      addDisk(w, real[w] & d[w] & ~g[w] & ~c[w]);
+    }
+    firstLo = newLo;
+    firstHi = newHi;
+    lo = newLo;
+    hi = newHi;
+    position = 1;
+    return true;
+  }
+
+  /** Records the candidates of word {@code w} and clears its counters. */
+  private void startWord(int w, long r, long q) {
+    real[w] = r;
+    pred[w] = q;
+    long all = r | q;
+    int n = candidateCount;
+    while (all != 0) {
+      int ord = (w << 6) + Long.numberOfTrailingZeros(all);
+      all &= all - 1;
+      if (n == candidates.length) {
+        candidates = Arrays.copyOf(candidates, n * 2);
+      }
+      candidates[n++] = ord;
+      realLen[ord] = 0;
+      predLen[ord] = 0;
+    }
+    candidateCount = n;
+    Arrays.fill(cpu, w * PLANES, (w + 1) * PLANES, 0L);
+    Arrays.fill(disk, w * PLANES, (w + 1) * PLANES, 0L);
+    cpuSeen[w] = 0;
+    diskSeen[w] = 0;
+  }
+
+  private static void dropped(long bits, int w, int[] len, int at) {
+    while (bits != 0) {
+      len[(w << 6) + Long.numberOfTrailingZeros(bits)] = at;
+      bits &= bits - 1;
+    }
+  }
+
+  /** Adds 1 to the CPU counter of every ordinal set in {@code bits} (word {@code w}). */
+  private void addCpu(int w, long bits) {
+    if (bits == 0) {
+      return;
+    }
+    cpuSeen[w] |= bits;
+    long carry = bits;
+    int base = w * PLANES;
+    int k = 0;
+    while (carry != 0) {
+      long t = cpu[base + k] & carry;
+      cpu[base + k] ^= carry;
+      carry = t;
+      k++;
+    }
+    if (k > cpuTop) {
+      cpuTop = k;
+    }
+  }
+
+  private void addDisk(int w, long bits) {
+    if (bits == 0) {
+      return;
+    }
+    diskSeen[w] |= bits;
+    long carry = bits;
+    int base = w * PLANES;
+    int k = 0;
+    while (carry != 0) {
+      long t = disk[base + k] & carry;
+      disk[base + k] ^= carry;
+      carry = t;
+      k++;
+    }
+    if (k > diskTop) {
+      diskTop = k;
+    }
+  }
+
+  /** A whole request: the one-word fast path when every ordinal fits 64 bits, else {@link #advance}. */
+  int lookup(long[] hashes, int count) {
+    reset();
+    int n = Math.min(count, MAX_BLOCKS);
+    if (words == 1) {
+      return table.prefix64(hashes, n, this);
+    }
+    int k = 0;
+    while (k < n && advance(hashes[k])) {
+      k++;
+    }
+    return k;
+  }
+
+  // Callbacks of BlockTable.prefix64 (word 0 only).
+
+  void start64(long r, long q) {
+    startWord(0, r, q);
+    firstLo = 0;
+    firstHi = 0;
+    lo = 0;
+    hi = 0;
+    position = candidateCount == 0 ? 0 : 1;
+    done = candidateCount == 0;
+  }
+
+  void dropped64(long bits, int at, boolean isReal) {
+    dropped(bits, 0, isReal ? realLen : predLen, at);
+  }
+
+  void tiers64(long cpuOnly, long diskOnly) {
+    addCpu(0, cpuOnly);
+    addDisk(0, diskOnly);
+  }
+
+  void end64(long r, long q, int consumed) {
+    real[0] = r;
+    pred[0] = q;
+    position = consumed;
+    done = true;
+  }
+
+  /** Writes the answer for the blocks consumed so far into {@code out}. */
+  public void finish(PrefixMatches out) {
+    out.reset(position);
+    if (candidateCount == 0) {
+      return;
+    }
+    for (int w = lo; w <= Math.min(hi, words - 1); w++) {
+      long r = real[w];
+      while (r != 0) {
+        realLen[(w << 6) + Long.numberOfTrailingZeros(r)] = position;
+        r &= r - 1;
+      }
+      long q = pred[w];
+      while (q != 0) {
+        predLen[(w << 6) + Long.numberOfTrailingZeros(q)] = position;
+        q &= q - 1;
+      }
+    }
+    for (int w = firstLo; w <= firstHi; w++) {
+      extract(cpu, cpuSeen[w], w, cpuTop, cpuCount);
+      extract(disk, diskSeen[w], w, diskTop, diskCount);
+    }
+    WorkerId[] ids = index.idsByOrdinal();
+    for (int k = 0; k < candidateCount; k++) {
+      int ord = candidates[k];
+      WorkerId id = ord < ids.length ? ids[ord] : null;
+      if (id == null) {
+        continue; // removed meanwhile
+      }
+      int w = ord >>> 6;
+      long bit = 1L << ord;
+      int m = realLen[ord];
+      int cc = (cpuSeen[w] & bit) == 0 ? 0 : cpuCount[ord];
+      int dc = (diskSeen[w] & bit) == 0 ? 0 : diskCount[ord];
+      out.add(id, ord, m, m - cc - dc, cc, dc, predLen[ord], index.staleBit(ord));
+    }
+  }
+
+  /** Turns word {@code w}'s bit planes into per-ordinal counts for the ordinals in {@code seen}. */
+  private static void extract(long[] planes, long seen, int w, int top, int[] counts) {
+    if (seen == 0) {
+      return;
+    }
+    long s = seen;
+    while (s != 0) {
+      counts[(w << 6) + Long.numberOfTrailingZeros(s)] = 0;
+      s &= s - 1;
+    }
+    int base = w * PLANES;
+    for (int k = 0; k < top; k++) {
+      long bits = planes[base + k];
+      while (bits != 0) {
+        counts[(w << 6) + Long.numberOfTrailingZeros(bits)] += 1 << k;
+        bits &= bits - 1;
+      }
+    }
+  }
+}

@@ -1,0 +1,276 @@
+package dev.kvrouter.index;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.Objects;
+
+/**
+ * One worker's (and DP rank's) part of the index: which of our block hashes it holds in which tier, and
+ * the engine-hash handles that name them in its events.
+ *
+ * <p>Concurrency: single writer. All mutating methods must be called by one thread at a time (the worker's
+ * event thread; the subscriber guarantees it). The handle map and the duplicate counts are confined to that
+ * thread; the residency bits go to the shared {@link BlockTable}, which lookups read concurrently. The stale
+ * flag and the counters are readable from any thread.
+ *
+ * <p>Reference counting: vLLM does not de-duplicate identical blocks, so one worker can store the same block
+ * twice and remove it twice. The table keeps one bit per (worker, tier, block); the second and later stores
+ * are counted aside ({@code dups}) and a remove only clears the bit when no duplicate remains.
+ */
+public final class WorkerView {
+
+  private static final long[] DUP_SALT = {0, 0x243F6A8885A308D3L, 0x13198A2E03707344L, 0, 0xA4093822299F31D0L};
+
+  private final KvIndex index;
+  private final BlockTable table;
+  private final WorkerId id;
+  private final int ordinal;
+  private final LongLongMap handles = new LongLongMap();
+  private final LongIntMap dups = new LongIntMap();
+  private int sweep;
+  private volatile boolean stale;
+  private volatile boolean retired;
+  private volatile boolean eventStream;
+  private volatile long evictions;
+  private volatile long conflicts;
+  /** Handle count for other threads (gauges); written with release semantics by the writer. */
+  private volatile int size;
+  private static final VarHandle SIZE;
+
+  static {
+    try {
+      SIZE = MethodHandles.lookup().findVarHandle(WorkerView.class, "size", int.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  WorkerView(KvIndex index, BlockTable table, WorkerId id, int ordinal) {
+    this.index = index;
+    this.table = table;
+    this.id = Objects.requireNonNull(id, "id");
+    this.ordinal = ordinal;
+  }
+
+  public WorkerId id() {
+    return id;
+  }
+
+  /** The worker's small integer in the shared table; reused after {@link KvIndex#remove}. */
+  public int ordinal() {
+    return ordinal;
+  }
+
+  /** Whether {@code engineHash} names a block this worker holds (or recently held, see the class notes). */
+  public boolean hasHandle(long engineHash) {
+    return handles.containsKey(engineHash);
+  }
+
+  /** Our hash for {@code engineHash}; only meaningful when {@link #hasHandle} is true. */
+  public long handle(long engineHash) {
+    return handles.get(engineHash, 0L);
+  }
+
+  /** Records that the worker stored block {@code ourHash}, named {@code engineHash} by the engine, in {@code tier}. */
+  public void store(long engineHash, long ourHash, Tier tier) {
+    int bit = bit(tier);
+    if (engineHash == 0) {
+      storeZeroKey(ourHash);
+    } else {
+      int i = handles.findOrInsert(engineHash);
+      if (i < 0) {
+        handles.setValueAt(-i - 1, ourHash);
+        if (handles.size() > index.perWorkerCap()) {
+          evict(engineHash);
+        }
+      } else if (handles.valueAt(i) != ourHash) {
+        repoint(i, ourHash);
+      }
+    }
+    int before = table.add(ourHash, ordinal, bit);
+    if ((before & bit) != 0) {
+      dups.add(dupKey(ourHash, bit), 1);
+    }
+    SIZE.setRelease(this, handles.size());
+  }
+
+  /**
+   * The engine reused a handle for different content (or our identity saw it differently): the handle now names
+   * the new block, so the old residency would become unreachable; drop it rather than leak it.
+   */
+  private void repoint(int slot, long ourHash) {
+    conflicts++;
+    dropAll(handles.valueAt(slot));
+    handles.setValueAt(slot, ourHash);
+  }
+
+  private void storeZeroKey(long ourHash) {
+    if (handles.containsKey(0)) {
+      long old = handles.get(0, 0L);
+      if (old != ourHash) {
+        conflicts++;
+        dropAll(old);
+      }
+    }
+    handles.put(0, ourHash);
+  }
+
+  /**
+   * Records that the engine removed {@code engineHash} from {@code tier}.
+   *
+   * @return false if the handle is unknown (the store was never seen, or was evicted here)
+   */
+  public boolean remove(long engineHash, Tier tier) {
+    long ourHash;
+    int slot = -1;
+    if (engineHash == 0) {
+      if (!handles.containsKey(0)) {
+        return false;
+      }
+      ourHash = handles.get(0, 0L);
+    } else {
+      slot = handles.indexOf(engineHash);
+      if (slot < 0) {
+        return false;
+      }
+      ourHash = handles.valueAt(slot);
+    }
+    int bit = bit(tier);
+    if (dups.size() > 0) {
+      long dk = dupKey(ourHash, bit);
+      if (dups.get(dk) > 0) {
+        dups.add(dk, -1);
+        return true;
+      }
+    }
+    int after = table.remove(ourHash, ordinal, bit);
+    if ((after & BlockTable.REAL) == 0) {
+      if (slot >= 0) {
+        handles.removeAt(slot);
+      } else {
+        handles.remove(0);
+      }
+      SIZE.setRelease(this, handles.size());
+    }
+    return true;
+  }
+
+  /** Forgets every block of this worker in every tier ({@code AllBlocksCleared}, restart, purge). */
+  public void clear() {
+    for (int i = 0, n = handles.capacity(); i < n; i++) {
+      if (handles.usedAt(i)) {
+        table.remove(handles.valueAt(i), ordinal, BlockTable.REAL);
+      }
+    }
+    if (handles.hasZeroKey()) {
+      table.remove(handles.zeroValue(), ordinal, BlockTable.REAL);
+    }
+    handles.clear();
+    dups.clear();
+    SIZE.setRelease(this, 0);
+  }
+
+  /** Blocks (handles) this worker holds in the index. */
+  public int size() {
+    return size;
+  }
+
+  /** Entries dropped here because the worker exceeded its share of {@link IndexConfig#maxEntries}. */
+  public long evictions() {
+    return evictions;
+  }
+
+  /** Stores that re-pointed an existing handle to a different block. */
+  public long conflicts() {
+    return conflicts;
+  }
+
+  /** Whether this worker's event view may be wrong (gap without replay, unexpected unknown parent, ...). */
+  public boolean stale() {
+    return stale;
+  }
+
+  /** Set by the event plane; lookups report it per worker so the router can fall back visibly. */
+  public void setStale(boolean value) {
+    stale = value;
+    if (!retired) {
+      index.setStaleBit(ordinal, value);
+    }
+  }
+
+  /** Whether an event stream feeds this worker (predictions then use the short TTL). */
+  public boolean hasEventStream() {
+    return eventStream;
+  }
+
+  public void setEventStream(boolean value) {
+    eventStream = value;
+  }
+
+  boolean retired() {
+    return retired;
+  }
+
+  void retire() {
+    retired = true;
+  }
+
+  /** The tier mask this worker holds for {@code ourHash} (tests and diagnostics). */
+  int tiers(long ourHash) {
+    return table.tiers(ourHash, ordinal) & BlockTable.REAL;
+  }
+
+  /** Evicts about 1/64 of the share with a sweeping hand, never the handle just stored. */
+  private void evict(long keep) {
+    int target = Math.max(1, index.perWorkerCap() / 64);
+    int removed = 0;
+    int cap = handles.capacity();
+    for (int scanned = 0; scanned < cap && removed < target; scanned++) {
+      int i = sweep++ & (cap - 1);
+      if (!handles.usedAt(i) || handles.keyAt(i) == keep) {
+        continue;
+      }
+      dropAll(handles.valueAt(i));
+      handles.removeAt(i);
+      removed++;
+      SIZE.setRelease(this, handles.size());
+      sweep--; // backward shift may have moved a later entry into slot i
+      if (handles.capacity() != cap) {
+        break;
+      }
+    }
+    evictions += removed;
+  }
+
+  private void dropAll(long ourHash) {
+    table.remove(ourHash, ordinal, BlockTable.REAL);
+    for (int bit = BlockTable.GPU; bit <= BlockTable.DISK; bit <<= 1) {
+      long dk = dupKey(ourHash, bit);
+      int n = dups.get(dk);
+      if (n != 0) {
+        dups.add(dk, -n);
+      }
+    }
+  }
+
+  private static long dupKey(long ourHash, int bit) {
+    return ourHash ^ DUP_SALT[bit];
+  }
+
+  static int bit(Tier tier) {
+    return switch (tier) {
+      case GPU -> BlockTable.GPU;
+      case CPU -> BlockTable.CPU;
+      case DISK -> BlockTable.DISK;
+    };
+  }
+
+  long footprintBytes() {
+    return 64 + handles.footprintBytes() + dups.footprintBytes();
+  }
+
+  @Override
+  public String toString() {
+    return "WorkerView[" + id + ", ordinal " + ordinal + ", " + size + " blocks" + (stale ? ", stale" : "") + "]";
+  }
+}

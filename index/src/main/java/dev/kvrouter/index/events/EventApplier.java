@@ -1,0 +1,273 @@
+package dev.kvrouter.index.events;
+
+import dev.kvrouter.index.Tier;
+import dev.kvrouter.index.WorkerView;
+import dev.kvrouter.index.block.BlockHasher;
+import dev.kvrouter.index.block.CacheNamespace;
+import dev.kvrouter.index.wire.AllBlocksCleared;
+import dev.kvrouter.index.wire.BlockRemoved;
+import dev.kvrouter.index.wire.BlockStored;
+import dev.kvrouter.index.wire.EventBatch;
+import dev.kvrouter.index.wire.KvEvent;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * Applies one worker's decoded events to its {@link WorkerView}, translating engine hashes into the router's
+ * own block identity.
+ *
+ * <p>For a {@code BlockStored}, our hashes are computed from the event's {@code token_ids} with
+ * {@link BlockHasher}: the chain starts at the namespace root when {@code parent_block_hash} is null, else at
+ * our hash of the parent, found through the worker's engine-hash handles. The namespace is (the source's
+ * model, the event's {@code lora_name}, the cache salt found in the first block's extra keys or SGLang's
+ * {@code cache_salt}). Extra keys are read by these rules, in order, per item of a block's tuple:
+ * <ol>
+ *   <li>a string equal to {@code lora_name} is skipped (the adapter is already in the namespace);
+ *   <li>a string starting with {@code kvr1:} is the cache salt the router wrote (only meaningful on a chain's
+ *       first block; elsewhere ignored);
+ *   <li>on a chain's first block, a plain string that is the tuple's last item is a raw cache salt (vLLM appends
+ *       {@code cache_salt} last, first block only);
+ *   <li>{@code [identifier, offset]} is a multimodal item; any other string is a multimodal identifier without
+ *       offset (older vLLM); {@code bytes} (prompt-embeds digest) becomes identifier {@code embeds:<hex>}, which
+ *       no request can produce, so such blocks never match;
+ *   <li>integers (older LoRA int ids) and anything else are ignored.
+ * </ol>
+ * Multimodal items become the block's {@code extra} through {@link BlockHasher#multimodalExtra}, the helper
+ * the request path uses with the content part's {@code uuid}.
+ *
+ * <p>A store whose parent is unknown cannot be chained (we do not have the parent's identity), so it is
+ * dropped and counted; the caller decides whether that makes the view stale. Stores without tokens (older
+ * offload connectors) are mapped through existing handles when the engine hash is already known. Events
+ * the router cannot use are skipped and counted: REMOTE locality, media outside GPU/CPU/disk, KV groups that
+ * are not full attention, and stores whose block size differs from the source's.
+ *
+ * <p>Not thread-safe: owned by the worker's event thread.
+ */
+public final class EventApplier {
+
+  private static final String SALT_PREFIX = "kvr1:";
+  private static final HexFormat HEX = HexFormat.of();
+
+  private final WorkerView view;
+  private final String model;
+  private final int blockSize;
+  private final WorkerEventHealth health;
+  private final long plainRoot;
+  private final Map<Integer, String> groupKinds = new HashMap<>();
+  private String[] ids = new String[8];
+  private int[] offsets = new int[8];
+  private String foundSalt;
+  private final byte[] hashScratch;
+
+  public EventApplier(WorkerView view, String model, int blockSize, WorkerEventHealth health) {
+    this.view = Objects.requireNonNull(view, "view");
+    this.model = Objects.requireNonNull(model, "model");
+    this.blockSize = blockSize;
+    this.health = Objects.requireNonNull(health, "health");
+    this.plainRoot = CacheNamespace.of(model).rootSeed();
+    this.hashScratch = new byte[BlockHasher.scratchSize(blockSize)];
+  }
+
+  /** The view this applier writes. */
+  public WorkerView view() {
+    return view;
+  }
+
+  /**
+   * Applies a batch.
+   *
+   * @return the number of stores dropped because their parent is unknown
+   */
+  public int apply(EventBatch batch) {
+    health.add(EventCounter.SKIPPED_UNKNOWN_TYPE, batch.skippedEvents());
+    int unknownParents = 0;
+    for (KvEvent e : batch.events()) {
+      if (e instanceof BlockStored s) {
+        unknownParents += stored(s) ? 0 : 1;
+      } else if (e instanceof BlockRemoved r) {
+        removed(r);
+      } else if (e instanceof AllBlocksCleared) {
+        view.clear();
+        health.inc(EventCounter.CLEARED_EVENTS);
+      }
+    }
+    return unknownParents;
+  }
+
+  /** Returns false only for an unknown parent. */
+  private boolean stored(BlockStored s) {
+    if ("REMOTE".equalsIgnoreCase(s.locality())) {
+      health.inc(EventCounter.SKIPPED_LOCALITY);
+      return true;
+    }
+    if (!mainAttentionStore(s.groupIdx(), s.kvCacheSpecKind())) {
+      health.inc(EventCounter.SKIPPED_GROUP);
+      return true;
+    }
+    Tier tier = Tier.fromMedium(s.medium());
+    if (tier == null) {
+      health.inc(EventCounter.SKIPPED_MEDIUM);
+      return true;
+    }
+    long[] engine = s.blockHashes();
+    int n = engine.length;
+    int[] tokens = s.tokenIds();
+    if (tokens == null) {
+      health.inc(EventCounter.SKIPPED_TOKENS);
+      return true;
+    }
+    if (tokens.length == 0) {
+      return tokenless(engine, tier);
+    }
+    if (s.blockSize() != blockSize) {
+      health.inc(EventCounter.SKIPPED_BLOCK_SIZE);
+      return true;
+    }
+    if (tokens.length != n * blockSize) {
+      health.inc(EventCounter.SKIPPED_TOKENS);
+      return true;
+    }
+    boolean root = s.parentBlockHash() == null;
+    long parent;
+    List<List<Object>> extra = s.extraKeys();
+    if (root) {
+      foundSalt = null;
+      if (n > 0 && extra != null && !extra.isEmpty()) {
+        extraFor(extra.get(0), s.loraName(), true); // finds the salt
+      }
+      String salt = foundSalt != null ? foundSalt : s.cacheSalt();
+      parent = s.loraName() == null && salt == null ? plainRoot
+          : new CacheNamespace(model, s.loraName(), salt).rootSeed();
+    } else if (view.hasHandle(s.parentBlockHash())) {
+      parent = view.handle(s.parentBlockHash());
+    } else {
+      health.inc(EventCounter.UNKNOWN_PARENT);
+      return false;
+    }
+    for (int i = 0; i < n; i++) {
+      long x = extra == null || i >= extra.size() ? 0L : extraFor(extra.get(i), s.loraName(), root && i == 0);
+      parent = BlockHasher.blockHash(parent, tokens, i * blockSize, blockSize, x, hashScratch);
+      view.store(engine[i], parent, tier);
+    }
+    health.inc(EventCounter.STORED_EVENTS);
+    health.add(EventCounter.STORED_BLOCKS, n);
+    return true;
+  }
+
+  /** Offload stores without tokens: map through handles the GPU stores created. */
+  private boolean tokenless(long[] engine, Tier tier) {
+    int applied = 0;
+    for (long e : engine) {
+      if (view.hasHandle(e)) {
+        view.store(e, view.handle(e), tier);
+        applied++;
+      } else {
+        health.inc(EventCounter.SKIPPED_UNKNOWN_BLOCK);
+      }
+    }
+    if (applied > 0) {
+      health.inc(EventCounter.STORED_EVENTS);
+      health.add(EventCounter.STORED_BLOCKS, applied);
+    }
+    return true;
+  }
+
+  private void removed(BlockRemoved r) {
+    if ("REMOTE".equalsIgnoreCase(r.locality())) {
+      health.inc(EventCounter.SKIPPED_LOCALITY);
+      return;
+    }
+    if (!mainAttentionGroup(r.groupIdx())) {
+      health.inc(EventCounter.SKIPPED_GROUP);
+      return;
+    }
+    Tier tier = Tier.fromMedium(r.medium());
+    if (tier == null) {
+      health.inc(EventCounter.SKIPPED_MEDIUM);
+      return;
+    }
+    int removed = 0;
+    for (long e : r.blockHashes()) {
+      if (view.remove(e, tier)) {
+        removed++;
+      } else {
+        health.inc(EventCounter.UNKNOWN_REMOVES);
+      }
+    }
+    health.inc(EventCounter.REMOVED_EVENTS);
+    health.add(EventCounter.REMOVED_BLOCKS, removed);
+  }
+
+  /** Stores carry the group's kind; learn it so removes (which carry only the group index) can be filtered. */
+  private boolean mainAttentionStore(Integer group, String kind) {
+    if (kind != null) {
+      if (group != null) {
+        groupKinds.put(group, kind);
+      }
+      return mainAttention(kind);
+    }
+    return mainAttentionGroup(group);
+  }
+
+  private boolean mainAttentionGroup(Integer group) {
+    if (group == null) {
+      return true;
+    }
+    String kind = groupKinds.get(group);
+    return kind == null ? group == 0 : mainAttention(kind);
+  }
+
+  private static boolean mainAttention(String kind) {
+    return switch (kind) {
+      case "full_attention", "mla_attention", "sink_full_attention" -> true;
+      default -> false;
+    };
+  }
+
+  /** The block's multimodal extra value by the rules in the class comment; sets {@code foundSalt} on a root. */
+  private long extraFor(List<Object> items, String lora, boolean rootBlock) {
+    if (items == null || items.isEmpty()) {
+      return 0L;
+    }
+    int n = 0;
+    int last = items.size() - 1;
+    for (int k = 0; k <= last; k++) {
+      Object it = items.get(k);
+      String id = null;
+      int off = BlockHasher.NO_OFFSET;
+      if (it instanceof String s) {
+        if (s.equals(lora)) {
+          continue;
+        }
+        if (s.startsWith(SALT_PREFIX) || (rootBlock && k == last)) {
+          if (rootBlock) {
+            foundSalt = s;
+          }
+          continue;
+        }
+        id = s;
+      } else if (it instanceof List<?> pair && !pair.isEmpty() && pair.get(0) instanceof String s) {
+        id = s;
+        if (pair.size() > 1 && pair.get(1) instanceof Long o) {
+          off = (int) Math.max(Integer.MIN_VALUE + 1, Math.min(Integer.MAX_VALUE, o));
+        }
+      } else if (it instanceof byte[] b) {
+        id = "embeds:" + HEX.formatHex(b);
+      }
+      if (id != null) {
+        if (n == ids.length) {
+          ids = Arrays.copyOf(ids, n * 2);
+          offsets = Arrays.copyOf(offsets, n * 2);
+        }
+        ids[n] = id;
+        offsets[n] = off;
+        n++;
+      }
+    }
+    return BlockHasher.multimodalExtra(ids, offsets, 0, n);
+  }
+}

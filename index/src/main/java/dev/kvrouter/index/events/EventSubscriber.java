@@ -1,0 +1,430 @@
+package dev.kvrouter.index.events;
+
+import dev.kvrouter.index.KvIndex;
+import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.index.WorkerView;
+import dev.kvrouter.index.wire.EventDecoder;
+import dev.kvrouter.index.wire.ZmqFrames;
+import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
+
+/**
+ * Follows the KV event streams of a set of {@link EventSource}s and applies them to a {@link KvIndex}.
+ *
+ * <p>One ZMQ SUB socket per source in connect mode (the engine binds, vLLM's default); in bind mode (engines
+ * connect, llm-d style) sources that share an endpoint share one bound SUB and are told apart by topic. Each
+ * source is pinned to one of {@link SubscriberConfig#shards()} event threads, which receives, decodes and
+ * applies its batches in order (so each worker's view has a single writer) and runs its replays; ZMQ
+ * reconnects with exponential backoff, and a bind that fails is retried with backoff.
+ *
+ * <h2>Concurrency</h2>
+ * {@link #add}, {@link #remove} and {@link #reconcile} may be called from any thread; they record the desired
+ * sources and enqueue a command for the owning shard, which applies it between polls (within
+ * {@link SubscriberConfig#pollMillis()}). {@link #sync} waits until every command issued before it has been
+ * applied. Removing a source purges the worker from the index on its own event thread.
+ */
+public final class EventSubscriber implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(EventSubscriber.class);
+
+  private final KvIndex index;
+  private final EventPlaneHealth health;
+  private final SubscriberConfig config;
+  private final Clock clock;
+  private final ThreadFactory threads;
+  private final Map<WorkerId, EventSource> desired = new ConcurrentHashMap<>();
+  private final AtomicLong unroutable = new AtomicLong();
+  private final Shard[] shards;
+  private ZContext ctx;
+  private volatile boolean running;
+
+  public EventSubscriber(KvIndex index, EventPlaneHealth health, SubscriberConfig config, Clock clock,
+      ThreadFactory threads) {
+    this.index = Objects.requireNonNull(index, "index");
+    this.health = Objects.requireNonNull(health, "health");
+    this.config = Objects.requireNonNull(config, "config");
+    this.clock = Objects.requireNonNull(clock, "clock");
+    this.threads = Objects.requireNonNull(threads, "threads");
+    this.shards = new Shard[config.shards()];
+  }
+
+  /** Starts the event threads. */
+  public synchronized void start() {
+    if (running) {
+      return;
+    }
+    ctx = new ZContext(1);
+    running = true;
+    for (int i = 0; i < shards.length; i++) {
+      shards[i] = new Shard(i);
+      Thread t = threads.newThread(shards[i]);
+      shards[i].thread = t;
+      t.start();
+    }
+  }
+
+  /** Follows {@code source} (restarting it, and purging the worker, if it changed). */
+  public void add(EventSource source) {
+    Objects.requireNonNull(source, "source");
+    EventSource old = desired.put(source.id(), source);
+    if (source.equals(old)) {
+      return;
+    }
+    if (old != null) {
+      shardOf(old).submit(s -> s.close(old.id(), true));
+    }
+    shardOf(source).submit(s -> s.open(source));
+  }
+
+  /** Stops following {@code id} and purges it from the index. */
+  public void remove(WorkerId id) {
+    EventSource old = desired.remove(id);
+    if (old != null) {
+      shardOf(old).submit(s -> s.close(id, true));
+    }
+  }
+
+  /** Makes the followed set equal to {@code sources}: adds new ones, removes gone ones, restarts changed ones. */
+  public void reconcile(Collection<EventSource> sources) {
+    Map<WorkerId, EventSource> want = new LinkedHashMap<>();
+    for (EventSource s : sources) {
+      if (want.put(s.id(), s) != null) {
+        throw new IllegalArgumentException("two sources for " + s.id());
+      }
+    }
+    for (WorkerId id : new ArrayList<>(desired.keySet())) {
+      if (!want.containsKey(id)) {
+        remove(id);
+      }
+    }
+    want.values().forEach(this::add);
+  }
+
+  /** The sources currently followed (desired state; shards converge within a poll). */
+  public Map<WorkerId, EventSource> sources() {
+    return Map.copyOf(desired);
+  }
+
+  /** Messages received on a shared bound socket whose topic matched no source. */
+  public long unroutableMessages() {
+    return unroutable.get();
+  }
+
+  /** Waits until every command issued before this call has been applied by its shard. */
+  public void sync(Duration timeout) {
+    CountDownLatch latch = new CountDownLatch(shards.length);
+    for (Shard s : shards) {
+      s.submit(x -> latch.countDown());
+    }
+    try {
+      if (!latch.await(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+        throw new IllegalStateException("event shards did not catch up within " + timeout);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    }
+  }
+
+  /** Stops the event threads and closes every socket; the index keeps what it has. */
+  @Override
+  public synchronized void close() {
+    if (!running) {
+      return;
+    }
+    running = false;
+    for (Shard s : shards) {
+      LockSupport.unpark(s.thread);
+    }
+    for (Shard s : shards) {
+      try {
+        s.thread.join(5000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    ctx.close();
+  }
+
+  private Shard shardOf(EventSource s) {
+    if (!running) {
+      throw new IllegalStateException("subscriber is not started");
+    }
+    // sources sharing a bound endpoint must share a shard (they share a socket)
+    int h = s.bind() ? s.endpoint().hashCode() : s.id().hashCode();
+    return shards[Math.floorMod(h, shards.length)];
+  }
+
+  /** One followed source on its shard. */
+  private static final class Follow {
+    final EventSource source;
+    final WorkerEventHealth health;
+    final StreamFollower follower;
+    /** Null when the source has no replay endpoint. */
+    final ReplayClient replay;
+    Endpoint endpoint;
+
+    void closeReplay() {
+      if (replay != null) {
+        replay.close();
+      }
+    }
+
+    Follow(EventSource source, WorkerEventHealth health, StreamFollower follower, ReplayClient replay) {
+      this.source = source;
+      this.health = health;
+      this.follower = follower;
+      this.replay = replay;
+    }
+  }
+
+  /** One SUB socket and the sources it feeds. */
+  private static final class Endpoint {
+    final String key;
+    final String address;
+    final boolean bind;
+    final List<Follow> members = new ArrayList<>(1);
+    ZMQ.Socket socket;
+    boolean bound;
+    long nextBindMillis;
+    long bindBackoffMillis;
+
+    Endpoint(String key, String address, boolean bind) {
+      this.key = key;
+      this.address = address;
+      this.bind = bind;
+    }
+  }
+
+  private interface Command {
+    void run(Shard shard);
+  }
+
+  /** An event thread: owns its sockets, followers and the views of its workers. */
+  private final class Shard implements Runnable {
+    final int number;
+    final ConcurrentLinkedQueue<Command> commands = new ConcurrentLinkedQueue<>();
+    final Map<WorkerId, Follow> follows = new HashMap<>();
+    final Map<String, Endpoint> endpoints = new LinkedHashMap<>();
+    final EventDecoder decoder = new EventDecoder();
+    final List<Endpoint> polled = new ArrayList<>();
+    volatile Thread thread;
+    ZMQ.Poller poller;
+    boolean pollerDirty = true;
+    long nextTick;
+
+    Shard(int number) {
+      this.number = number;
+    }
+
+    void submit(Command c) {
+      commands.add(c);
+      Thread t = thread;
+      if (t != null) {
+        LockSupport.unpark(t);
+      }
+    }
+
+    @Override
+    public void run() {
+      try {
+        while (running) {
+          Command c;
+          while ((c = commands.poll()) != null) {
+            try {
+              c.run(this);
+            } catch (RuntimeException e) {
+              log.error("event shard {} command failed", number, e);
+            }
+          }
+          long now = clock.millis();
+          retryBinds(now);
+          if (pollerDirty) {
+            rebuildPoller();
+          }
+          if (polled.isEmpty()) {
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(config.pollMillis()));
+          } else if (poller.poll(config.pollMillis()) > 0) {
+            for (int i = 0; i < polled.size(); i++) {
+              if (poller.pollin(i)) {
+                receive(polled.get(i));
+              }
+            }
+          }
+          if (now >= nextTick) {
+            nextTick = now + config.tickMillis();
+            for (Follow f : follows.values()) {
+              f.health.tick(now);
+            }
+          }
+        }
+      } catch (RuntimeException e) {
+        log.error("event shard {} died", number, e);
+      } finally {
+        for (Follow f : follows.values()) {
+          f.closeReplay();
+        }
+        if (poller != null) {
+          poller.close();
+        }
+        for (Endpoint ep : endpoints.values()) {
+          if (ep.socket != null) {
+            ctx.destroySocket(ep.socket);
+          }
+        }
+      }
+    }
+
+    void open(EventSource source) {
+      if (follows.containsKey(source.id())) {
+        close(source.id(), true);
+      }
+      WorkerView view = index.register(source.id());
+      view.setEventStream(true);
+      WorkerEventHealth h = health.register(view);
+      EventApplier applier = new EventApplier(view, source.model(), source.blockSize(), h);
+      ReplayClient replay = source.replayEndpoint() == null ? null
+          : new ReplayClient(ctx, source.replayEndpoint(), config.replayTimeoutMillis(), config.maxReplayBatches(),
+              config.reconnectMillis(), config.handshakeMillis());
+      StreamFollower follower = new StreamFollower(applier, h, decoder, replay, clock, source.id().dpRank());
+      Follow f = new Follow(source, h, follower, replay);
+      follows.put(source.id(), f);
+      String key = source.bind() ? "bind|" + source.endpoint() : "connect|" + source.endpoint() + "|" + source.id();
+      Endpoint ep = endpoints.computeIfAbsent(key, k -> new Endpoint(k, source.endpoint(), source.bind()));
+      ep.members.add(f);
+      f.endpoint = ep;
+      if (ep.socket == null) {
+        ep.socket = ZmqSockets.sub(ctx, config);
+        if (ep.bind) {
+          ep.bindBackoffMillis = config.reconnectMillis();
+          tryBind(ep, clock.millis());
+        } else {
+          ep.socket.connect(ep.address);
+        }
+        pollerDirty = true;
+      }
+      ep.socket.subscribe(source.topic().getBytes(StandardCharsets.UTF_8));
+      log.info("following KV events of {} at {} ({}{})", source.id(), source.endpoint(),
+          source.bind() ? "bind" : "connect", source.replayEndpoint() == null ? ", no replay" : ", replay");
+    }
+
+    void close(WorkerId id, boolean purge) {
+      Follow f = follows.remove(id);
+      if (f != null) {
+        f.closeReplay();
+        Endpoint ep = f.endpoint;
+        ep.members.remove(f);
+        if (ep.members.isEmpty()) {
+          ctx.destroySocket(ep.socket);
+          endpoints.remove(ep.key);
+          pollerDirty = true;
+        } else {
+          ep.socket.unsubscribe(f.source.topic().getBytes(StandardCharsets.UTF_8));
+        }
+        health.unregister(id);
+      }
+      if (purge) {
+        // on this thread, which was the worker's only writer
+        index.remove(id);
+      }
+    }
+
+    private void tryBind(Endpoint ep, long now) {
+      try {
+        ep.bound = ep.socket.bind(ep.address);
+      } catch (RuntimeException e) {
+        ep.bound = false;
+      }
+      if (!ep.bound) {
+        log.warn("cannot bind {} for KV events; retrying in {} ms", ep.address, ep.bindBackoffMillis);
+        ep.nextBindMillis = now + ep.bindBackoffMillis;
+        ep.bindBackoffMillis = Math.min(config.reconnectMaxMillis(), ep.bindBackoffMillis * 2);
+      }
+    }
+
+    private void retryBinds(long now) {
+      for (Endpoint ep : endpoints.values()) {
+        if (ep.bind && !ep.bound && now >= ep.nextBindMillis) {
+          tryBind(ep, now);
+        }
+      }
+    }
+
+    private void rebuildPoller() {
+      if (poller != null) {
+        poller.close();
+      }
+      polled.clear();
+      polled.addAll(endpoints.values());
+      poller = ctx.createPoller(Math.max(1, polled.size()));
+      for (Endpoint ep : polled) {
+        poller.register(ep.socket, ZMQ.Poller.POLLIN);
+      }
+      pollerDirty = false;
+    }
+
+    private void receive(Endpoint ep) {
+      byte[][] frames = new byte[4][];
+      for (int n = 0; n < config.receiveBudget(); n++) {
+        byte[] topic = ep.socket.recv(ZMQ.DONTWAIT);
+        if (topic == null) {
+          return;
+        }
+        int count = 1;
+        frames[0] = topic;
+        while (ep.socket.hasReceiveMore()) {
+          byte[] f = ep.socket.recv(0);
+          if (count < frames.length) {
+            frames[count] = f;
+          }
+          count++;
+        }
+        Follow f = route(ep, topic);
+        if (f == null) {
+          unroutable.incrementAndGet();
+          continue;
+        }
+        f.health.inc(EventCounter.RECEIVED);
+        if (count != 3 || frames[1].length != 8) {
+          f.health.inc(EventCounter.MALFORMED);
+          continue;
+        }
+        f.follower.onLive(ZmqFrames.readSeq(frames[1]), frames[2]);
+      }
+    }
+
+    private Follow route(Endpoint ep, byte[] topic) {
+      List<Follow> ms = ep.members;
+      if (ms.size() == 1) {
+        return ms.get(0);
+      }
+      for (Follow f : ms) {
+        byte[] t = f.source.topic().getBytes(StandardCharsets.UTF_8);
+        if (Arrays.equals(t, topic)) {
+          return f;
+        }
+      }
+      return null;
+    }
+  }
+}

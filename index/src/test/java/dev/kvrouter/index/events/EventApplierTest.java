@@ -1,0 +1,197 @@
+package dev.kvrouter.index.events;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvrouter.index.IndexConfig;
+import dev.kvrouter.index.KvIndex;
+import dev.kvrouter.index.PrefixMatches;
+import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.index.WorkerView;
+import dev.kvrouter.index.block.BlockHasher;
+import dev.kvrouter.index.block.CacheNamespace;
+import dev.kvrouter.index.wire.AllBlocksCleared;
+import dev.kvrouter.index.wire.BlockRemoved;
+import dev.kvrouter.index.wire.BlockStored;
+import dev.kvrouter.index.wire.EventBatch;
+import dev.kvrouter.index.wire.KvEvent;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** Events in, router identities out: the index must answer requests hashed the way the request path hashes. */
+class EventApplierTest {
+
+  private static final String MODEL = "Qwen/Qwen3-0.6B";
+  private static final int BS = 16;
+  private final KvIndex index = new KvIndex(IndexConfig.defaults(), Clock.systemUTC());
+  private final WorkerId w = WorkerId.of("w1");
+  private final EventPlaneHealth health =
+      new EventPlaneHealth(new SimpleMeterRegistry(), Clock.systemUTC(), Duration.ZERO);
+  private final WorkerView view = index.register(w);
+  private final WorkerEventHealth h = health.register(view);
+  private final EventApplier applier = new EventApplier(view, MODEL, BS, h);
+
+  static int[] tokens(int n, int seed) {
+    int[] t = new int[n];
+    for (int i = 0; i < n; i++) {
+      t[i] = (seed * 7919 + i * 31) % 150_000;
+    }
+    return t;
+  }
+
+  /** What the request path computes for a prompt: BlockHasher from the namespace root. */
+  static long[] requestHashes(String lora, String salt, int[] tokens) {
+    return BlockHasher.hashFullBlocks(new CacheNamespace(MODEL, lora, salt).rootSeed(), tokens, tokens.length, BS);
+  }
+
+  private int apply(KvEvent... events) {
+    return applier.apply(new EventBatch(1.0, List.of(events), 0, 0));
+  }
+
+  private int matched(long[] request) {
+    PrefixMatches m = index.lookup(request, request.length);
+    int i = m.indexOf(w);
+    return i < 0 ? 0 : m.matchedBlocks(i);
+  }
+
+  private static long[] engine(int n, long base) {
+    long[] e = new long[n];
+    for (int i = 0; i < n; i++) {
+      e[i] = base + i;
+    }
+    return e;
+  }
+
+  @Test
+  void chainedStoresAcrossEventsMatchTheRequestPath() {
+    int[] t = tokens(5 * BS, 1);
+    // engine stores blocks 0-1 then 2-4 with the parent handle
+    apply(BlockStored.of(engine(2, 100), null, Arrays.copyOf(t, 2 * BS), BS, "GPU"));
+    apply(BlockStored.of(new long[] {102, 103, 104}, 101L, Arrays.copyOfRange(t, 2 * BS, 5 * BS), BS, "GPU"));
+    long[] req = requestHashes(null, null, t);
+    assertThat(matched(req)).isEqualTo(5);
+    assertThat(h.count(EventCounter.STORED_BLOCKS)).isEqualTo(5);
+    // a request with a different third block matches two
+    int[] t2 = t.clone();
+    t2[2 * BS + 3]++;
+    assertThat(matched(requestHashes(null, null, t2))).isEqualTo(2);
+    // removing block 1 cuts the prefix at 1
+    apply(BlockRemoved.of("GPU", 101));
+    assertThat(matched(req)).isEqualTo(1);
+  }
+
+  @Test
+  void saltsAndLoraFromExtraKeysSelectTheNamespace() {
+    int[] t = tokens(2 * BS, 2);
+    List<List<Object>> extra = new ArrayList<>();
+    extra.add(new ArrayList<>(List.of("alice-lora", "kvr1:tenant-a")));
+    extra.add(new ArrayList<>(List.of("alice-lora")));
+    apply(BlockStored.of(engine(2, 200), null, t, BS, "GPU").withLora("alice-lora", extra));
+    assertThat(matched(requestHashes("alice-lora", "kvr1:tenant-a", t))).isEqualTo(2);
+    assertThat(matched(requestHashes("alice-lora", null, t))).as("no salt: other tenant").isZero();
+    assertThat(matched(requestHashes(null, "kvr1:tenant-a", t))).as("base model").isZero();
+    assertThat(matched(requestHashes("alice-lora", "kvr1:tenant-b", t))).isZero();
+
+    // a raw salt (not ours) is the last string of the first block
+    int[] u = tokens(BS, 3);
+    List<List<Object>> raw = new ArrayList<>();
+    raw.add(new ArrayList<>(List.of("some-raw-salt")));
+    apply(BlockStored.of(engine(1, 300), null, u, BS, "GPU").withExtraKeys(raw));
+    assertThat(matched(requestHashes(null, "some-raw-salt", u))).isEqualTo(1);
+    assertThat(matched(requestHashes(null, null, u))).isZero();
+
+    // SGLang's cache_salt field
+    int[] v = tokens(BS, 4);
+    apply(BlockStored.of(engine(1, 400), null, v, BS, "GPU").withCacheSalt("kvr1:tenant-c"));
+    assertThat(matched(requestHashes(null, "kvr1:tenant-c", v))).isEqualTo(1);
+  }
+
+  @Test
+  void multimodalItemsGoIntoTheBlockExtraWithTheSharedHelper() {
+    int[] t = tokens(3 * BS, 5);
+    List<List<Object>> extra = new ArrayList<>();
+    extra.add(null);
+    extra.add(new ArrayList<>(List.of(Arrays.asList((Object) "img-uuid-1", 5L))));
+    extra.add(new ArrayList<>(
+        List.of(Arrays.asList((Object) "img-uuid-1", -11L), Arrays.asList((Object) "img-2", 2L))));
+    apply(BlockStored.of(engine(3, 500), null, t, BS, "GPU").withExtraKeys(extra));
+    // the request path: same tokens, extra per block from (uuid, offset) through the same helper
+    long root = CacheNamespace.of(MODEL).rootSeed();
+    long b0 = BlockHasher.blockHash(root, t, 0, BS, 0);
+    long b1 = BlockHasher.blockHash(b0, t, BS, BS,
+        BlockHasher.multimodalExtra(new String[] {"img-uuid-1"}, new int[] {5}, 0, 1));
+    long b2 = BlockHasher.blockHash(b1, t, 2 * BS, BS,
+        BlockHasher.multimodalExtra(new String[] {"img-uuid-1", "img-2"}, new int[] {-11, 2}, 0, 2));
+    assertThat(matched(new long[] {b0, b1, b2})).isEqualTo(3);
+    assertThat(matched(requestHashes(null, null, t))).as("text-only identity differs after block 0").isEqualTo(1);
+  }
+
+  @Test
+  void unknownParentIsDroppedAndCounted() {
+    int[] t = tokens(BS, 6);
+    assertThat(apply(BlockStored.of(new long[] {601}, 999L, t, BS, "GPU"))).isEqualTo(1);
+    assertThat(h.count(EventCounter.UNKNOWN_PARENT)).isEqualTo(1);
+    assertThat(view.size()).isZero();
+  }
+
+  @Test
+  void whatTheRouterCannotUseIsSkippedByReason() {
+    int[] t = tokens(BS, 7);
+    apply(BlockStored.of(new long[] {1}, null, tokens(32, 7), 32, "GPU")); // other block size
+    apply(new BlockStored(new long[] {2}, null, t, BS, null, "GPU", null, null, null, null, null, "REMOTE", null,
+        null, null));
+    apply(BlockStored.of(new long[] {3}, null, t, BS, "EXTERNAL"));
+    apply(BlockStored.of(new long[] {4}, null, t, BS, "GPU").withGroup(1, "sliding_window"));
+    apply(BlockStored.of(new long[] {5}, null, t, BS, "GPU").withGroup(2, null)); // unlearned non-zero group
+    apply(BlockStored.of(new long[] {6, 7}, null, t, BS, "GPU")); // tokens for one block, two hashes
+    assertThat(view.size()).isZero();
+    assertThat(h.count(EventCounter.SKIPPED_BLOCK_SIZE)).isEqualTo(1);
+    assertThat(h.count(EventCounter.SKIPPED_LOCALITY)).isEqualTo(1);
+    assertThat(h.count(EventCounter.SKIPPED_MEDIUM)).isEqualTo(1);
+    assertThat(h.count(EventCounter.SKIPPED_GROUP)).isEqualTo(2);
+    assertThat(h.count(EventCounter.SKIPPED_TOKENS)).isEqualTo(1);
+    // full-attention group 1 learned from a store; its removes then apply, sliding-window removes do not
+    apply(BlockStored.of(new long[] {8}, null, t, BS, "GPU").withGroup(1, "full_attention"));
+    assertThat(view.size()).isEqualTo(1);
+    apply(new BlockRemoved(new long[] {8}, "GPU", 1, null, null));
+    assertThat(view.size()).isZero();
+  }
+
+  @Test
+  void tiersDuplicatesAndTokenlessOffloadStores() {
+    int[] t = tokens(2 * BS, 8);
+    long[] req = requestHashes(null, null, t);
+    apply(BlockStored.of(engine(2, 800), null, t, BS, "GPU"));
+    apply(BlockStored.of(engine(2, 800), null, t, BS, "GPU")); // vLLM does not de-duplicate
+    // an offload connector reports the same blocks on CPU without tokens (older connectors)
+    apply(new BlockStored(engine(2, 800), null, new int[0], 0, null, "CPU", null, null, null, null, null, null, null,
+        null, null));
+    apply(new BlockStored(new long[] {12345}, null, new int[0], 0, null, "CPU", null, null, null, null, null, null,
+        null, null, null));
+    assertThat(h.count(EventCounter.SKIPPED_UNKNOWN_BLOCK)).isEqualTo(1);
+    apply(BlockRemoved.of("GPU", 800, 801));
+    PrefixMatches m = index.lookup(req, 2);
+    assertThat(m.gpuBlocks(0)).as("one GPU copy left").isEqualTo(2);
+    apply(BlockRemoved.of("GPU", 800, 801));
+    m = index.lookup(req, 2);
+    assertThat(m.matchedBlocks(0)).isEqualTo(2);
+    assertThat(m.cpuBlocks(0)).isEqualTo(2);
+    apply(BlockRemoved.of("CPU", 800, 801));
+    assertThat(index.lookup(req, 2).size()).isZero();
+    assertThat(view.size()).isZero();
+    apply(BlockRemoved.of("CPU", 800));
+    assertThat(h.count(EventCounter.UNKNOWN_REMOVES)).isEqualTo(1);
+  }
+
+  @Test
+  void clearEmptiesTheWorker() {
+    int[] t = tokens(3 * BS, 9);
+    apply(BlockStored.of(engine(3, 900), null, t, BS, "GPU"), AllBlocksCleared.INSTANCE);
+    assertThat(view.size()).isZero();
+    assertThat(h.count(EventCounter.CLEARED_EVENTS)).isEqualTo(1);
+  }
+}

@@ -1,0 +1,183 @@
+package dev.kvrouter.index.events;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvrouter.index.IndexConfig;
+import dev.kvrouter.index.KvIndex;
+import dev.kvrouter.index.KvIndexMetrics;
+import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.index.wire.BlockStored;
+import dev.kvrouter.index.wire.KvEventPublisher;
+import dev.kvrouter.index.wire.PublisherConfig;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(90)
+class EventSubscriberTest {
+
+  private static final int BS = 4;
+  private final List<AutoCloseable> closeables = new ArrayList<>();
+  private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+  private final KvIndex index = new KvIndex(IndexConfig.defaults(), Clock.systemUTC());
+  private final EventPlaneHealth health = new EventPlaneHealth(registry, Clock.systemUTC(), Duration.ZERO);
+  private final EventSubscriber sub = new EventSubscriber(index, health, SubscriberConfig.defaults().withShards(2),
+      Clock.systemUTC(), r -> {
+        Thread t = new Thread(r, "kv-events-test");
+        t.setDaemon(true);
+        return t;
+      });
+  private long nextHash = 1;
+
+  @AfterEach
+  void close() throws Exception {
+    sub.close();
+    for (AutoCloseable c : closeables) {
+      c.close();
+    }
+  }
+
+  private KvEventPublisher publisher(PublisherConfig cfg) {
+    KvEventPublisher p = KvEventPublisher.start(cfg);
+    closeables.add(p);
+    return p;
+  }
+
+  /**
+   * Publishes one-block stores, one at a time, until {@code worker}'s view has {@code blocks} blocks. Each
+   * store is republished only if it did not arrive within 500 ms (lost before the subscription propagated),
+   * so the view does not overshoot.
+   */
+  private void publishUntil(KvEventPublisher p, WorkerId worker, int blocks) throws InterruptedException {
+    await(() -> {
+      int before = index.view(worker) == null ? 0 : index.view(worker).size();
+      p.publish(List.of(BlockStored.of(new long[] {nextHash++}, null, new int[] {1, 2, 3, (int) nextHash}, BS,
+          "GPU")));
+      p.flush(Duration.ofSeconds(5));
+      long deadline = System.nanoTime() + Duration.ofMillis(500).toNanos();
+      while (System.nanoTime() < deadline && (index.view(worker) == null || index.view(worker).size() == before)) {
+        LockSupport.parkNanos(1_000_000);
+      }
+      return index.view(worker) != null && index.view(worker).size() >= blocks;
+    }, worker + " reaches " + blocks + " blocks");
+  }
+
+  private static void await(BooleanSupplier condition, String what) throws InterruptedException {
+    long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("timed out waiting until " + what);
+      }
+      Thread.sleep(10);
+    }
+  }
+
+  private boolean hasMeter(String name, WorkerId w) {
+    for (Meter m : registry.getMeters()) {
+      if (m.getId().getName().equals(name) && w.name().equals(m.getId().getTag("worker"))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  @Test
+  void reconcileAddsRemovesAndRestartsSources() throws Exception {
+    sub.start();
+    KvEventPublisher pa = publisher(PublisherConfig.vllm("tcp://127.0.0.1:*").withBind(true));
+    KvEventPublisher pb = publisher(PublisherConfig.vllm("tcp://127.0.0.1:*").withBind(true));
+    WorkerId a = WorkerId.of("a");
+    WorkerId b = WorkerId.of("b");
+    EventSource sa = EventSource.connect(a, "m", BS, pa.endpoint(), null);
+    EventSource sb = EventSource.connect(b, "m", BS, pb.endpoint(), null);
+    sub.reconcile(List.of(sa, sb));
+    publishUntil(pa, a, 3);
+    publishUntil(pb, b, 2);
+    assertThat(hasMeter("kvrouter.events.applied", b)).isTrue();
+
+    // b goes away, a changes (new topic): b is purged, a restarts from an empty view
+    EventSource sa2 = new EventSource(a, "m", BS, pa.endpoint(), null, "x", false);
+    sub.reconcile(List.of(sa2));
+    sub.sync(Duration.ofSeconds(10));
+    assertThat(index.view(b)).as("b purged").isNull();
+    assertThat(hasMeter("kvrouter.events.applied", b)).as("b's meters removed").isFalse();
+    assertThat(index.view(a).size()).as("a restarted empty").isZero();
+    assertThat(sub.sources()).containsOnlyKeys(a);
+    // a's new topic filter "x" drops the publisher's "" topic: nothing arrives
+    pa.publish(List.of(BlockStored.of(new long[] {999}, null, new int[] {1, 2, 3, 4}, BS, "GPU")));
+    pa.flush(Duration.ofSeconds(5));
+    Thread.sleep(200);
+    assertThat(index.view(a).size()).isZero();
+    // reconciling with the same set changes nothing
+    sub.reconcile(List.of(sa2));
+    sub.sync(Duration.ofSeconds(10));
+    assertThat(index.view(a)).isNotNull();
+  }
+
+  @Test
+  void bindModeSharesOneSocketAndRoutesByTopic() throws Exception {
+    sub.start();
+    String endpoint = "tcp://127.0.0.1:" + freePort();
+    WorkerId a = WorkerId.of("pod-a");
+    WorkerId b = WorkerId.of("pod-b");
+    sub.add(new EventSource(a, "m", BS, endpoint, null, "kv@pod-a@m", true));
+    sub.add(new EventSource(b, "m", BS, endpoint, null, "kv@pod-b@m", true));
+    sub.sync(Duration.ofSeconds(10));
+    // engines connect to the router (llm-d style)
+    KvEventPublisher pa = publisher(PublisherConfig.vllm(endpoint).withBind(false).withTopic("kv@pod-a@m"));
+    KvEventPublisher pb = publisher(PublisherConfig.vllm(endpoint).withBind(false).withTopic("kv@pod-b@m"));
+    KvEventPublisher stray = publisher(PublisherConfig.vllm(endpoint).withBind(false).withTopic("kv@pod-a@m2"));
+    publishUntil(pa, a, 2);
+    publishUntil(pb, b, 3);
+    assertThat(index.view(a).size()).isEqualTo(2);
+    // a topic that matches a's subscription prefix but no source exactly is counted, not misapplied
+    await(() -> {
+      stray.publish(List.of(BlockStored.of(new long[] {5}, null, new int[] {9, 9, 9, 9}, BS, "GPU")));
+      stray.flush(Duration.ofSeconds(5));
+      return sub.unroutableMessages() > 0;
+    }, "stray topic counted");
+    assertThat(index.view(a).size()).isEqualTo(2);
+    assertThat(health.get(a).count(EventCounter.RECEIVED)).isEqualTo(health.get(a).count(EventCounter.BATCHES));
+  }
+
+  @Test
+  void metricsAreExportedPerWorkerAndForTheIndex() throws Exception {
+    KvIndexMetrics.bind(index, registry);
+    sub.start();
+    KvEventPublisher p = publisher(PublisherConfig.vllm("tcp://127.0.0.1:*").withBind(true).withDataParallelRank(1));
+    WorkerId w = new WorkerId("engine", 1);
+    sub.add(EventSource.connect(w, "m", BS, p.endpoint(), null));
+    publishUntil(p, w, 2);
+    assertThat(registry.get("kvrouter.events.applied").tags("worker", "engine", "dp_rank", "1", "event", "stored")
+        .functionCounter().count()).isGreaterThanOrEqualTo(2);
+    assertThat(registry.get("kvrouter.events.blocks").tags("op", "stored").functionCounter().count())
+        .isGreaterThanOrEqualTo(2);
+    assertThat(registry.get("kvrouter.events.stale").tags("worker", "engine").gauge().value()).isZero();
+    assertThat(registry.get("kvrouter.events.lag").tags("worker", "engine").gauge().value()).isFinite();
+    assertThat(registry.get("kvrouter.events.last.event.age").tags("worker", "engine").gauge().value())
+        .isGreaterThanOrEqualTo(0);
+    assertThat(registry.get("kvrouter.index.worker.blocks").tags("worker", "engine").gauge().value())
+        .isGreaterThanOrEqualTo(2);
+    assertThat(registry.get("kvrouter.index.entries").gauge().value()).isGreaterThanOrEqualTo(2);
+    assertThat(registry.get("kvrouter.events.stale.workers").gauge().value()).isZero();
+    assertThat(registry.get("kvrouter.events.dp_rank_mismatch").tags("worker", "engine").functionCounter().count())
+        .isZero();
+    assertThat(health.snapshots()).extracting(WorkerEventHealth.Snapshot::worker).containsExactly(w);
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+}
