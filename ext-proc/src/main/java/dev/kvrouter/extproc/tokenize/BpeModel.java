@@ -20,16 +20,24 @@ final class BpeModel {
   private final IntIntMap supplementaryToId;
   private final int[] byteFallback; // <0xXX> ids, or null
   private final ByteSequenceMap wholeWords; // ignore_merges: word bytes -> id, or null
+  private final CodePointPairSet mergeablePairs; // non-ByteLevel: adjacent pairs inside some token, or null
   private final WordCache wordCache;
 
+  /**
+   * @param mergeablePairs for non-ByteLevel models, every pair of adjacent code points occurring inside some
+   *     vocabulary token: a word is cut wherever its neighbours form no such pair, because no merge can ever
+   *     produce a symbol spanning that point, so the pieces merge independently with the same result. This
+   *     turns Gemma's whole-paragraph "words" into word-sized, cacheable pieces. Null disables it.
+   */
   BpeModel(MergeTable merges, int[] byteToId, int[] bmpToId, IntIntMap supplementaryToId, int[] byteFallback,
-      ByteSequenceMap wholeWords, WordCache wordCache) {
+      ByteSequenceMap wholeWords, CodePointPairSet mergeablePairs, WordCache wordCache) {
     this.merges = merges;
     this.byteToId = byteToId;
     this.bmpToId = bmpToId;
     this.supplementaryToId = supplementaryToId;
     this.byteFallback = byteFallback;
     this.wholeWords = wholeWords;
+    this.mergeablePairs = mergeablePairs;
     this.wordCache = wordCache;
   }
 
@@ -59,6 +67,26 @@ final class BpeModel {
 
   /** Appends the ids of the word {@code s[start, end)} to {@code out}. */
   void encodeWord(CharSequence s, int start, int end, Scratch scratch, IntList out) {
+    if (mergeablePairs == null || end - start < 2) {
+      encodePiece(s, start, end, scratch, out);
+      return;
+    }
+    int pieceStart = start;
+    int prev = SplitPattern.cpAt(s, start, end);
+    int i = start + SplitPattern.len(prev);
+    while (i < end) {
+      int cp = SplitPattern.cpAt(s, i, end);
+      if (!mergeablePairs.contains(prev, cp)) {
+        encodePiece(s, pieceStart, i, scratch, out);
+        pieceStart = i;
+      }
+      prev = cp;
+      i += SplitPattern.len(cp);
+    }
+    encodePiece(s, pieceStart, end, scratch, out);
+  }
+
+  private void encodePiece(CharSequence s, int start, int end, Scratch scratch, IntList out) {
     int hash = 0;
     boolean cacheable = wordCache != null && end - start <= WordCache.MAX_WORD_CHARS;
     if (cacheable) {

@@ -247,6 +247,13 @@ final class BpePipelineFactory {
     String[] merges = json.merges();
     int count = json.mergeCount();
     MergeTable table = new MergeTable(count);
+    boolean[] isFallback = new boolean[maxId + 1];
+    if (fallbackIds != null) {
+      for (int id : fallbackIds) {
+        isFallback[id] = true;
+      }
+    }
+    boolean mergesTouchFallback = false;
     for (int r = 0; r < count; r++) {
       String a = merges[2 * r];
       String b = merges[2 * r + 1];
@@ -258,6 +265,7 @@ final class BpePipelineFactory {
         return null;
       }
       table.put(left, right, r, merged);
+      mergesTouchFallback |= isFallback[left] || isFallback[right];
     }
 
     ByteSequenceMap wholeWords = null;
@@ -271,7 +279,24 @@ final class BpePipelineFactory {
       }
       wholeWords = new ByteSequenceMap(keys, ids);
     }
+    CodePointPairSet pairs = null;
+    // If a merge involved a byte-fallback token, a symbol's text would no longer be its token string and
+    // cutting words at unmergeable pairs would not be provably exact: keep whole words then.
+    if (!byteLevel && !ignoreMerges && !mergesTouchFallback) {
+      pairs = new CodePointPairSet(1 << 16);
+      for (String t : tokens) {
+        int prev = -1;
+        for (int i = 0; i < t.length(); ) {
+          int cp = t.codePointAt(i);
+          if (prev >= 0) {
+            pairs.add(prev, cp);
+          }
+          prev = cp;
+          i += Character.charCount(cp);
+        }
+      }
+    }
     WordCache cache = wordCacheSize > 0 ? new WordCache(wordCacheSize) : null;
-    return new BpeModel(table, byteToId, bmpToId, supplementaryToId, fallbackIds, wholeWords, cache);
+    return new BpeModel(table, byteToId, bmpToId, supplementaryToId, fallbackIds, wholeWords, pairs, cache);
   }
 }

@@ -42,10 +42,14 @@ interface TextNormalizer {
   };
 
   /**
-   * Unicode NFC by {@link java.text.Normalizer}. Text below U+0300 is already NFC, so prose, code and JSON
-   * never pay for it. Java 17 normalizes with Unicode 13 data; a code point assigned only in a later version
-   * (which the reference may compose or reorder) makes the segment {@link BeyondJavaUnicodeException
-   * unsupported} so the caller can hand it to the reference implementation.
+   * Unicode NFC as the tokenizers library computes it, by {@link java.text.Normalizer}. Text below U+0300 is
+   * already NFC, so prose, code and JSON never pay for it.
+   *
+   * <p>The library's NFC uses old Unicode tables (generated into {@link UnicodeClasses}): a code point it
+   * does not know is a plain starter there (no reordering, no composition across it) while Java 17 knows its
+   * combining class. Such a code point splits the text, the parts are normalized on their own and it is
+   * kept as is, which is exactly what the library computes. A code point the library knows and Java does
+   * not cannot be emulated: {@link BeyondJavaUnicodeException} hands the segment to the reference.
    */
   TextNormalizer NFC = (text, start, end) -> {
     int i = start;
@@ -55,27 +59,52 @@ interface TextNormalizer {
     if (i == end) {
       return new Span(text, start, end);
     }
+    boolean unknownToReference = false;
     while (i < end) {
       int cp = SplitPattern.cpAt(text, i, end);
-      if (cp >= 0x300 && Character.getType(cp) == Character.UNASSIGNED && UnicodeClasses.of(cp) != 0) {
-        throw BeyondJavaUnicodeException.INSTANCE;
+      int f = UnicodeClasses.of(cp);
+      if ((f & UnicodeClasses.NFC_RELEVANT) != 0) {
+        boolean referenceKnows = (f & UnicodeClasses.NFC_KNOWN) != 0;
+        boolean javaKnows = Character.getType(cp) != Character.UNASSIGNED;
+        if (referenceKnows && !javaKnows) {
+          throw BeyondJavaUnicodeException.INSTANCE;
+        }
+        unknownToReference |= !referenceKnows && javaKnows;
       }
       i += SplitPattern.len(cp);
     }
-    CharSequence slice = text.subSequence(start, end);
-    if (Normalizer.isNormalized(slice, Normalizer.Form.NFC)) {
-      return new Span(text, start, end);
+    if (!unknownToReference) {
+      CharSequence slice = text.subSequence(start, end);
+      if (Normalizer.isNormalized(slice, Normalizer.Form.NFC)) {
+        return new Span(text, start, end);
+      }
+      String n = Normalizer.normalize(slice, Normalizer.Form.NFC);
+      return new Span(n, 0, n.length());
     }
-    String n = Normalizer.normalize(slice, Normalizer.Form.NFC);
-    return new Span(n, 0, n.length());
+    StringBuilder sb = new StringBuilder(end - start);
+    int part = start;
+    i = start;
+    while (i < end) {
+      int cp = SplitPattern.cpAt(text, i, end);
+      int f = UnicodeClasses.of(cp);
+      int next = i + SplitPattern.len(cp);
+      if ((f & (UnicodeClasses.NFC_RELEVANT | UnicodeClasses.NFC_KNOWN)) == UnicodeClasses.NFC_RELEVANT) {
+        sb.append(Normalizer.normalize(text.subSequence(part, i), Normalizer.Form.NFC));
+        sb.append(text, i, next);
+        part = next;
+      }
+      i = next;
+    }
+    sb.append(Normalizer.normalize(text.subSequence(part, end), Normalizer.Form.NFC));
+    return new Span(sb, 0, sb.length());
   };
 
-  /** A segment Java's Unicode tables cannot normalize exactly; thrown without a stack trace. */
+  /** A segment the reference normalizes with data Java lacks; thrown without a stack trace. */
   final class BeyondJavaUnicodeException extends RuntimeException {
     static final BeyondJavaUnicodeException INSTANCE = new BeyondJavaUnicodeException();
 
     private BeyondJavaUnicodeException() {
-      super("text has a code point newer than Java's Unicode tables", null, false, false);
+      super("text has a code point Java's Unicode tables do not know", null, false, false);
     }
   }
 

@@ -33,8 +33,12 @@ record TokenizerJson(
       boolean singleWord) {}
 
   private static final ObjectMapper MAPPER = new ObjectMapper();
+  // The vocabulary is an object with 100k+ distinct keys: canonicalizing and interning them would cost more
+  // than the rest of the parse.
   private static final JsonFactory FACTORY = JsonFactory.builder()
       .streamReadConstraints(StreamReadConstraints.builder().maxStringLength(Integer.MAX_VALUE).build())
+      .disable(JsonFactory.Feature.CANONICALIZE_FIELD_NAMES)
+      .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
       .build();
 
   /** Number of merges; {@link #merges} holds left and right token of merge i at 2i and 2i + 1. */

@@ -34,6 +34,10 @@ final class UnicodeClasses {
   static final int FOLD_M = 2048;
   static final int FOLD_L = 4096;
   static final int FOLD_D = 8192;
+  /** Non-zero canonical combining class or a canonical decomposition (matters to NFC). */
+  static final int NFC_RELEVANT = 16384;
+  /** The reference's NFC knows this code point's data (its Unicode tables are older than Java 17's). */
+  static final int NFC_KNOWN = 32768;
 
   private static final String RESOURCE = "unicode-classes.bin";
   private static final int BLOCK_BITS = 8;
@@ -109,6 +113,6 @@ final class UnicodeClasses {
     if (cp < 0 || cp >= MAX) {
       return 0;
     }
-    return FLAGS[INDEX[cp >>> BLOCK_BITS] + (cp & (BLOCK - 1))];
+    return FLAGS[INDEX[cp >>> BLOCK_BITS] + (cp & (BLOCK - 1))] & 0xFFFF;
   }
 }
