@@ -28,6 +28,12 @@ final class BpePipelineFactory {
    * reproduced exactly (no token with lstrip, rstrip or single_word among them); reasons otherwise.
    */
   static AddedTokens addedTokens(TokenizerJson json, List<String> unsupported) {
+    Map<String, Integer> modelVocab = new HashMap<>(json.vocabTokens().length * 2);
+    for (int i = 0; i < json.vocabTokens().length; i++) {
+      modelVocab.put(json.vocabTokens()[i], json.vocabIds()[i]);
+    }
+    int vocabSize = modelVocab.size();
+    int maxAdded = -1;
     Map<String, Integer> raw = new LinkedHashMap<>();
     Map<String, Integer> normalized = new LinkedHashMap<>();
     for (TokenizerJson.AddedToken t : json.addedTokens()) {
@@ -39,12 +45,28 @@ final class BpePipelineFactory {
         unsupported.add("empty added token (id " + t.id() + ")");
         return null;
       }
-      Map<String, Integer> target = t.normalized() ? normalized : raw;
       if (raw.containsKey(t.content()) || normalized.containsKey(t.content())) {
         unsupported.add("duplicate added token content (id " + t.id() + ")");
         return null;
       }
-      target.put(t.content(), t.id());
+      // tokenizers ignores the id written in the file: a token of the model vocabulary keeps its id, any other
+      // gets the next id after the vocabulary (AddedVocabulary::add_tokens). Only files where both agree are
+      // reproduced; the others are rare and go to DJL.
+      Integer inVocab = modelVocab.get(t.content());
+      int assigned;
+      if (inVocab != null) {
+        assigned = inVocab;
+      } else if (maxAdded < 0) {
+        assigned = vocabSize;
+      } else {
+        assigned = maxAdded >= vocabSize || vocabSize == 0 ? maxAdded + 1 : vocabSize;
+      }
+      if (assigned != t.id()) {
+        unsupported.add("added token id " + t.id() + " is not the id tokenizers assigns (" + assigned + ")");
+        return null;
+      }
+      maxAdded = Math.max(maxAdded, assigned);
+      (t.normalized() ? normalized : raw).put(t.content(), t.id());
     }
     return new AddedTokens(new AddedTokenMatcher(raw), normalized);
   }
