@@ -19,6 +19,7 @@ final class AddedTokenMatcher {
   private final int[] tokenId;
   private final int[] depth;
   private final long[] firstChars = new long[1024];
+  private final char[] distinctFirstChars;
   private final boolean empty;
 
   /** @param tokens content to id; contents must be non-empty and distinct */
@@ -58,6 +59,81 @@ final class AddedTokenMatcher {
     tokenId = Arrays.copyOf(ids, next);
     depth = Arrays.copyOf(depths, next);
     empty = tokens.isEmpty();
+    StringBuilder distinct = new StringBuilder();
+    for (String t : tokens.keySet()) {
+      if (distinct.indexOf(t.substring(0, 1)) < 0) {
+        distinct.append(t.charAt(0));
+      }
+    }
+    distinctFirstChars = distinct.toString().toCharArray();
+  }
+
+  /** Above this many distinct first chars, scanning char by char beats one indexOf per first char. */
+  private static final int MAX_INDEXED_FIRST_CHARS = 8;
+
+  /**
+   * A scan over one text with increasing positions, remembering where each first char occurs next so that
+   * every char is examined by {@link String#indexOf(int, int)} (vectorized) at most once per first char.
+   * Owned by one caller (a cursor); not thread-safe.
+   */
+  final class Scanner {
+    private final CharSequence text;
+    private final String string;
+    private final int[] next;
+
+    Scanner(CharSequence text) {
+      this.text = text;
+      this.string = text instanceof String s && distinctFirstChars.length <= MAX_INDEXED_FIRST_CHARS ? s : null;
+      this.next = string == null ? null : new int[distinctFirstChars.length];
+      if (next != null) {
+        Arrays.fill(next, -2);
+      }
+    }
+
+    /** Like {@link AddedTokenMatcher#find}, for non-decreasing {@code from} and the text's end. */
+    long find(int from) {
+      int end = text.length();
+      if (string == null || empty) {
+        return AddedTokenMatcher.this.find(text, from, end);
+      }
+      int pos = from;
+      while (pos < end) {
+        int candidate = Integer.MAX_VALUE;
+        for (int k = 0; k < next.length; k++) {
+          int at = next[k];
+          if (at != Integer.MAX_VALUE && at < pos) {
+            at = string.indexOf(distinctFirstChars[k], pos);
+            next[k] = at = at < 0 ? Integer.MAX_VALUE : at;
+          }
+          candidate = Math.min(candidate, at);
+        }
+        if (candidate == Integer.MAX_VALUE) {
+          return NONE;
+        }
+        int best = longestAt(string, candidate, end);
+        if (best >= 0) {
+          return ((long) candidate << 32) | best;
+        }
+        pos = candidate + 1;
+      }
+      return NONE;
+    }
+  }
+
+  /** The trie node of the longest token starting exactly at {@code i}, or -1. */
+  private int longestAt(CharSequence s, int i, int end) {
+    int node = 0;
+    int best = -1;
+    for (int j = i; j < end; j++) {
+      node = child(node, s.charAt(j));
+      if (node < 0) {
+        break;
+      }
+      if (tokenId[node] >= 0) {
+        best = node;
+      }
+    }
+    return best;
   }
 
   boolean isEmpty() {
@@ -111,17 +187,7 @@ final class AddedTokenMatcher {
       if ((firstChars[c >>> 6] & (1L << c)) == 0) {
         continue;
       }
-      int node = 0;
-      int best = -1;
-      for (int j = i; j < end; j++) {
-        node = child(node, s.charAt(j));
-        if (node < 0) {
-          break;
-        }
-        if (tokenId[node] >= 0) {
-          best = node;
-        }
-      }
+      int best = longestAt(s, i, end);
       if (best >= 0) {
         return ((long) i << 32) | best;
       }

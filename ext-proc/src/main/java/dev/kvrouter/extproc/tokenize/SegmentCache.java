@@ -6,17 +6,20 @@ import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.cache.CaffeineCacheMetrics;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.LongAdder;
-import net.openhft.hashing.LongTupleHashFunction;
+import net.openhft.hashing.LongHashFunction;
 
 /**
  * Token ids of prompt segments (text between added tokens), shared by all tokenizers and request threads, so
  * a conversation's earlier turns, a system prompt or a shared document are tokenized once.
  *
- * <p>Keyed by a 128-bit XXH3 of the segment's UTF-16 text, its length and the tokenizer's {@linkplain
- * Tokenizer#fingerprint() fingerprint} (two models with the same tokenizer files share entries). Bounded by
- * the total number of cached tokens (each entry weighs its token count plus {@link #ENTRY_OVERHEAD_TOKENS});
- * one token costs 4 bytes, so the default 4M tokens is about 16 MB plus per-entry overhead.
+ * <p>Keyed by the tokenizer's {@linkplain Tokenizer#fingerprint() fingerprint} (two models with the same
+ * tokenizer files share entries), the segment length and a 64-bit XXH3 of its text under a per-cache random
+ * seed. Each entry keeps the segment text and a hit is confirmed by comparing it, so a hash collision, even
+ * a crafted one, can only cost a miss, never wrong ids. Bounded by weight in token units (4 bytes): the
+ * ids, the text at 2 bytes per char, and {@link #ENTRY_OVERHEAD_TOKENS}; the default 4 Mi units is about
+ * 16 MB, roughly 1.3 M cached tokens of English.
  *
  * <p>Thread-safe (Caffeine). Hit and miss counts, in segments and in tokens, are kept here and can be
  * bound to Micrometer.
@@ -28,17 +31,18 @@ public final class SegmentCache {
   /** Segments shorter than this are cheaper to tokenize than to hash and look up. */
   public static final int DEFAULT_MIN_SEGMENT_CHARS = 32;
 
-  /** Weight added to each entry for its key and bookkeeping, in token units (about 100 bytes). */
-  static final int ENTRY_OVERHEAD_TOKENS = 24;
+  /** Weight added to each entry for its key and bookkeeping, in token units (about 128 bytes). */
+  static final int ENTRY_OVERHEAD_TOKENS = 32;
 
-  private static final LongTupleHashFunction XXH128 = LongTupleHashFunction.xx128();
+  /** Cache key: tokenizer fingerprint, segment length and hash. */
+  record Key(long scope, long hash, int length) {}
 
-  /** Cache key: tokenizer fingerprint and a 128-bit hash of the segment text. */
-  record Key(long scope, long h1, long h2, int length) {}
+  /** The segment text (to confirm hits) and its ids. */
+  private record Entry(String text, int[] ids) {}
 
   /** A snapshot of the counters. */
   public record Stats(long hits, long misses, long hitTokens, long missTokens, long entries, long weightedTokens,
-      long evictions) {
+      long evictions, long collisions) {
     /** Fraction of looked-up segments found, 0 when nothing was looked up. */
     public double hitRate() {
       long total = hits + misses;
@@ -46,12 +50,14 @@ public final class SegmentCache {
     }
   }
 
-  private final Cache<Key, int[]> cache;
+  private final Cache<Key, Entry> cache;
+  private final LongHashFunction hash = LongHashFunction.xx3(ThreadLocalRandom.current().nextLong());
   private final int minSegmentChars;
   private final LongAdder hits = new LongAdder();
   private final LongAdder misses = new LongAdder();
   private final LongAdder hitTokens = new LongAdder();
   private final LongAdder missTokens = new LongAdder();
+  private final LongAdder collisions = new LongAdder();
 
   private SegmentCache(long maxTokens, int minSegmentChars, Executor executor) {
     if (maxTokens <= 0) {
@@ -66,7 +72,8 @@ public final class SegmentCache {
     if (executor != null) {
       b.executor(executor);
     }
-    this.cache = b.<Key, int[]>weigher((k, v) -> v.length + ENTRY_OVERHEAD_TOKENS).build();
+    this.cache = b.<Key, Entry>weigher((k, v) -> v.ids.length + (v.text.length() + 1) / 2 + ENTRY_OVERHEAD_TOKENS)
+        .build();
     this.minSegmentChars = minSegmentChars;
   }
 
@@ -88,26 +95,49 @@ public final class SegmentCache {
   }
 
   /** The key of {@code text[start, end)} for the tokenizer with fingerprint {@code scope}. */
-  static Key key(long scope, CharSequence text, int start, int end, long[] scratch) {
-    XXH128.hashChars(text, start, end - start, scratch);
-    return new Key(scope, scratch[0], scratch[1], end - start);
-  }
-
-  /** The cached ids, or null; counts a hit or a miss. */
-  int[] get(Key key) {
-    int[] ids = cache.getIfPresent(key);
-    if (ids == null) {
-      misses.increment();
+  Key key(long scope, CharSequence text, int start, int end) {
+    long h;
+    if (text instanceof String s) {
+      h = hash.hashChars(s, start, end - start);
+    } else if (text instanceof StringBuilder sb) {
+      h = hash.hashChars(sb, start, end - start);
     } else {
-      hits.increment();
-      hitTokens.add(ids.length);
+      h = hash.hashChars(text.subSequence(start, end).toString());
     }
-    return ids;
+    return new Key(scope, h, end - start);
   }
 
-  void put(Key key, int[] ids) {
+  /** The cached ids of {@code text[start, end)}, or null; counts a hit or a miss. */
+  int[] get(Key key, CharSequence text, int start, int end) {
+    Entry e = cache.getIfPresent(key);
+    if (e != null && !sameText(e.text, text, start, end)) {
+      collisions.increment();
+      e = null;
+    }
+    if (e == null) {
+      misses.increment();
+      return null;
+    }
+    hits.increment();
+    hitTokens.add(e.ids.length);
+    return e.ids;
+  }
+
+  private static boolean sameText(String cached, CharSequence text, int start, int end) {
+    if (text instanceof String s) {
+      return s.regionMatches(start, cached, 0, cached.length());
+    }
+    for (int i = 0; i < cached.length(); i++) {
+      if (cached.charAt(i) != text.charAt(start + i)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void put(Key key, CharSequence text, int start, int[] ids) {
     missTokens.add(ids.length);
-    cache.put(key, ids);
+    cache.put(key, new Entry(text.subSequence(start, start + key.length()).toString(), ids));
   }
 
   /** Drops every entry (counters are kept). */
@@ -120,7 +150,7 @@ public final class SegmentCache {
     var s = cache.stats();
     long weighted = cache.policy().eviction().map(e -> e.weightedSize().orElse(0L)).orElse(0L);
     return new Stats(hits.sum(), misses.sum(), hitTokens.sum(), missTokens.sum(), cache.estimatedSize(), weighted,
-        s.evictionCount());
+        s.evictionCount(), collisions.sum());
   }
 
   /**

@@ -111,11 +111,12 @@ final class SegmentedTokenizer implements Tokenizer {
     private final SegmentCache cache;
     private final IntList out;
     private final SegmentEncoder.Scratch scratch = new SegmentEncoder.Scratch();
-    private final long[] hash = new long[2];
+    private final AddedTokenMatcher.Scanner scanner;
     private int scan;
     private long pendingMatch = UNSCANNED;
     private SegmentEncoder.Job job;
     private int jobChars;
+    private int jobStart;
     private int jobOutStart;
     private SegmentCache.Key jobKey;
     private boolean complete;
@@ -126,6 +127,7 @@ final class SegmentedTokenizer implements Tokenizer {
       this.len = text.length();
       this.addSpecialTokens = addSpecialTokens;
       this.out = new IntList(Math.max(16, len / 3));
+      this.scanner = addedTokens.new Scanner(text);
       if (addSpecialTokens) {
         out.addAll(post.prefix());
       }
@@ -148,7 +150,7 @@ final class SegmentedTokenizer implements Tokenizer {
         return;
       }
       if (pendingMatch == UNSCANNED) {
-        pendingMatch = scan < len ? addedTokens.find(text, scan, len) : AddedTokenMatcher.NONE;
+        pendingMatch = scan < len ? scanner.find(scan) : AddedTokenMatcher.NONE;
       }
       int gapEnd = pendingMatch == AddedTokenMatcher.NONE ? len : AddedTokenMatcher.start(pendingMatch);
       if (scan < gapEnd) {
@@ -170,8 +172,8 @@ final class SegmentedTokenizer implements Tokenizer {
     private void beginSegment(int start, int end, int target) {
       SegmentCache.Key key = null;
       if (cache != null && end - start >= cache.minSegmentChars()) {
-        key = SegmentCache.key(fingerprint, text, start, end, hash);
-        int[] ids = cache.get(key);
+        key = cache.key(fingerprint, text, start, end);
+        int[] ids = cache.get(key, text, start, end);
         if (ids != null) {
           out.addAll(ids);
           return;
@@ -179,6 +181,7 @@ final class SegmentedTokenizer implements Tokenizer {
       }
       job = encoder.begin(text, start, end, scratch);
       jobChars = end - start;
+      jobStart = start;
       jobOutStart = out.size();
       jobKey = key;
       if (job.run(out, target)) {
@@ -189,7 +192,7 @@ final class SegmentedTokenizer implements Tokenizer {
     private void endJob() {
       int tokens = out.size() - jobOutStart;
       if (jobKey != null) {
-        cache.put(jobKey, out.copyRange(jobOutStart, out.size()));
+        cache.put(jobKey, text, jobStart, out.copyRange(jobOutStart, out.size()));
       }
       estimator.observe(jobChars, tokens);
       job = null;

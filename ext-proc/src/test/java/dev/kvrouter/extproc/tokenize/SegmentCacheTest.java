@@ -66,6 +66,20 @@ class SegmentCacheTest {
   }
 
   @Test
+  void aHashCollision_isAMiss_neverForeignIds() {
+    SegmentCache cache = SegmentCache.create(10_000, 1, Runnable::run);
+    String a = "first segment text";
+    String b = "other segment text";
+    SegmentCache.Key key = cache.key(7, a, 0, a.length());
+    cache.put(key, a, 0, new int[] {1, 2, 3});
+    // Same key (as if the hashes collided), different text: must not return a's ids.
+    assertThat(cache.get(key, b, 0, b.length())).isNull();
+    assertThat(cache.get(key, a, 0, a.length())).containsExactly(1, 2, 3);
+    assertThat(cache.stats().collisions()).isEqualTo(1);
+    assertThat(cache.stats().hits()).isEqualTo(1);
+  }
+
+  @Test
   void totalCachedTokens_stayWithinTheBound() throws Exception {
     long bound = 2_000;
     SegmentCache cache = SegmentCache.create(bound, 16, Runnable::run);
