@@ -3,7 +3,6 @@ package dev.kvrouter.extproc.tokenize;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -27,11 +26,7 @@ final class BpePipelineFactory {
    * The matcher of added tokens that are extracted from the raw text, if tokenizers' extraction can be
    * reproduced exactly (no token with lstrip, rstrip or single_word among them); reasons otherwise.
    */
-  static AddedTokens addedTokens(TokenizerJson json, List<String> unsupported) {
-    Map<String, Integer> modelVocab = new HashMap<>(json.vocabTokens().length * 2);
-    for (int i = 0; i < json.vocabTokens().length; i++) {
-      modelVocab.put(json.vocabTokens()[i], json.vocabIds()[i]);
-    }
+  static AddedTokens addedTokens(TokenizerJson json, StringIntMap modelVocab, List<String> unsupported) {
     int vocabSize = modelVocab.size();
     int maxAdded = -1;
     Map<String, Integer> raw = new LinkedHashMap<>();
@@ -52,9 +47,9 @@ final class BpePipelineFactory {
       // tokenizers ignores the id written in the file: a token of the model vocabulary keeps its id, any other
       // gets the next id after the vocabulary (AddedVocabulary::add_tokens). Only files where both agree are
       // reproduced; the others are rare and go to DJL.
-      Integer inVocab = modelVocab.get(t.content());
+      int inVocab = modelVocab.get(t.content());
       int assigned;
-      if (inVocab != null) {
+      if (inVocab >= 0) {
         assigned = inVocab;
       } else if (maxAdded < 0) {
         assigned = vocabSize;
@@ -72,13 +67,13 @@ final class BpePipelineFactory {
   }
 
   /** The pure-Java segment encoder, or null with reasons added to {@code unsupported}. */
-  static BpeSegmentEncoder build(TokenizerJson json, AddedTokens added, int wordCacheSize, SegmentEncoder fallback,
-      List<String> unsupported) {
+  static BpeSegmentEncoder build(TokenizerJson json, StringIntMap vocab, AddedTokens added, int wordCacheSize,
+      SegmentEncoder fallback, List<String> unsupported) {
     TextNormalizer normalizer = normalizer(json.normalizer(), unsupported);
     PreTokenizer preTokenizer = preTokenizer(json.preTokenizer(), unsupported);
     BpeModel model = null;
     if (preTokenizer != null) {
-      model = model(json, preTokenizer.byteLevel(), wordCacheSize, unsupported);
+      model = model(json, vocab, preTokenizer.byteLevel(), wordCacheSize, unsupported);
     }
     if (normalizer == null || preTokenizer == null || model == null || added == null) {
       return null;
@@ -189,7 +184,8 @@ final class BpePipelineFactory {
     return new PreTokenizer(splits, byteLevel);
   }
 
-  static BpeModel model(TokenizerJson json, boolean byteLevel, int wordCacheSize, List<String> unsupported) {
+  static BpeModel model(TokenizerJson json, StringIntMap vocab, boolean byteLevel, int wordCacheSize,
+      List<String> unsupported) {
     JsonNode m = json.modelOptions();
     String type = m.path("type").asText("BPE");
     if (!type.equals("BPE")) {
@@ -209,15 +205,9 @@ final class BpePipelineFactory {
 
     String[] tokens = json.vocabTokens();
     int[] ids = json.vocabIds();
-    Map<String, Integer> vocab = new HashMap<>(tokens.length * 2);
     int maxId = -1;
-    for (int i = 0; i < tokens.length; i++) {
-      vocab.put(tokens[i], ids[i]);
-      maxId = Math.max(maxId, ids[i]);
-    }
-    String[] byId = new String[maxId + 1];
-    for (int i = 0; i < tokens.length; i++) {
-      byId[ids[i]] = tokens[i];
+    for (int id : ids) {
+      maxId = Math.max(maxId, id);
     }
 
     int[] byteToId = null;
@@ -228,8 +218,8 @@ final class BpePipelineFactory {
       byteToId = new int[256];
       char[] alphabet = ByteLevelAlphabet.CHARS;
       for (int b = 0; b < 256; b++) {
-        Integer id = vocab.get(String.valueOf(alphabet[b]));
-        if (id == null) {
+        int id = vocab.get(String.valueOf(alphabet[b]));
+        if (id < 0) {
           unsupported.add("ByteLevel vocabulary misses byte " + b + " (unknown-token handling not implemented)");
           return null;
         }
@@ -242,8 +232,8 @@ final class BpePipelineFactory {
       }
       fallbackIds = new int[256];
       for (int b = 0; b < 256; b++) {
-        Integer id = vocab.get(String.format("<0x%02X>", b));
-        if (id == null) {
+        int id = vocab.get(String.format("<0x%02X>", b));
+        if (id < 0) {
           unsupported.add("byte_fallback vocabulary misses <0x" + Integer.toHexString(b) + ">");
           return null;
         }
@@ -266,8 +256,12 @@ final class BpePipelineFactory {
       }
     }
 
-    String[] merges = json.merges();
+    int[] merges = json.merges();
     int count = json.mergeCount();
+    if (json.firstUnresolvedMerge() >= 0) {
+      unsupported.add("merge " + json.firstUnresolvedMerge() + " refers to a token outside the vocabulary");
+      return null;
+    }
     MergeTable table = new MergeTable(count);
     boolean[] isFallback = new boolean[maxId + 1];
     if (fallbackIds != null) {
@@ -277,16 +271,9 @@ final class BpePipelineFactory {
     }
     boolean mergesTouchFallback = false;
     for (int r = 0; r < count; r++) {
-      String a = merges[2 * r];
-      String b = merges[2 * r + 1];
-      Integer left = vocab.get(a);
-      Integer right = vocab.get(b);
-      Integer merged = vocab.get(a.concat(b));
-      if (left == null || right == null || merged == null) {
-        unsupported.add("merge " + r + " refers to a token outside the vocabulary");
-        return null;
-      }
-      table.put(left, right, r, merged);
+      int left = merges[3 * r];
+      int right = merges[3 * r + 1];
+      table.put(left, right, r, merges[3 * r + 2]);
       mergesTouchFallback |= isFallback[left] || isFallback[right];
     }
 

@@ -26,7 +26,9 @@ record TokenizerJson(
     JsonNode modelOptions,
     String[] vocabTokens,
     int[] vocabIds,
-    String[] merges) {
+    StringIntMap vocab,
+    int[] merges,
+    int firstUnresolvedMerge) {
 
   /** An entry of {@code added_tokens}. */
   record AddedToken(int id, String content, boolean special, boolean normalized, boolean lstrip, boolean rstrip,
@@ -41,9 +43,13 @@ record TokenizerJson(
       .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
       .build();
 
-  /** Number of merges; {@link #merges} holds left and right token of merge i at 2i and 2i + 1. */
+  /**
+   * Number of merges; {@link #merges} holds the ids of merge i's left token, right token and merged token at
+   * 3i, 3i + 1 and 3i + 2 (-1 where a token is not in the vocabulary; {@link #firstUnresolvedMerge} is the
+   * first such merge, or -1).
+   */
   int mergeCount() {
-    return merges.length / 2;
+    return merges.length / 3;
   }
 
   static TokenizerJson parse(byte[] json) throws IOException {
@@ -56,7 +62,8 @@ record TokenizerJson(
     com.fasterxml.jackson.databind.node.ObjectNode modelOptions = MAPPER.createObjectNode();
     List<String> vocabTokens = new ArrayList<>();
     IntList vocabIds = new IntList(1 << 16);
-    List<String> merges = new ArrayList<>();
+    List<String> mergeStrings = new ArrayList<>();
+    IntList merges = new IntList(1 << 16);
     try (JsonParser p = FACTORY.createParser(json)) {
       p.setCodec(MAPPER);
       expect(p.nextToken(), JsonToken.START_OBJECT, "tokenizer.json root");
@@ -89,7 +96,7 @@ record TokenizerJson(
                   vocabIds.add(p.getIntValue());
                 }
               } else if (mf.equals("merges") && mt == JsonToken.START_ARRAY) {
-                readMerges(p, merges);
+                readMergeStrings(p, mergeStrings);
               } else {
                 modelOptions.set(mf, tree(p));
               }
@@ -99,12 +106,30 @@ record TokenizerJson(
         }
       }
     }
+    String[] tokens = vocabTokens.toArray(new String[0]);
+    int[] ids = vocabIds.toArray();
+    StringIntMap vocab = StringIntMap.of(tokens, ids);
+    for (int i = 0; i < mergeStrings.size(); i += 2) {
+      String a = mergeStrings.get(i);
+      String b = mergeStrings.get(i + 1);
+      merges.add(vocab.get(a));
+      merges.add(vocab.get(b));
+      merges.add(vocab.getConcat(a, b));
+    }
+    int[] m = merges.toArray();
+    int firstUnresolved = -1;
+    for (int i = 0; i < m.length; i++) {
+      if (m[i] < 0) {
+        firstUnresolved = i / 3;
+        break;
+      }
+    }
     return new TokenizerJson(List.copyOf(added), normalizer, preTokenizer, postProcessor, truncation, padding,
-        modelOptions, vocabTokens.toArray(new String[0]), vocabIds.toArray(), merges.toArray(new String[0]));
+        modelOptions, tokens, ids, vocab, m, firstUnresolved);
   }
 
   /** Merges are either {@code "a b"} strings (older files) or {@code ["a", "b"]} pairs. */
-  private static void readMerges(JsonParser p, List<String> out) throws IOException {
+  private static void readMergeStrings(JsonParser p, List<String> out) throws IOException {
     JsonToken t;
     while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
       if (t == JsonToken.VALUE_STRING) {

@@ -53,16 +53,17 @@ public final class TokenizerLoader {
     TokenizerJson json = TokenizerJson.parse(bytes);
     String name = options.name() != null ? options.name() : dir.getFileName().toString();
 
-    List<String> refused = checkAgainstConfig(json, config);
+    StringIntMap vocab = json.vocab();
+    List<String> refused = checkAgainstConfig(json, vocab, config);
     if (!refused.isEmpty()) {
       throw new UnsupportedTokenizerException(refused);
     }
 
     List<String> reasons = new ArrayList<>();
-    BpePipelineFactory.AddedTokens added = BpePipelineFactory.addedTokens(json, reasons);
+    BpePipelineFactory.AddedTokens added = BpePipelineFactory.addedTokens(json, vocab, reasons);
     PostProcessor post = PostProcessor.parse(json.postProcessor(), reasons);
     if (post != null && options.addBosToken() != null) {
-      post = overrideBos(post, options.addBosToken(), json, config, reasons);
+      post = overrideBos(post, options.addBosToken(), json, vocab, config, reasons);
     }
 
     Tokenizer tokenizer = null;
@@ -70,7 +71,7 @@ public final class TokenizerLoader {
     if (impl == TokenizerOptions.Implementation.AUTO || impl == TokenizerOptions.Implementation.PURE_JAVA) {
       LazyDjlSegmentEncoder unicodeFallback = new LazyDjlSegmentEncoder(dir);
       BpeSegmentEncoder encoder =
-          BpePipelineFactory.build(json, added, options.wordCacheSize(), unicodeFallback, reasons);
+          BpePipelineFactory.build(json, vocab, added, options.wordCacheSize(), unicodeFallback, reasons);
       if (encoder != null && post != null && reasons.isEmpty()) {
         tokenizer = new SegmentedTokenizer(name, "pure-java", LongHashFunction.xx3(SEED_PURE_JAVA).hashBytes(bytes),
             added.raw(), encoder, post, options.segmentCache(), estimator(), unicodeFallback);
@@ -85,7 +86,15 @@ public final class TokenizerLoader {
       if (options.addBosToken() != null && post == null) {
         throw new UnsupportedTokenizerException(List.of("addBosToken override with an unsupported post_processor"));
       }
-      DjlEngine engine = DjlEngine.load(dir);
+      DjlEngine engine;
+      try {
+        engine = DjlEngine.load(dir);
+      } catch (RuntimeException | LinkageError e) {
+        // No native library for this platform, or DJL rejected the file: no exact implementation is left.
+        List<String> all = new ArrayList<>(reasons);
+        all.add("DJL cannot load this tokenizer: " + e);
+        throw new UnsupportedTokenizerException(all);
+      }
       if (impl != TokenizerOptions.Implementation.DJL_UNSEGMENTED && added != null && post != null) {
         tokenizer = new SegmentedTokenizer(name, "djl-segmented", fingerprint, added.raw(), new DjlSegmentEncoder(engine),
             post, options.segmentCache(), estimator(), engine);
@@ -120,7 +129,7 @@ public final class TokenizerLoader {
    * What transformers would do differently from tokenizer.json alone: tokens it adds from
    * tokenizer_config.json, and {@code split_special_tokens}.
    */
-  static List<String> checkAgainstConfig(TokenizerJson json, JsonNode config) {
+  static List<String> checkAgainstConfig(TokenizerJson json, StringIntMap vocab, JsonNode config) {
     List<String> problems = new ArrayList<>();
     if (config.path("split_special_tokens").asBoolean(false)) {
       problems.add("tokenizer_config.json sets split_special_tokens=true");
@@ -130,9 +139,6 @@ public final class TokenizerLoader {
     for (TokenizerJson.AddedToken t : json.addedTokens()) {
       addedById.put(t.id(), t.content());
       known.add(t.content());
-    }
-    for (String v : json.vocabTokens()) {
-      known.add(v);
     }
     config.path("added_tokens_decoder").fields().forEachRemaining(e -> {
       String content = e.getValue().path("content").asText();
@@ -155,15 +161,15 @@ public final class TokenizerLoader {
     config.path("extra_special_tokens").forEach(named::add);
     for (JsonNode n : named) {
       String content = n.isTextual() ? n.asText() : n.path("content").asText(null);
-      if (content != null && !content.isEmpty() && !known.contains(content)) {
+      if (content != null && !content.isEmpty() && !known.contains(content) && vocab.get(content) < 0) {
         problems.add("tokenizer_config.json names a special token that tokenizer.json lacks (transformers would add it)");
       }
     }
     return problems;
   }
 
-  private static PostProcessor overrideBos(PostProcessor post, boolean addBos, TokenizerJson json, JsonNode config,
-      List<String> reasons) {
+  private static PostProcessor overrideBos(PostProcessor post, boolean addBos, TokenizerJson json, StringIntMap vocab,
+      JsonNode config, List<String> reasons) {
     if (!addBos) {
       return new PostProcessor(new int[0], post.suffix());
     }
@@ -178,11 +184,8 @@ public final class TokenizerLoader {
         return new PostProcessor(new int[] {t.id()}, post.suffix());
       }
     }
-    String[] vocab = json.vocabTokens();
-    for (int i = 0; i < vocab.length; i++) {
-      if (vocab[i].equals(content)) {
-        return new PostProcessor(new int[] {json.vocabIds()[i]}, post.suffix());
-      }
+    if (vocab.get(content) >= 0) {
+      return new PostProcessor(new int[] {vocab.get(content)}, post.suffix());
     }
     reasons.add("bos_token of tokenizer_config.json is not in the vocabulary");
     return null;
