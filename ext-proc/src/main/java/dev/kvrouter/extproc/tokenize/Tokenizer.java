@@ -1,0 +1,47 @@
+package dev.kvrouter.extproc.tokenize;
+
+import java.util.List;
+
+/**
+ * A model's tokenizer, producing exactly the ids the engine's Hugging Face tokenizer produces.
+ *
+ * <p>Use {@code addSpecialTokens = false} for a rendered chat prompt (the template already contains BOS and
+ * the like; vLLM does the same) and {@code true} for a completions prompt string (adds what the
+ * tokenizer's post-processor adds, e.g. BOS for Llama 3 and Gemma 3).
+ *
+ * <p>Thread-safe: one instance is shared by all request threads. {@link TokenCursor}s are not: each
+ * belongs to the thread currently driving it.
+ */
+public interface Tokenizer extends AutoCloseable {
+
+  /** Name for logs and metrics (the model directory name unless configured). */
+  String name();
+
+  /** Which implementation runs: {@code pure-java}, {@code djl-segmented} or {@code djl}. */
+  String implementation();
+
+  /** Stable identity of the tokenizer files (and implementation): equal ids for equal tokenization. */
+  long fingerprint();
+
+  /** The token ids of {@code text}. */
+  int[] encode(CharSequence text, boolean addSpecialTokens);
+
+  /**
+   * An incremental encoding of {@code text}: tokens are produced segment by segment (and word by word inside
+   * large segments), so the caller can hash full blocks as they complete and stop early.
+   */
+  TokenCursor cursor(CharSequence text, boolean addSpecialTokens);
+
+  /**
+   * How {@code text} splits into independently tokenized segments: added tokens (from the chat template)
+   * and the text between them. Segment ids are cached across requests.
+   */
+  List<Segment> segments(CharSequence text);
+
+  /** The calibrated characters-per-token estimate used for the unread rest of a prompt. */
+  CharsPerTokenEstimator charsPerToken();
+
+  /** Releases native resources (DJL); the pure-Java implementation holds none. */
+  @Override
+  void close();
+}
