@@ -30,11 +30,13 @@ public record KvrouterConfig(
     List<ModelSpec> models,
     Workers workers,
     Routing routing,
+    Events events,
     Tenancy tenancy,
     Limits limits,
     Observability observability) {
 
   public KvrouterConfig {
+    events = events == null ? new Events(null, 0, 0, 0, 0, 0, null) : events;
     server = server == null ? new Server(null, 0, 0, 0, null) : server;
     models = models == null ? List.of() : java.util.Collections.unmodifiableList(new ArrayList<>(models));
     workers = workers == null ? new Workers(null, 0) : workers;
@@ -201,6 +203,34 @@ public record KvrouterConfig(
   }
 
   /** Bounds that protect the router. */
+  /**
+   * The KV event plane and index: where the router's picture of each worker's cache comes from.
+   *
+   * @param enabled follow workers' KV events (workers without an {@code events} endpoint are routed with the
+   *     router's own predicted entries either way)
+   * @param maxIndexEntries bound on (worker, block) residencies kept; beyond it each worker keeps a fair share
+   * @param predictedTtlMs how long a routing decision counts as cached on a worker that publishes events (covers
+   *     requests arriving before the engine's first events of a new prefix)
+   * @param approximateTtlMs how long it counts on a worker without events (approximate mode)
+   * @param subscriberThreads threads receiving and applying events (each worker's events on one thread, in order)
+   * @param staleRecoveryMs a stale worker view is trusted again after this long without new trouble (0 = only
+   *     after a replay, a clear or a restart)
+   * @param earlyStop stop tokenizing once no worker can hold the next block (default true)
+   */
+  public record Events(Boolean enabled, long maxIndexEntries, int predictedTtlMs, int approximateTtlMs,
+      int subscriberThreads, int staleRecoveryMs, Boolean earlyStop) {
+    public Events {
+      enabled = enabled == null || enabled;
+      maxIndexEntries = maxIndexEntries == 0 ? 8_000_000L : maxIndexEntries;
+      predictedTtlMs = predictedTtlMs == 0 ? 5_000 : predictedTtlMs;
+      approximateTtlMs = approximateTtlMs == 0 ? 120_000 : approximateTtlMs;
+      subscriberThreads = subscriberThreads == 0 ? Math.max(1, Math.min(4,
+          Runtime.getRuntime().availableProcessors())) : subscriberThreads;
+      staleRecoveryMs = staleRecoveryMs == 0 ? 60_000 : staleRecoveryMs;
+      earlyStop = earlyStop == null || earlyStop;
+    }
+  }
+
   public record Limits(int maxBodyBytes, int retryAfterSeconds) {
     public Limits {
       maxBodyBytes = maxBodyBytes == 0 ? 8 * 1024 * 1024 : maxBodyBytes;
@@ -228,7 +258,7 @@ public record KvrouterConfig(
       .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
 
   public static KvrouterConfig defaults() {
-    return new KvrouterConfig(null, null, null, null, null, null, null);
+    return new KvrouterConfig(null, null, null, null, null, null, null, null);
   }
 
   public static KvrouterConfig load(Path file) throws IOException {
@@ -288,6 +318,15 @@ public record KvrouterConfig(
       errors.add("workers.poll_interval_ms: must be >= 50");
     }
     errors.addAll(RoutingSettings.validate(routing));
+    if (events.maxIndexEntries() < 1024) {
+      errors.add("events.max_index_entries: must be >= 1024");
+    }
+    if (events.predictedTtlMs() < 0 || events.approximateTtlMs() < 0 || events.staleRecoveryMs() < 0) {
+      errors.add("events: durations must not be negative");
+    }
+    if (events.subscriberThreads() < 1 || events.subscriberThreads() > 64) {
+      errors.add("events.subscriber_threads: must be 1..64");
+    }
     if (limits.maxBodyBytes() < 1024) {
       errors.add("limits.max_body_bytes: must be >= 1024");
     }

@@ -10,15 +10,27 @@ import dev.kvrouter.extproc.load.MetricsScraper;
 import dev.kvrouter.extproc.load.ScrapedLoadSource;
 import dev.kvrouter.extproc.load.WorkerHealth;
 import dev.kvrouter.extproc.model.ModelRegistry;
-import dev.kvrouter.extproc.model.ModelResourcesLoader;
+import dev.kvrouter.extproc.pipeline.PipelineResources;
+import dev.kvrouter.extproc.pipeline.PromptPipeline;
 import dev.kvrouter.extproc.request.RequestPreparer;
+import dev.kvrouter.extproc.routing.KvIndexOverlapSource;
 import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.extproc.routing.Router;
 import dev.kvrouter.extproc.server.ExtProcOptions;
 import dev.kvrouter.extproc.server.ExtProcServer;
+import dev.kvrouter.extproc.server.RequestPath;
 import dev.kvrouter.extproc.tenancy.SaltKey;
 import dev.kvrouter.extproc.tenancy.TenantIsolation;
+import dev.kvrouter.extproc.tokenize.SegmentCache;
+import dev.kvrouter.index.IndexConfig;
+import dev.kvrouter.index.KvIndex;
+import dev.kvrouter.index.KvIndexMetrics;
 import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.index.events.EventPlaneHealth;
+import dev.kvrouter.index.events.EventSource;
+import dev.kvrouter.index.events.EventSubscriber;
+import dev.kvrouter.index.events.SubscriberConfig;
+import dev.kvrouter.index.wire.ZmqFrames;
 import dev.kvrouter.xds.registry.Worker;
 import dev.kvrouter.xds.registry.WorkerRegistry;
 import dev.kvrouter.xds.registry.WorkerSet;
@@ -29,22 +41,27 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Everything the router runs, wired explicitly in one place: the fleet (workers file to registry), the xDS
- * server, the ext_proc server and the admin endpoints. Start order follows dependencies; {@link #close} stops
+ * server, the KV index and its event plane, the request path (models, tenancy, prompt pipeline, router, load
+ * accounting), the ext_proc server and the admin endpoints. Start order follows dependencies; {@link #close} stops
  * in reverse, letting in-flight ext_proc streams finish first.
  */
 public final class KvrouterRuntime implements AutoCloseable {
@@ -80,8 +97,16 @@ public final class KvrouterRuntime implements AutoCloseable {
     t.setDaemon(true);
     return t;
   });
-  private final PrefixOverlapSource overlaps;
-  private final ModelResourcesLoader resourcesLoader;
+  // Finishes early-stopped prompts after their decision (predicted entries): bounded, the rest is dropped.
+  private final ThreadPoolExecutor background = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS,
+      new ArrayBlockingQueue<>(1024), r -> {
+        Thread t = new Thread(r, "kvrouter-prompt-completion");
+        t.setDaemon(true);
+        return t;
+      });
+  private final Clock clock = Clock.systemUTC();
+  private KvIndex index;
+  private EventSubscriber events;
   private ModelRegistry models;
   private WorkersFileWatcher watcher;
   private XdsServer xds;
@@ -91,12 +116,10 @@ public final class KvrouterRuntime implements AutoCloseable {
   private MetricsScraper scraper;
   private DecisionTracker tracker;
   private Consumer<WorkerSet> fleetListener;
+  private Consumer<WorkerSet> indexListener;
 
-  private KvrouterRuntime(KvrouterConfig config, PrefixOverlapSource overlaps,
-      ModelResourcesLoader resourcesLoader) {
+  private KvrouterRuntime(KvrouterConfig config) {
     this.config = config;
-    this.overlaps = overlaps;
-    this.resourcesLoader = resourcesLoader;
   }
 
   /**
@@ -104,25 +127,7 @@ public final class KvrouterRuntime implements AutoCloseable {
    * kvrouter.yaml).
    */
   public static KvrouterRuntime start(KvrouterConfig config, Path baseDir, Mode mode) throws IOException {
-    return start(config, baseDir, mode, PrefixOverlapSource.NONE);
-  }
-
-  /**
-   * As {@link #start(KvrouterConfig, Path, Mode)}, with the KV index the routing policy reads overlaps from
-   * (the seam the index plugs into; {@link PrefixOverlapSource#NONE} routes on load alone).
-   */
-  public static KvrouterRuntime start(KvrouterConfig config, Path baseDir, Mode mode, PrefixOverlapSource overlaps)
-      throws IOException {
-    return start(config, baseDir, mode, overlaps, ModelResourcesLoader.NONE);
-  }
-
-  /**
-   * As {@link #start(KvrouterConfig, Path, Mode, PrefixOverlapSource)}, loading each configured model's template
-   * and tokenizer with {@code resourcesLoader} (the request-to-block-hashes pipeline's loader).
-   */
-  public static KvrouterRuntime start(KvrouterConfig config, Path baseDir, Mode mode, PrefixOverlapSource overlaps,
-      ModelResourcesLoader resourcesLoader) throws IOException {
-    KvrouterRuntime rt = new KvrouterRuntime(config, overlaps, resourcesLoader);
+    KvrouterRuntime rt = new KvrouterRuntime(config);
     try {
       rt.startServers(baseDir, mode);
     } catch (IOException | RuntimeException e) {
@@ -142,8 +147,12 @@ public final class KvrouterRuntime implements AutoCloseable {
       xds = new XdsServer(registry).start(s.bind(), s.xdsPort());
     }
     if (mode.extProc()) {
-      models = ModelRegistry.create(config.models(), baseDir, resourcesLoader, modelLoader, System::nanoTime, metrics);
+      SegmentCache segments = SegmentCache.create(SegmentCache.DEFAULT_MAX_TOKENS);
+      segments.bindTo(metrics, "kvrouter_tokenizer_segments");
+      models = ModelRegistry.create(config.models(), baseDir, PipelineResources.loader(segments, clock), modelLoader,
+          System::nanoTime, metrics);
       models.preload();
+      PrefixOverlapSource overlaps = startIndex(); // after the models: event sources take their block size
       var t = config.tenancy();
       SaltKey key = SaltKey.load(t.secretFile() == null ? null : baseDir.resolve(t.secretFile()), t.secretEnv(),
           System::getenv);
@@ -151,13 +160,16 @@ public final class KvrouterRuntime implements AutoCloseable {
       log.info("tenancy: header={} share_across_tenants={} salts keyed by {}", t.header(), t.shareAcrossTenants(),
           key.secret() ? "the configured secret" : "the public seed (set tenancy.secret_file for keyed salts)");
       RequestPreparer preparer = new RequestPreparer(models, tenancy, System::nanoTime);
+      PromptPipeline pipeline = new PromptPipeline(overlaps, background, System::nanoTime,
+          config.events().earlyStop(), metrics);
       ExtProcOptions options = new ExtProcOptions(s.bind(), s.extProcPort(), config.limits().maxBodyBytes(),
           config.tenancy().header(), BodySendMode.valueOf(s.requestBodyMode()),
           BodySendMode.valueOf(s.requestBodyMode()) == BodySendMode.FULL_DUPLEX_STREAMED
               ? BodySendMode.FULL_DUPLEX_STREAMED
               : BodySendMode.STREAMED,
           config.limits().retryAfterSeconds(), Runtime.getRuntime().availableProcessors(), 16 * 1024);
-      extProc = new ExtProcServer(options, preparer, routing(), tracker).start();
+      Router router = routing(overlaps);
+      extProc = new ExtProcServer(options, new RequestPath(preparer, pipeline, router, tracker)).start();
     }
     admin = new AdminServer(metrics, registry, () -> extProc != null || xds != null).start(s.bind(), s.adminPort());
     log.info("kvrouter started: mode={} workers={} ext_proc={} xds={} admin={}", mode,
@@ -169,7 +181,7 @@ public final class KvrouterRuntime implements AutoCloseable {
    * The routing side: load ledger, worker health, metrics scraper, the router and the tracker that follows each
    * request. The scheduler thread owns the ledger's sweeps; the scraper owns its HTTP thread.
    */
-  private Router routing() {
+  private Router routing(PrefixOverlapSource overlaps) {
     var r = config.routing();
     long ttl = TimeUnit.SECONDS.toNanos(r.load().reservationTtlSeconds());
     ledger = new LoadLedger(System::nanoTime, ttl, r.load().maxReservations());
@@ -222,6 +234,69 @@ public final class KvrouterRuntime implements AutoCloseable {
     return router;
   }
 
+  /**
+   * The KV index and, when enabled, the event plane that fills it: one event source per worker and data-parallel
+   * rank with an {@code events} endpoint, reconciled on every fleet change; workers that leave are purged. The
+   * scheduler thread drains predicted entries and expires them.
+   */
+  private PrefixOverlapSource startIndex() {
+    var e = config.events();
+    IndexConfig ic = IndexConfig.defaults().withMaxEntries(e.maxIndexEntries(), 16_384)
+        .withPredictions(Duration.ofMillis(e.predictedTtlMs()), Duration.ofMillis(e.approximateTtlMs()), 1 << 20,
+            4096);
+    index = new KvIndex(ic, clock);
+    KvIndexMetrics.bind(index, metrics);
+    index.scheduleMaintenance(scheduler, Duration.ofMillis(100));
+    if (e.enabled()) {
+      EventPlaneHealth health = new EventPlaneHealth(metrics, clock, Duration.ofMillis(e.staleRecoveryMs()));
+      health.addListener((worker, stale, reason) -> log.warn("worker {} event view {}: {}", worker,
+          stale ? "stale, routing it by predicted entries" : "trusted again", reason));
+      AtomicInteger n = new AtomicInteger();
+      events = new EventSubscriber(index, health, SubscriberConfig.defaults().withShards(e.subscriberThreads()),
+          clock, r -> {
+            Thread th = new Thread(r, "kvrouter-events-" + n.incrementAndGet());
+            th.setDaemon(true);
+            return th;
+          });
+      events.start();
+    }
+    KvIndex idx = index;
+    EventSubscriber sub = events;
+    indexListener = fleet -> {
+      List<EventSource> sources = new ArrayList<>();
+      Set<WorkerId> owners = new HashSet<>();
+      for (Worker w : fleet.all()) {
+        owners.addAll(w.cacheOwners());
+        if (w.events() == null || sub == null) {
+          continue;
+        }
+        int blockSize = w.blockSize() > 0 ? w.blockSize() : models == null ? 16 : models.resolve(w.model())
+            .blockSize();
+        for (WorkerId id : w.cacheOwners()) {
+          var ev = w.events();
+          sources.add(new EventSource(id, w.model(), blockSize, ZmqFrames.offsetEndpoint(ev.endpoint(),
+              id.dpRank()), ev.replayEndpoint() == null ? null
+              : ZmqFrames.offsetEndpoint(ev.replayEndpoint(), id.dpRank()), ev.topic(), ev.bind()));
+        }
+      }
+      if (sub != null) {
+        sub.reconcile(sources); // purges the index views of sources that are gone
+      }
+      for (WorkerId id : idx.workers()) {
+        if (!owners.contains(id) && (sub == null || !sub.sources().containsKey(id))) {
+          idx.remove(id); // left the fleet: forget its predicted entries too
+        }
+      }
+    };
+    registry.addListener(indexListener);
+    return new KvIndexOverlapSource(index);
+  }
+
+  /** The KV index (null in xds-only mode). */
+  public KvIndex index() {
+    return index;
+  }
+
   /** The load ledger (null in xds-only mode). */
   public LoadLedger ledger() {
     return ledger;
@@ -263,6 +338,14 @@ public final class KvrouterRuntime implements AutoCloseable {
       registry.removeListener(fleetListener);
       fleetListener = null;
     }
+    if (indexListener != null) {
+      registry.removeListener(indexListener);
+      indexListener = null;
+    }
+    if (events != null) {
+      events.close();
+      events = null;
+    }
   }
 
   @Override
@@ -285,6 +368,7 @@ public final class KvrouterRuntime implements AutoCloseable {
       models.close();
     }
     modelLoader.shutdownNow();
+    background.shutdownNow();
     scheduler.shutdownNow();
   }
 }

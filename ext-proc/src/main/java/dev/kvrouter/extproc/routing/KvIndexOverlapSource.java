@@ -20,10 +20,20 @@ public final class KvIndexOverlapSource implements PrefixOverlapSource {
 
   private final KvIndex index;
   private final ThreadLocal<PrefixCursor> cursors;
+  /** Separate from {@link #cursors}: a matcher's cursor lives across the tokenizer's steps. */
+  private final ThreadLocal<PrefixCursor> matchers;
 
   public KvIndexOverlapSource(KvIndex index) {
     this.index = index;
     this.cursors = ThreadLocal.withInitial(index::newCursor);
+    this.matchers = ThreadLocal.withInitial(index::newCursor);
+  }
+
+  @Override
+  public Matcher matcher() {
+    PrefixCursor c = matchers.get();
+    c.reset();
+    return c::advance;
   }
 
   @Override

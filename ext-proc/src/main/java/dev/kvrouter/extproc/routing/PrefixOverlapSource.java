@@ -29,6 +29,22 @@ public interface PrefixOverlapSource {
    */
   default void recordPrediction(WorkerId worker, long[] blockHashes) {}
 
+  /**
+   * An incremental matcher for the request path's early stop: fed block hashes in chain order, it says whether
+   * some worker (from events or predictions) still holds every block so far. Once it says no, no worker can hold
+   * any later block of this prompt, so tokenizing further cannot change the routing decision. One per request,
+   * used on one thread; finish with it before the next matcher on that thread.
+   */
+  default Matcher matcher() {
+    return hash -> false;
+  }
+
+  /** See {@link #matcher()}. */
+  @FunctionalInterface
+  interface Matcher {
+    boolean advance(long blockHash);
+  }
+
   /** The answer for one request. */
   @FunctionalInterface
   interface Lookup {

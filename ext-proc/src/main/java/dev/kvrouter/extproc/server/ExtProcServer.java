@@ -1,7 +1,5 @@
 package dev.kvrouter.extproc.server;
 
-import dev.kvrouter.extproc.request.RequestPreparer;
-import dev.kvrouter.extproc.routing.Router;
 import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
@@ -29,24 +27,15 @@ public final class ExtProcServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ExtProcServer.class);
 
   private final ExtProcOptions options;
-  private final RequestPreparer preparer;
-  private final Router router;
-  private final RequestListener listener;
+  private final RequestPath path;
   private final HealthStatusManager health = new HealthStatusManager();
   private final InFlight inFlight = new InFlight(200_000, java.time.Duration.ofMinutes(2));
   private ExecutorService executor;
   private Server server;
 
-  public ExtProcServer(ExtProcOptions options, Router router, RequestListener listener) {
-    this(options, RequestPreparer.defaults(), router, listener);
-  }
-
-  /** @param preparer parses bodies and resolves their model and tenant namespace (shared by all streams) */
-  public ExtProcServer(ExtProcOptions options, RequestPreparer preparer, Router router, RequestListener listener) {
+  public ExtProcServer(ExtProcOptions options, RequestPath path) {
     this.options = options;
-    this.preparer = preparer;
-    this.router = router;
-    this.listener = listener;
+    this.path = path;
   }
 
   public ExtProcServer start() throws IOException {
@@ -121,9 +110,9 @@ public final class ExtProcServer implements AutoCloseable {
     @Override
     public StreamObserver<ProcessingRequest> process(StreamObserver<ProcessingResponse> responses) {
       if ("observe".equals(ROLE.get())) {
-        return new ObserverStream(responses, inFlight, listener);
+        return new ObserverStream(responses, inFlight, path.listener());
       }
-      return new RequestStream(responses, preparer, router, listener, options, executor, inFlight);
+      return new RequestStream(responses, path, options, executor, inFlight);
     }
   }
 }

@@ -3,6 +3,7 @@ package dev.kvrouter.extproc.server;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.UnsafeByteOperations;
 import dev.kvrouter.extproc.request.InferenceRequest;
+import dev.kvrouter.extproc.pipeline.PromptPipeline;
 import dev.kvrouter.extproc.request.OpenAiError;
 import dev.kvrouter.extproc.request.PreparedRequest;
 import dev.kvrouter.extproc.request.RequestBodyParser;
@@ -11,6 +12,7 @@ import dev.kvrouter.extproc.routing.Decision;
 import dev.kvrouter.extproc.routing.RequestTimings;
 import dev.kvrouter.extproc.routing.RouteRequest;
 import dev.kvrouter.extproc.routing.Router;
+import dev.kvrouter.index.WorkerId;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
@@ -58,6 +60,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   private final RequestListener listener;
   private final ExtProcOptions options;
   private final RequestPreparer preparer;
+  private final PromptPipeline pipeline;
   private final java.util.concurrent.Executor routingExecutor;
   private final InFlight inFlight;
 
@@ -86,19 +89,14 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
    */
   private boolean handedOff;
 
-  RequestStream(StreamObserver<ProcessingResponse> out, Router router, RequestListener listener,
-      ExtProcOptions options, java.util.concurrent.Executor routingExecutor, InFlight inFlight) {
-    this(out, RequestPreparer.defaults(), router, listener, options, routingExecutor, inFlight);
-  }
-
-  RequestStream(StreamObserver<ProcessingResponse> out, RequestPreparer preparer, Router router,
-      RequestListener listener, ExtProcOptions options, java.util.concurrent.Executor routingExecutor,
-      InFlight inFlight) {
+  RequestStream(StreamObserver<ProcessingResponse> out, RequestPath path, ExtProcOptions options,
+      java.util.concurrent.Executor routingExecutor, InFlight inFlight) {
+    this.preparer = path.preparer();
+    this.pipeline = path.pipeline();
+    this.router = path.router();
+    this.listener = path.listener();
     this.out = out;
-    this.preparer = preparer;
     this.inFlight = inFlight;
-    this.router = router;
-    this.listener = listener;
     this.options = options;
     this.routingExecutor = routingExecutor;
   }
@@ -259,14 +257,21 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     } catch (RequestBodyParser.BadRequest e) {
       return e.error();
     }
-    // Why the prompt cannot be reproduced (unknown model, model still loading, prompt embeddings, ...), if so.
-    String unavailable = prepared.scope().fallback() != null ? prepared.scope().fallback()
-        : prepared.request().unreproducible();
-    // Until the request path tokenizes, the body size stands in for the prompt length (load accounting only).
+    PromptPipeline.Outcome prompt = pipeline != null ? pipeline.run(prepared) : withoutPipeline(prepared);
+    // Without block hashes the body size stands in for the prompt length (load accounting only).
     Decision d = router.route(new RouteRequest(requestId, prepared.request(), prepared.scope().tenantHash(),
-        policyOverride, weightsOverride, null, unavailable, bodyLength / 4,
-        new RequestTimings(prepared.parseNanos(), 0, 0, 0)));
+        policyOverride, weightsOverride, prompt.prompt(), prompt.unavailable(), bodyLength / 4, prompt.timings()));
+    if (d.routed()) {
+      prompt.complete(new WorkerId(d.chosen().name(), d.dpRank()));
+    }
     return new Routed(d, prepared);
+  }
+
+  /** Why the prompt is not reproduced when no pipeline is configured. */
+  private static PromptPipeline.Outcome withoutPipeline(PreparedRequest prepared) {
+    String why = prepared.scope().fallback() != null ? prepared.scope().fallback()
+        : prepared.request().unreproducible() != null ? prepared.request().unreproducible() : "no_pipeline";
+    return new PromptPipeline.Outcome(null, why, new RequestTimings(prepared.parseNanos(), 0, 0, 0), null);
   }
 
   private void publish(Object outcome, boolean endOfStream) {

@@ -49,7 +49,7 @@ class RequestStreamRoutingTest {
       }
     };
     ExtProcOptions o = ExtProcOptions.defaults();
-    return new RequestStream(out, router, l, new ExtProcOptions(o.bind(), 0, 1 << 20, o.tenantHeader(),
+    return new RequestStream(out, RequestPath.of(router, l), new ExtProcOptions(o.bind(), 0, 1 << 20, o.tenantHeader(),
         BodySendMode.BUFFERED, BodySendMode.STREAMED, 1, 1, 1 << 20), Runnable::run,
         new InFlight(100, java.time.Duration.ofMinutes(1)));
   }

@@ -63,12 +63,12 @@ class RequestStreamTenancyTest {
   RequestStream stream(BodySendMode mode) {
     ExtProcOptions o = ExtProcOptions.defaults();
     o = new ExtProcOptions(o.bind(), 0, 1 << 22, "x-tenant-id", mode, BodySendMode.STREAMED, 1, 1, 1 << 22);
-    return new RequestStream(out, preparer, router, new RequestListener() {
+    return new RequestStream(out, new RequestPath(preparer, null, router, new RequestListener() {
       @Override
       public void onDecision(Decision d) {
         decisions.add(d);
       }
-    }, o, Runnable::run, new InFlight(100, java.time.Duration.ofMinutes(1)));
+    }), o, Runnable::run, new InFlight(100, java.time.Duration.ofMinutes(1)));
   }
 
   static ProcessingRequest headers(BodySendMode mode, String tenant) {

@@ -77,7 +77,7 @@ class RequestStreamTest {
     ExtProcOptions o = ExtProcOptions.defaults();
     o = new ExtProcOptions(o.bind(), 0, maxBody, o.tenantHeader(), BodySendMode.BUFFERED, BodySendMode.STREAMED,
         1, 1, inlineLimit);
-    return new RequestStream(out, router, listener, o, offloaded::add, inFlight);
+    return new RequestStream(out, RequestPath.of(router, listener), o, offloaded::add, inFlight);
   }
 
   static ProcessingRequest headers(BodySendMode mode, String method, String path, boolean eos) {

@@ -1,0 +1,242 @@
+package dev.kvrouter.extproc.pipeline;
+
+import dev.kvrouter.extproc.request.ChatPrompt;
+import dev.kvrouter.extproc.request.CompletionPrompt;
+import dev.kvrouter.extproc.request.InferenceRequest;
+import dev.kvrouter.extproc.request.PreparedRequest;
+import dev.kvrouter.extproc.routing.PrefixOverlapSource;
+import dev.kvrouter.extproc.routing.PromptInfo;
+import dev.kvrouter.extproc.routing.RequestTimings;
+import dev.kvrouter.extproc.template.ChatRequestFields;
+import dev.kvrouter.extproc.template.TemplateException;
+import dev.kvrouter.extproc.template.VllmChatRenderer;
+import dev.kvrouter.extproc.tokenize.TokenCursor;
+import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.index.block.BlockHasher;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * From a prepared request to the block hashes the router scores: render the chat template, tokenize, cut full
+ * blocks and hash them with {@link BlockHasher} in the request's namespace, exactly as the engine will see
+ * the prompt.
+ *
+ * <p>Early stop: blocks are hashed as the tokenizer produces them and fed to the index's {@link
+ * PrefixOverlapSource.Matcher}; once no worker holds the prefix so far, no later block can be held either, so
+ * the rest of the prompt cannot change the decision. Tokenizing stops there and the prompt's length is
+ * estimated (exact count of what was tokenized plus the tokenizer's calibrated characters per token for the
+ * rest). The full chain is still needed for the router's predicted entries, so {@link Outcome#complete}
+ * finishes it on the background executor after the decision and records it for the chosen worker.
+ *
+ * <p>Anything that cannot be reproduced (unknown or loading model, template error, tokenizer failure,
+ * multimodal content whose placeholder expansion the router cannot know) yields no prompt and a reason: the
+ * request is routed by load, visibly, and never fails because of it.
+ */
+public final class PromptPipeline {
+
+  private static final Logger log = LoggerFactory.getLogger(PromptPipeline.class);
+  /** Tokens asked of the tokenizer per step: a few blocks, so early stop wastes little work. */
+  private static final int STEP_BLOCKS = 4;
+
+  private final PrefixOverlapSource overlaps;
+  private final Executor background;
+  private final LongSupplier nanoTime;
+  private final boolean earlyStop;
+  private final MeterRegistry meters;
+  private final Map<String, Counter> fallbacks = new ConcurrentHashMap<>();
+  private final Counter earlyStops;
+  private final Counter completionsDropped;
+
+  /**
+   * @param background runs the rest of an early-stopped prompt after the decision (bounded; work it rejects
+   *     is counted and dropped: predictions are an optimisation)
+   * @param earlyStop false to always tokenize whole prompts (benchmarks, and the simulator's exactness)
+   */
+  public PromptPipeline(PrefixOverlapSource overlaps, Executor background, LongSupplier nanoTime, boolean earlyStop,
+      MeterRegistry meters) {
+    this.overlaps = overlaps;
+    this.background = background;
+    this.nanoTime = nanoTime;
+    this.earlyStop = earlyStop;
+    this.meters = meters;
+    this.earlyStops = Counter.builder("kvrouter_prompt_early_stops_total")
+        .description("prompts whose tokenization stopped at the first block no worker holds").register(meters);
+    this.completionsDropped = Counter.builder("kvrouter_prompt_completions_dropped_total")
+        .description("early-stopped prompts whose chain was not finished because the background queue was full")
+        .register(meters);
+  }
+
+  /** The pipeline's answer for one request. */
+  public record Outcome(PromptInfo prompt, String unavailable, RequestTimings timings, Completion completion) {
+
+    /** Finishes the chain of an early-stopped prompt for {@code chosen}; a no-op otherwise. Never blocks. */
+    public void complete(WorkerId chosen) {
+      if (completion != null && chosen != null) {
+        completion.run(chosen);
+      }
+    }
+  }
+
+  @FunctionalInterface
+  interface Completion {
+    void run(WorkerId chosen);
+  }
+
+  public Outcome run(PreparedRequest prepared) {
+    long parse = prepared.parseNanos();
+    String unavailable = prepared.scope().fallback() != null ? prepared.scope().fallback()
+        : prepared.request().unreproducible();
+    if (unavailable != null) {
+      return unavailable(unavailable, parse, 0, 0);
+    }
+    if (!prepared.request().multimodal().isEmpty()) {
+      // Placeholder expansion depends on the model's processor (image size for most vision models).
+      return unavailable("multimodal", parse, 0, 0);
+    }
+    PipelineResources res = prepared.scope().model().resources(PipelineResources.class).orElse(null);
+    if (res == null) {
+      return unavailable("no_tokenizer", parse, 0, 0);
+    }
+    int blockSize = prepared.scope().model().blockSize();
+    long root = prepared.scope().namespace().rootSeed();
+    InferenceRequest request = prepared.request();
+    long t0 = nanoTime.getAsLong();
+    try {
+      if (request.prompt() instanceof CompletionPrompt c) {
+        CompletionPrompt.Input first = c.first(); // a batch is served by one worker; its first prompt leads
+        if (first instanceof CompletionPrompt.Tokens t) {
+          int[] ids = truncate(t.ids().toArray(), c.truncatePromptTokens());
+          long th = nanoTime.getAsLong();
+          long[] hashes = BlockHasher.hashFullBlocks(root, ids, ids.length, blockSize);
+          return new Outcome(new PromptInfo(ids.length, blockSize, hashes), null,
+              new RequestTimings(parse, 0, 0, nanoTime.getAsLong() - th), null);
+        }
+        String text = ((CompletionPrompt.Text) first).text();
+        TokenCursor cursor = res.tokenizer().cursor(text, c.addSpecialTokens());
+        return hash(cursor, root, blockSize, c.truncatePromptTokens(), parse, 0);
+      }
+      ChatPrompt chat = (ChatPrompt) request.prompt();
+      VllmChatRenderer renderer = res.chat(chat.tools() != null && !chat.tools().isEmpty());
+      if (renderer == null || chat.chatTemplate() != null) {
+        // No template, or a template in the request (vLLM serves it only with --trust-request-chat-template)
+        return unavailable(renderer == null ? "no_chat_template" : "request_chat_template", parse, 0, 0);
+      }
+      String text = renderer.render(new ChatRequestFields(chat.messages(), chat.tools(), chat.toolChoice(),
+          chat.addGenerationPrompt(), chat.continueFinalMessage(), chat.documents(), chat.chatTemplateKwargs(),
+          chat.reasoningEffort()));
+      long template = nanoTime.getAsLong() - t0;
+      TokenCursor cursor = res.tokenizer().cursor(text, chat.addSpecialTokens());
+      return hash(cursor, root, blockSize, chat.truncatePromptTokens(), parse, template);
+    } catch (TemplateException e) {
+      return unavailable("template_error", parse, nanoTime.getAsLong() - t0, 0);
+    } catch (RuntimeException e) {
+      // The tokenizer or a template edge nobody anticipated: route by load, keep serving, say why.
+      log.warn("request path failed for model {}: {}", request.model(), e.toString());
+      return unavailable("tokenizer_error", parse, nanoTime.getAsLong() - t0, 0);
+    }
+  }
+
+  /** Tokenizes and hashes block by block until the prompt ends or no worker can hold the next block. */
+  private Outcome hash(TokenCursor cursor, long root, int blockSize, Integer truncate, long parse, long template) {
+    if (truncate != null) {
+      // vLLM keeps the last N tokens: the prefix depends on the whole prompt, so there is nothing to stop early.
+      long tt = nanoTime.getAsLong();
+      int[] ids = truncate(cursor.finish(), truncate);
+      long tokenize = nanoTime.getAsLong() - tt;
+      long th = nanoTime.getAsLong();
+      long[] hashes = BlockHasher.hashFullBlocks(root, ids, ids.length, blockSize);
+      return new Outcome(new PromptInfo(ids.length, blockSize, hashes), null,
+          new RequestTimings(parse, template, tokenize, nanoTime.getAsLong() - th), null);
+    }
+    PrefixOverlapSource.Matcher matcher = earlyStop ? overlaps.matcher() : null;
+    long[] hashes = new long[16];
+    int n = 0;
+    long parent = root;
+    long tokenizeNanos = 0;
+    long hashNanos = 0;
+    boolean stopped = false;
+    while (true) {
+      int need = (n + 1) * blockSize;
+      if (cursor.tokenCount() < need) {
+        if (cursor.isComplete()) {
+          break;
+        }
+        long tt = nanoTime.getAsLong();
+        cursor.advance(Math.max(need - cursor.tokenCount(), STEP_BLOCKS * blockSize));
+        tokenizeNanos += nanoTime.getAsLong() - tt;
+        if (cursor.tokenCount() < need) {
+          break; // the prompt ended inside this block: only full blocks are hashed
+        }
+      }
+      long th = nanoTime.getAsLong();
+      parent = BlockHasher.blockHash(parent, cursor.tokens(), n * blockSize, blockSize, 0L);
+      if (n == hashes.length) {
+        hashes = Arrays.copyOf(hashes, n * 2);
+      }
+      hashes[n++] = parent;
+      boolean held = matcher == null || matcher.advance(parent);
+      hashNanos += nanoTime.getAsLong() - th;
+      if (!held && !cursor.isComplete()) {
+        stopped = true;
+        break;
+      }
+    }
+    long[] chain = Arrays.copyOf(hashes, n);
+    RequestTimings timings = new RequestTimings(parse, template, tokenizeNanos, hashNanos);
+    if (!stopped) {
+      return new Outcome(new PromptInfo(cursor.tokenCount(), blockSize, chain), null, timings, null);
+    }
+    earlyStops.increment();
+    long estimate = Math.max(cursor.estimatedTotalTokens(), (long) n * blockSize);
+    int tokens = (int) Math.min(Integer.MAX_VALUE, estimate);
+    final int hashed = n;
+    final long last = parent;
+    Completion rest = chosen -> {
+      try {
+        background.execute(() -> finishChain(cursor, chain, hashed, last, blockSize, chosen));
+      } catch (RejectedExecutionException full) {
+        completionsDropped.increment();
+      }
+    };
+    return new Outcome(new PromptInfo(tokens, blockSize, chain), null, timings, rest);
+  }
+
+  /** Off the request path: the rest of an early-stopped prompt, recorded as predicted for the chosen worker. */
+  private void finishChain(TokenCursor cursor, long[] head, int hashed, long parent, int blockSize,
+      WorkerId chosen) {
+    try {
+      int[] ids = cursor.finish();
+      int blocks = ids.length / blockSize;
+      long[] full = Arrays.copyOf(head, blocks);
+      for (int b = hashed; b < blocks; b++) {
+        parent = BlockHasher.blockHash(parent, ids, b * blockSize, blockSize, 0L);
+        full[b] = parent;
+      }
+      overlaps.recordPrediction(chosen, full);
+    } catch (RuntimeException e) {
+      log.warn("finishing a prompt's block chain failed: {}", e.toString());
+    }
+  }
+
+  private Outcome unavailable(String reason, long parse, long template, long tokenize) {
+    fallbacks.computeIfAbsent(reason, r -> Counter.builder("kvrouter_prompt_unavailable_total")
+        .description("requests routed without their block hashes, by reason").tag("reason", r).register(meters))
+        .increment();
+    return new Outcome(null, reason, new RequestTimings(parse, template, tokenize, 0), null);
+  }
+
+  private static int[] truncate(int[] ids, Integer keepLast) {
+    if (keepLast == null || keepLast < 0 || ids.length <= keepLast) {
+      return ids;
+    }
+    return Arrays.copyOfRange(ids, ids.length - keepLast, ids.length);
+  }
+}

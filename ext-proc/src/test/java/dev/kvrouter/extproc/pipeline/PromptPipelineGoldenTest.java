@@ -1,0 +1,140 @@
+package dev.kvrouter.extproc.pipeline;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvrouter.extproc.model.ModelRegistry;
+import dev.kvrouter.extproc.request.InferenceRequest;
+import dev.kvrouter.extproc.request.PreparedRequest;
+import dev.kvrouter.extproc.request.RequestPreparer;
+import dev.kvrouter.extproc.routing.PrefixOverlapSource;
+import dev.kvrouter.index.block.BlockHasher;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The whole request path against the real libraries: each conversation of the template fixtures (rendered and
+ * tokenized by Python transformers' {@code apply_chat_template(tokenize=True)}) is sent as an OpenAI chat body
+ * through the request preparer and the prompt pipeline, and the block hashes the router computes must equal
+ * {@link BlockHasher} over transformers' token ids: same text, same tokens, same blocks as the engine.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class PromptPipelineGoldenTest {
+
+  static final ObjectMapper JSON = new ObjectMapper();
+  static final int BLOCK = 16;
+  ModelRegistry registry;
+  RequestPreparer preparer;
+  PromptPipeline pipeline;
+
+  @BeforeAll
+  void load() throws Exception {
+    registry = PipelineFixtures.registry(BLOCK);
+    preparer = PipelineFixtures.preparer(registry);
+    pipeline = new PromptPipeline(PrefixOverlapSource.NONE, Runnable::run, System::nanoTime, false,
+        new SimpleMeterRegistry());
+  }
+
+  @AfterAll
+  void close() {
+    registry.close();
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"qwen3", "llama3_1", "deepseek_v3", "gemma3"})
+  void chatBodiesHashLikeTransformersTokenIds(String model) throws Exception {
+    JsonNode fixture;
+    try (InputStream in = getClass().getResourceAsStream("/fixtures/templates/tokenizer_" + model + ".json")) {
+      fixture = JSON.readTree(in);
+    }
+    int checked = 0;
+    List<String> mismatches = new ArrayList<>();
+    for (JsonNode c : fixture.path("cases")) {
+      if (!c.hasNonNull("ids")) {
+        continue; // the template raises for this conversation in Python: no ids to compare
+      }
+      if (!expressibleAsOpenAiRequest(c)) {
+        continue; // template-level input no OpenAI client can send (vLLM answers 400 or drops it)
+      }
+      byte[] body = body(model, c);
+      PreparedRequest prepared = preparer.prepare(InferenceRequest.Kind.CHAT, body, body.length, null);
+      PromptPipeline.Outcome out = pipeline.run(prepared);
+      int[] ids = JSON.convertValue(c.get("ids"), int[].class);
+      long[] expected = BlockHasher.hashFullBlocks(prepared.scope().namespace().rootSeed(), ids, ids.length, BLOCK);
+      if (out.prompt() == null) {
+        mismatches.add(c.path("name").asText() + ": no prompt (" + out.unavailable() + ")");
+      } else if (out.prompt().tokens() != ids.length
+          || !java.util.Arrays.equals(out.prompt().blockHashes(), expected)) {
+        mismatches.add(c.path("name").asText() + ": " + out.prompt().tokens() + " tokens vs " + ids.length);
+      }
+      checked++;
+    }
+    assertThat(mismatches).as(model).isEmpty();
+    assertThat(checked).as("conversations checked for " + model).isGreaterThanOrEqualTo(40);
+  }
+
+  /**
+   * Whether a client could send this conversation: message content must be a string, null or a list of
+   * content parts, and media parts need their data (an {@code image_url} and so on), as vLLM's request model
+   * requires.
+   */
+  static boolean expressibleAsOpenAiRequest(JsonNode c) {
+    for (JsonNode m : c.path("messages")) {
+      JsonNode content = m.get("content");
+      if (content != null && !content.isNull() && !content.isTextual() && !content.isArray()) {
+        return false;
+      }
+      if (content != null && content.isArray()) {
+        for (JsonNode part : content) {
+          String type = part.path("type").asText();
+          if (!type.equals("text") && !part.has(type)) {
+            return false;
+          }
+        }
+      }
+    }
+    return true;
+  }
+
+  /**
+   * The fixture conversation as the OpenAI chat request a vLLM client sends: the assistant's reasoning travels
+   * in {@code reasoning}, which vLLM hands to templates as {@code reasoning_content} too.
+   */
+  static byte[] body(String model, JsonNode c) {
+    ObjectNode b = JSON.createObjectNode();
+    b.put("model", model);
+    ArrayNode messages = b.putArray("messages");
+    for (JsonNode m : c.path("messages")) {
+      ObjectNode copy = m.deepCopy();
+      if (copy.has("reasoning_content") && "assistant".equals(copy.path("role").asText())) {
+        copy.set("reasoning", copy.remove("reasoning_content"));
+      }
+      messages.add(copy);
+    }
+    if (c.hasNonNull("tools")) {
+      ArrayNode tools = b.putArray("tools");
+      c.get("tools").forEach(tools::add);
+    }
+    if (c.hasNonNull("documents")) {
+      b.set("documents", c.get("documents"));
+    }
+    b.put("add_generation_prompt", c.path("add_generation_prompt").asBoolean(true));
+    b.put("continue_final_message", c.path("continue_final_message").asBoolean(false));
+    JsonNode kwargs = c.path("kwargs");
+    if (kwargs.isObject() && kwargs.size() > 0) {
+      b.set("chat_template_kwargs", kwargs);
+    }
+    return b.toString().getBytes(StandardCharsets.UTF_8);
+  }
+}

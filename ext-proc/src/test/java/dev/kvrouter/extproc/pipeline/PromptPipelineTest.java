@@ -1,0 +1,164 @@
+package dev.kvrouter.extproc.pipeline;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvrouter.extproc.model.ModelRegistry;
+import dev.kvrouter.extproc.request.InferenceRequest;
+import dev.kvrouter.extproc.request.PreparedRequest;
+import dev.kvrouter.extproc.request.RequestPreparer;
+import dev.kvrouter.extproc.routing.KvIndexOverlapSource;
+import dev.kvrouter.extproc.routing.PrefixOverlapSource;
+import dev.kvrouter.extproc.tokenize.Tokenizer;
+import dev.kvrouter.index.IndexConfig;
+import dev.kvrouter.index.KvIndex;
+import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.index.block.BlockHasher;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class PromptPipelineTest {
+
+  static final int BLOCK = 16;
+  ModelRegistry registry;
+  RequestPreparer preparer;
+  final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+
+  @BeforeAll
+  void load() throws Exception {
+    registry = PipelineFixtures.registry(BLOCK);
+    preparer = PipelineFixtures.preparer(registry);
+  }
+
+  @AfterAll
+  void close() {
+    registry.close();
+  }
+
+  PreparedRequest prepare(InferenceRequest.Kind kind, String json) throws Exception {
+    byte[] b = json.getBytes(StandardCharsets.UTF_8);
+    return preparer.prepare(kind, b, b.length, null);
+  }
+
+  Tokenizer tokenizer(String model) {
+    return registry.resolve(model).resources(PipelineResources.class).orElseThrow().tokenizer();
+  }
+
+  static String prose(int sentences) {
+    StringBuilder b = new StringBuilder();
+    String[] words = {"cache", "router", "prefix", "block", "worker", "token", "envoy", "latency", "queue", "model"};
+    for (int i = 0; i < sentences; i++) {
+      b.append("The ").append(words[i % 10]).append(" sees ").append(words[(i * 7) % 10]).append(" number ")
+          .append(i).append(". ");
+    }
+    return b.toString();
+  }
+
+  @Test
+  void tokenIdPromptsAreHashedAsGiven() throws Exception {
+    PromptPipeline p = new PromptPipeline(PrefixOverlapSource.NONE, Runnable::run, System::nanoTime, true, meters);
+    PreparedRequest pr = prepare(InferenceRequest.Kind.COMPLETIONS,
+        "{\"model\":\"qwen3\",\"prompt\":[" + String.join(",", java.util.Collections.nCopies(40, "7")) + "]}");
+    PromptPipeline.Outcome o = p.run(pr);
+    int[] ids = new int[40];
+    Arrays.fill(ids, 7);
+    assertThat(o.prompt().tokens()).isEqualTo(40);
+    assertThat(o.prompt().blockHashes())
+        .containsExactly(BlockHasher.hashFullBlocks(pr.scope().namespace().rootSeed(), ids, 40, BLOCK));
+  }
+
+  @Test
+  void completionTextGetsTheModelsSpecialTokensAsVllmAddsThem() throws Exception {
+    PromptPipeline p = new PromptPipeline(PrefixOverlapSource.NONE, Runnable::run, System::nanoTime, false, meters);
+    String text = prose(20);
+    PreparedRequest pr = prepare(InferenceRequest.Kind.COMPLETIONS,
+        "{\"model\":\"llama3_1\",\"prompt\":\"" + text + "\"}");
+    int[] ids = tokenizer("llama3_1").encode(text, true);
+    assertThat(ids[0]).as("BOS").isEqualTo(128000);
+    PromptPipeline.Outcome o = p.run(pr);
+    assertThat(o.prompt().tokens()).isEqualTo(ids.length);
+    assertThat(o.prompt().blockHashes()).containsExactly(
+        BlockHasher.hashFullBlocks(pr.scope().namespace().rootSeed(), ids, ids.length, BLOCK));
+  }
+
+  @Test
+  void truncationKeepsTheLastTokensAsVllmDoes() throws Exception {
+    PromptPipeline p = new PromptPipeline(PrefixOverlapSource.NONE, Runnable::run, System::nanoTime, true, meters);
+    String text = prose(30);
+    PreparedRequest pr = prepare(InferenceRequest.Kind.COMPLETIONS,
+        "{\"model\":\"qwen3\",\"prompt\":\"" + text + "\",\"truncate_prompt_tokens\":50}");
+    int[] all = tokenizer("qwen3").encode(text, true);
+    int[] last = Arrays.copyOfRange(all, all.length - 50, all.length);
+    PromptPipeline.Outcome o = p.run(pr);
+    assertThat(o.prompt().tokens()).isEqualTo(50);
+    assertThat(o.prompt().blockHashes())
+        .containsExactly(BlockHasher.hashFullBlocks(pr.scope().namespace().rootSeed(), last, 50, BLOCK));
+  }
+
+  @Test
+  void earlyStopTokenizesOnlyUpToTheFirstUnheldBlockThenFinishesTheChainForTheChosenWorker() throws Exception {
+    KvIndex index = new KvIndex(IndexConfig.defaults(), Clock.systemUTC());
+    KvIndexOverlapSource overlaps = new KvIndexOverlapSource(index);
+    List<Runnable> background = new ArrayList<>();
+    PromptPipeline p = new PromptPipeline(overlaps, background::add, System::nanoTime, true, meters);
+    String text = prose(400); // about 4k tokens
+    PreparedRequest pr = prepare(InferenceRequest.Kind.CHAT,
+        "{\"model\":\"qwen3\",\"messages\":[{\"role\":\"user\",\"content\":\"" + text + "\"}]}");
+    // What the engine will see: the rendered prompt's tokens and their chain.
+    PromptPipeline exact = new PromptPipeline(PrefixOverlapSource.NONE, Runnable::run, System::nanoTime, false,
+        meters);
+    long[] full = exact.run(pr).prompt().blockHashes();
+    int fullTokens = exact.run(pr).prompt().tokens();
+    assertThat(full.length).isGreaterThan(200);
+
+    WorkerId holder = WorkerId.of("holder");
+    index.predict(holder, full, 3); // a worker holds the first three blocks
+    index.maintain();
+
+    PromptPipeline.Outcome o = p.run(pr);
+    assertThat(o.prompt().blockHashes()).as("three held blocks and the first one nobody holds").hasSize(4)
+        .containsExactly(Arrays.copyOf(full, 4));
+    assertThat((double) o.prompt().tokens()).as("estimated prompt length").isBetween(0.7 * fullTokens,
+        1.3 * fullTokens);
+    assertThat(meters.counter("kvrouter_prompt_early_stops_total").count()).isPositive();
+
+    WorkerId chosen = WorkerId.of("chosen");
+    o.complete(chosen);
+    assertThat(background).hasSize(1);
+    background.get(0).run(); // the rest of the prompt, off the request path
+    index.maintain();
+    assertThat(overlaps.lookup(full).overlap(chosen).predicted()).as("the whole chain is now predicted")
+        .isEqualTo(full.length);
+  }
+
+  @Test
+  void whatCannotBeReproducedIsRoutedByLoadWithAReason() throws Exception {
+    PromptPipeline p = new PromptPipeline(PrefixOverlapSource.NONE, Runnable::run, System::nanoTime, true, meters);
+    assertThat(p.run(prepare(InferenceRequest.Kind.CHAT,
+        "{\"model\":\"not-configured\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")).unavailable())
+        .isEqualTo("unknown_model");
+    assertThat(p.run(prepare(InferenceRequest.Kind.CHAT, "{\"model\":\"gemma3\",\"messages\":[{\"role\":\"user\","
+        + "\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":\"https://example.com/a.png\"}}]}]}"))
+        .unavailable()).isEqualTo("multimodal");
+    assertThat(meters.find("kvrouter_prompt_unavailable_total").tag("reason", "multimodal").counter().count())
+        .isEqualTo(1);
+  }
+
+  @Test
+  void aTemplateThatRaisesRoutesByLoad() throws Exception {
+    PromptPipeline p = new PromptPipeline(PrefixOverlapSource.NONE, Runnable::run, System::nanoTime, true, meters);
+    // Gemma's template raises for a conversation whose roles do not alternate.
+    PromptPipeline.Outcome o = p.run(prepare(InferenceRequest.Kind.CHAT, "{\"model\":\"gemma3\",\"messages\":["
+        + "{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"user\",\"content\":\"b\"}]}"));
+    assertThat(o.prompt()).isNull();
+    assertThat(o.unavailable()).isEqualTo("template_error");
+  }
+}
