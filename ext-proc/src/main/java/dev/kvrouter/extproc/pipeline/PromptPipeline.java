@@ -94,32 +94,37 @@ public final class PromptPipeline {
     long parse = prepared.parseNanos();
     String unavailable = prepared.scope().fallback() != null ? prepared.scope().fallback()
         : prepared.request().unreproducible();
+    if (unavailable == null && !prepared.request().multimodal().isEmpty()) {
+      // Placeholder expansion depends on the model's processor (image size for most vision models).
+      unavailable = "multimodal";
+    }
+    int blockSize = prepared.scope().model().blockSize();
+    long root = prepared.scope().namespace().rootSeed();
+    InferenceRequest request = prepared.request();
+    // A batch is served by one worker; its first prompt leads. Token ids need no tokenizer: only the block size
+    // and the namespace, which a known model has even while its tokenizer is loading.
+    if (request.prompt() instanceof CompletionPrompt c && c.first() instanceof CompletionPrompt.Tokens t
+        && prepared.scope().model().known()) {
+      int[] ids = truncate(t.ids().toArray(), c.truncatePromptTokens());
+      long th = nanoTime.getAsLong();
+      long[] hashes = BlockHasher.hashFullBlocks(root, ids, ids.length, blockSize);
+      return new Outcome(new PromptInfo(ids.length, blockSize, hashes), null,
+          new RequestTimings(parse, 0, 0, nanoTime.getAsLong() - th), null);
+    }
     if (unavailable != null) {
       return unavailable(unavailable, parse, 0, 0);
-    }
-    if (!prepared.request().multimodal().isEmpty()) {
-      // Placeholder expansion depends on the model's processor (image size for most vision models).
-      return unavailable("multimodal", parse, 0, 0);
     }
     PipelineResources res = prepared.scope().model().resources(PipelineResources.class).orElse(null);
     if (res == null) {
       return unavailable("no_tokenizer", parse, 0, 0);
     }
-    int blockSize = prepared.scope().model().blockSize();
-    long root = prepared.scope().namespace().rootSeed();
-    InferenceRequest request = prepared.request();
     long t0 = nanoTime.getAsLong();
     try {
       if (request.prompt() instanceof CompletionPrompt c) {
-        CompletionPrompt.Input first = c.first(); // a batch is served by one worker; its first prompt leads
-        if (first instanceof CompletionPrompt.Tokens t) {
-          int[] ids = truncate(t.ids().toArray(), c.truncatePromptTokens());
-          long th = nanoTime.getAsLong();
-          long[] hashes = BlockHasher.hashFullBlocks(root, ids, ids.length, blockSize);
-          return new Outcome(new PromptInfo(ids.length, blockSize, hashes), null,
-              new RequestTimings(parse, 0, 0, nanoTime.getAsLong() - th), null);
+        if (!(c.first() instanceof CompletionPrompt.Text first)) {
+          return unavailable("no_tokenizer", parse, 0, 0);
         }
-        String text = ((CompletionPrompt.Text) first).text();
+        String text = first.text();
         TokenCursor cursor = res.tokenizer().cursor(text, c.addSpecialTokens());
         return hash(cursor, root, blockSize, c.truncatePromptTokens(), parse, 0);
       }
