@@ -72,10 +72,10 @@ final class Demo implements Callable<Integer> {
         EnvoyProcess envoy = EnvoyProcess.start(envoyBin,
             EnvoyProcess.withPorts(Files.readString(envoyYaml),
                 Map.of(10000, listener, 9901, envoyAdmin, 9002, extProc, 18000, xds)),
-            envoyAdmin, dir.resolve("envoy"), Duration.ofSeconds(30))) {
+            dir.resolve("envoy"), Duration.ofSeconds(30))) {
       envoy.awaitAdmin("/clusters", b -> b.contains("kvrouter_worker_worker-3::"), Duration.ofSeconds(30));
       out.printf("kvrouter demo: Envoy %s on http://127.0.0.1:%d (admin :%d), ext_proc :%d, xDS :%d, metrics "
-              + "http://127.0.0.1:%d/metrics%n%n", EnvoyProcess.version(envoyBin), listener, envoyAdmin, extProc, xds,
+              + "http://127.0.0.1:%d/metrics%n%n", EnvoyProcess.version(envoyBin), listener, envoy.adminPort(), extProc, xds,
           admin);
       HttpClient http = HttpClient.newHttpClient();
       out.printf("%-4s %-22s %-8s %-10s %s%n", "#", "endpoint", "status", "worker", "decision");

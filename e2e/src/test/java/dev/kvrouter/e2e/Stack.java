@@ -79,8 +79,6 @@ final class Stack implements AutoCloseable {
       workers.put(w.name(), w);
     }
     writeWorkers(new ArrayList<>(workers.values()));
-    listenerPort = freePort();
-    int envoyAdmin = freePort();
     extProcPort = freePort();
     xdsPort = freePort();
     adminPort = freePort();
@@ -97,8 +95,9 @@ final class Stack implements AutoCloseable {
     envoyVersion = EnvoyProcess.version(bin);
     String yaml = options.envoyTransform().apply(EnvoyProcess.withPorts(
         Files.readString(ROOT.resolve("envoy-config").resolve(envoyConfig)),
-        Map.of(10000, listenerPort, 9901, envoyAdmin, 9002, extProcPort, 18000, xdsPort)));
-    envoy = EnvoyProcess.start(bin, yaml, envoyAdmin, dir.resolve("envoy"), Duration.ofSeconds(30));
+        Map.of(10000, 0, 9901, 0, 9002, extProcPort, 18000, xdsPort)));
+    envoy = EnvoyProcess.start(bin, yaml, dir.resolve("envoy"), Duration.ofSeconds(30));
+    listenerPort = envoy.listenerPort();
     awaitClusters(workers.keySet().stream().map(n -> "kvrouter_worker_" + n).toList(), List.of());
   }
 

@@ -102,11 +102,10 @@ public final class EnvoyOverheadBench {
         if (s.requestPhasesOnly()) {
           yml = withoutFilter(yml, "kvrouter.response_observer");
         }
-        int listener = freePort();
-        int admin = freePort();
-        yml = EnvoyProcess.withPorts(yml, Map.of(10000, listener, 9901, admin, 9002, extProc, 18000, xds));
-        EnvoyProcess e = EnvoyProcess.start(envoyBin, yml, admin, dir.resolve(s.name()), Duration.ofSeconds(30));
+        yml = EnvoyProcess.withPorts(yml, Map.of(10000, 0, 9901, 0, 9002, extProc, 18000, xds));
+        EnvoyProcess e = EnvoyProcess.start(envoyBin, yml, dir.resolve(s.name()), Duration.ofSeconds(30));
         envoys.add(e);
+        int listener = e.listenerPort();
         e.awaitAdmin("/clusters", b -> b.contains("kvrouter_pool::"), Duration.ofSeconds(30));
         listeners.put(s.name(), listener);
         hist.put(s.name(), new Histogram(60_000_000L, 3));

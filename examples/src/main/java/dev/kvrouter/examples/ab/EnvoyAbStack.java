@@ -100,8 +100,6 @@ public final class EnvoyAbStack implements AutoCloseable {
     try {
       Path workersFile = o.dir().resolve("workers.yaml");
       fleet.writeWorkersFile(workersFile);
-      int listener = freePort();
-      int envoyAdmin = freePort();
       int extProc = freePort();
       int xds = freePort();
       int admin = freePort();
@@ -117,11 +115,12 @@ public final class EnvoyAbStack implements AutoCloseable {
       Path bin = EnvoyProcess.binary();
       String version = EnvoyProcess.version(bin);
       String yaml = EnvoyProcess.withPorts(Files.readString(o.root().resolve("envoy-config/envoy.yaml")),
-          Map.of(10000, listener, 9901, envoyAdmin, 9002, extProc, 18000, xds));
+          Map.of(10000, 0, 9901, 0, 9002, extProc, 18000, xds));
       if (o.policyHeader()) {
         yaml = benchmarkVariant(yaml);
       }
-      envoy = EnvoyProcess.start(bin, yaml, envoyAdmin, o.dir().resolve("envoy"), Duration.ofSeconds(60));
+      envoy = EnvoyProcess.start(bin, yaml, o.dir().resolve("envoy"), Duration.ofSeconds(60));
+      int listener = envoy.listenerPort();
       List<String> clusters = new ArrayList<>();
       for (SimWorker w : fleet.workers()) {
         clusters.add("kvrouter_worker_" + w.name() + "::");

@@ -87,29 +87,59 @@ public final class EnvoyProcess implements AutoCloseable {
   }
 
   /**
-   * Starts Envoy with {@code configYaml} in {@code workDir} and waits until it is LIVE.
-   *
-   * @param adminPort the admin port written in the config
+   * Starts Envoy with {@code configYaml} in {@code workDir} and waits until it is LIVE. Envoy writes the admin
+   * address it bound to a file, so the config may give the admin and listener ports as 0 and let the kernel
+   * choose ({@link #listenerPort()} tells the listener's): a port picked free in advance can be taken by any
+   * other process, an outgoing connection included, before Envoy binds it.
    */
-  public static EnvoyProcess start(Path binary, String configYaml, int adminPort, Path workDir, Duration timeout)
+  public static EnvoyProcess start(Path binary, String configYaml, Path workDir, Duration timeout)
       throws IOException, InterruptedException {
     Files.createDirectories(workDir);
     Path cfg = workDir.resolve("envoy.yaml");
     Files.writeString(cfg, configYaml);
     Path log = workDir.resolve("envoy.log");
+    Path adminAddress = workDir.resolve("admin-address");
+    Files.deleteIfExists(adminAddress);
     Process p = new ProcessBuilder(binary.toString(), "-c", cfg.toString(), "--disable-hot-restart",
-        "--concurrency", "2", "--log-level", "info", "--drain-time-s", "1")
+        "--concurrency", "2", "--log-level", "info", "--drain-time-s", "1",
+        "--admin-address-path", adminAddress.toString())
         .redirectErrorStream(true)
         .redirectOutput(log.toFile())
         .start();
+    long deadline = System.nanoTime() + timeout.toNanos();
+    int adminPort = -1;
+    while (adminPort < 0) {
+      String address = Files.exists(adminAddress) ? Files.readString(adminAddress).trim() : "";
+      if (!address.isEmpty()) {
+        adminPort = Integer.parseInt(address.substring(address.lastIndexOf(':') + 1));
+      } else if (!p.isAlive() || System.nanoTime() > deadline) {
+        EnvoyProcess dead = new EnvoyProcess(p, -1, log);
+        dead.close();
+        throw new IOException("envoy did not start (exit " + (p.isAlive() ? "none" : p.exitValue()) + "):\n"
+            + dead.tail());
+      } else {
+        Thread.sleep(20);
+      }
+    }
     EnvoyProcess e = new EnvoyProcess(p, adminPort, log);
     try {
-      e.awaitAdmin("/ready", body -> body.contains("LIVE"), timeout);
+      Duration left = Duration.ofNanos(Math.max(1, deadline - System.nanoTime()));
+      e.awaitAdmin("/ready", body -> body.contains("LIVE"), left);
     } catch (IOException | RuntimeException ex) {
       e.close();
       throw ex;
     }
     return e;
+  }
+
+  /** The port the (first) listener is bound to, from admin {@code /listeners}: how a port-0 listener is found. */
+  public int listenerPort() throws IOException {
+    String body = admin("/listeners?format=json");
+    Matcher m = body == null ? null : Pattern.compile("\"port_value\"\\s*:\\s*(\\d+)").matcher(body);
+    if (m == null || !m.find()) {
+      throw new IOException("envoy reports no listener: " + body);
+    }
+    return Integer.parseInt(m.group(1));
   }
 
   public int adminPort() {

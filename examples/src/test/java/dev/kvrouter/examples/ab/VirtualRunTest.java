@@ -26,7 +26,7 @@ class VirtualRunTest {
   /** Small fleet and a short sharing workload: a run takes well under a second. */
   private static final VirtualSetup SETUP = VirtualSetup.defaults().withWorkers(4).withNumGpuBlocks(4096);
   private static final Workload SHARING =
-      WorkloadCatalog.create("system-prompt:format=tokens,count=160,rate=40,prompt=1024,sharing=0.8,prefixes=4,"
+      WorkloadCatalog.create("system-prompt:format=tokens,count=160,rate=40,prompt=1024,sharing=0.8,prefixes=32,"
           + "output=16,seed=3");
 
   @Test
@@ -78,7 +78,9 @@ class VirtualRunTest {
     VirtualOutcome rr = VirtualRun.run(SHARING, "round_robin", SETUP, null);
     PolicyResult a = PolicyResult.summarize(ours.data(), SHARING.idealReuse(16));
     PolicyResult b = PolicyResult.summarize(rr.data(), SHARING.idealReuse(16));
-    // 4 prefixes over 4 workers: round-robin computes each prefix on every worker, kv_aware once per holder.
+    // 32 prefixes, each used about 5 times, over 4 workers: round-robin computes a prefix again on almost every
+    // worker it sends one to, kv_aware mostly once. (With 4 prefixes every worker soon holds every prefix under
+    // any policy and the difference is a few percent.)
     assertThat(a.cache().servedShare()).isGreaterThan(b.cache().servedShare() + 0.05);
     assertThat(ours.truth().withinShare()).isGreaterThanOrEqualTo(0.99);
     assertThat(a.counts().failed()).isZero();

@@ -7,7 +7,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
@@ -83,7 +82,7 @@ public final class LoadLedger {
     }
     WorkerLedger wl = workers.computeIfAbsent(worker, WorkerLedger::new);
     Reservation r = new Reservation(ids.incrementAndGet(), worker, wl, prefillTokens, blockHashes, uniqueBlocks,
-        nanoClock.getAsLong(), wl.epoch.get());
+        nanoClock.getAsLong());
     wl.add(r);
     live.put(r.id, r);
     reservedPrefill.add(prefillTokens);
@@ -178,10 +177,15 @@ public final class LoadLedger {
     return lo;
   }
 
-  /** Marks the arrival of a fresh scrape of {@code worker}: reservations from now on count as "since". */
+  /**
+   * Marks the arrival of a fresh scrape of {@code worker}: from now on the "since" counters hold the net change
+   * the router made after it (reservations made minus reservations released), so a scrape plus "since" stays
+   * right between scrapes. Counting only new reservations would keep a request that finished just after the
+   * scrape on the worker's books until the next one: a worker that has just served a long prompt would look
+   * busy with exactly the blocks it now holds in cache, cancelling the cache credit of a repeat.
+   */
   public void scraped(WorkerId worker) {
     WorkerLedger wl = workers.computeIfAbsent(worker, WorkerLedger::new);
-    wl.epoch.incrementAndGet();
     wl.sincePrefill.set(0);
     wl.sinceBlocks.set(0);
     wl.sinceRequests.set(0);
@@ -234,7 +238,6 @@ public final class LoadLedger {
     final AtomicLong blocks = new AtomicLong();
     final AtomicLong requests = new AtomicLong();
     final ConcurrentHashMap<Long, Integer> refs = new ConcurrentHashMap<>();
-    final AtomicInteger epoch = new AtomicInteger();
     final AtomicLong sincePrefill = new AtomicLong();
     final AtomicLong sinceBlocks = new AtomicLong();
     final AtomicLong sinceRequests = new AtomicLong();
@@ -254,18 +257,15 @@ public final class LoadLedger {
       blocks.addAndGet(added);
       prefillTokens.addAndGet(r.prefillTokens);
       requests.incrementAndGet();
-      if (r.epoch == epoch.get()) {
-        sincePrefill.addAndGet(r.prefillTokens);
-        sinceBlocks.addAndGet(added);
-        sinceRequests.incrementAndGet();
-      }
+      sincePrefill.addAndGet(r.prefillTokens);
+      sinceBlocks.addAndGet(added);
+      sinceRequests.incrementAndGet();
     }
 
     void releasePrefill(Reservation r) {
       prefillTokens.addAndGet(-r.prefillTokens);
-      if (r.epoch == epoch.get()) {
-        sincePrefill.addAndGet(-r.prefillTokens);
-      }
+      // Whatever its age: a request reserved before the last scrape was (most likely) in it, and is gone now.
+      sincePrefill.addAndGet(-r.prefillTokens);
     }
 
     void releaseBlocks(Reservation r) {
@@ -277,15 +277,13 @@ public final class LoadLedger {
       }
       blocks.addAndGet(-freed);
       requests.decrementAndGet();
-      if (r.epoch == epoch.get()) {
-        sinceBlocks.addAndGet(-r.addedBlocks);
-        sinceRequests.decrementAndGet();
-      }
+      sinceBlocks.addAndGet(-freed);
+      sinceRequests.decrementAndGet();
     }
 
     LocalLoad snapshot() {
       return new LocalLoad(prefillTokens.get(), blocks.get(), requests.get(),
-          Math.max(0, sincePrefill.get()), Math.max(0, sinceBlocks.get()), Math.max(0, sinceRequests.get()));
+          sincePrefill.get(), sinceBlocks.get(), sinceRequests.get());
     }
   }
 }

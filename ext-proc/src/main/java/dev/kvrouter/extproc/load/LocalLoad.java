@@ -6,7 +6,8 @@ package dev.kvrouter.extproc.load;
  * @param prefillTokens prompt tokens still to be prefilled (charged at decision, released at first byte)
  * @param decodeBlocks distinct KV blocks held by the router's in-flight requests (shared prefixes once)
  * @param requests in-flight requests
- * @param sincePrefillTokens the part of {@code prefillTokens} reserved since the worker's last scrape arrived
+ * @param sincePrefillTokens net change of {@code prefillTokens} since the worker's last scrape arrived (reserved
+ *     minus released, negative when more left than came)
  * @param sinceDecodeBlocks likewise for blocks
  * @param sinceRequests likewise for requests
  */

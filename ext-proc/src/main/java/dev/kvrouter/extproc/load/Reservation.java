@@ -18,7 +18,7 @@ public final class Reservation {
   static final int RELEASED = 2;
 
   /** Stands for "nothing was reserved" (no ledger, or the ledger was full); releasing it does nothing. */
-  public static final Reservation NONE = new Reservation(0, null, null, 0, new long[0], 0, 0, 0);
+  public static final Reservation NONE = new Reservation(0, null, null, 0, new long[0], 0, 0);
 
   final long id;
   final WorkerId worker;
@@ -27,13 +27,12 @@ public final class Reservation {
   final long[] blockHashes;
   final int uniqueBlocks;
   final long createdNanos;
-  final int epoch;
   /** Blocks this reservation added to the worker's distinct active blocks when it was made. */
   long addedBlocks;
   final AtomicInteger state = new AtomicInteger(RESERVED);
 
   Reservation(long id, WorkerId worker, LoadLedger.WorkerLedger ledger, long prefillTokens, long[] blockHashes,
-      int uniqueBlocks, long createdNanos, int epoch) {
+      int uniqueBlocks, long createdNanos) {
     this.id = id;
     this.worker = worker;
     this.ledger = ledger;
@@ -41,7 +40,6 @@ public final class Reservation {
     this.blockHashes = blockHashes;
     this.uniqueBlocks = uniqueBlocks;
     this.createdNanos = createdNanos;
-    this.epoch = epoch;
   }
 
   public WorkerId worker() {

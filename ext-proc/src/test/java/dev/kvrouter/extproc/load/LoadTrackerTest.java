@@ -59,6 +59,21 @@ class LoadTrackerTest {
   }
 
   @Test
+  void aRequestThatFinishesAfterTheScrapeLeavesTheBooksAtOnce() {
+    // a long prompt is running when the scrape is taken: the worker reports its 188 blocks in use
+    Reservation r = ledger.reserve(W, 3000, java.util.stream.LongStream.rangeClosed(1, 188).toArray(), 0);
+    scrape(1, 0, 0.188, 1000);
+    assertThat(tracker.load(W).decodeBlocks()).isEqualTo(188);
+    ledger.prefillDone(r);
+    ledger.release(r);
+    // it finished before the next scrape: the blocks are now cached, not in use, and must not count as load
+    WorkerLoad l = tracker.load(W);
+    assertThat(l.decodeBlocks()).isZero();
+    assertThat(l.requests()).isZero();
+    assertThat(l.prefillTokens()).isZero();
+  }
+
+  @Test
   void theLocalViewIsAFloorWhenTheScrapeLags() {
     scrape(0, 0, 0.0, 1000);
     for (int i = 0; i < 5; i++) {
