@@ -21,9 +21,11 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code kvrouter demo}: a whole stack on loopback (a real Envoy, the xDS server, the ext_proc router and three
- * fake OpenAI workers), then a few requests through Envoy showing where each one went.
+ * fake OpenAI workers), then a few requests through Envoy showing where each one went, then a short A/B of the
+ * routing policies against simulated vLLM workers.
  */
-@Command(name = "demo", description = "Start Envoy + xDS + ext_proc + 3 fake workers on loopback and send requests.")
+@Command(name = "demo", description = "Start Envoy + xDS + ext_proc + 3 fake workers on loopback, send requests, "
+    + "then run a short A/B of the routing policies against simulated vLLM workers.")
 final class Demo implements Callable<Integer> {
 
   @Option(names = "--envoy-config", description = "envoy.yaml or envoy-original-dst.yaml (default: envoy.yaml)")
@@ -34,6 +36,13 @@ final class Demo implements Callable<Integer> {
 
   @Option(names = "--keep-running", description = "leave the stack up after the requests (Ctrl-C to stop)")
   boolean keepRunning;
+
+  @Option(names = "--ab", negatable = true, defaultValue = "true", fallbackValue = "true",
+      description = "then a short A/B through Envoy against simulated vLLM workers (default: on; --no-ab skips)")
+  boolean ab;
+
+  @Option(names = "--ab-out", description = "where the A/B writes its report (default: target/demo-ab)")
+  Path abOut = Path.of("target/demo-ab");
 
   private final PrintStream out = System.out;
 
@@ -105,7 +114,27 @@ final class Demo implements Callable<Integer> {
     } finally {
       workers.forEach(FakeWorker::close);
     }
-    return 0;
+    return ab ? shortAb(root) : 0;
+  }
+
+  /**
+   * The same question the full A/B answers, in about a minute: four simulated vLLM workers (Qwen3 tokenizer and
+   * chat template, paged KV cache, real KV events over ZMQ) behind Envoy, a chat workload whose requests share
+   * long system prompts, once per policy with the same seed.
+   */
+  private int shortAb(Path root) {
+    out.printf("%nShort A/B through Envoy (4 simulated vLLM workers, Qwen3 tokenizer, 64 chat requests that share "
+        + "16 long system prompts, same seed for every policy); report in %s%n%n", abOut.toAbsolutePath());
+    return new picocli.CommandLine(new dev.kvrouter.examples.ab.EnvoyAb()).execute(
+        "--root", root.toAbsolutePath().toString(),
+        "--tokenizer", root.resolve(".cache/tokenizers/qwen3").toAbsolutePath().toString(),
+        "--workers", "4",
+        "--workload", "system-prompt:count=64,rate=8,prompt=768,sharing=0.8,prefixes=16,output=8",
+        "--policies", "kv_aware,round_robin,least_load,cache_only",
+        "--max-seconds", "30",
+        "--warmup", "64",
+        "--router-jvm", "-Xmx512m",
+        "--out", abOut.toString());
   }
 
   private static int freePort(int preferred) throws IOException {

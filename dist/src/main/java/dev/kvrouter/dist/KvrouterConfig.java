@@ -116,7 +116,7 @@ public record KvrouterConfig(
       prefillLoadScale = prefillLoadScale == null ? 1.0 : prefillLoadScale;
       decodeLoadScale = decodeLoadScale == null ? 1.0 : decodeLoadScale;
       activeRequestWeight = activeRequestWeight == null ? 0.0 : activeRequestWeight;
-      newPrefillWeight = newPrefillWeight == null ? 0.0 : newPrefillWeight;
+      newPrefillWeight = newPrefillWeight == null ? 1.0 : newPrefillWeight;
       temperature = temperature == null ? 0.0 : temperature;
       imbalanceGate = imbalanceGate != null && imbalanceGate;
       imbalanceAbs = imbalanceAbs == null ? 32.0 : imbalanceAbs;

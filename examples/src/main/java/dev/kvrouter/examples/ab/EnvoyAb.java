@@ -69,6 +69,10 @@ public final class EnvoyAb implements Callable<Integer> {
   @Option(names = "--seed", defaultValue = "1")
   long seed;
 
+  @Option(names = "--warmup", defaultValue = "200",
+      description = "Requests of the first workload sent once before measuring (JIT warm-up of a fresh router).")
+  int warmup;
+
   @Option(names = "--max-in-flight", defaultValue = "512")
   int maxInFlight;
 
@@ -131,7 +135,7 @@ public final class EnvoyAb implements Callable<Integer> {
             return overhead;
           }).build();
       AbRunner.Settings settings = new AbRunner.Settings(policies, ours, baseline, true, blockSize, true,
-          Duration.ofMillis(1000), Duration.ofSeconds(120), out, meta);
+          Duration.ofMillis(1000), Duration.ofSeconds(120), out, meta, warmup);
       try (LoadGenerator gen = new LoadGenerator(load)) {
         new AbRunner(gen, stack.targets(), settings, preparer, System.out).run(specs);
       }

@@ -184,14 +184,20 @@ public final class VirtualAb implements Callable<Integer> {
       IdealReuse ideal = chat != null && chatPrompts
           ? w.idealReuse(base.blockSize(), r -> chat.encoder().tokens(parse(chat, w, r, base.model())))
           : w.idealReuse(base.blockSize());
+      long fleetBlocks = (long) base.engineConfig(0).numGpuBlocks() * workers;
+      IdealReuse bounded = chat != null && chatPrompts
+          ? IdealReuse.compute(w.requests(), r -> chat.encoder().tokens(parse(chat, w, r, base.model())),
+              base.blockSize(), fleetBlocks)
+          : IdealReuse.compute(w.requests(), w::promptTokens, base.blockSize(), fleetBlocks);
       for (long delay : delays) {
         for (double drop : drops) {
           EventFaults f = new EventFaults(drop, delay, 0, false);
           VirtualSetup setup = base.withEvents(wl, replaySteps, f);
           String label = spec + (delay > 0 ? " [event delay " + delay + " ms]" : "")
               + (drop > 0 ? " [event drop " + drop + (replaySteps > 0 ? ", replay" : ", no replay") + "]" : "");
-          progress.printf(Locale.ROOT, "workload %s: %d requests over %.1f s, ideal reuse %.1f%%%n", label, w.size(),
-              w.spanMicros() / 1e6, ideal.tokenShare() * 100);
+          progress.printf(Locale.ROOT, "workload %s: %d requests over %.1f s, ideal reuse %.1f%% (infinite cache), "
+                  + "%.1f%% (the fleet's %d blocks as one LRU cache)%n", label, w.size(), w.spanMicros() / 1e6,
+              ideal.tokenShare() * 100, bounded.tokenShare() * 100, fleetBlocks);
           List<PolicyResult> results = new ArrayList<>();
           for (String policy : policies) {
             VirtualOutcome o;
@@ -213,7 +219,11 @@ public final class VirtualAb implements Callable<Integer> {
             }
             PolicyResult r = PolicyResult.summarize(o.data(), ideal);
             results.add(r);
-            extras.add(extra(label, policy, o, r));
+            Map<String, Object> extra = extra(label, policy, o, r);
+            extra.put("idealReuseInfinite", round(ideal.tokenShare()));
+            extra.put("idealReuseFleetCache", round(bounded.tokenShare()));
+            extra.put("fleetCacheBlocks", fleetBlocks);
+            extras.add(extra);
             progress.printf(Locale.ROOT,
                 "  %-12s TTFT p50 %9.1f ms p99 %9.1f ms  E2E p50 %9.1f ms  cache %5.1f%% (ideal %5.1f%%)  "
                     + "imbalance req %.2f load %s  truth %.1f%%  errors %d  busy %.2f  wall %.1f s%n",

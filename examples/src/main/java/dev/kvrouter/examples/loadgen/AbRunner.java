@@ -58,10 +58,24 @@ public final class AbRunner {
    * @param outDir where report.json, report.md and charts/ go
    * @param meta what the report should say about how it was made (command, fleet, versions)
    */
+  /**
+   * @param warmupRequests requests of the first workload sent once under {@code ours} before anything is measured
+   *     (results discarded, caches reset after): a fresh router JVM otherwise charges its JIT warm-up to
+   *     whichever policy runs first
+   */
   public record Settings(List<String> policies, String ours, String baseline, boolean policyHeader, int blockSize,
-      boolean resetCaches, Duration settle, Duration idleTimeout, Path outDir, Map<String, Object> meta) {
+      boolean resetCaches, Duration settle, Duration idleTimeout, Path outDir, Map<String, Object> meta,
+      int warmupRequests) {
+
+    public Settings(List<String> policies, String ours, String baseline, boolean policyHeader, int blockSize,
+        boolean resetCaches, Duration settle, Duration idleTimeout, Path outDir, Map<String, Object> meta) {
+      this(policies, ours, baseline, policyHeader, blockSize, resetCaches, settle, idleTimeout, outDir, meta, 0);
+    }
 
     public Settings {
+      if (warmupRequests < 0) {
+        throw new IllegalArgumentException("warmupRequests must be >= 0");
+      }
       policies = List.copyOf(policies);
       if (policies.isEmpty()) {
         throw new IllegalArgumentException("no policies to compare");
@@ -100,6 +114,9 @@ public final class AbRunner {
         progress.printf(Locale.ROOT, "workload %s: %d requests over %.1f s, ideal reuse %.1f%%%n", spec, w.size(),
             w.spanMicros() / 1e6, ideal.tokenShare() * 100);
         List<PolicyResult> results = new ArrayList<>();
+        if (sections.isEmpty() && settings.warmupRequests() > 0) {
+          warmUp(w.head(settings.warmupRequests()));
+        }
         for (String policy : settings.policies()) {
           results.add(runOne(policy, w, ideal));
           List<WorkloadResult> partial = new ArrayList<>(sections);
@@ -121,6 +138,16 @@ public final class AbRunner {
   Workload fit(Workload w) {
     LoadConfig c = generator.config();
     return w.head(c.maxRequests()).until(c.maxRunTime().toNanos() / 1000 + 1);
+  }
+
+  private void warmUp(Workload head) throws Exception {
+    String policy = settings.ours() == null ? settings.policies().get(0) : settings.ours();
+    progress.printf(Locale.ROOT, "  warm-up: %d requests under %s (not measured)%n", head.size(), policy);
+    RunContext.Builder b = RunContext.builder(policy).workers(workers);
+    if (settings.policyHeader()) {
+      b.header(POLICY_HEADER, policy);
+    }
+    generator.run(head, b.build());
   }
 
   private PolicyResult runOne(String policy, Workload w, IdealReuse ideal) throws Exception {

@@ -26,7 +26,8 @@ import java.util.function.Function;
  * @param fullBlocks sum over requests of {@code floor(n/B)}
  * @param reusedBlocks full blocks already seen earlier
  * @param cacheableHitTokens tokens an infinite cache would serve, after the last-token rule
- * @param uniqueBlocks distinct blocks in the workload (the cache an ideal single worker would need)
+ * @param uniqueBlocks distinct blocks in the workload (the cache an ideal single worker would need); with a finite
+ *     cache, blocks inserted (evicted blocks seen again count again)
  */
 public record IdealReuse(int blockSize, long requests, long promptTokens, long fullBlocks, long reusedBlocks,
     long cacheableHitTokens, long uniqueBlocks) {
@@ -42,10 +43,20 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
   /** Computes the ideal reuse of prompts given as token arrays, in the list's order. */
   public static IdealReuse compute(List<WorkloadRequest> requests, Function<WorkloadRequest, int[]> tokens,
       int blockSize) {
+    return compute(requests, tokens, blockSize, Long.MAX_VALUE);
+  }
+
+  /**
+   * The same with a finite cache of {@code capacityBlocks} blocks, least recently used evicted first: with the
+   * whole fleet's KV capacity, the reuse a fleet that shared one cache could reach. When a workload's distinct
+   * content is larger than the fleet's cache, this, not the infinite figure, bounds what any router can serve.
+   */
+  public static IdealReuse compute(List<WorkloadRequest> requests, Function<WorkloadRequest, int[]> tokens,
+      int blockSize, long capacityBlocks) {
     if (blockSize <= 0) {
       throw new IllegalArgumentException("blockSize must be positive, was " + blockSize);
     }
-    LongHashSet seen = new LongHashSet(1 << 16);
+    Lru seen = new Lru(capacityBlocks);
     long prompt = 0;
     long full = 0;
     long reused = 0;
@@ -60,7 +71,7 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
       BlockHasher.hashFullBlocks(BlockHasher.CHAIN_SEED, t, t.length, blockSize, hashes);
       // chained identity: a seen block implies its whole prefix was seen, so hits are a leading run
       int lead = 0;
-      while (lead < blocks && seen.contains(hashes[lead])) {
+      while (lead < blocks && seen.touch(hashes[lead])) {
         lead++;
       }
       for (int b = lead; b < blocks; b++) {
@@ -72,6 +83,32 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
       int cacheable = t.length == 0 ? 0 : (t.length - 1) / blockSize;
       hitTokens += (long) Math.min(lead, cacheable) * blockSize;
     }
-    return new IdealReuse(blockSize, requests.size(), prompt, full, reused, hitTokens, seen.size());
+    return new IdealReuse(blockSize, requests.size(), prompt, full, reused, hitTokens, seen.added);
+  }
+
+  /** A set of block hashes in access order; beyond its capacity the least recently used is dropped. */
+  private static final class Lru extends java.util.LinkedHashMap<Long, Boolean> {
+    private final long capacity;
+    long added;
+
+    Lru(long capacity) {
+      super(1 << 16, 0.75f, true);
+      this.capacity = capacity;
+    }
+
+    boolean touch(long hash) {
+      return get(hash) != null;
+    }
+
+    void add(long hash) {
+      if (put(hash, Boolean.TRUE) == null) {
+        added++;
+      }
+    }
+
+    @Override
+    protected boolean removeEldestEntry(java.util.Map.Entry<Long, Boolean> eldest) {
+      return size() > capacity;
+    }
   }
 }

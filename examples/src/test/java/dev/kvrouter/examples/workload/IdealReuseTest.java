@@ -9,11 +9,32 @@ import org.junit.jupiter.api.Test;
 class IdealReuseTest {
 
   private static IdealReuse of(int blockSize, int[]... prompts) {
+    return bounded(blockSize, Long.MAX_VALUE, prompts);
+  }
+
+  private static IdealReuse bounded(int blockSize, long capacity, int[]... prompts) {
     List<WorkloadRequest> reqs = new ArrayList<>();
     for (int i = 0; i < prompts.length; i++) {
       reqs.add(new WorkloadRequest(i, "r" + i, i, null, Prompt.tokens(List.of(new Segment(i, 0))), 1));
     }
-    return IdealReuse.compute(reqs, r -> prompts[r.index()], blockSize);
+    return IdealReuse.compute(reqs, r -> prompts[r.index()], blockSize, capacity);
+  }
+
+  @Test
+  void aFiniteCacheForgetsTheLeastRecentlyUsedPrefix() {
+    int[] a = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    int[] b = {11, 12, 13, 14, 15, 16, 17, 18, 19};
+    // infinite: the second a hits both its full blocks (2 x 4 tokens, the last token rule allows 2)
+    assertThat(bounded(4, Long.MAX_VALUE, a, b, a).reusedBlocks()).isEqualTo(2);
+    // room for 3 blocks: b's two blocks push out a's first, so a's chain misses at its root
+    assertThat(bounded(4, 3, a, b, a).reusedBlocks()).isZero();
+    // room for 4: both prompts fit
+    assertThat(bounded(4, 4, a, b, a).reusedBlocks()).isEqualTo(2);
+    // a, a, b, a with room for 3: the second a hits both blocks; b then pushes out a's root (the least recently
+    // touched block), so the last a misses from its first block on
+    IdealReuse r = bounded(4, 3, a, a, b, a);
+    assertThat(r.reusedBlocks()).isEqualTo(2);
+    assertThat(r.uniqueBlocks()).as("blocks inserted, a's root twice").isEqualTo(6);
   }
 
   @Test

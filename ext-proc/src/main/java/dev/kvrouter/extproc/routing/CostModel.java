@@ -4,22 +4,25 @@ import java.util.List;
 
 /**
  * The routing cost of sending one request to each candidate, lowest wins. Dynamo's current formula
- * (anchors §1.1), in blocks:
+ * (anchors §1.1) plus a term for the prefill the request adds, in blocks:
  *
  * <pre>
  *   credit   = min(full blocks, max(gpu_credit_eff x gpu + cpu_credit x cpu + disk_credit x disk,
  *                                   predicted_credit x predicted))        (stale view: predicted term only)
+ *   new      = max(prompt_blocks - credit, 0)
  *   prefill  = max(active_prefill_tokens / block_size + prompt_blocks - credit, 0)
  *   decode   = active_decode_blocks + (prompt_blocks - active_shared_blocks) + output_blocks
- *   cost     = (prefill_load_scale x prefill + decode_load_scale x decode
+ *   cost     = (prefill_load_scale x prefill + new_prefill_weight x new + decode_load_scale x decode
  *               + active_request_weight x active_requests) / worker weight
  *   gpu_credit_eff = gpu_credit / (1 + overlap_credit_decay x excess_prefill / prompt_blocks)
  *   excess_prefill = (active_prefill_tokens - least active_prefill_tokens among candidates) / block_size
  * </pre>
  *
- * <p>With the defaults (credits 1 / 0.75 / 0.25, scales 1, no decay, no request weight) a GPU-cached block saves
- * exactly one block of prefill and a queued prefill block costs exactly one block, so a worker holding the
- * prefix wins until the prefill already queued on it outweighs the prefill it saves: the hot-spot brake.
+ * <p>With Dynamo's weights (credits 1 / 0.75 / 0.25, scales 1, no decay, no request weight, no new-prefill term) a
+ * GPU-cached block saves exactly one block of prefill and a queued prefill block costs exactly one block, so a
+ * worker holding the prefix wins until the prefill already queued on it outweighs the prefill it saves: the
+ * hot-spot brake. Our default {@code new_prefill_weight} 1 counts a recomputed block twice (this request's wait,
+ * and fleet compute later requests wait behind), which breaks the ties that scatter siblings and sessions.
  * Dividing by the worker's {@code weight} treats a weight-2 worker as twice as fast.
  *
  * <p>Pure functions of their inputs; allocation-free.

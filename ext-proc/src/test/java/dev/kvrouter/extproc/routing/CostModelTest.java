@@ -40,25 +40,41 @@ class CostModelTest {
   @Test
   void dynamosDocumentedThreeWorkerExampleOnTheFormula() {
     // docs: W1 cached 2 of 10 -> prefill 8, decode 10: 1.0 x 8 + 10 = 18; W2 5 + 5 = 10 (chosen); W3 2 + 9 = 11
-    Weights w = Weights.DEFAULTS;
+    Weights w = Weights.DYNAMO;
     assertThat(CostModel.cost(8, 10, 0, w, 1)).isEqualTo(18.0);
     assertThat(CostModel.cost(5, 5, 0, w, 1)).isEqualTo(10.0);
     assertThat(CostModel.cost(2, 9, 0, w, 1)).isEqualTo(11.0);
+  }
+
+  /** Dynamo's documented example: 10-block request; 2, 5, 8 blocks cached; 10, 5, 9 active decode blocks. */
+  static List<Candidate> dynamosThreeWorkers() {
+    return List.of(cand("w1", gpu(2), load(0, 10, 0)), cand("w2", gpu(5), load(0, 5, 0)),
+        cand("w3", gpu(8), load(0, 9, 0)));
+  }
+
+  @Test
+  void theDefaultsChargeTheBlocksARequestRecomputesOnceMore() {
+    // Dynamo's example under our defaults: each cost gains the prefill the request adds (8, 5, 2 new blocks):
+    // w1 28 + 8 = 36, w2 20 + 5 = 25, w3 21 + 2 = 23: now w3 wins, the worker that holds the most
+    List<Candidate> cs = dynamosThreeWorkers();
+    CostModel.score(cs, Weights.DEFAULTS, prompt(10));
+    assertThat(cs).extracting(Candidate::cost).containsExactly(36.0, 25.0, 23.0);
+    assertThat(new KvAwarePolicy().choose(new Scoring(null, cs, Weights.DEFAULTS, prompt(10), true, new Random(1)))
+        .candidate().worker().name()).isEqualTo("w3");
   }
 
   @Test
   void dynamosExampleThroughTheScorerPicksWorkerTwo() {
     // The docs' decode column is each worker's active blocks; the scorer adds the request's own 10 blocks to every
     // worker alike (nothing of it is active anywhere), so each cost is the documented one plus 10.
-    List<Candidate> cs = List.of(cand("w1", gpu(2), load(0, 10, 0)), cand("w2", gpu(5), load(0, 5, 0)),
-        cand("w3", gpu(8), load(0, 9, 0)));
-    CostModel.score(cs, Weights.DEFAULTS, prompt(10));
+    List<Candidate> cs = dynamosThreeWorkers();
+    CostModel.score(cs, Weights.DYNAMO, prompt(10));
     assertThat(cs).extracting(Candidate::prefillBlocks).containsExactly(8.0, 5.0, 2.0);
     assertThat(cs).extracting(Candidate::decodeBlocks).containsExactly(20.0, 15.0, 19.0);
     assertThat(cs).extracting(Candidate::cost).containsExactly(28.0, 20.0, 21.0);
     Candidate best = Selection.argmin(cs, Candidate::cost, Candidate::loadCost, new Random(1));
     assertThat(best.worker().name()).isEqualTo("w2");
-    assertThat(new KvAwarePolicy().choose(new Scoring(null, cs, Weights.DEFAULTS, prompt(10), true, new Random(1)))
+    assertThat(new KvAwarePolicy().choose(new Scoring(null, cs, Weights.DYNAMO, prompt(10), true, new Random(1)))
         .candidate().worker().name()).isEqualTo("w2");
   }
 
@@ -66,7 +82,7 @@ class CostModelTest {
   void lowerTiersEarnPartialCredit() {
     // 2 on GPU, 4 more on CPU, 4 more on disk: credit 2 x 1 + 4 x 0.75 + 4 x 0.25 = 6 -> prefill 10 - 6 = 4
     Candidate c = cand("w", new Overlap(2, 4, 4, 0, false), load(0, 0, 0));
-    CostModel.score(List.of(c), Weights.DEFAULTS, prompt(10));
+    CostModel.score(List.of(c), Weights.DYNAMO, prompt(10));
     assertThat(c.creditBlocks()).isEqualTo(6.0);
     assertThat(c.prefillBlocks()).isEqualTo(4.0);
     assertThat(c.cost()).isEqualTo(14.0); // 4 + decode 10
@@ -85,7 +101,7 @@ class CostModelTest {
     Candidate stale = cand("s", new Overlap(8, 0, 0, 3, true), load(0, 0, 0));
     // fresh: max(events 2, predicted 5) -> credit 5, prefill 5
     Candidate fresh = cand("f", new Overlap(2, 0, 0, 5, false), load(0, 0, 0));
-    CostModel.score(List.of(stale, fresh), Weights.DEFAULTS, prompt(10));
+    CostModel.score(List.of(stale, fresh), Weights.DYNAMO, prompt(10));
     assertThat(stale.creditBlocks()).isEqualTo(3.0);
     assertThat(stale.prefillBlocks()).isEqualTo(7.0);
     assertThat(fresh.creditBlocks()).isEqualTo(5.0);
@@ -99,7 +115,7 @@ class CostModelTest {
     // 20 blocks claimed, the request has 10: credit 10, prefill 0 (the last partial block has no hash: prompt of
     // 170 tokens = 10 full + 1 partial block -> prefill 11 - 10 = 1)
     Candidate c = cand("w", gpu(20), load(0, 0, 0));
-    CostModel.score(List.of(c), Weights.DEFAULTS, RequestShape.of(170, B, 10, 0));
+    CostModel.score(List.of(c), Weights.DYNAMO, RequestShape.of(170, B, 10, 0));
     assertThat(c.creditBlocks()).isEqualTo(10.0);
     assertThat(c.prefillBlocks()).isEqualTo(1.0);
   }
@@ -109,14 +125,14 @@ class CostModelTest {
     // active prefill 320 tokens = 20 blocks; prompt 10, credit 10 -> prefill 20; decode 30 active + 10 new = 40;
     // scale 2 -> 2 x 20 + 40 = 80
     Candidate c = cand("w", gpu(10), load(320, 30, 3));
-    CostModel.score(List.of(c), Weights.DEFAULTS.with("prefill_load_scale", 2.0), prompt(10));
+    CostModel.score(List.of(c), Weights.DYNAMO.with("prefill_load_scale", 2.0), prompt(10));
     assertThat(c.prefillBlocks()).isEqualTo(20.0);
     assertThat(c.decodeBlocks()).isEqualTo(40.0);
     assertThat(c.cost()).isEqualTo(80.0);
     // the load alone (no request): 2 x 20 + 30 = 70
     assertThat(c.loadCost()).isEqualTo(70.0);
     // decode scale 0.5 and 4 per request: 2 x 20 + 0.5 x 40 + 4 x 3 = 72
-    CostModel.score(List.of(c), Weights.DEFAULTS.withOverrides(
+    CostModel.score(List.of(c), Weights.DYNAMO.withOverrides(
         "prefill_load_scale=2,decode_load_scale=0.5,active_request_weight=4"), prompt(10));
     assertThat(c.cost()).isEqualTo(72.0);
   }
@@ -125,7 +141,7 @@ class CostModelTest {
   void blocksAlreadyActiveOnTheWorkerAddNothing() {
     // 10-block prompt whose first 6 blocks are held by an in-flight request there: decode 6 active + 4 new = 10
     Candidate shared = Candidate.of(worker("w", 1), 0, Overlap.NONE, load(0, 6, 1), 6);
-    CostModel.score(List.of(shared), Weights.DEFAULTS, prompt(10));
+    CostModel.score(List.of(shared), Weights.DYNAMO, prompt(10));
     assertThat(shared.decodeBlocks()).isEqualTo(10.0);
   }
 
@@ -133,7 +149,7 @@ class CostModelTest {
   void expectedOutputBlocksAddToDecode() {
     // 100 output tokens at block 16 = 7 blocks
     Candidate c = cand("w", Overlap.NONE, load(0, 0, 0));
-    CostModel.score(List.of(c), Weights.DEFAULTS, RequestShape.of(160, B, 10, 100));
+    CostModel.score(List.of(c), Weights.DYNAMO, RequestShape.of(160, B, 10, 100));
     assertThat(c.decodeBlocks()).isEqualTo(17.0);
   }
 
@@ -143,19 +159,19 @@ class CostModelTest {
     // credit = 1 / (1 + 1 x 10 / 10) x 10 = 5 -> prefill 10 + 10 - 5 = 15; idle: no overlap -> 10
     Candidate busy = cand("busy", gpu(10), load(160, 0, 0));
     Candidate idle = cand("idle", Overlap.NONE, load(0, 0, 0));
-    CostModel.score(List.of(busy, idle), Weights.DEFAULTS.with("overlap_credit_decay", 1.0), prompt(10));
+    CostModel.score(List.of(busy, idle), Weights.DYNAMO.with("overlap_credit_decay", 1.0), prompt(10));
     assertThat(busy.creditBlocks()).isEqualTo(5.0);
     assertThat(busy.prefillBlocks()).isEqualTo(15.0);
     assertThat(idle.prefillBlocks()).isEqualTo(10.0);
     // without decay the holder's queue is fully offset: 10 + 10 - 10 = 10
-    CostModel.score(List.of(busy, idle), Weights.DEFAULTS, prompt(10));
+    CostModel.score(List.of(busy, idle), Weights.DYNAMO, prompt(10));
     assertThat(busy.prefillBlocks()).isEqualTo(10.0);
   }
 
   @Test
   void aHeavierWorkerCostsProportionallyLess() {
     Candidate big = Candidate.of(worker("big", 2), 0, gpu(2), load(0, 10, 0), 0);
-    CostModel.score(List.of(big), Weights.DEFAULTS, prompt(10));
+    CostModel.score(List.of(big), Weights.DYNAMO, prompt(10));
     assertThat(big.cost()).isEqualTo((8 + 20) / 2.0);
   }
 
@@ -175,7 +191,7 @@ class CostModelTest {
   void costsStayWithinFloatTolerance() {
     Candidate a = cand("a", new Overlap(0, 4, 0, 0, false), load(0, 0, 0));
     Candidate b = cand("b", new Overlap(3, 0, 0, 0, false), load(0, 0, 0));
-    CostModel.score(List.of(a, b), Weights.DEFAULTS, prompt(10));
+    CostModel.score(List.of(a, b), Weights.DYNAMO, prompt(10));
     // 4 x 0.75 = 3 exactly as 3 x 1: a tie, not a float accident
     assertThat(a.cost()).isCloseTo(b.cost(), within(1e-12));
     assertThat(Selection.same(a.cost(), b.cost())).isTrue();

@@ -30,8 +30,19 @@ class RouterTest {
     return d.chosen().name();
   }
 
+  /** Routes {@code n} requests sharing 56 blocks, 8 of their own each, recording where and at what cost. */
+  void flood(int n, List<String> order, List<Double> costs) {
+    for (int i = 0; i < n; i++) {
+      Decision d = h.route(prompt(1, 56, 8, i));
+      order.add(name(d));
+      costs.add(d.detail().chosen().cost());
+    }
+  }
+
   @Test
   void aRepeatedLongPromptGoesToTheWorkerThatHoldsIt() {
+    h.settings(new ModelRouting(KvAwarePolicy.NAME, Weights.DYNAMO, BusyThresholds.OFF,
+        ModelRouting.WhenAllBusy.REJECT)); // Dynamo's weights: the hand-worked figures below
     // 64-block prompt, w2 holds the first 60 on GPU: w2 prefill 4 + decode 64 = 68; others 64 + 64 = 128
     h.overlaps.put(id("w2"), new Overlap(60, 0, 0, 0, false));
     Decision d = h.route(prompt(7, 64, 0, 0));
@@ -55,18 +66,55 @@ class RouterTest {
    */
   @Test
   void aFloodOfOneSharedPrefixSpreadsOnceTheHoldersQueueCostsMoreThanThePrefillSaved() {
+    h.settings(new ModelRouting(KvAwarePolicy.NAME, Weights.DYNAMO, BusyThresholds.OFF,
+        ModelRouting.WhenAllBusy.REJECT)); // Dynamo's weights: the hand-worked figures below
     h.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));
     List<String> order = new ArrayList<>();
     List<Double> costs = new ArrayList<>();
-    for (int i = 0; i < 7; i++) {
-      Decision d = h.route(prompt(1, 56, 8, i));
-      order.add(name(d));
-      costs.add(d.detail().chosen().cost());
-    }
+    flood(7, order, costs);
     assertThat(order.subList(0, 4)).containsOnly("w1");
     assertThat(order.subList(4, 6)).containsExactlyInAnyOrder("w2", "w3");
     assertThat(order.get(6)).isEqualTo("w1");
     assertThat(costs).containsExactly(72.0, 88.0, 104.0, 120.0, 128.0, 128.0, 136.0);
+  }
+
+  /**
+   * The same flood under our default weights ({@code new_prefill_weight} 1): every recomputed block counts once
+   * more. w1 after k requests: (8k + 8) + 8 new + (56 + 8k + 8) = 16k + 80; an idle worker 64 + 64 + 64 = 192.
+   * So w1 takes requests 0..6 (80 .. 176), and the eighth, at a tie of 192, goes to an idle worker (least load).
+   */
+  @Test
+  void underTheDefaultsTheHolderKeepsTheFloodLongerButStillSpills() {
+    h.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));
+    List<String> order = new ArrayList<>();
+    List<Double> costs = new ArrayList<>();
+    flood(8, order, costs);
+    assertThat(order.subList(0, 7)).containsOnly("w1");
+    assertThat(order.get(7)).isIn("w2", "w3");
+    assertThat(costs).containsExactly(80.0, 96.0, 112.0, 128.0, 144.0, 160.0, 176.0, 192.0);
+  }
+
+  /**
+   * Best-of-N: a sibling arrives while the first is still prefilling on w2 (the router's prediction says w2 will
+   * hold the 64 blocks, nothing is cached yet). Dynamo's weights tie w2 (64 queued + 0 own + 64 shared decode =
+   * 128) with an idle worker (64 + 64 = 128) and the tie goes to the least loaded, so siblings scatter and each
+   * computes the prompt; the default weights add the 64 blocks an idle worker would recompute (192) and keep the
+   * sibling on w2.
+   */
+  @Test
+  void siblingsStayTogetherUnderTheDefaultsAndScatterUnderDynamosWeights() {
+    for (Weights w : List.of(Weights.DEFAULTS, Weights.DYNAMO)) {
+      RouterHarness x = new RouterHarness().fleet(worker("w1"), worker("w2"), worker("w3"));
+      x.settings(new ModelRouting(KvAwarePolicy.NAME, w, BusyThresholds.OFF, ModelRouting.WhenAllBusy.REJECT));
+      x.overlaps.put(id("w2"), new Overlap(0, 0, 0, 64, false));
+      x.ledger.reserve(id("w2"), 64L * B, prompt(1, 64, 0, 0).blockHashes(), 0);
+      String sibling = name(x.route(prompt(1, 64, 0, 1)));
+      if (w == Weights.DEFAULTS) {
+        assertThat(sibling).as("defaults").isEqualTo("w2");
+      } else {
+        assertThat(sibling).as("Dynamo's weights").isIn("w1", "w3");
+      }
+    }
   }
 
   @Test
