@@ -27,7 +27,7 @@ import picocli.CommandLine.Option;
  * generator ({@link AbRunner}: caches reset between runs). Writes report.json, report.md, charts/ and
  * {@code envoy.json} (the truth check and decision counts per run, from the router's decision records).
  *
- * <p>Run with the dist module's class path (the router's main class must be on it), see docs/ab.md.
+ * <p>Run with the dist module's class path (the router's main class must be on it), see docs/benchmarks/ab.md.
  */
 @Command(name = "envoy-ab", mixinStandardHelpOptions = true,
     description = "A/B of routing policies through real Envoy against simulated vLLM workers.")

@@ -32,7 +32,7 @@ public final class ProcessRouterLauncher implements RouterLauncher {
       Class.forName(MAIN, false, getClass().getClassLoader());
     } catch (ClassNotFoundException e) {
       throw new IllegalStateException("the router (" + MAIN + ") is not on the class path: run with the dist "
-          + "module's class path (see docs/ab.md)");
+          + "module's class path (see docs/benchmarks/ab.md)");
     }
     Path log = config.toAbsolutePath().getParent().resolve("router.log");
     List<String> cmd = new ArrayList<>();
