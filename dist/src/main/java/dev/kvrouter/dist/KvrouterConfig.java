@@ -82,7 +82,7 @@ public record KvrouterConfig(
     public Routing {
       policy = policy == null ? "kv_aware" : policy;
       weights = weights == null ? new RoutingWeights(null, null, null, null, null, null, null, null, null, null,
-          null, null) : weights;
+          null, null, null) : weights;
       busy = busy == null ? new Busy(null, null, null, null, null) : busy;
       load = load == null ? new Load(null, null, null, null, null, null) : load;
       scrape = scrape == null ? new Scrape(null, null, null, null, null) : scrape;
@@ -102,6 +102,7 @@ public record KvrouterConfig(
       Double prefillLoadScale,
       Double decodeLoadScale,
       Double activeRequestWeight,
+      Double newPrefillWeight,
       Double temperature,
       Boolean imbalanceGate,
       Double imbalanceAbs,
@@ -115,6 +116,7 @@ public record KvrouterConfig(
       prefillLoadScale = prefillLoadScale == null ? 1.0 : prefillLoadScale;
       decodeLoadScale = decodeLoadScale == null ? 1.0 : decodeLoadScale;
       activeRequestWeight = activeRequestWeight == null ? 0.0 : activeRequestWeight;
+      newPrefillWeight = newPrefillWeight == null ? 0.0 : newPrefillWeight;
       temperature = temperature == null ? 0.0 : temperature;
       imbalanceGate = imbalanceGate != null && imbalanceGate;
       imbalanceAbs = imbalanceAbs == null ? 32.0 : imbalanceAbs;

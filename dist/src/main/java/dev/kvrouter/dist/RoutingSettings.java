@@ -121,7 +121,8 @@ final class RoutingSettings {
 
   static Weights weights(KvrouterConfig.RoutingWeights c) {
     return new Weights(c.gpuCredit(), c.cpuCredit(), c.diskCredit(), c.predictedCredit(), c.overlapCreditDecay(),
-        c.prefillLoadScale(), c.decodeLoadScale(), c.activeRequestWeight(), c.temperature(), c.imbalanceGate(),
+        c.prefillLoadScale(), c.decodeLoadScale(), c.activeRequestWeight(), c.newPrefillWeight(), c.temperature(),
+        c.imbalanceGate(),
         c.imbalanceAbs(), c.imbalanceRel());
   }
 

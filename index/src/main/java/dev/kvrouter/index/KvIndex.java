@@ -136,6 +136,13 @@ public final class KvIndex {
     updateCap();
   }
 
+  /** Drops every predicted entry of {@code view} (its engine cleared its cache). */
+  void purgePredictions(WorkerView view) {
+    if (!view.retired()) {
+      predicted.purge(view.ordinal(), clock.millis());
+    }
+  }
+
   WorkerView viewAt(int ordinal) {
     WorkerView[] arr = byOrdinal;
     return ordinal < arr.length ? arr[ordinal] : null;

@@ -170,6 +170,16 @@ public final class WorkerView {
     SIZE.setRelease(this, 0);
   }
 
+  /**
+   * The engine emptied its cache ({@code AllBlocksCleared}, a restart): drops every block of this worker and its
+   * predicted entries too, which were made before and are void now (otherwise the router would credit blocks
+   * nobody holds until they expire). Event thread only.
+   */
+  public void reset() {
+    clear();
+    index.purgePredictions(this);
+  }
+
   /** Blocks (handles) this worker holds in the index. */
   public int size() {
     return size;

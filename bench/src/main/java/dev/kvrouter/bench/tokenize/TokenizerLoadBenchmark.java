@@ -18,9 +18,11 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Loading a model's tokenizer in a fresh JVM (what startup pays, once per model): tokenizer.json parse and
- * table building for pure Java (including the calibration encode), and DJL's native load, side by side.
- * Each fork measures one cold load.
+ * Loading a model's tokenizer (once per model at startup): tokenizer.json parse and table building for pure
+ * Java (including the calibration encode), and DJL's native load, side by side. {@code pureJava} and {@code
+ * djl} measure one load in a fresh JVM per fork (class loading and JIT included: the first model a router
+ * loads); the {@code ...InWarmJvm} variants measure later loads, after two loads have warmed the JVM (every
+ * further model).
  */
 @BenchmarkMode(Mode.SingleShotTime)
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
@@ -39,6 +41,22 @@ public class TokenizerLoadBenchmark {
         TokenizerOptions.defaults().withImplementation(Implementation.PURE_JAVA))) {
       return t.encode("warm", false).length;
     }
+  }
+
+  @Benchmark
+  @Warmup(iterations = 2)
+  @Measurement(iterations = 3)
+  @Fork(value = 1, jvmArgsAppend = {"-Xmx2g", "-XX:+UseParallelGC"})
+  public int pureJavaInWarmJvm() throws Exception {
+    return pureJava();
+  }
+
+  @Benchmark
+  @Warmup(iterations = 2)
+  @Measurement(iterations = 3)
+  @Fork(value = 1, jvmArgsAppend = {"-Xmx2g", "-XX:+UseParallelGC"})
+  public int djlInWarmJvm() throws Exception {
+    return djl();
   }
 
   @Benchmark

@@ -223,7 +223,7 @@ public final class AbRunner {
   }
 
   /** Adds {@code seed=} to a spec that has none, so one flag seeds every workload. */
-  static String withSeed(String spec, String seed) {
+  public static String withSeed(String spec, String seed) {
     if (spec.matches(".*[:,]\\s*seed\\s*=.*")) {
       return spec;
     }

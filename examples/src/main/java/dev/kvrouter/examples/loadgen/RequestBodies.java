@@ -16,7 +16,7 @@ import java.io.UncheckedIOException;
  * {@code ignore_eos} (a vLLM extension) makes the engine generate exactly {@code max_tokens}, as the trace
  * asks; temperature 0 keeps real engines deterministic.
  */
-final class RequestBodies {
+public final class RequestBodies {
 
   static final String COMPLETIONS = "/v1/completions";
   static final String CHAT = "/v1/chat/completions";
@@ -29,7 +29,8 @@ final class RequestBodies {
     return r.prompt().format() == Prompt.Format.CHAT ? CHAT : COMPLETIONS;
   }
 
-  static byte[] body(Workload w, WorkloadRequest r, String model) {
+  /** The JSON body the load generator sends for {@code r} (also what the virtual-time A/B parses). */
+  public static byte[] body(Workload w, WorkloadRequest r, String model) {
     ByteArrayOutputStream out = new ByteArrayOutputStream(256 + r.prompt().contentLength() * 7);
     try (JsonGenerator g = JSON.createGenerator(out)) {
       g.writeStartObject();

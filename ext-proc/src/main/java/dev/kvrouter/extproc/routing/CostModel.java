@@ -28,11 +28,17 @@ public final class CostModel {
 
   private CostModel() {}
 
-  /** The formula on already-computed terms (Dynamo's {@code logit}). */
+  /** The formula on already-computed terms (Dynamo's {@code logit}), for a request that adds no prefill. */
   public static double cost(double prefillBlocks, double decodeBlocks, long activeRequests, Weights w,
       int workerWeight) {
-    return (w.prefillLoadScale() * prefillBlocks + w.decodeLoadScale() * decodeBlocks
-        + w.activeRequestWeight() * activeRequests) / Math.max(1, workerWeight);
+    return cost(prefillBlocks, 0, decodeBlocks, activeRequests, w, workerWeight);
+  }
+
+  /** The formula on already-computed terms, {@code newBlocks} being the prefill the request adds itself. */
+  public static double cost(double prefillBlocks, double newBlocks, double decodeBlocks, long activeRequests,
+      Weights w, int workerWeight) {
+    return (w.prefillLoadScale() * prefillBlocks + w.newPrefillWeight() * newBlocks
+        + w.decodeLoadScale() * decodeBlocks + w.activeRequestWeight() * activeRequests) / Math.max(1, workerWeight);
   }
 
   /** Fills the cost terms of every candidate for a request of {@code shape}. */
@@ -62,7 +68,8 @@ public final class CostModel {
       c.creditBlocks = credit;
       c.prefillBlocks = prefill;
       c.decodeBlocks = decode;
-      c.cost = cost(prefill, decode, c.load.requests(), w, weight);
+      double added = Math.max(shape.promptBlocks() - credit, 0);
+      c.cost = cost(prefill, added, decode, c.load.requests(), w, weight);
       c.loadCost = cost(activePrefill, c.load.decodeBlocks(), c.load.requests(), w, weight);
       c.scored = true;
     }

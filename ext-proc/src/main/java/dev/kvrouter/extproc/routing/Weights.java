@@ -18,6 +18,9 @@ import java.util.Locale;
  * @param prefillLoadScale weight of the prefill term ({@code prefill_load_scale})
  * @param decodeLoadScale weight of the decode term (Dynamo fixes it at 1)
  * @param activeRequestWeight cost per in-flight request ({@code decode_active_request_weight})
+ * @param newPrefillWeight extra cost per prefill block the request itself adds to the worker (prompt blocks minus
+ *     credit), beyond the wait it causes the request: the fleet compute it consumes, which later requests queue
+ *     behind (0 = Dynamo's cost, which counts a new block only as this request's wait)
  * @param temperature 0 = argmin; above 0 = softmax sampling over normalised costs ({@code router_temperature})
  * @param imbalanceGate when true, a fleet whose in-flight counts spread by more than both thresholds routes to
  *     the least-loaded worker regardless of cache (SGLang's gate)
@@ -33,17 +36,19 @@ public record Weights(
     double prefillLoadScale,
     double decodeLoadScale,
     double activeRequestWeight,
+    double newPrefillWeight,
     double temperature,
     boolean imbalanceGate,
     double imbalanceAbs,
     double imbalanceRel) {
 
   public static final Weights DEFAULTS =
-      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, false, 32, 1.1);
+      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, false, 32, 1.1);
 
   /** Every key accepted in configuration and in {@code x-kvrouter-weights}. */
   public static final List<String> KEYS = List.of("gpu_credit", "cpu_credit", "disk_credit", "predicted_credit",
-      "overlap_credit_decay", "prefill_load_scale", "decode_load_scale", "active_request_weight", "temperature",
+      "overlap_credit_decay", "prefill_load_scale", "decode_load_scale", "active_request_weight",
+      "new_prefill_weight", "temperature",
       "imbalance_gate", "imbalance_abs", "imbalance_rel");
 
   /** Longest {@code x-kvrouter-weights} value read. */
@@ -58,6 +63,7 @@ public record Weights(
     check("prefill_load_scale", prefillLoadScale);
     check("decode_load_scale", decodeLoadScale);
     check("active_request_weight", activeRequestWeight);
+    check("new_prefill_weight", newPrefillWeight);
     check("temperature", temperature);
     check("imbalance_abs", imbalanceAbs);
     check("imbalance_rel", imbalanceRel);
@@ -87,7 +93,7 @@ public record Weights(
         default -> throw new IllegalArgumentException("imbalance_gate must be true or false, was `" + v + "`");
       };
       return new Weights(gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
-          decodeLoadScale, activeRequestWeight, temperature, b, imbalanceAbs, imbalanceRel);
+          decodeLoadScale, activeRequestWeight, newPrefillWeight, temperature, b, imbalanceAbs, imbalanceRel);
     }
     double d;
     try {
@@ -101,13 +107,13 @@ public record Weights(
   /** This set with one numeric key changed. */
   public Weights with(String key, double d) {
     double[] f = {gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
-        decodeLoadScale, activeRequestWeight, temperature, 0, imbalanceAbs, imbalanceRel};
+        decodeLoadScale, activeRequestWeight, newPrefillWeight, temperature, 0, imbalanceAbs, imbalanceRel};
     int i = KEYS.indexOf(key);
     if (i < 0 || key.equals("imbalance_gate")) {
       throw new IllegalArgumentException("unknown weight `" + key + "` (known: " + String.join(", ", KEYS) + ")");
     }
     f[i] = d;
-    return new Weights(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], imbalanceGate, f[10], f[11]);
+    return new Weights(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], imbalanceGate, f[11], f[12]);
   }
 
   /**

@@ -134,13 +134,31 @@ final class EnvoyMessages {
         .build();
   }
 
-  /** {@code {"envoy.lb": {"x-gateway-destination-endpoint": "ip:port"}}}, the GIE endpoint-picker metadata. */
-  static Struct lbMetadata(String endpoint) {
+  /**
+   * {@code {"envoy.lb": {"x-gateway-destination-endpoint": "ip:port", "x-kvrouter-decision": "<id>"}}}: the GIE
+   * endpoint-picker metadata, plus the decision id, which Envoy forwards to the response observer filter
+   * ({@code metadata_options.forwarding_namespaces}) so it needs no request headers of its own.
+   */
+  static Struct lbMetadata(String endpoint, String decisionId) {
     return Struct.newBuilder()
         .putFields(LB_NAMESPACE, Value.newBuilder().setStructValue(Struct.newBuilder()
-            .putFields(Headers.DESTINATION_ENDPOINT, Value.newBuilder().setStringValue(endpoint).build()))
+            .putFields(Headers.DESTINATION_ENDPOINT, Value.newBuilder().setStringValue(endpoint).build())
+            .putFields(Headers.DECISION, Value.newBuilder().setStringValue(decisionId).build()))
             .build())
         .build();
+  }
+
+  /** The decision id Envoy forwarded in {@code envoy.lb} metadata, or null. */
+  static String forwardedDecision(io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest req) {
+    if (!req.hasMetadataContext()) {
+      return null;
+    }
+    var lb = req.getMetadataContext().getFilterMetadataMap().get(LB_NAMESPACE);
+    if (lb == null) {
+      return null;
+    }
+    Value v = lb.getFieldsMap().get(Headers.DECISION);
+    return v == null || !v.hasStringValue() ? null : v.getStringValue();
   }
 
   /** Header value as Envoy sends it: {@code raw_value} in current versions, {@code value} in older ones. */

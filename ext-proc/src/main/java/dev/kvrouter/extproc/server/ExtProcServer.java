@@ -29,7 +29,7 @@ public final class ExtProcServer implements AutoCloseable {
   private final ExtProcOptions options;
   private final RequestPath path;
   private final HealthStatusManager health = new HealthStatusManager();
-  private final InFlight inFlight = new InFlight(200_000, java.time.Duration.ofMinutes(2));
+  private final InFlight inFlight = new InFlight(200_000, java.time.Duration.ofMinutes(10));
   private ExecutorService executor;
   private Server server;
 

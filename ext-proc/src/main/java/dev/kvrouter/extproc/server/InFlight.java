@@ -12,7 +12,10 @@ import org.slf4j.LoggerFactory;
 /**
  * Routed requests waiting for their response observer: the routing stream registers each decision by id, and
  * the observability stream Envoy opens for the same request (a second ext_proc filter in
- * {@code observability_mode}) claims it from the {@code x-kvrouter-decision} request header.
+ * {@code observability_mode}) claims it by the decision id Envoy forwards to it in {@code envoy.lb} metadata (or
+ * from the {@code x-kvrouter-decision} request header, for configs that send the observer request headers). The
+ * claim happens when the response starts, which for a non-streamed answer is when generation ends: the TTL covers
+ * long generations.
  *
  * <p>Bounded and expiring: a decision nobody claims (no observer filter configured, or the client left before
  * the upstream answered) is dropped after {@code ttl}; the load ledger's own straggler expiry keeps its counters

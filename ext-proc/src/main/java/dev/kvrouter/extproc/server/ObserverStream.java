@@ -9,8 +9,9 @@ import io.grpc.stub.StreamObserver;
 
 /**
  * The response side of one routed request, seen through an ext_proc filter in {@code observability_mode}: Envoy
- * sends the request headers (carrying {@code x-kvrouter-decision}), the response headers and body chunks, and
- * never waits for an answer, so watching a response adds no latency to it.
+ * sends the response headers and body chunks, with the routing filter's {@code envoy.lb} metadata (carrying the
+ * decision id) forwarded on the first message, and never waits for an answer, so watching a response adds no
+ * latency to it. The stream opens only when the response starts: nothing of it is on the request path.
  *
  * <p>Feeds the {@link RequestListener} exactly as the routing stream would if the responses went through it.
  * Messages of one stream arrive one at a time; nothing is ever sent back.
@@ -21,8 +22,10 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
   private final InFlight inFlight;
   private final RequestListener listener;
   private Decision decision;
+  private boolean claimed;
   private boolean responseStarted;
   private boolean ended;
+  private boolean closed;
 
   ObserverStream(StreamObserver<ProcessingResponse> out, InFlight inFlight, RequestListener listener) {
     this.out = out;
@@ -32,12 +35,40 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
 
   @Override
   public void onNext(ProcessingRequest req) {
+    if (decision == null && !claimed) {
+      // Envoy forwards the routing filter's envoy.lb metadata with the observer's first message; configs that
+      // send the observer request headers instead are served below.
+      String id = EnvoyMessages.forwardedDecision(req);
+      if (id != null) {
+        claimed = true;
+        decision = inFlight.claim(id);
+      }
+    }
     switch (req.getRequestCase()) {
-      case REQUEST_HEADERS -> decision = inFlight.claim(EnvoyMessages.header(req.getRequestHeaders(),
-          Headers.DECISION));
+      case REQUEST_HEADERS -> {
+        if (!claimed) {
+          claimed = true;
+          decision = inFlight.claim(EnvoyMessages.header(req.getRequestHeaders(), Headers.DECISION));
+        }
+      }
       case RESPONSE_HEADERS -> onResponseHeaders(req.getResponseHeaders());
       case RESPONSE_BODY -> onResponseBody(req.getResponseBody());
       default -> { }
+    }
+    if (claimed && (decision == null || ended)) {
+      close();
+    }
+  }
+
+  /**
+   * Closes the stream from our side as soon as there is nothing more to follow. In observability mode Envoy
+   * otherwise keeps a finished stream open for its deferred-close timeout (5 s), and at a few hundred requests a
+   * second those idle streams fill the router cluster's request limit and new streams overflow.
+   */
+  private void close() {
+    if (!closed) {
+      closed = true;
+      out.onCompleted();
     }
   }
 
@@ -85,6 +116,6 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
   @Override
   public void onCompleted() {
     end(!responseStarted);
-    out.onCompleted();
+    close();
   }
 }

@@ -303,7 +303,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       headers.addSetHeaders(EnvoyMessages.header("content-length", Integer.toString(upstream.length)));
     }
     HeaderMutation mutation = headers.build();
-    var metadata = EnvoyMessages.lbMetadata(decision.chosen().endpoint());
+    var metadata = EnvoyMessages.lbMetadata(decision.chosen().endpoint(), decision.id());
     inFlight.register(decision); // before the headers leave: the observer may ask for it right after
     handedOff = true;
     if (requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED) {

@@ -126,7 +126,8 @@ final class SegmentedTokenizer implements Tokenizer {
       this.cache = cache;
       this.len = text.length();
       this.addSpecialTokens = addSpecialTokens;
-      this.out = new IntList(Math.max(16, len / 3));
+      // Sized from the estimate (plus 15%) so a long prompt grows its buffer at most once.
+      this.out = new IntList(16 + (int) (len / estimator.charsPerToken() * 1.15));
       this.scanner = addedTokens.new Scanner(text);
       if (addSpecialTokens) {
         out.addAll(post.prefix());

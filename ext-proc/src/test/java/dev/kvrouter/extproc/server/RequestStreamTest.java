@@ -259,10 +259,31 @@ class RequestStreamTest {
     s.onCompleted(); // Envoy closes the routing stream once the request phases are done
     assertThat(events).containsExactly("completed");
     obs.onNext(responseBody("{\"usage\":{}}", true));
-    obs.onCompleted();
+    // the observer closes its stream at the end of the response rather than waiting for Envoy's deferred close
     assertThat(events).containsExactly("completed", "body first=true eos=true", "end aborted=false",
         "completed");
+    obs.onCompleted();
+    assertThat(events).as("closed once").hasSize(4);
     assertThat(inFlight.claim("req-1")).isNull();
+  }
+
+  @Test
+  void theObserverClaimsByTheDecisionIdEnvoyForwardsInMetadata() {
+    RequestStream s = stream(1 << 20);
+    s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
+    s.onNext(body(BODY, true));
+    // what the routing stream told Envoy is what Envoy forwards to the observer filter
+    var metadata = sent.get(1).getDynamicMetadata();
+    s.onCompleted();
+    ObserverStream obs = new ObserverStream(out, inFlight, listener);
+    obs.onNext(ProcessingRequest.newBuilder().setMetadataContext(io.envoyproxy.envoy.config.core.v3.Metadata
+            .newBuilder().putAllFilterMetadata(metadata.getFieldsMap().entrySet().stream().collect(
+                java.util.stream.Collectors.toMap(java.util.Map.Entry::getKey, e -> e.getValue().getStructValue()))))
+        .setResponseBody(io.envoyproxy.envoy.service.ext_proc.v3.HttpBody.newBuilder()
+            .setBody(ByteString.copyFromUtf8("{}")).setEndOfStream(true))
+        .build());
+    assertThat(events).containsExactly("completed", "body first=true eos=true", "end aborted=false", "completed");
+    assertThat(inFlight.claimed()).isEqualTo(1);
   }
 
   @Test
@@ -276,8 +297,10 @@ class RequestStreamTest {
     HeaderMap.Builder h = HeaderMap.newBuilder().addHeaders(HeaderValue.newBuilder().setKey("x-kvrouter-decision")
         .setRawValue(ByteString.copyFromUtf8("req-1")));
     late.onNext(ProcessingRequest.newBuilder().setRequestHeaders(HttpHeaders.newBuilder().setHeaders(h)).build());
+    // nothing left to follow: the late observer closes at once instead of idling until Envoy's deferred close
+    assertThat(events).containsExactly("end aborted=true", "completed");
     late.onError(new io.grpc.StatusRuntimeException(io.grpc.Status.CANCELLED));
-    assertThat(events).containsExactly("end aborted=true"); // ended once, not twice
+    assertThat(events).containsExactly("end aborted=true", "completed"); // ended once, not twice
   }
 
   @Test

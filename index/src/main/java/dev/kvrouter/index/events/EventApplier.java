@@ -91,7 +91,7 @@ public final class EventApplier {
       } else if (e instanceof BlockRemoved r) {
         removed(r);
       } else if (e instanceof AllBlocksCleared) {
-        view.clear();
+        view.reset();
         health.inc(EventCounter.CLEARED_EVENTS);
       }
     }

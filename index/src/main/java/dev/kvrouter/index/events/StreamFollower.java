@@ -74,7 +74,7 @@ final class StreamFollower {
     if (lastLive >= 0 && Long.compareUnsigned(seq, lastLive) <= 0) {
       health.inc(EventCounter.RESETS);
       log.info("event stream of {} restarted (seq {} after {}); clearing its view", health.id(), seq, lastLive);
-      applier.view().clear();
+      applier.view().reset();
       last = -1;
       health.resetSeq();
       health.markFresh("publisher restarted, view cleared");

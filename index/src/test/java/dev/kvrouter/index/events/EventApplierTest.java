@@ -194,4 +194,20 @@ class EventApplierTest {
     assertThat(view.size()).isZero();
     assertThat(h.count(EventCounter.CLEARED_EVENTS)).isEqualTo(1);
   }
+
+  @Test
+  void clearAlsoVoidsTheRoutersPredictionsForThatWorker() {
+    // reset_prefix_cache or a restart: a prediction made before the clear names blocks the engine no longer has
+    int[] t = tokens(3 * BS, 10);
+    long[] request = requestHashes(null, null, t);
+    index.predict(w, request, request.length);
+    PrefixMatches before = index.lookup(request, request.length);
+    assertThat(before.predictedBlocks(before.indexOf(w))).isEqualTo(3);
+    apply(AllBlocksCleared.INSTANCE);
+    assertThat(index.lookup(request, request.length).indexOf(w)).isNegative();
+    // predictions made after the clear count again
+    index.predict(w, request, 2);
+    PrefixMatches after = index.lookup(request, request.length);
+    assertThat(after.predictedBlocks(after.indexOf(w))).isEqualTo(2);
+  }
 }

@@ -172,6 +172,11 @@ public final class EngineCore {
     return waiting.size();
   }
 
+  /** Fraction of usable blocks referenced by requests (vLLM's {@code kv_cache_usage}). */
+  public double kvUsage() {
+    return pool.usage();
+  }
+
   /** vLLM's {@code reset_prefix_cache}; false if a request still holds blocks. */
   public boolean resetPrefixCache() {
     return pool.resetPrefixCache();

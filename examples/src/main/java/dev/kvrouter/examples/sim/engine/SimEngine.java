@@ -199,6 +199,21 @@ public final class SimEngine {
     return core != null && core.hasWork();
   }
 
+  /** Requests in the running set; owner thread. Cheaper than {@link #statsNow} for frequent sampling. */
+  public int runningNow() {
+    return core == null ? 0 : core.numRunning();
+  }
+
+  /** Requests waiting (new or preempted); owner thread. */
+  public int waitingNow() {
+    return core == null ? 0 : core.numWaiting();
+  }
+
+  /** Fraction of usable KV blocks referenced by requests ({@code vllm:kv_cache_usage_perc}); owner thread. */
+  public double kvUsageNow() {
+    return core == null ? 0.0 : core.kvUsage();
+  }
+
   /** Running plus waiting requests; owner thread. */
   public int loadNow() {
     return core == null ? 0 : core.numRunning() + core.numWaiting();

@@ -1,6 +1,6 @@
 package dev.kvrouter.examples.sim.fleet;
 
-import dev.kvrouter.examples.sim.http.DjlPromptEncoder;
+import dev.kvrouter.examples.sim.http.PipelinePromptEncoder;
 import dev.kvrouter.examples.sim.http.PromptEncoder;
 import dev.kvrouter.xds.registry.Worker;
 import java.io.IOException;
@@ -37,8 +37,10 @@ public final class SimFleet implements AutoCloseable {
 
   /** Starts every worker; on failure stops the ones already started and rethrows. */
   public static SimFleet start(FleetConfig config) throws IOException {
+    // The router's own tokenizer and chat renderer: workers tokenize exactly as the router hashes.
     PromptEncoder encoder = config.tokenizer() == null ? PromptEncoder.tokenIdsOnly()
-        : DjlPromptEncoder.load(config.tokenizer());
+        : PipelinePromptEncoder.load(config.model() != null ? config.model() : config.preset().model().name(),
+            config.tokenizer());
     SimFleet fleet = new SimFleet(config, encoder);
     try {
       for (int i = 0; i < config.workers(); i++) {

@@ -1,0 +1,144 @@
+package dev.kvrouter.examples.ab;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.kvrouter.examples.loadgen.AbRunner;
+import dev.kvrouter.examples.loadgen.LoadConfig;
+import dev.kvrouter.examples.loadgen.LoadGenerator;
+import dev.kvrouter.examples.loadgen.PolicyPreparer;
+import dev.kvrouter.examples.report.RoutingOverhead;
+import dev.kvrouter.examples.sim.timing.Presets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * The A/B through real Envoy: starts simulated vLLM workers (HTTP + ZMQ events), the router in its own JVM (the
+ * {@code kvrouter} command, with a {@code models:} entry for the real tokenizer) and Envoy (the shipped config,
+ * with the trusted policy header let through), then runs every workload once per policy with the open-loop load
+ * generator ({@link AbRunner}: caches reset between runs). Writes report.json, report.md, charts/ and
+ * {@code envoy.json} (the truth check and decision counts per run, from the router's decision records).
+ *
+ * <p>Run with the dist module's class path (the router's main class must be on it), see docs/ab.md.
+ */
+@Command(name = "envoy-ab", mixinStandardHelpOptions = true,
+    description = "A/B of routing policies through real Envoy against simulated vLLM workers.")
+public final class EnvoyAb implements Callable<Integer> {
+
+  @Option(names = "--root", defaultValue = "${sys:kvrouter.root:-.}", description = "The checkout (envoy-config/).")
+  Path root;
+
+  @Option(names = "--workers", defaultValue = "8")
+  int workers;
+
+  @Option(names = "--preset", defaultValue = "qwen3-8b-h100")
+  String preset;
+
+  @Option(names = "--model", defaultValue = "Qwen/Qwen3-8B")
+  String model;
+
+  @Option(names = "--tokenizer", defaultValue = ".cache/tokenizers/qwen3")
+  Path tokenizer;
+
+  @Option(names = "--block-size", defaultValue = "16")
+  int blockSize;
+
+  @Option(names = "--num-gpu-blocks", defaultValue = "0")
+  int numGpuBlocks;
+
+  @Option(names = "--workload", required = true, description = "Workload spec, repeatable; a|b|c values sweep.")
+  List<String> workloads;
+
+  @Option(names = "--policies", split = ",", defaultValue = "kv_aware,round_robin,least_load,cache_only,random")
+  List<String> policies;
+
+  @Option(names = "--ours", defaultValue = "kv_aware")
+  String ours;
+
+  @Option(names = "--baseline", defaultValue = "round_robin")
+  String baseline;
+
+  @Option(names = "--seed", defaultValue = "1")
+  long seed;
+
+  @Option(names = "--max-in-flight", defaultValue = "512")
+  int maxInFlight;
+
+  @Option(names = "--max-seconds", defaultValue = "600")
+  long maxSeconds;
+
+  @Option(names = "--sample-ms", defaultValue = "250")
+  long sampleMs;
+
+  @Option(names = "--router-jvm", split = " ", defaultValue = "-Xmx1g -XX:+UseParallelGC")
+  List<String> routerJvm;
+
+  @Option(names = "--out", defaultValue = "target/ab-envoy")
+  Path out;
+
+  public static void main(String[] args) {
+    if (System.getProperty("logback.configurationFile") == null) {
+      System.setProperty("logback.configurationFile", "sim-logback.xml");
+    }
+    System.exit(new CommandLine(new EnvoyAb()).execute(args));
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    Files.createDirectories(out);
+    Path dir = Files.createTempDirectory("kvrouter-envoy-ab");
+    EnvoyAbStack.Options o = new EnvoyAbStack.Options(root.toAbsolutePath(), workers, Presets.byId(preset), model,
+        tokenizer, blockSize, numGpuBlocks, seed, null, true, "routing: {policy: kv_aware}", dir);
+    Map<String, Object> meta = new LinkedHashMap<>();
+    meta.put("mode", "through-envoy");
+    meta.put("command", "EnvoyAb " + String.join(" ", ProcessHandle.current().info().arguments()
+        .map(List::of).orElse(List.of())));
+    meta.put("seed", seed);
+    meta.put("preset", preset);
+    meta.put("tokenizer", tokenizer.toString());
+    meta.put("cpus", Runtime.getRuntime().availableProcessors());
+    meta.put("loadAverageAtStart", java.lang.management.ManagementFactory.getOperatingSystemMXBean()
+        .getSystemLoadAverage());
+    List<Map<String, Object>> extras = new ArrayList<>();
+    try (EnvoyAbStack stack = EnvoyAbStack.start(o, new ProcessRouterLauncher(routerJvm))) {
+      meta.put("envoy", stack.envoyVersion());
+      meta.put("numGpuBlocks", stack.fleet().config().engineConfig(0).numGpuBlocks());
+      List<String> specs = new ArrayList<>();
+      for (String s : workloads) {
+        specs.add(AbRunner.withSeed(s, Long.toString(seed)));
+      }
+      LoadConfig load = LoadConfig.defaults(stack.uri(), model).withMaxInFlight(maxInFlight)
+          .withMaxRunTime(Duration.ofSeconds(maxSeconds)).withSampleInterval(Duration.ofMillis(sampleMs));
+      PolicyPreparer preparer = (policy, w, ctx) -> ctx.routerSnapshot(stack.router()::snapshot)
+          .routingOverhead(records -> {
+            DecisionRecords d = DecisionRecords.parse(stack.router().decisionRecords());
+            RoutingOverhead overhead = d.overhead(records);
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("workload", w.toString());
+            m.put("policy", policy);
+            m.put("truth", d.truth(records));
+            m.put("decisions", overhead.decisions());
+            m.put("fallbacks", overhead.fallbacks());
+            extras.add(m);
+            return overhead;
+          }).build();
+      AbRunner.Settings settings = new AbRunner.Settings(policies, ours, baseline, true, blockSize, true,
+          Duration.ofMillis(1000), Duration.ofSeconds(120), out, meta);
+      try (LoadGenerator gen = new LoadGenerator(load)) {
+        new AbRunner(gen, stack.targets(), settings, preparer, System.out).run(specs);
+      }
+    } finally {
+      Files.writeString(out.resolve("envoy.json"), new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT)
+          .writeValueAsString(extras) + "\n");
+    }
+    return 0;
+  }
+}

@@ -1,0 +1,115 @@
+package dev.kvrouter.examples.ab;
+
+import dev.kvrouter.examples.report.RouterSnapshot;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs {@code dev.kvrouter.dist.Kvrouter --config <file>} (the {@code kvrouter} command) in a child JVM with this
+ * JVM's class path, so the router's CPU time and memory are its own: CPU from the process's accounting, RSS from
+ * {@code /proc}. Its log (JSON lines, decision records among them) goes to {@code router.log} beside the config.
+ */
+public final class ProcessRouterLauncher implements RouterLauncher {
+
+  static final String MAIN = "dev.kvrouter.dist.Kvrouter";
+
+  private final List<String> jvmOptions;
+
+  /** @param jvmOptions options of the router JVM, e.g. {@code -Xmx1g} */
+  public ProcessRouterLauncher(List<String> jvmOptions) {
+    this.jvmOptions = List.copyOf(jvmOptions);
+  }
+
+  @Override
+  public Router start(Path config) throws Exception {
+    try {
+      Class.forName(MAIN, false, getClass().getClassLoader());
+    } catch (ClassNotFoundException e) {
+      throw new IllegalStateException("the router (" + MAIN + ") is not on the class path: run with the dist "
+          + "module's class path (see docs/ab.md)");
+    }
+    Path log = config.toAbsolutePath().getParent().resolve("router.log");
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.addAll(jvmOptions);
+    cmd.add("-cp");
+    cmd.add(System.getProperty("java.class.path"));
+    cmd.add(MAIN);
+    cmd.add("--config");
+    cmd.add(config.toAbsolutePath().toString());
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    return new Child(p, log);
+  }
+
+  private static final class Child implements Router {
+    private final Process process;
+    private final Path log;
+
+    Child(Process process, Path log) {
+      this.process = process;
+      this.log = log;
+    }
+
+    @Override
+    public RouterSnapshot snapshot() {
+      long cpu = process.info().totalCpuDuration().map(Duration::toNanos).orElse(-1L);
+      return new RouterSnapshot(cpu, -1, rss(process.pid()));
+    }
+
+    @Override
+    public List<String> decisionRecords() {
+      List<String> out = new ArrayList<>();
+      try {
+        for (String line : Files.readAllLines(log, StandardCharsets.UTF_8)) {
+          if (line.startsWith("{\"event\":")) {
+            out.add(line);
+          }
+        }
+      } catch (IOException e) {
+        // no log yet: no records
+      }
+      return out;
+    }
+
+    @Override
+    public void close() {
+      process.destroy(); // SIGTERM: the router's shutdown hook closes it in order
+      try {
+        if (!process.waitFor(15, TimeUnit.SECONDS)) {
+          process.destroyForcibly();
+          process.waitFor(5, TimeUnit.SECONDS);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        process.destroyForcibly();
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "router pid " + process.pid() + (process.isAlive() ? "" : " (exited " + process.exitValue() + ")")
+          + ", log " + log;
+    }
+  }
+
+  /** Resident set size of {@code pid} from {@code /proc/<pid>/status}, or -1 off Linux. */
+  static long rss(long pid) {
+    try {
+      for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
+        if (line.startsWith("VmRSS:")) {
+          String[] f = line.trim().split("\\s+");
+          return Long.parseLong(f[1]) * 1024;
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      return -1;
+    }
+    return -1;
+  }
+}

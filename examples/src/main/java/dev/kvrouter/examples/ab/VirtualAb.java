@@ -1,0 +1,276 @@
+package dev.kvrouter.examples.ab;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.kvrouter.examples.loadgen.AbRunner;
+import dev.kvrouter.examples.report.AbReport;
+import dev.kvrouter.examples.report.MarkdownReport;
+import dev.kvrouter.examples.report.PolicyResult;
+import dev.kvrouter.examples.report.ReportJson;
+import dev.kvrouter.examples.report.ReportWriter;
+import dev.kvrouter.examples.report.WorkloadResult;
+import dev.kvrouter.examples.sim.events.EventFaults;
+import dev.kvrouter.examples.sim.timing.Presets;
+import dev.kvrouter.examples.workload.IdealReuse;
+import dev.kvrouter.examples.workload.Prompt;
+import dev.kvrouter.examples.workload.Workload;
+import dev.kvrouter.examples.workload.WorkloadCatalog;
+import dev.kvrouter.index.wire.WireLayout;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * The A/B in virtual time: every workload under every policy, same seed, same requests, against simulated vLLM
+ * engines driven by the router's own code ({@link VirtualRun}), plus optional event-fault sweeps. Writes the
+ * same report as the A/B through Envoy ({@code report.json}, {@code report.md}, {@code charts/}) and
+ * {@code virtual.json} with what only an in-process run checks exactly (truth check, ledger at the end, router
+ * CPU, event plane, wall time).
+ *
+ * <pre>
+ * java -cp ... dev.kvrouter.examples.ab.VirtualAb --workload mooncake:speed=4 \
+ *     --workload 'system-prompt:format=tokens,sharing=0|0.5|0.9' --out bench/results/ab/virtual
+ * </pre>
+ */
+@Command(name = "virtual-ab", mixinStandardHelpOptions = true,
+    description = "A/B of routing policies in virtual time against simulated vLLM workers.")
+public final class VirtualAb implements Callable<Integer> {
+
+  @Option(names = "--workload", required = true,
+      description = "Workload spec, repeatable; a|b|c values sweep (see WorkloadCatalog).")
+  List<String> workloads;
+
+  @Option(names = "--policies", split = ",",
+      defaultValue = "kv_aware,round_robin,least_load,cache_only,random")
+  List<String> policies;
+
+  @Option(names = "--ours", defaultValue = "kv_aware")
+  String ours;
+
+  @Option(names = "--baseline", defaultValue = "round_robin")
+  String baseline;
+
+  @Option(names = "--workers", defaultValue = "8")
+  int workers;
+
+  @Option(names = "--preset", defaultValue = "llama3.1-8b-h100")
+  String preset;
+
+  @Option(names = "--model", description = "Served model name (default: the preset's model).")
+  String model;
+
+  @Option(names = "--block-size", defaultValue = "16")
+  int blockSize;
+
+  @Option(names = "--num-gpu-blocks", defaultValue = "0", description = "KV blocks per worker (0 = the preset's).")
+  int numGpuBlocks;
+
+  @Option(names = "--layout", defaultValue = "vllm_map",
+      description = "Event wire layout: vllm_map | vllm_array | sglang_array | none (apply records directly).")
+  String layout;
+
+  @Option(names = "--replay-steps", defaultValue = "10000", description = "Replay buffer per engine, 0 = no replay.")
+  int replaySteps;
+
+  @Option(names = "--event-delay-ms", split = ",", defaultValue = "0",
+      description = "Event delivery delay; several values sweep.")
+  List<Long> delays;
+
+  @Option(names = "--event-drop", split = ",", defaultValue = "0",
+      description = "Event batch drop rate in [0, 1]; several values sweep.")
+  List<Double> drops;
+
+  @Option(names = "--scrape-ms", defaultValue = "250", description = "Load scrape interval, 0 = ledger only.")
+  long scrapeMs;
+
+  @Option(names = "--sample-ms", defaultValue = "250")
+  long sampleMs;
+
+  @Option(names = "--weights", description = "x-kvrouter-weights override for every request.")
+  String weights;
+
+  @Option(names = "--tokenizer",
+      description = "Tokenizer directory: chat workloads are rendered and tokenized by the request path.")
+  Path tokenizer;
+
+  @Option(names = "--seed", defaultValue = "1")
+  long seed;
+
+  @Option(names = "--charts", defaultValue = "true", negatable = true)
+  boolean charts;
+
+  @Option(names = "--decisions",
+      description = "Write the router's decision records (JSON lines) of every run to DIR/<n>-<policy>.jsonl.")
+  Path decisions;
+
+  @Option(names = "--out", defaultValue = "target/ab-virtual")
+  Path out;
+
+  public static void main(String[] args) {
+    if (System.getProperty("logback.configurationFile") == null) {
+      System.setProperty("logback.configurationFile", "sim-logback.xml");
+    }
+    System.exit(new CommandLine(new VirtualAb()).execute(args));
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    VirtualSetup base = VirtualSetup.defaults().withWorkers(workers).withPreset(Presets.byId(preset))
+        .withBlockSize(blockSize).withNumGpuBlocks(numGpuBlocks).withWeights(weights).withSeed(seed)
+        .withScrapeInterval(Duration.ofMillis(scrapeMs));
+    if (model != null) {
+      base = base.withModel(model);
+    }
+    base = base.withSampleInterval(Duration.ofMillis(sampleMs));
+    WireLayout wl = layout.equalsIgnoreCase("none") ? null : WireLayout.valueOf(layout.toUpperCase(Locale.ROOT));
+    List<String> specs = new ArrayList<>();
+    for (String s : workloads) {
+      specs.addAll(WorkloadCatalog.expand(AbRunner.withSeed(s, Long.toString(seed))));
+    }
+    Map<String, Object> meta = new LinkedHashMap<>();
+    meta.put("mode", "virtual-time");
+    meta.put("command", "VirtualAb " + String.join(" ", ProcessHandle.current().info().arguments()
+        .map(a -> List.of(a)).orElse(List.of())));
+    meta.put("seed", seed);
+    meta.put("workers", workers);
+    meta.put("preset", preset);
+    meta.put("numGpuBlocks", base.engineConfig(0).numGpuBlocks());
+    meta.put("blockSize", blockSize);
+    meta.put("policies", policies);
+    meta.put("eventLayout", layout);
+    meta.put("replaySteps", replaySteps);
+    meta.put("scrapeMs", scrapeMs);
+    meta.put("weights", weights);
+    meta.put("java", System.getProperty("java.version"));
+    meta.put("cpus", Runtime.getRuntime().availableProcessors());
+    meta.put("loadAverageAtStart", java.lang.management.ManagementFactory.getOperatingSystemMXBean()
+        .getSystemLoadAverage());
+    try (ChatFront chat = tokenizer == null ? null : ChatFront.load(base.model(), tokenizer, blockSize)) {
+      AbReport report = run(specs, base, wl, chat, meta, System.out);
+      List<Path> files = charts ? ReportWriter.writeAll(report, out) : writeTables(report);
+      System.out.println("report: " + files.get(0).toAbsolutePath() + " (+" + (files.size() - 1) + " files)");
+    }
+    return 0;
+  }
+
+  private List<Path> writeTables(AbReport report) throws IOException {
+    Files.createDirectories(out);
+    ReportJson.write(report, out.resolve("report.json"));
+    Files.writeString(out.resolve("report.md"), MarkdownReport.render(report));
+    return List.of(out.resolve("report.json"), out.resolve("report.md"));
+  }
+
+  /** Runs every spec x fault setting x policy; writes virtual.json as it goes. */
+  AbReport run(List<String> specs, VirtualSetup base, WireLayout wl, ChatFront chat, Map<String, Object> meta,
+      PrintStream progress) throws IOException {
+    List<WorkloadResult> sections = new ArrayList<>();
+    List<Map<String, Object>> extras = new ArrayList<>();
+    Files.createDirectories(out);
+    for (String spec : specs) {
+      Workload w = WorkloadCatalog.create(spec);
+      boolean chatPrompts = !w.requests().isEmpty() && w.requests().get(0).prompt().format() == Prompt.Format.CHAT;
+      IdealReuse ideal = chat != null && chatPrompts
+          ? w.idealReuse(base.blockSize(), r -> chat.encoder().tokens(parse(chat, w, r, base.model())))
+          : w.idealReuse(base.blockSize());
+      for (long delay : delays) {
+        for (double drop : drops) {
+          EventFaults f = new EventFaults(drop, delay, 0, false);
+          VirtualSetup setup = base.withEvents(wl, replaySteps, f);
+          String label = spec + (delay > 0 ? " [event delay " + delay + " ms]" : "")
+              + (drop > 0 ? " [event drop " + drop + (replaySteps > 0 ? ", replay" : ", no replay") + "]" : "");
+          progress.printf(Locale.ROOT, "workload %s: %d requests over %.1f s, ideal reuse %.1f%%%n", label, w.size(),
+              w.spanMicros() / 1e6, ideal.tokenShare() * 100);
+          List<PolicyResult> results = new ArrayList<>();
+          for (String policy : policies) {
+            VirtualOutcome o;
+            if (decisions != null) {
+              Files.createDirectories(decisions);
+              Path file = decisions.resolve(sections.size() + "-" + policy + ".jsonl");
+              try (java.io.BufferedWriter bw = Files.newBufferedWriter(file)) {
+                o = VirtualRun.run(w, policy, setup, chat, line -> {
+                  try {
+                    bw.write(line);
+                    bw.newLine();
+                  } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                  }
+                });
+              }
+            } else {
+              o = VirtualRun.run(w, policy, setup, chat);
+            }
+            PolicyResult r = PolicyResult.summarize(o.data(), ideal);
+            results.add(r);
+            extras.add(extra(label, policy, o, r));
+            progress.printf(Locale.ROOT,
+                "  %-12s TTFT p50 %9.1f ms p99 %9.1f ms  E2E p50 %9.1f ms  cache %5.1f%% (ideal %5.1f%%)  "
+                    + "imbalance req %.2f load %s  truth %.1f%%  errors %d  busy %.2f  wall %.1f s%n",
+                policy, r.ttftMs().p50(), r.ttftMs().p99(), r.e2eMs().p50(), r.cache().servedShare() * 100,
+                r.cache().idealShare() * 100, r.balance().requestImbalance(), r.balance().meanLoadImbalance(),
+                o.truth().withinShare() * 100, r.counts().failed(),
+                java.util.Arrays.stream(o.busyShare()).average().orElse(0), o.wallSeconds());
+            writeExtras(extras);
+          }
+          sections.add(WorkloadResult.of(label, w, ideal, results));
+          AbReport partial = new AbReport(AbReport.SCHEMA, Instant.now().toString(), meta, ours, baseline, sections);
+          ReportJson.write(partial, out.resolve("report.json"));
+          Files.writeString(out.resolve("report.md"), MarkdownReport.render(partial));
+        }
+      }
+    }
+    return new AbReport(AbReport.SCHEMA, Instant.now().toString(), meta, ours, baseline, sections);
+  }
+
+  private static dev.kvrouter.extproc.request.InferenceRequest parse(ChatFront chat, Workload w,
+      dev.kvrouter.examples.workload.WorkloadRequest r, String model) {
+    byte[] body = dev.kvrouter.examples.loadgen.RequestBodies.body(w, r, model);
+    try {
+      return chat.preparer().prepare(dev.kvrouter.extproc.request.InferenceRequest.Kind.CHAT, body, body.length,
+          null).request();
+    } catch (dev.kvrouter.extproc.request.RequestBodyParser.BadRequest e) {
+      throw new IllegalStateException(e.error().toString(), e);
+    }
+  }
+
+  private static Map<String, Object> extra(String label, String policy, VirtualOutcome o, PolicyResult r) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("workload", label);
+    m.put("policy", policy);
+    m.put("wallSeconds", round(o.wallSeconds()));
+    m.put("simulatedSeconds", round(o.simulatedSeconds()));
+    m.put("routerCpuSeconds", round(o.routerCpuNanos() / 1e9));
+    m.put("routerCpuMicrosPerRequest", r.counts().sent() == 0 ? 0 : round(o.routerCpuNanos() / 1e3 / r.counts().sent()));
+    m.put("indexBytes", o.indexBytes());
+    m.put("busyShareMean", round(java.util.Arrays.stream(o.busyShare()).average().orElse(0)));
+    m.put("busyShareMax", round(java.util.Arrays.stream(o.busyShare()).max().orElse(0)));
+    m.put("truth", Map.of("checked", o.truth().checked(), "withinBlock", o.truth().withinBlock(),
+        "over", o.truth().over(), "under", o.truth().under(), "withinShare", round(o.truth().withinShare()),
+        "predictedTokens", o.truth().predictedTokens(), "actualTokens", o.truth().actualTokens()));
+    m.put("ledgerAtEnd", o.ledger());
+    m.put("ledgerZero", o.ledger().zero());
+    m.put("fallbacks", o.fallbacks());
+    m.put("events", o.events());
+    return m;
+  }
+
+  private void writeExtras(List<Map<String, Object>> extras) throws IOException {
+    Files.writeString(out.resolve("virtual.json"), new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT)
+        .writeValueAsString(extras) + "\n");
+  }
+
+  private static double round(double v) {
+    return Math.round(v * 10000) / 10000.0;
+  }
+}

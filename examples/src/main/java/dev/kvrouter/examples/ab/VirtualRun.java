@@ -1,0 +1,586 @@
+package dev.kvrouter.examples.ab;
+
+import dev.kvrouter.examples.loadgen.RequestBodies;
+import dev.kvrouter.examples.report.LatencyStats;
+import dev.kvrouter.examples.report.LoadSample;
+import dev.kvrouter.examples.report.RequestRecord;
+import dev.kvrouter.examples.report.RouterSnapshot;
+import dev.kvrouter.examples.report.RoutingOverhead;
+import dev.kvrouter.examples.report.RunData;
+import dev.kvrouter.examples.report.WorkerCounters;
+import dev.kvrouter.examples.sim.clock.VirtualClock;
+import dev.kvrouter.examples.sim.engine.EngineConfig;
+import dev.kvrouter.examples.sim.engine.EngineStats;
+import dev.kvrouter.examples.sim.engine.OutputTokens;
+import dev.kvrouter.examples.sim.engine.RequestFailure;
+import dev.kvrouter.examples.sim.engine.RequestObserver;
+import dev.kvrouter.examples.sim.engine.RequestOutcome;
+import dev.kvrouter.examples.sim.engine.RequestSpec;
+import dev.kvrouter.examples.sim.engine.SimEngine;
+import dev.kvrouter.examples.sim.events.SequencedKvEventBatch;
+import dev.kvrouter.examples.sim.http.PromptEncoder;
+import dev.kvrouter.examples.sim.replay.VirtualFleet;
+import dev.kvrouter.examples.workload.Prompt;
+import dev.kvrouter.examples.workload.Workload;
+import dev.kvrouter.examples.workload.WorkloadRequest;
+import dev.kvrouter.extproc.decision.DecisionLog;
+import dev.kvrouter.extproc.decision.TruthCheck;
+import dev.kvrouter.extproc.load.LoadLedger;
+import dev.kvrouter.extproc.load.LoadTracker;
+import dev.kvrouter.extproc.load.Reservation;
+import dev.kvrouter.extproc.load.ScrapedLoad;
+import dev.kvrouter.extproc.load.WorkerHealth;
+import dev.kvrouter.extproc.pipeline.PromptPipeline;
+import dev.kvrouter.extproc.request.InferenceRequest;
+import dev.kvrouter.extproc.request.PreparedRequest;
+import dev.kvrouter.extproc.request.RequestBodyParser;
+import dev.kvrouter.extproc.routing.Decision;
+import dev.kvrouter.extproc.routing.KvAwarePolicy;
+import dev.kvrouter.extproc.routing.KvIndexOverlapSource;
+import dev.kvrouter.extproc.routing.PromptInfo;
+import dev.kvrouter.extproc.routing.RequestTimings;
+import dev.kvrouter.extproc.routing.RouteRequest;
+import dev.kvrouter.extproc.routing.Router;
+import dev.kvrouter.extproc.routing.RoutingConfig;
+import dev.kvrouter.extproc.routing.StandardPolicies;
+import dev.kvrouter.index.IndexConfig;
+import dev.kvrouter.index.KvIndex;
+import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.index.block.BlockHasher;
+import dev.kvrouter.index.block.CacheNamespace;
+import dev.kvrouter.index.events.EventApplier;
+import dev.kvrouter.index.events.EventCounter;
+import dev.kvrouter.index.events.EventPlaneHealth;
+import dev.kvrouter.index.events.EventSource;
+import dev.kvrouter.index.events.InProcessEventFollower;
+import dev.kvrouter.index.events.WorkerEventHealth;
+import dev.kvrouter.index.wire.EventEncoder;
+import dev.kvrouter.xds.registry.Worker;
+import dev.kvrouter.xds.registry.WorkerRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.HdrHistogram.Histogram;
+
+/**
+ * Replays one workload under one policy in virtual time, driving the router's own code against simulated vLLM
+ * engines on one {@link VirtualClock}:
+ *
+ * <ul>
+ *   <li>the {@link Router} with the standard policies, the policy chosen per request by the trusted
+ *       {@code x-kvrouter-policy} value (as the A/B through Envoy does), optional {@code x-kvrouter-weights};
+ *   <li>the {@link LoadLedger} behind a {@link LoadTracker}: reserved at the decision, the prefill part released
+ *       at the first token, the rest at the end (or failure); blended with each worker's reported queue and KV
+ *       usage every scrape interval, as the runtime's scraper does;
+ *   <li>the {@link KvIndex} with the router's predicted entries, fed by the engines' KV events: every batch is
+ *       encoded in the configured wire layout and goes through the subscriber's decoder, sequence follower
+ *       (gaps, replay, stale views) and {@link EventApplier}, after the configured delay and drops;
+ *   <li>block identities from {@link BlockHasher} over the request's namespace: directly for token-id prompts,
+ *       through the request path ({@link RequestBodyParser}, chat template, tokenizer, {@link PromptPipeline})
+ *       for chat prompts when a {@link ChatFront} is given, in which case the workers tokenize with the same
+ *       resources.
+ * </ul>
+ *
+ * <p>Virtual time: a request arrives at its workload arrival time, is routed and enters its engine at that
+ * instant (the router's own latency is measured in wall time and reported, not added). Engines publish events at
+ * the end of each step. Everything is deterministic for a seed, apart from the wall-time measurements.
+ *
+ * <p>Single-threaded: the caller's thread runs the clock, the engines, the router and the event plane.
+ */
+public final class VirtualRun {
+
+  /** Bound on clock tasks of one run: a runaway loop fails instead of hanging. */
+  private static final long MAX_TASKS = 4_000_000_000L;
+  private static final long MAINTENANCE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+  private static final long LEDGER_TTL_NANOS = TimeUnit.SECONDS.toNanos(300);
+
+  private final Workload workload;
+  private final String policy;
+  private final VirtualSetup setup;
+  private final ChatFront chat;
+  private final DecisionLog records;
+
+  private final VirtualClock clock = new VirtualClock(1.7e9);
+  private final Clock javaClock = new VirtualJavaClock(clock);
+  private final ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+  private final List<String> names = new ArrayList<>();
+  private final Map<String, Integer> indexOf = new HashMap<>();
+  private final List<WorkerId> ids = new ArrayList<>();
+  private final KvIndex index;
+  private final EventPlaneHealth health;
+  private final LoadLedger ledger;
+  private final Map<WorkerId, ScrapedLoad> scraped = new HashMap<>();
+  private final Router router;
+  private final PromptPipeline pipeline;
+  private final long root;
+  private final VirtualFleet fleet;
+  private final InProcessEventFollower[] followers;
+  private final EventApplier[] appliers;
+  private final EventEncoder encoder;
+  private final long[] delivered;
+
+  private final RequestRecord[] results;
+  private final Histogram itl = LatencyStats.newMicrosHistogram();
+  private final Histogram decisionMicros = LatencyStats.newMicrosHistogram();
+  private final List<LoadSample> samples = new ArrayList<>();
+  private final Map<String, Long> fallbacks = new TreeMap<>();
+  private final long[] staleTransitions = new long[1];
+  private int arrived;
+  private long fellBack;
+  private int finished;
+  private int inFlight;
+  private int maxInFlight;
+  private long lastEndNanos;
+  private long routerCpu;
+  private long truthWithin;
+  private long truthOver;
+  private long truthUnder;
+  private long predictedTokens;
+  private long actualTokens;
+
+  private VirtualRun(Workload workload, String policy, VirtualSetup setup, ChatFront chat,
+      Consumer<String> decisionRecords) {
+    this.workload = workload;
+    this.policy = policy;
+    this.setup = setup;
+    this.chat = chat;
+    this.records = new DecisionLog(decisionRecords == null ? line -> {} : decisionRecords, javaClock, 16,
+        decisionRecords != null);
+    int n = setup.workers();
+    List<Worker> fleetEntries = new ArrayList<>();
+    List<EngineConfig> configs = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      String name = setup.workerName(i);
+      names.add(name);
+      indexOf.put(name, i);
+      ids.add(new WorkerId(name, 0));
+      configs.add(setup.engineConfig(i));
+      fleetEntries.add(new Worker(name, "127.0.0.1", 8100 + i, setup.model(), List.of(), Worker.Role.BOTH,
+          new Worker.EventEndpoint("inproc://" + name, null, "", false), 1, setup.blockSize(), 1, null, false,
+          Map.of("simulated", "virtual")));
+    }
+    WorkerRegistry registry = new WorkerRegistry();
+    registry.replace(fleetEntries);
+
+    index = new KvIndex(IndexConfig.defaults().withPredictions(setup.predictedTtl(), java.time.Duration.ofSeconds(120),
+        1 << 20, 4096), javaClock);
+    health = new EventPlaneHealth(new SimpleMeterRegistry(), javaClock, setup.staleRecovery());
+    health.addListener((w, stale, why) -> staleTransitions[0] += stale ? 1 : 0);
+    KvIndexOverlapSource overlaps = new KvIndexOverlapSource(index);
+    ledger = new LoadLedger(clock::nanoTime, LEDGER_TTL_NANOS, 1_000_000);
+    LoadTracker load = new LoadTracker(ledger, setup.scrapeInterval().isZero() ? id -> null : scraped::get,
+        clock::nanoTime, TimeUnit.SECONDS.toNanos(2));
+    SplittableRandom rng = new SplittableRandom(setup.seed() * 31 + 7);
+    router = Router.builder(registry)
+        .policies(StandardPolicies.create())
+        .config(RoutingConfig.defaults(KvAwarePolicy.NAME))
+        .overlaps(overlaps)
+        .load(load)
+        .health(WorkerHealth.alwaysHealthy())
+        .nanoTime(System::nanoTime)
+        .random(() -> rng)
+        .build();
+    // Early stop as the runtime does by default; the chain is finished inline (deterministic) for predictions.
+    pipeline = chat == null ? null
+        : new PromptPipeline(overlaps, Runnable::run, System::nanoTime, true, new SimpleMeterRegistry());
+    root = CacheNamespace.of(setup.model()).rootSeed();
+
+    followers = new InProcessEventFollower[n];
+    appliers = new EventApplier[n];
+    delivered = new long[n];
+    encoder = setup.layout() == null ? null : new EventEncoder(setup.layout());
+    VirtualFleet[] self = new VirtualFleet[1];
+    for (int i = 0; i < n; i++) {
+      int w = i;
+      EventSource source = EventSource.connect(ids.get(i), setup.model(), setup.blockSize(), "inproc://" + names.get(i),
+          setup.replayBufferSteps() > 0 ? "inproc://" + names.get(i) + "/replay" : null);
+      if (encoder != null) {
+        InProcessEventFollower.Replay replay = setup.replayBufferSteps() == 0 ? null : (from, sink) -> {
+          for (SequencedKvEventBatch b : self[0].replay(w, from)) {
+            sink.accept(b.seq(), encoder.encode(b.batch()));
+          }
+          return true;
+        };
+        followers[i] = new InProcessEventFollower(index, health, source, replay, javaClock);
+      } else {
+        var view = index.register(ids.get(i));
+        view.setEventStream(true);
+        WorkerEventHealth h = health.register(view);
+        appliers[i] = new EventApplier(view, setup.model(), setup.blockSize(), h);
+      }
+    }
+    PromptEncoder outputs = chat != null ? chat.encoder() : null;
+    fleet = new VirtualFleet(clock, names, configs, setup.preset().timingModel(),
+        outputs != null ? OutputTokens.cycling(outputs.outputVocabulary()) : OutputTokens.range(1000, 1000), null,
+        setup.replayBufferSteps(), this::onBatch, setup.seed() * 131 + 17);
+    self[0] = fleet;
+    if (!setup.faults().equals(dev.kvrouter.examples.sim.events.EventFaults.NONE)) {
+      for (int i = 0; i < n; i++) {
+        fleet.setEventFaults(i, setup.faults());
+      }
+    }
+    results = new RequestRecord[workload.size()];
+  }
+
+  /**
+   * Replays {@code workload} under {@code policy}.
+   *
+   * @param chat the request path and worker tokenizer for chat prompts, or null to send chat workloads as their
+   *     token stand-ins ({@link Workload#promptTokens}), hashed like token prompts
+   */
+  public static VirtualOutcome run(Workload workload, String policy, VirtualSetup setup, ChatFront chat) {
+    return new VirtualRun(workload, policy, setup, chat, null).replay();
+  }
+
+  /**
+   * As {@link #run(Workload, String, VirtualSetup, ChatFront)}, writing the router's decision records (the
+   * {@code kvrouter.decisions} JSON lines: decision, then outcome with the truth check) to {@code records}.
+   */
+  public static VirtualOutcome run(Workload workload, String policy, VirtualSetup setup, ChatFront chat,
+      Consumer<String> records) {
+    return new VirtualRun(workload, policy, setup, chat, records).replay();
+  }
+
+  private VirtualOutcome replay() {
+    for (WorkloadRequest r : workload.requests()) {
+      clock.schedule(TimeUnit.MICROSECONDS.toNanos(r.arrivalMicros()), () -> arrive(r));
+    }
+    long sampleNanos = setup.sampleInterval().toNanos();
+    long scrapeNanos = setup.scrapeInterval().toNanos();
+    clock.schedule(0, new Periodic(sampleNanos, this::sample));
+    if (scrapeNanos > 0) {
+      clock.schedule(0, new Periodic(scrapeNanos, this::scrape));
+    }
+    clock.schedule(0, new Periodic(MAINTENANCE_NANOS, this::maintain));
+    long t0 = System.nanoTime();
+    clock.runUntilIdle(MAX_TASKS);
+    double wall = (System.nanoTime() - t0) / 1e9;
+    return outcome(wall);
+  }
+
+  /** Reschedules itself while the workload is not done. */
+  private final class Periodic implements Runnable {
+    private final long period;
+    private final Runnable body;
+
+    Periodic(long period, Runnable body) {
+      this.period = period;
+      this.body = body;
+    }
+
+    @Override
+    public void run() {
+      body.run();
+      if (finished < results.length) {
+        clock.schedule(clock.nanoTime() + period, this);
+      }
+    }
+  }
+
+  private void arrive(WorkloadRequest r) {
+    arrived++;
+    long c0 = cpu();
+    int[] tokens;
+    RouteRequest rr;
+    PromptPipeline.Outcome prompt = null;
+    if (chat != null && r.prompt().format() == Prompt.Format.CHAT) {
+      byte[] body = RequestBodies.body(workload, r, setup.model());
+      PreparedRequest prepared;
+      try {
+        prepared = chat.preparer().prepare(InferenceRequest.Kind.CHAT, body, body.length, null);
+      } catch (RequestBodyParser.BadRequest e) {
+        throw new IllegalStateException("the workload produced a request the router refuses: " + e.error(), e);
+      }
+      prompt = pipeline.run(prepared);
+      rr = new RouteRequest(r.id(), prepared.request(), prepared.scope().tenantHash(), policy, setup.weights(),
+          prompt.prompt(), prompt.unavailable(), 0, prompt.timings());
+      long c1 = cpu();
+      routerCpu += c1 - c0;
+      tokens = chat.encoder().tokens(prepared.request()); // the worker's own tokenization: not router work
+      c0 = cpu();
+    } else {
+      tokens = workload.promptTokens(r);
+      long th = System.nanoTime();
+      long[] hashes = BlockHasher.hashFullBlocks(root, tokens, tokens.length, setup.blockSize());
+      long hashNanos = System.nanoTime() - th;
+      rr = new RouteRequest(r.id(),
+          new InferenceRequest(InferenceRequest.Kind.COMPLETIONS, setup.model(), true, null, r.outputTokens()), null,
+          policy, setup.weights(), new PromptInfo(tokens.length, setup.blockSize(), hashes), null, 0,
+          new RequestTimings(0, 0, 0, hashNanos));
+    }
+    Decision d = router.route(rr);
+    records.decision(d);
+    if (prompt != null && d.routed()) {
+      prompt.complete(d.detail().chosen().id());
+    }
+    routerCpu += cpu() - c0;
+    RequestTimings t = rr.timings();
+    decisionMicros.recordValue(Math.max(0, (d.decisionNanos() + t.hashNanos() + t.tokenizeNanos()
+        + t.templateNanos() + t.parseNanos()) / 1000));
+    if (d.fallback() != null) {
+      fellBack++;
+      for (String f : d.fallback().split(",")) {
+        fallbacks.merge(f, 1L, Long::sum);
+      }
+    }
+    long at = clock.nanoTime();
+    if (!d.routed()) {
+      fail(r, at, null, d.id(), "http_" + d.rejection().status(), d.rejection().status());
+      return;
+    }
+    int w = indexOf.get(d.chosen().name());
+    RequestSpec spec = new RequestSpec(r.id(), tokens, r.outputTokens(), null, null, r.index());
+    SimEngine engine = fleet.engine(w);
+    String invalid = engine.validate(spec);
+    if (invalid != null) {
+      // The worker answers 400 at once; the router releases on the response, as through Envoy.
+      release(d.reservation(), false);
+      fail(r, at, names.get(w), d.id(), "http_400", 400);
+      return;
+    }
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    fleet.submit(w, spec, new Observer(r, d, at));
+  }
+
+  private final class Observer implements RequestObserver {
+    private final WorkloadRequest request;
+    private final Decision decision;
+    private final long sentNanos;
+    private long firstNanos = -1;
+    private long lastNanos;
+    private long maxGap = -1;
+    private int chunks;
+
+    Observer(WorkloadRequest request, Decision decision, long sentNanos) {
+      this.request = request;
+      this.decision = decision;
+      this.sentNanos = sentNanos;
+    }
+
+    @Override
+    public void onToken(int tokenId, int index, long atNanos, int cachedTokens, boolean last) {
+      if (firstNanos < 0) {
+        firstNanos = atNanos;
+        long c0 = cpu();
+        ledger.prefillDone(decision.reservation()); // the first response byte
+        routerCpu += cpu() - c0;
+      } else {
+        long gap = atNanos - lastNanos;
+        itl.recordValue(Math.max(0, gap / 1000));
+        maxGap = Math.max(maxGap, gap);
+      }
+      lastNanos = atNanos;
+      chunks++;
+    }
+
+    @Override
+    public void onFinished(RequestOutcome o) {
+      release(decision.reservation(), true);
+      inFlight--;
+      finished++;
+      lastEndNanos = Math.max(lastEndNanos, o.finishNanos());
+      results[request.index()] = new RequestRecord(request.index(), request.id(), request.sessionId(),
+          micros(request.arrivalMicros() * 1000), micros(sentNanos), micros(o.firstTokenNanos() - sentNanos),
+          micros(o.finishNanos() - sentNanos), 200, null, names.get(indexOf.get(decision.chosen().name())),
+          decision.id(), o.promptTokens(), o.cachedTokens(), o.completionTokens(), chunks,
+          maxGap < 0 ? -1 : micros(maxGap));
+      long predicted = decision.detail().predictedCachedTokens();
+      records.outcome(decision, 200, false, new TruthCheck(predicted, o.cachedTokens(), setup.blockSize()),
+          o.promptTokens(), (o.firstTokenNanos() - sentNanos) / 1e6, (o.finishNanos() - sentNanos) / 1e6);
+      long err = predicted - o.cachedTokens();
+      predictedTokens += predicted;
+      actualTokens += o.cachedTokens();
+      if (Math.abs(err) < setup.blockSize()) {
+        truthWithin++;
+      } else if (err > 0) {
+        truthOver++;
+      } else {
+        truthUnder++;
+      }
+    }
+
+    @Override
+    public void onFailed(RequestFailure f) {
+      release(decision.reservation(), false);
+      inFlight--;
+      long now = clock.nanoTime();
+      results[request.index()] = new RequestRecord(request.index(), request.id(), request.sessionId(),
+          micros(request.arrivalMicros() * 1000), micros(sentNanos), -1, micros(now - sentNanos),
+          f.kind().httpStatus(), "http_" + f.kind().httpStatus(), names.get(indexOf.get(decision.chosen().name())),
+          decision.id(), -1, -1, -1, chunks, -1);
+      finished++;
+      lastEndNanos = Math.max(lastEndNanos, now);
+    }
+  }
+
+  private void release(Reservation r, boolean completed) {
+    long c0 = cpu();
+    ledger.release(r);
+    routerCpu += cpu() - c0;
+  }
+
+  private void fail(WorkloadRequest r, long atNanos, String worker, String decisionId, String error, int status) {
+    results[r.index()] = new RequestRecord(r.index(), r.id(), r.sessionId(), r.arrivalMicros(), micros(atNanos), -1,
+        0, status, error, worker, decisionId, -1, -1, -1, 0, -1);
+    finished++;
+    lastEndNanos = Math.max(lastEndNanos, atNanos);
+  }
+
+  private void onBatch(int worker, SequencedKvEventBatch b) {
+    long c0 = cpu();
+    delivered[worker]++;
+    if (encoder != null) {
+      followers[worker].onLive(b.seq(), encoder.encode(b.batch()));
+    } else {
+      appliers[worker].apply(b.batch());
+    }
+    routerCpu += cpu() - c0;
+  }
+
+  private void sample() {
+    long at = clock.nanoTime() / 1000;
+    for (int i = 0; i < names.size(); i++) {
+      SimEngine e = fleet.engine(i);
+      samples.add(new LoadSample(at, names.get(i), e.runningNow(), e.waitingNow()));
+    }
+  }
+
+  /** What the runtime's metrics scraper would have read from every worker's /metrics just now. */
+  private void scrape() {
+    long c0 = cpu();
+    long now = clock.nanoTime();
+    for (int i = 0; i < names.size(); i++) {
+      SimEngine e = fleet.engine(i);
+      scraped.put(ids.get(i), new ScrapedLoad(e.runningNow(), e.waitingNow(), e.kvUsageNow(),
+          e.config().numGpuBlocks(), now));
+      ledger.scraped(ids.get(i));
+    }
+    routerCpu += cpu() - c0;
+  }
+
+  private void maintain() {
+    long c0 = cpu();
+    index.maintain();
+    long ms = javaClock.millis();
+    for (InProcessEventFollower f : followers) {
+      if (f != null) {
+        f.tick(ms);
+      }
+    }
+    ledger.sweep();
+    routerCpu += cpu() - c0;
+  }
+
+  private VirtualOutcome outcome(double wall) {
+    List<RequestRecord> list = new ArrayList<>(results.length);
+    for (int i = 0; i < results.length; i++) {
+      if (results[i] == null) {
+        WorkloadRequest r = workload.requests().get(i);
+        list.add(RequestRecord.unsent(i, r.id(), r.sessionId(), r.arrivalMicros(), "not_sent"));
+      } else {
+        list.add(results[i]);
+      }
+    }
+    Map<String, WorkerCounters> counters = new HashMap<>();
+    List<EngineStats> stats = fleet.stats();
+    for (int i = 0; i < stats.size(); i++) {
+      EngineStats s = stats.get(i);
+      counters.put(names.get(i), new WorkerCounters(s.promptTokens(), s.prefixHitTokens(), s.prefixQueryTokens(),
+          s.generationTokens(), s.finishedRequests(), s.prefillTokensComputed(), s.cachedPromptTokens()));
+    }
+    long decisions = decisionMicros.getTotalCount();
+    RoutingOverhead overhead = new RoutingOverhead(decisions, decisions == 0 ? 0 : decisionMicros.getMean(),
+        decisionMicros.getValueAtPercentile(50), decisionMicros.getValueAtPercentile(99),
+        decisionMicros.getMaxValue(), fellBack);
+    long[] totals = ledger.totals();
+    VirtualOutcome.LedgerEnd ledgerEnd = new VirtualOutcome.LedgerEnd(totals[0], totals[1], totals[2], totals[3],
+        ledger.liveReservations(), ledger.expired());
+    VirtualOutcome.Truth truth = new VirtualOutcome.Truth(truthWithin, truthOver, truthUnder, predictedTokens,
+        actualTokens);
+    Map<String, Long> events = new TreeMap<>();
+    long batches = 0;
+    for (long d : delivered) {
+      batches += d;
+    }
+    events.put("delivered_batches", batches);
+    for (WorkerEventHealth.Snapshot s : health.snapshots()) {
+      for (EventCounter c : List.of(EventCounter.DROPPED_BATCHES, EventCounter.GAPS, EventCounter.REPLAYS,
+          EventCounter.STORED_BLOCKS, EventCounter.REMOVED_BLOCKS, EventCounter.UNKNOWN_PARENT,
+          EventCounter.UNKNOWN_REMOVES, EventCounter.RESETS)) {
+        events.merge(c.name().toLowerCase(java.util.Locale.ROOT), s.count(c), Long::sum);
+      }
+    }
+    events.put("stale_transitions", staleTransitions[0]);
+    List<String> notes = new ArrayList<>();
+    notes.add(String.format(java.util.Locale.ROOT,
+        "virtual time: %d workers %s, %d KV blocks each, block %d; events %s%s%s; truth check %.2f%% within one "
+            + "block (%d over, %d under); ledger at end %s",
+        setup.workers(), setup.preset().id(), setup.engineConfig(0).numGpuBlocks(), setup.blockSize(),
+        setup.layout() == null ? "applied directly" : setup.layout().name().toLowerCase(java.util.Locale.ROOT),
+        setup.replayBufferSteps() > 0 ? " with replay" : " without replay",
+        setup.faults().equals(dev.kvrouter.examples.sim.events.EventFaults.NONE) ? "" : ", faults " + setup.faults(),
+        truth.withinShare() * 100, truth.over(), truth.under(), ledgerEnd.zero() ? "zero" : ledgerEnd.toString()));
+    if (!fallbacks.isEmpty()) {
+      notes.add("fallbacks " + fallbacks);
+    }
+    RunData data = new RunData(policy, names, list, itl, lastEndNanos / 1000, counters, samples,
+        setup.sampleInterval().toNanos() / 1000, new RouterSnapshot(0, -1, -1),
+        new RouterSnapshot(routerCpu, -1, -1), -1, overhead, maxInFlight, notes);
+    double[] busy = new double[stats.size()];
+    for (int i = 0; i < busy.length; i++) {
+      busy[i] = lastEndNanos == 0 ? 0 : (double) stats.get(i).busyNanos() / lastEndNanos;
+    }
+    return new VirtualOutcome(data, truth, ledgerEnd, wall, clock.nanoTime() / 1e9, routerCpu, fallbacks, events,
+        index.footprintBytes(), busy);
+  }
+
+  private long cpu() {
+    return threads.getCurrentThreadCpuTime();
+  }
+
+  private static long micros(long nanos) {
+    return nanos / 1000;
+  }
+
+  /** The virtual clock as a {@code java.time.Clock} for the index and the event plane. */
+  private static final class VirtualJavaClock extends Clock {
+    private final VirtualClock clock;
+
+    VirtualJavaClock(VirtualClock clock) {
+      this.clock = clock;
+    }
+
+    @Override
+    public ZoneId getZone() {
+      return ZoneOffset.UTC;
+    }
+
+    @Override
+    public Clock withZone(ZoneId zone) {
+      return this;
+    }
+
+    @Override
+    public long millis() {
+      return (long) (clock.epochSeconds() * 1000);
+    }
+
+    @Override
+    public Instant instant() {
+      return Instant.ofEpochMilli(millis());
+    }
+  }
+}

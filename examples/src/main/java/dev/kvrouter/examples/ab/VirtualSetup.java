@@ -1,0 +1,223 @@
+package dev.kvrouter.examples.ab;
+
+import dev.kvrouter.examples.sim.engine.EngineConfig;
+import dev.kvrouter.examples.sim.events.EventFaults;
+import dev.kvrouter.examples.sim.timing.Preset;
+import dev.kvrouter.examples.sim.timing.Presets;
+import dev.kvrouter.index.wire.WireLayout;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * The fleet, event plane and router settings of a virtual-time run: everything but the workload and the policy.
+ *
+ * @param workers simulated workers
+ * @param preset model and GPU: step timing, KV capacity ({@code num_gpu_blocks}), context length
+ * @param blockSize KV block size (engines and router)
+ * @param model the served model name (engine namespace = router namespace); null for the preset's model
+ * @param maxNumSeqs {@code --max-num-seqs}
+ * @param maxNumBatchedTokens {@code --max-num-batched-tokens}
+ * @param numGpuBlocks KV blocks per worker, 0 for the preset's calibrated capacity
+ * @param maxModelLen context length, 0 for the preset's
+ * @param layout wire layout every event batch is encoded in and decoded from on its way to the router (the
+ *     subscriber's decoder and sequence follower run); null applies the engine's records directly (no decode, no
+ *     sequence logic: only valid without faults)
+ * @param replayBufferSteps batches each engine keeps for replay (vLLM: 10,000), 0 for no replay: then a dropped
+ *     batch is a gap the router cannot fill and the worker's view goes stale
+ * @param faults event faults of every worker (delay, drop, reorder)
+ * @param sampleInterval how often each worker's running/waiting queue is sampled for the report
+ * @param scrapeInterval how often the router's load view gets each worker's reported load (the runtime's
+ *     {@code routing.scrape.interval_ms}); zero for ledger only
+ * @param weights a trusted {@code x-kvrouter-weights} override for every request, or null for the defaults
+ * @param predictedTtl lifetime of the router's predicted entries (kvrouter.yaml {@code events.predicted_ttl_ms})
+ * @param staleRecovery quiet period after which a stale view is trusted again ({@code events.stale_recovery_ms})
+ * @param seed seeds the engines, the event faults and the router's tie-breaks
+ */
+public record VirtualSetup(
+    int workers,
+    Preset preset,
+    int blockSize,
+    String model,
+    int maxNumSeqs,
+    int maxNumBatchedTokens,
+    int numGpuBlocks,
+    int maxModelLen,
+    WireLayout layout,
+    int replayBufferSteps,
+    EventFaults faults,
+    Duration sampleInterval,
+    Duration scrapeInterval,
+    String weights,
+    Duration predictedTtl,
+    Duration staleRecovery,
+    long seed) {
+
+  public VirtualSetup {
+    Objects.requireNonNull(preset, "preset");
+    faults = faults == null ? EventFaults.NONE : faults;
+    model = model == null ? preset.model().name() : model;
+    if (workers < 1 || workers > 1024) {
+      throw new IllegalArgumentException("workers must be in [1, 1024]");
+    }
+    if (blockSize < 1 || maxNumSeqs < 1 || maxNumBatchedTokens < 1 || numGpuBlocks < 0 || maxModelLen < 0
+        || replayBufferSteps < 0) {
+      throw new IllegalArgumentException("blockSize, maxNumSeqs, maxNumBatchedTokens must be >= 1; "
+          + "numGpuBlocks, maxModelLen, replayBufferSteps >= 0");
+    }
+    if (sampleInterval.isNegative() || sampleInterval.isZero() || scrapeInterval.isNegative()) {
+      throw new IllegalArgumentException("sampleInterval must be > 0, scrapeInterval >= 0");
+    }
+    if (layout == null && (faults.dropRate() > 0 || faults.reorderRate() > 0 || faults.stopped())) {
+      throw new IllegalArgumentException("event drops and reordering need a wire layout (the sequence follower "
+          + "is what notices them)");
+    }
+  }
+
+  /**
+   * 8 workers of {@code llama3.1-8b-h100} at their calibrated capacity, vLLM's defaults (block 16, 256 seqs,
+   * 8192 batched tokens), events in vLLM's map layout with a 10,000-batch replay buffer, no faults, 250 ms
+   * samples and scrapes, default weights, 5 s predicted entries, 60 s stale recovery.
+   */
+  public static VirtualSetup defaults() {
+    return new VirtualSetup(8, Presets.byId("llama3.1-8b-h100"), EngineConfig.DEFAULT_BLOCK_SIZE, null,
+        EngineConfig.DEFAULT_MAX_NUM_SEQS, EngineConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS, 0, 0, WireLayout.VLLM_MAP,
+        10_000, EventFaults.NONE, Duration.ofMillis(250), Duration.ofMillis(250), null, Duration.ofSeconds(5),
+        Duration.ofSeconds(60), 1);
+  }
+
+  public VirtualSetup withWorkers(int n) {
+    return toBuilder().workers(n).build();
+  }
+
+  /** Another model and GPU; the served model name follows the preset. */
+  public VirtualSetup withPreset(Preset p) {
+    return toBuilder().preset(p).model(p.model().name()).build();
+  }
+
+  public VirtualSetup withModel(String m) {
+    return toBuilder().model(m).build();
+  }
+
+  public VirtualSetup withBlockSize(int b) {
+    return toBuilder().blockSize(b).build();
+  }
+
+  public VirtualSetup withNumGpuBlocks(int n) {
+    return toBuilder().numGpuBlocks(n).build();
+  }
+
+  public VirtualSetup withMaxModelLen(int n) {
+    return toBuilder().maxModelLen(n).build();
+  }
+
+  public VirtualSetup withEngineLimits(int seqs, int batchedTokens) {
+    return toBuilder().maxNumSeqs(seqs).maxNumBatchedTokens(batchedTokens).build();
+  }
+
+  public VirtualSetup withEvents(WireLayout l, int replaySteps, EventFaults f) {
+    return toBuilder().layout(l).replayBufferSteps(replaySteps).faults(f).build();
+  }
+
+  public VirtualSetup withSampleInterval(Duration d) {
+    return toBuilder().sampleInterval(d).build();
+  }
+
+  public VirtualSetup withScrapeInterval(Duration d) {
+    return toBuilder().scrapeInterval(d).build();
+  }
+
+  public VirtualSetup withWeights(String w) {
+    return toBuilder().weights(w).build();
+  }
+
+  public VirtualSetup withStaleRecovery(Duration d) {
+    return toBuilder().staleRecovery(d).build();
+  }
+
+  public VirtualSetup withSeed(long s) {
+    return toBuilder().seed(s).build();
+  }
+
+  private Builder toBuilder() {
+    Builder b = new Builder();
+    b.workers = workers;
+    b.preset = preset;
+    b.blockSize = blockSize;
+    b.model = model;
+    b.maxNumSeqs = maxNumSeqs;
+    b.maxNumBatchedTokens = maxNumBatchedTokens;
+    b.numGpuBlocks = numGpuBlocks;
+    b.maxModelLen = maxModelLen;
+    b.layout = layout;
+    b.replayBufferSteps = replayBufferSteps;
+    b.faults = faults;
+    b.sampleInterval = sampleInterval;
+    b.scrapeInterval = scrapeInterval;
+    b.weights = weights;
+    b.predictedTtl = predictedTtl;
+    b.staleRecovery = staleRecovery;
+    b.seed = seed;
+    return b;
+  }
+
+  /** Copy-and-change helper behind the withers. */
+  private static final class Builder {
+    int workers;
+    Preset preset;
+    int blockSize;
+    String model;
+    int maxNumSeqs;
+    int maxNumBatchedTokens;
+    int numGpuBlocks;
+    int maxModelLen;
+    WireLayout layout;
+    int replayBufferSteps;
+    EventFaults faults;
+    Duration sampleInterval;
+    Duration scrapeInterval;
+    String weights;
+    Duration predictedTtl;
+    Duration staleRecovery;
+    long seed;
+
+    Builder workers(int v) { workers = v; return this; }
+    Builder preset(Preset v) { preset = v; return this; }
+    Builder blockSize(int v) { blockSize = v; return this; }
+    Builder model(String v) { model = v; return this; }
+    Builder maxNumSeqs(int v) { maxNumSeqs = v; return this; }
+    Builder maxNumBatchedTokens(int v) { maxNumBatchedTokens = v; return this; }
+    Builder numGpuBlocks(int v) { numGpuBlocks = v; return this; }
+    Builder maxModelLen(int v) { maxModelLen = v; return this; }
+    Builder layout(WireLayout v) { layout = v; return this; }
+    Builder replayBufferSteps(int v) { replayBufferSteps = v; return this; }
+    Builder faults(EventFaults v) { faults = v; return this; }
+    Builder sampleInterval(Duration v) { sampleInterval = v; return this; }
+    Builder scrapeInterval(Duration v) { scrapeInterval = v; return this; }
+    Builder weights(String v) { weights = v; return this; }
+    Builder staleRecovery(Duration v) { staleRecovery = v; return this; }
+    Builder seed(long v) { seed = v; return this; }
+
+    VirtualSetup build() {
+      return new VirtualSetup(workers, preset, blockSize, model, maxNumSeqs, maxNumBatchedTokens, numGpuBlocks,
+          maxModelLen, layout, replayBufferSteps, faults, sampleInterval, scrapeInterval, weights, predictedTtl,
+          staleRecovery, seed);
+    }
+  }
+
+  /** The engine arguments of worker {@code i}. */
+  public EngineConfig engineConfig(int i) {
+    EngineConfig.Builder b = EngineConfig.fromPreset(preset, blockSize).model(model).maxNumSeqs(maxNumSeqs)
+        .maxNumBatchedTokens(maxNumBatchedTokens).seed(seed * 1_000 + 1 + i);
+    if (numGpuBlocks > 0) {
+      b.numGpuBlocks(numGpuBlocks);
+    }
+    if (maxModelLen > 0) {
+      b.maxModelLen(maxModelLen);
+    }
+    return b.build();
+  }
+
+  public String workerName(int i) {
+    return "sim-" + i;
+  }
+}

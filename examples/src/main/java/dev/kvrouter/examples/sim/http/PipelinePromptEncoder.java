@@ -1,0 +1,172 @@
+package dev.kvrouter.examples.sim.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.kvrouter.extproc.model.ModelFiles;
+import dev.kvrouter.extproc.model.ModelSpec;
+import dev.kvrouter.extproc.model.ModelSpecs;
+import dev.kvrouter.extproc.pipeline.PipelineResources;
+import dev.kvrouter.extproc.request.ChatPrompt;
+import dev.kvrouter.extproc.request.InferenceRequest;
+import dev.kvrouter.extproc.request.RequestBodyParser;
+import dev.kvrouter.extproc.template.ChatRequestFields;
+import dev.kvrouter.extproc.template.TemplateException;
+import dev.kvrouter.extproc.template.VllmChatRenderer;
+import dev.kvrouter.extproc.tokenize.SegmentCache;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Tokenizes prompts with the router's own request-path resources ({@link PipelineResources}: the model's
+ * tokenizer and its chat template under vLLM's rendering rules), so a simulated worker sees exactly the token ids
+ * the router hashed. Chat requests are parsed by the router's {@link RequestBodyParser}, rendered by its
+ * {@link VllmChatRenderer} and tokenized without special tokens (the template writes them), as vLLM does;
+ * completion prompts get the tokenizer's special tokens (BOS for Llama 3), as vLLM's completions endpoint adds
+ * them.
+ *
+ * <p>Output text needs no detokenizer: the simulated model speaks a fixed passage whose words are each one token
+ * (checked when the encoder is built), so each output id maps to its word.
+ *
+ * <p>Thread-safe: the tokenizer and renderers are shared by all request threads, as in the router.
+ */
+public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable {
+
+  /** The simulated model's answer, cycled; words that are not a single token are left out. */
+  private static final String OUTPUT_PASSAGE = " The quick brown fox jumps over the lazy dog while the router keeps "
+      + "every prefix warm and each worker answers in turn with steady tokens of simulated text";
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final String model;
+  private final PipelineResources resources;
+  private final RequestBodyParser parser = new RequestBodyParser();
+  private final int[] outputVocabulary;
+  private final Map<Integer, String> outputText;
+
+  private PipelinePromptEncoder(String model, PipelineResources resources) {
+    this.model = model;
+    this.resources = resources;
+    Map<Integer, String> words = new LinkedHashMap<>();
+    for (String w : OUTPUT_PASSAGE.split("(?= )")) {
+      int[] ids = resources.tokenizer().encode(w, false);
+      if (ids.length == 1) {
+        words.putIfAbsent(ids[0], w);
+      }
+    }
+    if (words.size() < 4) {
+      throw new IllegalStateException("the output passage has fewer than 4 single-token words in this tokenizer");
+    }
+    this.outputText = Map.copyOf(words);
+    this.outputVocabulary = words.keySet().stream().mapToInt(Integer::intValue).toArray();
+  }
+
+  /**
+   * Loads the model's tokenizer and chat template the way the router's model registry does.
+   *
+   * @param model the served model name (only for messages)
+   * @param tokenizer a directory holding {@code tokenizer.json} (and {@code tokenizer_config.json}, optionally
+   *     {@code chat_template.jinja}), or a {@code tokenizer.json}
+   * @throws IOException if the files are missing or cannot be loaded
+   */
+  public static PipelinePromptEncoder load(String model, Path tokenizer) throws IOException {
+    List<String> problems = new ArrayList<>();
+    Path abs = tokenizer.toAbsolutePath().normalize();
+    ModelSpec spec = ModelSpec.of(model, abs.toString());
+    ModelFiles files = ModelSpecs.resolveFiles(spec, "tokenizer", abs.getParent() == null ? abs : abs.getParent(),
+        problems);
+    if (files == null || !problems.isEmpty() || !Files.isRegularFile(files.tokenizerJson())) {
+      throw new IOException("cannot use tokenizer " + tokenizer + ": " + String.join("; ", problems));
+    }
+    try {
+      PipelineResources res = (PipelineResources) PipelineResources
+          .loader(SegmentCache.create(SegmentCache.DEFAULT_MAX_TOKENS), Clock.systemUTC()).load(spec, files);
+      return new PipelinePromptEncoder(model, res);
+    } catch (IOException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new IOException("cannot load tokenizer " + tokenizer + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** The router-side resources (the virtual-time A/B hashes with the very same instance). */
+  public PipelineResources resources() {
+    return resources;
+  }
+
+  @Override
+  public int[] encodeCompletion(String prompt) {
+    return resources.tokenizer().encode(prompt, true);
+  }
+
+  @Override
+  public int[] encodeChat(JsonNode request) {
+    byte[] body;
+    try {
+      body = JSON.writeValueAsBytes(request);
+    } catch (IOException e) {
+      throw new Unsupported("request cannot be re-encoded: " + e.getMessage());
+    }
+    InferenceRequest parsed;
+    try {
+      parsed = parser.parse(InferenceRequest.Kind.CHAT, body, body.length);
+    } catch (RequestBodyParser.BadRequest e) {
+      throw new Unsupported(e.error().message());
+    }
+    return tokens(parsed);
+  }
+
+  /**
+   * The token ids the engine computes for a parsed chat request: the template rendered exactly as the router's
+   * request path renders it, tokenized as the request asks ({@code add_special_tokens}, default false), the last
+   * {@code truncate_prompt_tokens} kept.
+   *
+   * @throws Unsupported when the model has no chat template, the request brings its own, or rendering fails
+   */
+  public int[] tokens(InferenceRequest request) {
+    ChatPrompt chat = request.chat();
+    VllmChatRenderer renderer = resources.chat(chat.tools() != null && !chat.tools().isEmpty());
+    if (renderer == null) {
+      throw new Unsupported("model " + model + " has no chat template");
+    }
+    if (chat.chatTemplate() != null) {
+      throw new Unsupported("request chat templates are not accepted (vLLM needs --trust-request-chat-template)");
+    }
+    String text;
+    try {
+      text = renderer.render(new ChatRequestFields(chat.messages(), chat.tools(), chat.toolChoice(),
+          chat.addGenerationPrompt(), chat.continueFinalMessage(), chat.documents(), chat.chatTemplateKwargs(),
+          chat.reasoningEffort()));
+    } catch (TemplateException e) {
+      throw new Unsupported("chat template failed: " + e.getMessage());
+    }
+    int[] ids = resources.tokenizer().encode(text, chat.addSpecialTokens());
+    Integer keep = chat.truncatePromptTokens();
+    if (keep != null && keep >= 0 && ids.length > keep) {
+      ids = Arrays.copyOfRange(ids, ids.length - keep, ids.length);
+    }
+    return ids;
+  }
+
+  @Override
+  public String tokenText(int tokenId) {
+    String t = outputText.get(tokenId);
+    return t != null ? t : "";
+  }
+
+  @Override
+  public int[] outputVocabulary() {
+    return outputVocabulary.clone();
+  }
+
+  @Override
+  public void close() {
+    resources.close();
+  }
+}

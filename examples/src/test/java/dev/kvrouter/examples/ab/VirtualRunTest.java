@@ -1,0 +1,164 @@
+package dev.kvrouter.examples.ab;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvrouter.examples.report.PolicyResult;
+import dev.kvrouter.examples.report.RequestRecord;
+import dev.kvrouter.examples.report.WorkerCounters;
+import dev.kvrouter.examples.sim.events.EventFaults;
+import dev.kvrouter.examples.sim.testing.Fixtures;
+import dev.kvrouter.examples.sim.timing.Presets;
+import dev.kvrouter.examples.workload.Workload;
+import dev.kvrouter.examples.workload.WorkloadCatalog;
+import dev.kvrouter.index.wire.WireLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The virtual-time A/B driver: deterministic for a seed, the load ledger back at zero after every run, the
+ * workers' truth counters consistent with what the requests saw, and the router's real behaviour (cache
+ * affinity, predicted entries, stale views) visible through it.
+ */
+class VirtualRunTest {
+
+  /** Small fleet and a short sharing workload: a run takes well under a second. */
+  private static final VirtualSetup SETUP = VirtualSetup.defaults().withWorkers(4).withNumGpuBlocks(4096);
+  private static final Workload SHARING =
+      WorkloadCatalog.create("system-prompt:format=tokens,count=160,rate=40,prompt=1024,sharing=0.8,prefixes=4,"
+          + "output=16,seed=3");
+
+  @Test
+  void sameSeedGivesTheSameRunForEveryPolicy() {
+    for (String policy : List.of("kv_aware", "round_robin", "least_load", "cache_only", "random")) {
+      VirtualOutcome a = VirtualRun.run(SHARING, policy, SETUP, null);
+      VirtualOutcome b = VirtualRun.run(SHARING, policy, SETUP, null);
+      assertThat(b.data().requests()).as(policy).isEqualTo(a.data().requests());
+      assertThat(b.data().counters()).as(policy).isEqualTo(a.data().counters());
+      assertThat(b.data().load()).as(policy).isEqualTo(a.data().load());
+      assertThat(b.truth()).as(policy).isEqualTo(a.truth());
+    }
+  }
+
+  @Test
+  void anotherSeedChangesTheRandomPolicysChoices() {
+    VirtualOutcome a = VirtualRun.run(SHARING, "random", SETUP, null);
+    VirtualOutcome b = VirtualRun.run(SHARING, "random", SETUP.withSeed(2), null);
+    assertThat(servedBy(b)).isNotEqualTo(servedBy(a));
+  }
+
+  @Test
+  void ledgerReturnsToZeroAndCountersAgreeWithTheRequests() {
+    for (String policy : List.of("kv_aware", "round_robin", "least_load", "cache_only", "random")) {
+      VirtualOutcome o = VirtualRun.run(SHARING, policy, SETUP, null);
+      assertThat(o.ledger().zero()).as(policy + " " + o.ledger()).isTrue();
+      assertThat(o.ledger().expired()).as(policy).isZero();
+      assertCountersMatchRequests(o, policy);
+    }
+  }
+
+  @Test
+  void ledgerReturnsToZeroUnderEventFaultsAndFailedRequests() {
+    // Prompts beyond the context are refused by the worker after the router reserved: released on the 400.
+    Workload tooLong = WorkloadCatalog.create("unique:count=40,rate=20,prompt=2000..5000,output=8,seed=5");
+    VirtualSetup limited = SETUP.withWorkers(3).withModel("m").withEngineLimits(64, 2048).withMaxModelLen(4096)
+        .withEvents(WireLayout.VLLM_ARRAY, 0, new EventFaults(0.3, 40, 0.2, false))
+        .withStaleRecovery(java.time.Duration.ofSeconds(1)).withSeed(9);
+    VirtualOutcome o = VirtualRun.run(tooLong, "kv_aware", limited, null);
+    assertThat(o.ledger().zero()).as(o.ledger().toString()).isTrue();
+    long refused = o.data().requests().stream().filter(r -> "http_400".equals(r.error())).count();
+    assertThat(refused).isPositive().isLessThan(40);
+    assertThat(o.events().get("dropped_batches")).isPositive();
+  }
+
+  @Test
+  void kvAwareServesMoreFromCacheThanRoundRobinAndPredictsWhatWorkersReport() {
+    VirtualOutcome ours = VirtualRun.run(SHARING, "kv_aware", SETUP, null);
+    VirtualOutcome rr = VirtualRun.run(SHARING, "round_robin", SETUP, null);
+    PolicyResult a = PolicyResult.summarize(ours.data(), SHARING.idealReuse(16));
+    PolicyResult b = PolicyResult.summarize(rr.data(), SHARING.idealReuse(16));
+    // 4 prefixes over 4 workers: round-robin computes each prefix on every worker, kv_aware once per holder.
+    assertThat(a.cache().servedShare()).isGreaterThan(b.cache().servedShare() + 0.05);
+    assertThat(ours.truth().withinShare()).isGreaterThanOrEqualTo(0.99);
+    assertThat(a.counts().failed()).isZero();
+  }
+
+  @Test
+  void droppedEventsWithoutReplayMakeViewsStaleAndRoutingSaysSo() {
+    VirtualSetup lossy = SETUP.withEvents(WireLayout.VLLM_MAP, 0, new EventFaults(0.5, 0, 0, false));
+    VirtualOutcome o = VirtualRun.run(SHARING, "kv_aware", lossy, null);
+    assertThat(o.events().get("gaps")).isPositive();
+    assertThat(o.events().get("stale_transitions")).isPositive();
+    assertThat(o.fallbacks()).containsKey("stale_events");
+    assertThat(o.ledger().zero()).isTrue();
+
+    VirtualSetup replayed = SETUP.withEvents(WireLayout.VLLM_MAP, 10_000, new EventFaults(0.5, 0, 0, false));
+    VirtualOutcome r = VirtualRun.run(SHARING, "kv_aware", replayed, null);
+    assertThat(r.events().get("gaps")).isPositive();
+    assertThat(r.events().get("replays")).isPositive();
+    assertThat(r.events().get("stale_transitions")).isZero();
+    assertThat(r.fallbacks()).doesNotContainKey("stale_events");
+  }
+
+  @Test
+  void directApplicationAndEveryWireLayoutIndexTheSameBlocks() {
+    List<List<RequestRecord>> runs = new ArrayList<>();
+    for (WireLayout l : new WireLayout[] {null, WireLayout.VLLM_MAP, WireLayout.VLLM_ARRAY, WireLayout.SGLANG_ARRAY}) {
+      runs.add(VirtualRun.run(SHARING, "kv_aware", SETUP.withEvents(l, 0, EventFaults.NONE), null).data()
+          .requests());
+    }
+    assertThat(runs).allMatch(r -> r.equals(runs.get(0)));
+  }
+
+  @Test
+  void chatPromptsThroughTheRequestPathMatchTheWorkersTokenization() throws Exception {
+    Workload chat = WorkloadCatalog.create("multi-turn:sessions=12,rate=4,turns=2..4,think=2,system=200,"
+        + "user=20..60,output=8..16,seed=4");
+    VirtualSetup qwen = SETUP.withPreset(Presets.byId("qwen3-8b-h100")).withNumGpuBlocks(4096);
+    try (ChatFront front = ChatFront.load(qwen.model(), Fixtures.tokenizer("qwen3"), 16)) {
+      VirtualOutcome o = VirtualRun.run(chat, "kv_aware", qwen, front);
+      assertThat(o.data().requests()).allMatch(RequestRecord::ok);
+      // Every later turn repeats the conversation: the worker serves it from cache and the router predicted it.
+      assertThat(o.truth().withinShare()).isGreaterThanOrEqualTo(0.99);
+      assertThat(o.truth().actualTokens()).isPositive();
+      assertThat(o.fallbacks()).doesNotContainKey("no_tokenization");
+      assertThat(o.ledger().zero()).isTrue();
+    }
+  }
+
+  private static void assertCountersMatchRequests(VirtualOutcome o, String policy) {
+    long prompt = 0;
+    long cached = 0;
+    long completion = 0;
+    for (RequestRecord r : o.data().requests()) {
+      assertThat(r.ok()).as(policy + " " + r).isTrue();
+      prompt += r.promptTokens();
+      cached += r.cachedTokens();
+      completion += r.completionTokens();
+    }
+    double workerPrompt = 0;
+    double workerCached = 0;
+    double workerGenerated = 0;
+    double computed = 0;
+    for (WorkerCounters c : o.data().counters().values()) {
+      workerPrompt += c.promptTokens();
+      workerCached += c.simPromptTokensCached();
+      workerGenerated += c.generationTokens();
+      computed += c.simPrefillComputed();
+    }
+    assertThat(workerPrompt).as(policy).isEqualTo((double) prompt);
+    assertThat(workerCached).as(policy).isEqualTo((double) cached);
+    assertThat(workerGenerated).as(policy).isEqualTo((double) completion);
+    assertThat(computed).as(policy).isGreaterThanOrEqualTo(workerPrompt - workerCached);
+    assertThat(o.truth().actualTokens()).as(policy).isEqualTo(cached);
+  }
+
+  private static Map<Integer, String> servedBy(VirtualOutcome o) {
+    Map<Integer, String> m = new java.util.TreeMap<>();
+    for (RequestRecord r : o.data().requests()) {
+      m.put(r.index(), r.servedBy());
+    }
+    return m;
+  }
+}
