@@ -22,14 +22,15 @@ for s in "${scenarios[@]}"; do
     naive) warm=4000; n=300; per=1 ;;
     *) warm=30000; n=4096; per=32 ;;
   esac
-  (cd "$out" && valgrind --tool=callgrind --instr-atstart=no --separate-threads=yes --smc-check=all-non-file \
-    --vex-iropt-register-updates=allregs-at-mem-access --callgrind-out-file="$out/cg.%p" \
+  mkdir -p "$out/$s"
+  (cd "$out/$s" && valgrind --tool=callgrind --instr-atstart=no --separate-threads=yes --smc-check=all-non-file \
+    --vex-iropt-register-updates=allregs-at-mem-access --callgrind-out-file="$out/$s/cg.%p" \
     java -Xbatch -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit -Xms2g -Xmx2g -XX:+UseParallelGC \
     -XX:ParallelGCThreads=1 -cp "$jar" \
     dev.kvrouter.bench.index.IndexInstructionHarness "$s" "$warm" "$n" >"$out/$s.log" 2>&1) || {
       echo "$s: valgrind failed"; grep -v '^==' "$out/$s.log" | tail -5; continue; }
-  pid=$(ls "$out" | sed -n 's/^cg\.\([0-9]*\)$/\1/p' | head -1)
-  python3 - "$out" "$pid" "$s" "$n" "$per" <<'PY'
+  pid=$(ls "$out/$s" | sed -n 's/^cg\.\([0-9]*\)$/\1/p' | head -1)
+  python3 - "$out/$s" "$pid" "$s" "$n" "$per" <<'PY'
 import bisect, glob, os, re, sys
 out, pid, scenario, n, per = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 # the thread that ran the measured loop: the one with the most instructions in the explicit dump

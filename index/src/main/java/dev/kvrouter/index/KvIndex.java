@@ -152,6 +152,11 @@ public final class KvIndex {
     return idByOrdinal;
   }
 
+  /** Stale flags of ordinals {@code 64 * word} to {@code 64 * word + 63}, one bit each. */
+  long staleWord(int word) {
+    return staleBits.get(word);
+  }
+
   boolean staleBit(int ordinal) {
     return (staleBits.get(ordinal >>> 6) & (1L << ordinal)) != 0;
   }
