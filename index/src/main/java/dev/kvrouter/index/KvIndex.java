@@ -26,7 +26,7 @@ import org.slf4j.LoggerFactory;
  * <h2>Concurrency contract</h2>
  * <ul>
  *   <li>Lookups ({@link #newCursor()}, {@link #lookup}) run on any thread, take no lock and never block
- *       writers (optimistic reads of lock-striped segments, see {@link BlockTable}).
+ *       writers (validated lock-free reads of the table's segments, see {@link BlockTable}).
  *   <li>Each worker's {@link WorkerView} has a single writer: the thread applying that worker's events.
  *   <li>Predictions ({@link #predict}) are queued by request threads and applied by one owner at a time.
  *   <li>{@link #register} and {@link #remove} are rare and synchronized; {@link #remove} must not run while
