@@ -1,26 +1,49 @@
 package dev.kvrouter.index;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Arrays;
-import java.util.concurrent.locks.StampedLock;
 
 /**
  * The shared residency table: block hash (ours) to the set of worker ordinals holding it, with a tier mask
  * per holder ({@link #GPU}, {@link #CPU}, {@link #DISK}, and {@link #PREDICTED} for the router's own
  * predictions).
  *
- * <p>Segmented open addressing. Each segment is an interleaved {@code long[]} of {@code [key, holders]} pairs
- * (16 bytes per slot, linear probing, backward-shift deletion) guarded by a {@link StampedLock}. A
- * {@code holders} word stores up to three holders inline, 20 bits each ({@code (ordinal + 1) << 4 | tiers});
- * a block held by more workers points (sign bit set) to a record in the segment's flat overflow pool: four
- * bitsets over ordinals ({@code [tier][word]}), the segment's record width growing with the highest ordinal.
+ * <p>Segmented open addressing. Each segment is one {@code long[]}: a move counter and the slot count, then
+ * {@code [key, holders]} slots (16 bytes each, linear probing, backward-shift deletion, any capacity: grown by
+ * 1.5x past 80% load, so the load stays between 53% and 80%), then the segment's overflow records. One array
+ * per segment means one reference and one bounds domain per probe. A {@code holders} word stores up to three
+ * holders inline, 20 bits each ({@code (ordinal + 1) << 4 | tiers}); a block held by more workers points (sign bit
+ * set) to a record in the segment's overflow pool: per 64-ordinal word, four bitsets (GPU, CPU, disk, predicted:
+ * {@code [word][tier]}, so one word's four sets are adjacent), as many words as its highest holder needs.
  *
  * <h2>Concurrency</h2>
- * Writers (one event thread per worker, the prediction drainer) take the segment's write lock; several
- * writers may target one segment, so the lock serialises them. Readers never block: they read a segment
- * under {@link StampedLock#tryOptimisticRead()} and retry when {@link StampedLock#validate} fails, falling
- * back to the read lock after a few tries so a hot segment cannot starve a lookup. Reads done before
- * validation may see torn state, so the read path bounds every loop and checks every index, and never
- * acts on what it read until validation succeeds.
+ * Writers (one event thread per worker, the prediction drainer) take the segment's spin lock; several writers
+ * may target one segment. Readers take no lock and write nothing. Every change a reader can observe is one
+ * ordered store, or a bracketed group of them:
+ * <ul>
+ *   <li>a holder change of an inline block is one store of its {@code holders} word;
+ *   <li>a record is filled before the pointer to it is published, and freed only after it is unpublished; a
+ *       published record is changed in place between two stores of its pointer: one with the busy bit set
+ *       before, one with a fresh generation after (a seqlock per record, so a worker moving between tiers,
+ *       whose bits lie in different words, is never read half-moved);
+ *   <li>an insert writes the holders, then the key; a resize (or a growth of the record area) builds a new
+ *       array and publishes it (the old one is never written again, so a reader still on it sees a consistent
+ *       past state);
+ *   <li>a deletion first clears the block's holders, then shifts later keys of its probe run back: each moved
+ *       key is copied as {@code MOVING}, holders, key, and the store that then hides its old copy is preceded
+ *       by an increment of the segment's move counter.
+ * </ul>
+ * A reader validates what it read: a hit by re-reading the key and holders after reading them (bits 60-62 of
+ * the holders word are the slot's epoch, bumped whenever the slot's key changes, so a key that left and came
+ * back is noticed; a record pointer must not be busy); a miss by the move counter being unchanged across the
+ * probe (a key that was moved past the reader is noticed). It retries otherwise, and after
+ * {@value #OPTIMISTIC_TRIES} failures on one block reads it under the lock: a reader waits for a writer only
+ * then (a record whose writer was descheduled mid-write, or a block rewritten over and over). All loops on the
+ * read path are bounded and every index is checked before use, since a read may see any mix of stores until it
+ * is validated. Generations (18 bits) and epochs (3 bits) wrap: a reader stalled between its two reads of one
+ * slot for 2^18 writes of that very record could accept a torn record, which we accept as we would a stamp
+ * overflow.
  */
 final class BlockTable {
 
@@ -33,20 +56,43 @@ final class BlockTable {
   /** Highest ordinal an inline holder field can encode (16 bits for {@code ordinal + 1}). */
   static final int MAX_ORDINAL = 0xFFFE;
 
-  private static final long OVERFLOW_FLAG = Long.MIN_VALUE;
+  // holders word: bit 63 overflow flag; bits 60..62 slot epoch; inline: bits 0..59 three fields; overflow:
+  // bits 42..59 record generation, 32..41 record words - 1, bit 31 busy (the record is being written in place),
+  // 0..30 record offset in the pool
+  private static final long OVERFLOW = Long.MIN_VALUE;
+  private static final long BUSY = 1L << 31;
+  private static final int EPOCH_SHIFT = 60;
+  private static final long EPOCH_MASK = 7L << EPOCH_SHIFT;
+  private static final long BODY_MASK = (1L << EPOCH_SHIFT) - 1;
+  private static final int GEN_SHIFT = 42;
+  private static final long GEN_MASK = (1L << 18) - 1;
+  private static final int WORDS_SHIFT = 32;
   private static final int FIELD_BITS = 20;
   private static final long FIELD_MASK = (1L << FIELD_BITS) - 1;
   private static final int INLINE = 3;
-  private static final int OPTIMISTIC_TRIES = 4;
-  /** Stands in for a block hash of 0, since key 0 marks empty slots (aliasing it is a 2^-64 event). */
+
+  private static final int OPTIMISTIC_TRIES = 16;
+  /** Marks a slot whose key is being replaced by a moved key. */
+  private static final long MOVING = 0x4D4F56494E472121L;
+  /** Stand-ins for block hashes 0 and {@link #MOVING} (aliasing them is a 2^-64 event). */
   private static final long ZERO_KEY = 0x7A3F1C9E2B5D4086L;
+  private static final long MOVING_KEY = 0x1E5A0C27F9B3D641L;
 
   private static final long GOLDEN = 0x9E3779B97F4A7C15L;
-  /** Bits of the spread value below the slot index (the top bits pick the segment). */
-  private static final int SLOT_SHIFT = 20;
+  /** Header longs of a segment array: the move counter, the slot count. */
+  private static final int HEAD = 2;
+  private static final double MAX_LOAD = 0.8;
+  private static final double GROWTH = 1.5;
 
-  private final Segment[] segments;
+  private static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
+  private static final VarHandle ARRAYS = MethodHandles.arrayElementVarHandle(long[][].class);
+
+  /** Per segment its array (replaced, never shrunk in place, on resize or record-area growth). */
+  private final long[][] segs;
+  /** Per segment writer state, allocated apart from what readers touch. */
+  private final Writer[] writers;
   private final int segmentShift;
+  private final int segmentMask;
   private final int initialCapacity;
   /** Per-table salt, so crafted prompts cannot aim many blocks at one probe run. */
   private final long salt;
@@ -55,59 +101,117 @@ final class BlockTable {
     if (Integer.bitCount(segmentCount) != 1 || segmentCount > (1 << 16)) {
       throw new IllegalArgumentException("segments must be a power of two <= 65536, was " + segmentCount);
     }
-    this.initialCapacity = Math.max(8, Integer.highestOneBit(Math.max(1, initialCapacityPerSegment - 1)) << 1);
-    this.segments = new Segment[segmentCount];
+    this.initialCapacity = Math.max(8, initialCapacityPerSegment);
+    this.segs = new long[segmentCount][];
     for (int i = 0; i < segmentCount; i++) {
-      segments[i] = new Segment(initialCapacity);
+      segs[i] = newSegment(initialCapacity, 0);
+    }
+    this.writers = new Writer[segmentCount];
+    for (int i = 0; i < segmentCount; i++) {
+      writers[i] = new Writer();
     }
     this.segmentShift = 64 - Integer.numberOfTrailingZeros(segmentCount);
+    this.segmentMask = segmentCount - 1;
     this.salt = new java.util.SplittableRandom().nextLong() | 1;
   }
 
-  /**
-   * One lock stripe. Extends the lock so a reader's lock state and table reference share an object (one
-   * cache line fewer per probe).
-   */
-  @SuppressWarnings("serial")
-  private static final class Segment extends StampedLock {
-    /** Interleaved {@code [key, holders]}; key 0 = empty. Replaced (not mutated) on resize. */
-    long[] slots;
+  /** Fields written by a segment's writers, padded so they share no cache line with other segments' state. */
+  @SuppressWarnings("unused")
+  private static final class Writer {
+    long p0, p1, p2, p3, p4, p5, p6, p7;
+    /** Spin lock: 0 free, 1 held. */
+    volatile int lock;
+    /** Keys in the slot array. */
     int size;
-    /** Overflow records of {@code 4 * words} longs each ({@code [tier][word]} bitsets). */
-    long[] overflow = new long[0];
-    int words = 1;
-    /** Records handed out so far (high-water mark) and the free ones among them. */
+    /** Records in use, and the pool's high-water mark in longs. */
     int records;
-    int[] free = new int[4];
-    int freeCount;
+    int poolTop;
+    /** Generation stamped into overflow pointers, so a reused record is never mistaken for the old one. */
+    long gen;
+    /** Free records by width (index = words), each a stack of offsets. */
+    int[][] free = new int[2][];
+    int[] freeCount = new int[2];
+    long q0, q1, q2, q3, q4, q5, q6, q7;
+  }
 
-    Segment(int capacity) {
-      slots = new long[capacity * 2];
-    }
+  private static final VarHandle LOCK;
 
-    int overflowUsed() {
-      return records - freeCount;
+  static {
+    try {
+      LOCK = MethodHandles.lookup().findVarHandle(Writer.class, "lock", int.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
     }
+  }
+
+  private static void lock(Writer w) {
+    if (LOCK.compareAndSet(w, 0, 1)) {
+      return;
+    }
+    for (int spins = 0; ; spins++) {
+      if (w.lock == 0 && LOCK.compareAndSet(w, 0, 1)) {
+        return;
+      }
+      if (spins < 128) {
+        Thread.onSpinWait();
+      } else {
+        Thread.yield(); // the holder may be descheduled: give it the core
+      }
+    }
+  }
+
+  private static void unlock(Writer w) {
+    LOCK.setRelease(w, 0);
+  }
+
+  // ------------------------------------------------------------------------------------------------------
+  // Hashing
+
+  private static long key(long hash) {
+    return hash == 0 ? ZERO_KEY : hash == MOVING ? MOVING_KEY : hash;
   }
 
   private long spread(long key) {
     return (key ^ salt) * GOLDEN;
   }
 
-  private Segment segment(long spread) {
-    return segments[segmentShift == 64 ? 0 : (int) (spread >>> segmentShift)];
+  private int segmentOf(long spread) {
+    return (int) (spread >>> segmentShift) & segmentMask; // shift 64 is shift 0, masked to segment 0
   }
 
-  private static int home(long spread, int mask) {
-    return (int) (spread >>> SLOT_SHIFT) & mask;
+  /** Home slot in {@code [0, cap)}: bits 16..47 of the spread value scaled to the capacity (no power of two). */
+  private static int home(long spread, int cap) {
+    return (int) ((((spread >>> 16) & 0xFFFFFFFFL) * cap) >>> 32);
   }
 
-  private static long key(long hash) {
-    return hash == 0 ? ZERO_KEY : hash;
+  private static long[] newSegment(int cap, int recordArea) {
+    long[] t = new long[HEAD + 2 * cap + recordArea];
+    t[1] = cap;
+    return t;
+  }
+
+  private static int capacity(long[] t) {
+    return (int) t[1];
+  }
+
+  /** Index of the record area's first long. */
+  private static int recordArea(long[] t) {
+    return HEAD + 2 * (int) t[1];
+  }
+
+  private static long nextEpoch(long holders) {
+    return (holders + (1L << EPOCH_SHIFT)) & EPOCH_MASK;
+  }
+
+  /** A segment's array for a reader: a plain load (no cast), then an acquire fence before reading its content. */
+  private static long[] acquire(long[][] arr, int seg) {
+    long[] t = arr[seg];
+    VarHandle.acquireFence();
+    return t;
   }
 
   // ------------------------------------------------------------------------------------------------------
-  // Writes (segment write lock)
+  // Writes (segment lock)
 
   /**
    * Adds {@code tiers} to {@code ordinal}'s mask on {@code hash}, inserting the block if absent.
@@ -118,17 +222,30 @@ final class BlockTable {
     checkOrdinal(ordinal);
     long key = key(hash);
     long mixed = spread(key);
-    Segment s = segment(mixed);
-    long stamp = s.writeLock();
+    int seg = segmentOf(mixed);
+    Writer w = writers[seg];
+    lock(w);
     try {
-      int i = findOrInsert(s, key, mixed);
-      long[] t = s.slots;
-      long holders = t[2 * i + 1];
+      int i = findOrInsert(seg, w, key, mixed);
+      long[] t = segs[seg];
+      int hi = HEAD + 2 * i + 1;
+      long holders = t[hi];
       if (holders < 0) {
-        ensureWords(s, ordinal);
-        int base = (int) holders * 4 * s.words;
-        int before = overflowTiers(s.overflow, base, s.words, ordinal);
-        setOverflow(s.overflow, base, s.words, ordinal, tiers);
+        if ((ordinal >>> 6) >= recordWords(holders)) {
+          // a wider copy, filled before it is published (the ordinal held nothing: it lay beyond the old words)
+          long ptr = widen(seg, w, holders, ordinal);
+          t = segs[seg]; // the record area may have grown
+          setRecord(t, recordArea(t) + recordBase(ptr), ordinal, tiers);
+          LONGS.setRelease(t, hi, ptr);
+          return 0;
+        }
+        int base = recordArea(t) + recordBase(holders);
+        int before = recordTiers(t, base, recordWords(holders), ordinal);
+        if ((before | tiers) != before) {
+          LONGS.setRelease(t, hi, holders | BUSY);
+          setRecord(t, base, ordinal, tiers);
+          LONGS.setRelease(t, hi, regenerate(w, holders));
+        }
         return before;
       }
       int empty = -1;
@@ -139,18 +256,19 @@ final class BlockTable {
             empty = k;
           }
         } else if ((int) (f >>> 4) - 1 == ordinal) {
-          t[2 * i + 1] = holders | ((long) tiers << (FIELD_BITS * k));
+          LONGS.setRelease(t, hi, holders | ((long) tiers << (FIELD_BITS * k)));
           return (int) (f & 15);
         }
       }
       if (empty >= 0) {
-        t[2 * i + 1] = holders | ((((long) ordinal + 1) << 4 | tiers) << (FIELD_BITS * empty));
+        LONGS.setRelease(t, hi, holders | ((((long) ordinal + 1) << 4 | tiers) << (FIELD_BITS * empty)));
         return 0;
       }
-      t[2 * i + 1] = toOverflow(s, holders, ordinal, tiers);
+      long ptr = toOverflow(seg, w, holders, ordinal, tiers);
+      LONGS.setRelease(segs[seg], hi, ptr);
       return 0;
     } finally {
-      s.unlockWrite(stamp);
+      unlock(w);
     }
   }
 
@@ -162,28 +280,38 @@ final class BlockTable {
   int remove(long hash, int ordinal, int tiers) {
     long key = key(hash);
     long mixed = spread(key);
-    Segment s = segment(mixed);
-    long stamp = s.writeLock();
+    int seg = segmentOf(mixed);
+    Writer w = writers[seg];
+    lock(w);
     try {
-      int i = find(s, key, mixed);
+      long[] t = segs[seg];
+      int i = find(t, key, mixed);
       if (i < 0) {
         return 0;
       }
-      long[] t = s.slots;
-      long holders = t[2 * i + 1];
+      int hi = HEAD + 2 * i + 1;
+      long holders = t[hi];
       if (holders < 0) {
-        int idx = (int) holders;
-        int base = idx * 4 * s.words;
-        clearOverflow(s.overflow, base, s.words, ordinal, tiers);
-        int after = overflowTiers(s.overflow, base, s.words, ordinal);
-        long inline = tryInline(s.overflow, base, s.words);
+        int rel = recordBase(holders);
+        int base = recordArea(t) + rel;
+        int words = recordWords(holders);
+        int before = recordTiers(t, base, words, ordinal);
+        if ((before & tiers) == 0) {
+          return before;
+        }
+        LONGS.setRelease(t, hi, holders | BUSY);
+        clearRecord(t, base, words, ordinal, tiers);
+        int after = before & ~tiers;
+        long inline = tryInline(t, base, words);
         if (inline >= 0) {
-          freeOverflow(s, idx);
+          // unpublish the record (which also ends the write) before it can be reused
+          LONGS.setRelease(t, hi, (holders & EPOCH_MASK) | inline);
+          freeRecord(w, rel, words);
           if (inline == 0) {
-            delete(s, i);
-          } else {
-            t[2 * i + 1] = inline;
+            delete(seg, w, i);
           }
+        } else {
+          LONGS.setRelease(t, hi, regenerate(w, holders));
         }
         return after;
       }
@@ -194,34 +322,35 @@ final class BlockTable {
           long nf = f & ~(long) tiers;
           int after = (int) (nf & 15);
           holders = (holders & ~(FIELD_MASK << shift)) | (after == 0 ? 0 : nf << shift);
-          if (holders == 0) {
-            delete(s, i);
-          } else {
-            t[2 * i + 1] = holders;
+          LONGS.setRelease(t, hi, holders);
+          if ((holders & BODY_MASK) == 0) {
+            delete(seg, w, i);
           }
           return after;
         }
       }
       return 0;
     } finally {
-      s.unlockWrite(stamp);
+      unlock(w);
     }
   }
 
-  /** The mask {@code ordinal} holds on {@code hash} (a consistent read; used by writers and tests). */
+  /** The mask {@code ordinal} holds on {@code hash} (a consistent read under the lock; writers and tests). */
   int tiers(long hash, int ordinal) {
     long key = key(hash);
     long mixed = spread(key);
-    Segment s = segment(mixed);
-    long stamp = s.readLock();
+    int seg = segmentOf(mixed);
+    Writer w = writers[seg];
+    lock(w);
     try {
-      int i = find(s, key, mixed);
+      long[] t = segs[seg];
+      int i = find(t, key, mixed);
       if (i < 0) {
         return 0;
       }
-      long holders = s.slots[2 * i + 1];
+      long holders = t[HEAD + 2 * i + 1];
       if (holders < 0) {
-        return overflowTiers(s.overflow, (int) holders * 4 * s.words, s.words, ordinal);
+        return recordTiers(t, recordArea(t) + recordBase(holders), recordWords(holders), ordinal);
       }
       for (int k = 0; k < INLINE; k++) {
         long f = (holders >>> (FIELD_BITS * k)) & FIELD_MASK;
@@ -231,12 +360,12 @@ final class BlockTable {
       }
       return 0;
     } finally {
-      s.unlockRead(stamp);
+      unlock(w);
     }
   }
 
   // ------------------------------------------------------------------------------------------------------
-  // Lock-free read
+  // Lock-free reads
 
   /**
    * Reads the holders of {@code hash} into per-tier bitsets over ordinal words {@code [lo, hi]} (the words
@@ -247,323 +376,422 @@ final class BlockTable {
   boolean read(long hash, int lo, int hi, long[] g, long[] c, long[] d, long[] p) {
     long key = key(hash);
     long mixed = spread(key);
-    Segment s = segment(mixed);
-    StampedLock lock = s;
+    int seg = segmentOf(mixed);
     for (int attempt = 0; attempt < OPTIMISTIC_TRIES; attempt++) {
-      long stamp = lock.tryOptimisticRead();
-      if (stamp != 0) {
-        boolean found = readUnvalidated(s, key, mixed, lo, hi, g, c, d, p);
-        if (lock.validate(stamp)) {
-          return found;
-        }
+      int r = readOnce(acquire(segs, seg), key, mixed, lo, hi, g, c, d, p);
+      if (r >= 0) {
+        return r > 0;
       }
       Thread.onSpinWait();
     }
-    long stamp = lock.readLock();
+    Writer w = writers[seg];
+    lock(w);
     try {
-      return readUnvalidated(s, key, mixed, lo, hi, g, c, d, p);
+      return readOnce(segs[seg], key, mixed, lo, hi, g, c, d, p) > 0;
     } finally {
-      lock.unlockRead(stamp);
+      unlock(w);
     }
   }
 
-  /** The read itself; safe on torn state: bounded probing, checked indices, no exceptions. */
-  private static boolean readUnvalidated(Segment s, long key, long mixed, int lo, int hi, long[] g, long[] c,
-      long[] d, long[] p) {
+  /** One validated read attempt of segment array {@code t}: 1 found, 0 absent, -1 inconsistent (retry). */
+  private static int readOnce(long[] t, long key, long mixed, int lo, int hi, long[] g, long[] c, long[] d,
+      long[] p) {
     for (int w = lo; w <= hi; w++) {
       g[w] = 0;
       c[w] = 0;
       d[w] = 0;
       p[w] = 0;
     }
-    long[] t = s.slots;
-    int cap = t.length >>> 1;
-    int mask = cap - 1;
-    int i = home(mixed, mask);
-    long holders = 0;
+    long moves = (long) LONGS.getAcquire(t, 0);
+    int cap = capacity(t);
+    int end = HEAD + 2 * cap;
+    if (cap <= 0 || end > t.length) {
+      return -1;
+    }
+    int ki = HEAD + 2 * home(mixed, cap);
     for (int n = 0; n < cap; n++) {
-      long k = t[2 * i];
+      long k = (long) LONGS.getOpaque(t, ki);
       if (k == key) {
-        holders = t[2 * i + 1];
-        break;
+        long holders = (long) LONGS.getAcquire(t, ki + 1);
+        boolean any = holders < 0 || (holders & BODY_MASK) != 0;
+        if (holders < 0) {
+          int base = end + recordBase(holders);
+          int words = recordWords(holders);
+          if ((holders & BUSY) != 0 || base < end || (long) base + 4L * words > t.length) {
+            return -1; // being written, or torn
+          }
+          int last = Math.min(hi, words - 1);
+          for (int w = lo; w <= last; w++) {
+            int r = base + 4 * w;
+            g[w] = t[r];
+            c[w] = t[r + 1];
+            d[w] = t[r + 2];
+            p[w] = t[r + 3];
+          }
+        } else {
+          for (int f3 = 0; f3 < INLINE; f3++) {
+            long f = (holders >>> (FIELD_BITS * f3)) & FIELD_MASK;
+            int ord = (int) (f >>> 4) - 1;
+            int w = ord >>> 6;
+            if (f != 0 && w >= lo && w <= hi) {
+              long bit = 1L << ord;
+              g[w] |= -(f & 1) & bit;
+              c[w] |= -((f >>> 1) & 1) & bit;
+              d[w] |= -((f >>> 2) & 1) & bit;
+              p[w] |= -((f >>> 3) & 1) & bit;
+            }
+          }
+        }
+        VarHandle.acquireFence();
+        if ((long) LONGS.getOpaque(t, ki) != key || (long) LONGS.getOpaque(t, ki + 1) != holders) {
+          return -1;
+        }
+        return any ? 1 : 0;
       }
       if (k == 0) {
-        return false;
+        VarHandle.acquireFence();
+        return (long) LONGS.getOpaque(t, 0) == moves ? 0 : -1;
       }
-      i = (i + 1) & mask;
+      ki = ki + 2 == end ? HEAD : ki + 2;
     }
-    if (holders == 0) {
-      return false;
-    }
-    if (holders < 0) {
-      long[] ov = s.overflow;
-      int words = s.words;
-      long base = (long) (int) holders * 4 * words;
-      if (base < 0 || base + 4L * words > ov.length) {
-        return false; // torn read; validation will fail
-      }
-      int b = (int) base;
-      int end = Math.min(hi, words - 1);
-      for (int w = lo; w <= end; w++) {
-        g[w] = ov[b + w];
-        c[w] = ov[b + words + w];
-        d[w] = ov[b + 2 * words + w];
-        p[w] = ov[b + 3 * words + w];
-      }
-      return true;
-    }
-    for (int k = 0; k < INLINE; k++) {
-      long f = (holders >>> (FIELD_BITS * k)) & FIELD_MASK;
-      if (f == 0) {
-        continue;
-      }
-      int ord = (int) (f >>> 4) - 1;
-      int w = ord >>> 6;
-      if (w < lo || w > hi) {
-        continue;
-      }
-      long bit = 1L << ord;
-      if ((f & GPU) != 0) {
-        g[w] |= bit;
-      }
-      if ((f & CPU) != 0) {
-        c[w] |= bit;
-      }
-      if ((f & DISK) != 0) {
-        d[w] |= bit;
-      }
-      if ((f & PREDICTED) != 0) {
-        p[w] |= bit;
-      }
-    }
-    return true;
+    return -1; // no empty slot seen: only possible on torn state
   }
 
   /**
-   * The whole prefix walk for fleets whose ordinals all fit one 64-bit word: the same semantics as
-   * {@link PrefixCursor#advance} over {@code hashes[0, count)}, with the worker sets in locals instead of
-   * arrays (a lookup's hot loop). Writes the cursor's state so {@link PrefixCursor#finish} works unchanged.
-   * Ordinals of workers registered meanwhile (64 and above) are ignored, as a cursor started earlier would.
+   * The prefix walk over {@code hashes[from, count)} for a lookup whose remaining candidates all lie in ordinal
+   * word {@code w}: the same semantics as {@link PrefixCursor#advance} block by block, with the worker sets in
+   * locals instead of arrays (a lookup's hot loop). Updates the cursor's state as {@code advance} would.
    *
    * @return blocks consumed (the cursor's position)
    */
-  int prefix64(long[] hashes, int count, PrefixCursor cur) {
-    long real = 0;
-    long pred = 0;
-    for (int i = 0; i < count; i++) {
+  int walkWord(long[] hashes, int from, int count, PrefixCursor cur, int w) {
+    long real = cur.realWord(w);
+    long pred = cur.predWord(w);
+    // CPU-only and disk-only holders per block, counted per worker once at the end (PrefixCursor.countTiers)
+    long[] cpuMasks = cur.cpuMasks(count);
+    long[] diskMasks = cur.diskMasks(count);
+    long anyTier = 0;
+    final long[][] arrays = segs;
+    final long salt = this.salt;
+    final int segShift = segmentShift;
+    final int segMask = segmentMask;
+    final int w4 = 4 * w;
+    int tries = 0;
+    for (int i = from; i < count; i++) {
       long key = key(hashes[i]);
-      long mixed = spread(key);
-      Segment s = segment(mixed);
+      long mixed = (key ^ salt) * GOLDEN;
+      long[] t = acquire(arrays, (int) (mixed >>> segShift) & segMask);
+      long moves = (long) LONGS.getAcquire(t, 0);
+      int cap = capacity(t);
+      int end = HEAD + 2 * cap;
+      int ki = HEAD + 2 * home(mixed, cap);
+      long k;
+      // not a counted loop on purpose: a probe is one or two slots, so no loop set-up cost
+      while ((k = (long) LONGS.getOpaque(t, ki)) != key && k != 0 && --cap > 0) {
+        ki = ki + 2 == end ? HEAD : ki + 2;
+      }
       long g = 0;
       long c = 0;
       long d = 0;
       long p = 0;
-      long stamp = 0;
-      for (int attempt = 0; ; attempt++) {
-        if (attempt < OPTIMISTIC_TRIES) {
-          stamp = s.tryOptimisticRead();
-          if (stamp == 0) {
-            Thread.onSpinWait();
-            continue;
-          }
-        } else {
-          stamp = s.readLock();
-        }
-        g = 0;
-        c = 0;
-        d = 0;
-        p = 0;
-        long[] t = s.slots;
-        int cap = t.length >>> 1;
-        int mask = cap - 1;
-        int j = home(mixed, mask);
-        long holders = 0;
-        for (int n = 0; n < cap; n++) {
-          long k = t[2 * j];
-          if (k == key) {
-            holders = t[2 * j + 1];
-            break;
-          }
-          if (k == 0) {
-            break;
-          }
-          j = (j + 1) & mask;
-        }
+      boolean consistent;
+      if (k == key) {
+        long holders = (long) LONGS.getAcquire(t, ki + 1);
         if (holders < 0) {
-          long[] ov = s.overflow;
-          int words = s.words;
-          long base = (long) (int) holders * 4 * words;
-          if (base >= 0 && base + 4L * words <= ov.length) {
-            int b = (int) base;
-            g = ov[b];
-            c = ov[b + words];
-            d = ov[b + 2 * words];
-            p = ov[b + 3 * words];
+          int r = end + recordBase(holders) + w4;
+          if (w < recordWords(holders) && r >= end && r + 3 < t.length) {
+            g = t[r];
+            c = t[r + 1];
+            d = t[r + 2];
+            p = t[r + 3];
           }
-        } else if (holders != 0) {
+        } else if ((holders & BODY_MASK) != 0) {
           for (int f3 = 0; f3 < INLINE; f3++) {
             long f = (holders >>> (FIELD_BITS * f3)) & FIELD_MASK;
             int ord = (int) (f >>> 4) - 1;
-            if (f != 0 && ord < 64) {
+            if (f != 0 && (ord >>> 6) == w) {
               long bit = 1L << ord;
-              g |= (f & GPU) != 0 ? bit : 0;
-              c |= (f & CPU) != 0 ? bit : 0;
-              d |= (f & DISK) != 0 ? bit : 0;
-              p |= (f & PREDICTED) != 0 ? bit : 0;
+              g |= -(f & 1) & bit;
+              c |= -((f >>> 1) & 1) & bit;
+              d |= -((f >>> 2) & 1) & bit;
+              p |= -((f >>> 3) & 1) & bit;
             }
           }
         }
-        if (attempt >= OPTIMISTIC_TRIES) {
-          s.unlockRead(stamp);
-          break;
-        }
-        if (s.validate(stamp)) {
-          break;
-        }
-      }
-      long r = g | c | d;
-      if (i == 0) {
-        if ((r | p) == 0) {
-          cur.start64(0, 0);
-          return 0;
-        }
-        real = r;
-        pred = p;
-        cur.start64(r, p);
+        VarHandle.acquireFence();
+        consistent = (holders & (OVERFLOW | BUSY)) != (OVERFLOW | BUSY) && (long) LONGS.getOpaque(t, ki) == key
+            && (long) LONGS.getOpaque(t, ki + 1) == holders;
       } else {
-        long nr = real & r;
-        long np = pred & p;
-        if (nr != real) {
-          cur.dropped64(real & ~nr, i, true);
-        }
-        if (np != pred) {
-          cur.dropped64(pred & ~np, i, false);
-        }
-        real = nr;
-        pred = np;
-        if ((real | pred) == 0) {
-          cur.end64(real, pred, i);
-          return i;
-        }
+        VarHandle.acquireFence();
+        consistent = k == 0 && (long) LONGS.getOpaque(t, 0) == moves;
       }
-      cur.tiers64(real & c & ~g, real & d & ~g & ~c);
+      if (!consistent) {
+        if (++tries < OPTIMISTIC_TRIES) {
+          Thread.onSpinWait();
+          i--; // read the block again
+          continue;
+        }
+        long[][] scratch = cur.scratch();
+        read(hashes[i], w, w, scratch[0], scratch[1], scratch[2], scratch[3]); // locks only after repeated interference
+        g = scratch[0][w];
+        c = scratch[1][w];
+        d = scratch[2][w];
+        p = scratch[3][w];
+      }
+      tries = 0;
+      long nr = real & (g | c | d);
+      long np = pred & p;
+      if (nr != real) {
+        cur.dropped(real & ~nr, w, true, i);
+      }
+      if (np != pred) {
+        cur.dropped(pred & ~np, w, false, i);
+      }
+      real = nr;
+      pred = np;
+      if ((real | pred) == 0) {
+        if (anyTier != 0) {
+          cur.countTiers(w, from, i);
+        }
+        cur.endWord(w, real, pred, i);
+        return i;
+      }
+      long cpuOnly = real & c & ~g;
+      long diskOnly = real & d & ~(g | c);
+      cpuMasks[i] = cpuOnly;
+      diskMasks[i] = diskOnly;
+      anyTier |= cpuOnly | diskOnly;
     }
-    cur.end64(real, pred, count);
+    if (anyTier != 0) {
+      cur.countTiers(w, from, count);
+    }
+    cur.endWord(w, real, pred, count);
     return count;
   }
 
   // ------------------------------------------------------------------------------------------------------
-  // Segment internals (write lock held)
+  // Segment internals (lock held)
 
-  private int find(Segment s, long key, long mixed) {
-    long[] t = s.slots;
-    int mask = (t.length >>> 1) - 1;
-    int i = home(mixed, mask);
+  private int find(long[] t, long key, long mixed) {
+    int cap = capacity(t);
+    int i = home(mixed, cap);
     while (true) {
-      long k = t[2 * i];
+      long k = t[HEAD + 2 * i];
       if (k == key) {
         return i;
       }
       if (k == 0) {
         return -1;
       }
-      i = (i + 1) & mask;
+      i = i + 1 == cap ? 0 : i + 1;
     }
   }
 
-  private int findOrInsert(Segment s, long key, long mixed) {
-    long[] t = s.slots;
-    int cap = t.length >>> 1;
-    if ((s.size + 1) > cap * 3L / 4) {
-      resize(s, cap * 2);
-      t = s.slots;
-      cap = t.length >>> 1;
-    }
-    int mask = cap - 1;
-    int i = home(mixed, mask);
+  private int findOrInsert(int seg, Writer w, long key, long mixed) {
+    long[] t = segs[seg];
+    int cap = capacity(t);
+    int i = home(mixed, cap);
     while (true) {
-      long k = t[2 * i];
+      long k = t[HEAD + 2 * i];
       if (k == key) {
         return i;
       }
       if (k == 0) {
-        t[2 * i] = key;
-        t[2 * i + 1] = 0;
-        s.size++;
-        return i;
+        break;
       }
-      i = (i + 1) & mask;
+      i = i + 1 == cap ? 0 : i + 1;
     }
+    if (w.size + 1 > cap * MAX_LOAD) {
+      resize(seg, (int) Math.min(Integer.MAX_VALUE / 4, (long) Math.ceil(cap * GROWTH)));
+      t = segs[seg];
+      cap = capacity(t);
+      i = home(mixed, cap);
+      while (t[HEAD + 2 * i] != 0) {
+        i = i + 1 == cap ? 0 : i + 1;
+      }
+    }
+    int ki = HEAD + 2 * i;
+    // an empty slot is invisible to readers: holders first (new epoch, nobody), then the key
+    t[ki + 1] = nextEpoch(t[ki + 1]);
+    LONGS.setRelease(t, ki, key);
+    w.size++;
+    return i;
   }
 
-  private void delete(Segment s, int i) {
-    long[] t = s.slots;
-    int mask = (t.length >>> 1) - 1;
+  /** Deletes slot {@code i}, whose holders word is already empty: backward shift, no tombstones. */
+  private void delete(int seg, Writer w, int i) {
+    long[] t = segs[seg];
+    int cap = capacity(t);
     int hole = i;
     int j = i;
+    boolean moved = false;
     while (true) {
-      j = (j + 1) & mask;
-      long k = t[2 * j];
+      j = j + 1 == cap ? 0 : j + 1;
+      long k = t[HEAD + 2 * j];
       if (k == 0) {
         break;
       }
-      int home = home(spread(k), mask);
-      if (((j - home) & mask) >= ((j - hole) & mask)) {
-        t[2 * hole] = k;
-        t[2 * hole + 1] = t[2 * j + 1];
+      int home = home(spread(k), cap);
+      // move k into the hole unless its home lies cyclically in (hole, j]
+      int dj = j >= home ? j - home : j + cap - home;
+      int dh = j >= hole ? j - hole : j + cap - hole;
+      if (dj >= dh) {
+        int hk = HEAD + 2 * hole;
+        if (moved) {
+          // the hole holds the previous moved key's old copy: readers passing it must learn it moved
+          LONGS.setRelease(t, 0, t[0] + 1);
+        }
+        LONGS.setRelease(t, hk, MOVING);
+        LONGS.setRelease(t, hk + 1, nextEpoch(t[hk + 1]) | (t[HEAD + 2 * j + 1] & ~EPOCH_MASK));
+        LONGS.setRelease(t, hk, k);
         hole = j;
+        moved = true;
       }
     }
-    t[2 * hole] = 0;
-    t[2 * hole + 1] = 0;
-    s.size--;
-    int cap = mask + 1;
-    if (cap > initialCapacity && s.size < cap / 8) {
-      resize(s, cap / 2);
+    int hk = HEAD + 2 * hole;
+    if (moved) {
+      LONGS.setRelease(t, 0, t[0] + 1);
+    }
+    LONGS.setRelease(t, hk, 0L);
+    LONGS.setRelease(t, hk + 1, nextEpoch(t[hk + 1]));
+    w.size--;
+    if (cap > initialCapacity && w.size < cap / 5) {
+      resize(seg, Math.max(initialCapacity, cap / 2));
     }
   }
 
-  private void resize(Segment s, int cap) {
-    long[] old = s.slots;
-    long[] t = new long[cap * 2];
-    int mask = cap - 1;
-    for (int i = 0; i < old.length; i += 2) {
+  /**
+   * Rebuilds the segment with {@code cap} slots (records copied as they are) and publishes it; readers on the old
+   * array see it as it was.
+   */
+  private void resize(int seg, int cap) {
+    long[] old = segs[seg];
+    int oldArea = recordArea(old);
+    int records = old.length - oldArea;
+    long[] t = newSegment(cap, records);
+    for (int i = HEAD; i < oldArea; i += 2) {
       long k = old[i];
       if (k != 0) {
-        int j = home(spread(k), mask);
-        while (t[2 * j] != 0) {
-          j = (j + 1) & mask;
+        int j = home(spread(k), cap);
+        while (t[HEAD + 2 * j] != 0) {
+          j = j + 1 == cap ? 0 : j + 1;
         }
-        t[2 * j] = k;
-        t[2 * j + 1] = old[i + 1];
+        t[HEAD + 2 * j] = k;
+        t[HEAD + 2 * j + 1] = old[i + 1] & ~EPOCH_MASK;
       }
     }
-    s.slots = t;
+    System.arraycopy(old, oldArea, t, recordArea(t), records);
+    ARRAYS.setRelease(segs, seg, t);
   }
 
-  private static long toOverflow(Segment s, long holders, int ordinal, int tiers) {
+  // ------------------------------------------------------------------------------------------------------
+  // Overflow records (lock held). A record is 4 * words longs in the segment's record area, at offset `base`
+  // from the area's start: [word][tier] bitsets. Methods taking an absolute index get recordArea(t) + base.
+
+  private static int recordBase(long holders) {
+    return (int) holders & 0x7FFFFFFF;
+  }
+
+  private static int recordWords(long holders) {
+    return (int) ((holders >>> WORDS_SHIFT) & 0x3FF) + 1;
+  }
+
+  private static long pointer(Writer w, long epoch, int base, int words) {
+    long gen = w.gen++ & GEN_MASK;
+    return OVERFLOW | epoch | gen << GEN_SHIFT | (long) (words - 1) << WORDS_SHIFT | (base & 0x7FFFFFFFL);
+  }
+
+  /**
+   * The same record pointer with a fresh generation and no busy mark: ends an in-place write, so a reader that
+   * read the pointer before the write began fails its re-read of the holders word.
+   */
+  private static long regenerate(Writer w, long holders) {
+    long gen = w.gen++ & GEN_MASK;
+    return (holders & ~(GEN_MASK << GEN_SHIFT) & ~BUSY) | gen << GEN_SHIFT;
+  }
+
+  private long toOverflow(int seg, Writer w, long holders, int ordinal, int tiers) {
     int maxOrd = ordinal;
     for (int k = 0; k < INLINE; k++) {
       long f = (holders >>> (FIELD_BITS * k)) & FIELD_MASK;
       maxOrd = Math.max(maxOrd, (int) (f >>> 4) - 1);
     }
-    ensureWords(s, maxOrd);
-    int idx = allocOverflow(s);
-    int base = idx * 4 * s.words;
+    int words = (maxOrd >>> 6) + 1;
+    int rel = allocRecord(seg, w, words);
+    long[] t = segs[seg];
+    int base = recordArea(t) + rel;
     for (int k = 0; k < INLINE; k++) {
       long f = (holders >>> (FIELD_BITS * k)) & FIELD_MASK;
-      setOverflow(s.overflow, base, s.words, (int) (f >>> 4) - 1, (int) (f & 15));
+      setRecord(t, base, (int) (f >>> 4) - 1, (int) (f & 15));
     }
-    setOverflow(s.overflow, base, s.words, ordinal, tiers);
-    return OVERFLOW_FLAG | idx;
+    setRecord(t, base, ordinal, tiers);
+    VarHandle.releaseFence(); // the record's content before the pointer that publishes it
+    return pointer(w, holders & EPOCH_MASK, rel, words);
   }
 
-  /** Back to inline form when at most three holders remain: the inline word, 0 if none, -1 if still too many. */
-  private static long tryInline(long[] ov, int base, int words) {
+  /** A copy of the record at a width that fits {@code ordinal}; the caller publishes it, the old one is freed. */
+  private long widen(int seg, Writer w, long holders, int ordinal) {
+    int oldWords = recordWords(holders);
+    int oldRel = recordBase(holders);
+    int words = (ordinal >>> 6) + 1;
+    int rel = allocRecord(seg, w, words);
+    long[] t = segs[seg];
+    int area = recordArea(t);
+    System.arraycopy(t, area + oldRel, t, area + rel, 4 * oldWords);
+    VarHandle.releaseFence();
+    long ptr = pointer(w, holders & EPOCH_MASK, rel, words);
+    // the old record is freed once the caller has published ptr; it cannot be reused before this lock is released
+    freeRecord(w, oldRel, oldWords);
+    return ptr;
+  }
+
+  /** A zeroed record of {@code words} words (its offset in the record area); the array may be replaced. */
+  private int allocRecord(int seg, Writer w, int words) {
+    w.records++;
+    long[] t = segs[seg];
+    int area = recordArea(t);
+    if (words < w.freeCount.length && w.freeCount[words] > 0) {
+      int rel = w.free[words][--w.freeCount[words]];
+      for (int i = area + rel, e = i + 4 * words; i < e; i++) {
+        LONGS.setRelease(t, i, 0L);
+      }
+      return rel;
+    }
+    int rel = w.poolTop;
+    int need = area + rel + 4 * words;
+    if (need > t.length) {
+      int grown = Math.max(need - area, Math.max(16, (t.length - area) + ((t.length - area) >> 1)));
+      long[] n = Arrays.copyOf(t, area + grown);
+      ARRAYS.setRelease(segs, seg, n);
+    }
+    w.poolTop = rel + 4 * words;
+    return rel;
+  }
+
+  private static void freeRecord(Writer w, int rel, int words) {
+    w.records--;
+    if (words >= w.freeCount.length) {
+      int n = Math.max(words + 1, w.freeCount.length * 2);
+      w.free = Arrays.copyOf(w.free, n);
+      w.freeCount = Arrays.copyOf(w.freeCount, n);
+    }
+    int[] stack = w.free[words];
+    if (stack == null) {
+      stack = new int[8];
+    } else if (w.freeCount[words] == stack.length) {
+      stack = Arrays.copyOf(stack, stack.length * 2);
+    }
+    w.free[words] = stack;
+    stack[w.freeCount[words]++] = rel;
+  }
+
+  /** Back to inline form when at most three holders remain: the inline fields, 0 if none, -1 if too many. */
+  private static long tryInline(long[] t, int base, int words) {
     long inline = 0;
     int n = 0;
     for (int w = 0; w < words; w++) {
-      long any = ov[base + w] | ov[base + words + w] | ov[base + 2 * words + w] | ov[base + 3 * words + w];
+      int r = base + 4 * w;
+      long any = t[r] | t[r + 1] | t[r + 2] | t[r + 3];
       while (any != 0) {
         int b = Long.numberOfTrailingZeros(any);
         any &= any - 1;
@@ -571,88 +799,49 @@ final class BlockTable {
           return -1;
         }
         int ord = (w << 6) + b;
-        inline |= ((((long) ord + 1) << 4) | overflowTiers(ov, base, words, ord)) << (FIELD_BITS * n);
+        inline |= ((((long) ord + 1) << 4) | recordTiers(t, base, words, ord)) << (FIELD_BITS * n);
         n++;
       }
     }
     return inline;
   }
 
-  /** A zeroed record; the pool array may be replaced. */
-  private static int allocOverflow(Segment s) {
-    int idx;
-    if (s.freeCount > 0) {
-      idx = s.free[--s.freeCount];
-    } else {
-      idx = s.records++;
-      int need = s.records * 4 * s.words;
-      if (need > s.overflow.length) {
-        s.overflow = Arrays.copyOf(s.overflow, Math.max(need, s.overflow.length * 2));
-      }
-    }
-    Arrays.fill(s.overflow, idx * 4 * s.words, (idx + 1) * 4 * s.words, 0L);
-    return idx;
-  }
-
-  private static void freeOverflow(Segment s, int idx) {
-    if (s.freeCount == s.free.length) {
-      s.free = Arrays.copyOf(s.free, s.free.length * 2);
-    }
-    s.free[s.freeCount++] = idx;
-  }
-
-  /** Widens every record of the segment if {@code ordinal} lies beyond its words (rare: the fleet grew). */
-  private static void ensureWords(Segment s, int ordinal) {
-    int need = (ordinal >>> 6) + 1;
-    int words = s.words;
-    if (need <= words) {
-      return;
-    }
-    long[] old = s.overflow;
-    long[] n = new long[Math.max(4 * need, s.records * 4 * need)];
-    for (int r = 0; r < s.records; r++) {
-      for (int t = 0; t < 4; t++) {
-        System.arraycopy(old, r * 4 * words + t * words, n, r * 4 * need + t * need, words);
-      }
-    }
-    s.overflow = n;
-    s.words = need;
-  }
-
-  private static int overflowTiers(long[] ov, int base, int words, int ordinal) {
+  private static int recordTiers(long[] t, int base, int words, int ordinal) {
     int w = ordinal >>> 6;
     if (w >= words) {
       return 0;
     }
     long bit = 1L << ordinal;
+    int r = base + 4 * w;
     int m = 0;
-    for (int t = 0; t < 4; t++) {
-      if ((ov[base + t * words + w] & bit) != 0) {
-        m |= 1 << t;
+    for (int k = 0; k < 4; k++) {
+      if ((t[r + k] & bit) != 0) {
+        m |= 1 << k;
       }
     }
     return m;
   }
 
-  private static void setOverflow(long[] ov, int base, int words, int ordinal, int tiers) {
-    int w = ordinal >>> 6;
+  private static void setRecord(long[] t, int base, int ordinal, int tiers) {
     long bit = 1L << ordinal;
-    for (int t = 0; t < 4; t++) {
-      if ((tiers & (1 << t)) != 0) {
-        ov[base + t * words + w] |= bit;
+    int r = base + 4 * (ordinal >>> 6);
+    for (int k = 0; k < 4; k++) {
+      if ((tiers & (1 << k)) != 0) {
+        LONGS.setRelease(t, r + k, t[r + k] | bit);
       }
     }
   }
 
-  private static void clearOverflow(long[] ov, int base, int words, int ordinal, int tiers) {
+  private static void clearRecord(long[] t, int base, int words, int ordinal, int tiers) {
     int w = ordinal >>> 6;
     if (w >= words) {
       return;
     }
     long bit = 1L << ordinal;
-    for (int t = 0; t < 4; t++) {
-      if ((tiers & (1 << t)) != 0) {
-        ov[base + t * words + w] &= ~bit;
+    int r = base + 4 * w;
+    for (int k = 0; k < 4; k++) {
+      if ((tiers & (1 << k)) != 0) {
+        LONGS.setRelease(t, r + k, t[r + k] & ~bit);
       }
     }
   }
@@ -669,8 +858,8 @@ final class BlockTable {
   /** Distinct blocks held by anyone (approximate while writers run). */
   long size() {
     long n = 0;
-    for (Segment s : segments) {
-      n += s.size;
+    for (Writer w : writers) {
+      n += w.size;
     }
     return n;
   }
@@ -678,17 +867,17 @@ final class BlockTable {
   /** Blocks whose holders live in the overflow pool (held by more than three workers). */
   long overflowBlocks() {
     long n = 0;
-    for (Segment s : segments) {
-      n += s.overflowUsed();
+    for (Writer w : writers) {
+      n += w.records;
     }
     return n;
   }
 
-  /** Bytes held by the slot arrays and overflow bitsets (approximate while writers run). */
+  /** Bytes held by the segment arrays and writer state (approximate while writers run). */
   long footprintBytes() {
-    long n = 0;
-    for (Segment s : segments) {
-      n += 64L + 16L + 8L * s.slots.length + 16L + 8L * s.overflow.length + 16L + 4L * s.free.length;
+    long n = 16L + 4L * segs.length + 16L + 4L * writers.length;
+    for (long[] t : segs) {
+      n += 16L + 8L * t.length + 176L;
     }
     return n;
   }

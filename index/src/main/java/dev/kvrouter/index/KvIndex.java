@@ -26,7 +26,7 @@ import org.slf4j.LoggerFactory;
  * <h2>Concurrency contract</h2>
  * <ul>
  *   <li>Lookups ({@link #newCursor()}, {@link #lookup}) run on any thread, take no lock and never block
- *       writers (optimistic reads of lock-striped segments, see {@link BlockTable}).
+ *       writers (validated lock-free reads of the table's segments, see {@link BlockTable}).
  *   <li>Each worker's {@link WorkerView} has a single writer: the thread applying that worker's events.
  *   <li>Predictions ({@link #predict}) are queued by request threads and applied by one owner at a time.
  *   <li>{@link #register} and {@link #remove} are rare and synchronized; {@link #remove} must not run while
@@ -150,6 +150,11 @@ public final class KvIndex {
 
   WorkerId[] idsByOrdinal() {
     return idByOrdinal;
+  }
+
+  /** Stale flags of ordinals {@code 64 * word} to {@code 64 * word + 63}, one bit each. */
+  long staleWord(int word) {
+    return staleBits.get(word);
   }
 
   boolean staleBit(int ordinal) {

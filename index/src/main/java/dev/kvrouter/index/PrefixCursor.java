@@ -6,8 +6,9 @@ import java.util.Arrays;
  * An incremental prefix lookup: feed the request's block hashes one by one with {@link #advance}; it answers,
  * per block, whether any worker still holds every block so far, so the request path can stop tokenizing and
  * hashing as soon as nobody can match more. {@link #finish} then fills a {@link PrefixMatches}.
- * {@link KvIndex#lookup} runs a whole request through the same state, with a fast path for fleets of at most
- * 64 (worker, rank) ordinals ({@link BlockTable#prefix64}).
+ * {@link KvIndex#lookup} runs a whole request through the same state, switching to a fast path
+ * ({@link BlockTable#walkWord}) as soon as every worker still matching lies in one 64-ordinal word (always, for
+ * fleets of at most 64 (worker, rank) ordinals).
  *
  * <p>Cost: one table probe per block plus {@code O(words)} bit operations, where a word covers 64 worker
  * ordinals still matching; nothing depends on how many blocks the index holds. Requests are capped at
@@ -214,7 +215,7 @@ public final class PrefixCursor {
   }
 
   /** Adds 1 to the CPU counter of every ordinal set in {@code bits} (word {@code w}). */
-  private void addCpu(int w, long bits) {
+  void addCpu(int w, long bits) {
     if (bits == 0) {
       return;
     }
@@ -233,7 +234,7 @@ public final class PrefixCursor {
     }
   }
 
-  private void addDisk(int w, long bits) {
+  void addDisk(int w, long bits) {
     if (bits == 0) {
       return;
     }
@@ -252,44 +253,123 @@ public final class PrefixCursor {
     }
   }
 
-  /** A whole request: the one-word fast path when every ordinal fits 64 bits, else {@link #advance}. */
+  /**
+   * A whole request: block 0 over every ordinal word, then the one-word fast path once the workers still
+   * matching share a word (at once for fleets of at most 64 ordinals), {@link #advance} until then.
+   */
   int lookup(long[] hashes, int count) {
     reset();
     int n = Math.min(count, MAX_BLOCKS);
-    if (words == 1) {
-      return table.prefix64(hashes, n, this);
+    if (n == 0 || !advance(hashes[0])) {
+      return position;
     }
-    int k = 0;
-    while (k < n && advance(hashes[k])) {
-      k++;
+    for (int i = 1; i < n; i++) {
+      if (lo == hi) {
+        return table.walkWord(hashes, i, n, this, lo);
+      }
+      if (!advance(hashes[i])) {
+        break;
+      }
     }
-    return k;
+    return position;
   }
 
-  // Callbacks of BlockTable.prefix64 (word 0 only).
+  // Callbacks of BlockTable.walkWord (one word, w == lo == hi).
 
-  void start64(long r, long q) {
-    startWord(0, r, q);
-    firstLo = 0;
-    firstHi = 0;
-    lo = 0;
-    hi = 0;
-    position = candidateCount == 0 ? 0 : 1;
-    done = candidateCount == 0;
+  private long[] cpuMasks = new long[128];
+  private long[] diskMasks = new long[128];
+
+  /** Per-block CPU-only holder masks of a walk (index = block), at least {@code n} long. */
+  long[] cpuMasks(int n) {
+    if (cpuMasks.length < n) {
+      cpuMasks = new long[Math.max(n, cpuMasks.length * 2)];
+    }
+    return cpuMasks;
   }
 
-  void dropped64(long bits, int at, boolean isReal) {
-    dropped(bits, 0, isReal ? realLen : predLen, at);
+  long[] diskMasks(int n) {
+    if (diskMasks.length < n) {
+      diskMasks = new long[Math.max(n, diskMasks.length * 2)];
+    }
+    return diskMasks;
   }
 
-  void tiers64(long cpuOnly, long diskOnly) {
-    addCpu(0, cpuOnly);
-    addDisk(0, diskOnly);
+  /**
+   * Adds the walk's per-block tier masks of blocks {@code [from, to)} to word {@code w}'s counters: a positional
+   * popcount, eight blocks at a time summed with a carry-save tree and added to the bit planes once, instead of
+   * one carry chain per block.
+   */
+  void countTiers(int w, int from, int to) {
+    cpuTop = Math.max(cpuTop, addCounts(cpuMasks, from, to, cpu, w * PLANES));
+    diskTop = Math.max(diskTop, addCounts(diskMasks, from, to, disk, w * PLANES));
+    long cs = 0;
+    long ds = 0;
+    for (int i = from; i < to; i++) {
+      cs |= cpuMasks[i];
+      ds |= diskMasks[i];
+    }
+    cpuSeen[w] |= cs;
+    diskSeen[w] |= ds;
   }
 
-  void end64(long r, long q, int consumed) {
-    real[0] = r;
-    pred[0] = q;
+  /** Adds per-position bit counts of {@code masks[from, to)} to the planes at {@code base}; returns planes used. */
+  private static int addCounts(long[] masks, int from, int to, long[] planes, int base) {
+    int top = 0;
+    for (int i = from; i < to; i += 8) {
+      int end = Math.min(to, i + 8);
+      long a0 = 0;
+      long a1 = 0;
+      long a2 = 0;
+      long a3 = 0;
+      for (int j = i; j < end; j++) { // a 4-bit counter per position: at most 8 masks, so it cannot overflow
+        long m = masks[j];
+        long c0 = a0 & m;
+        a0 ^= m;
+        long c1 = a1 & c0;
+        a1 ^= c0;
+        long c2 = a2 & c1;
+        a2 ^= c1;
+        a3 |= c2;
+      }
+      if ((a0 | a1 | a2 | a3) == 0) {
+        continue;
+      }
+      // ripple-carry add of the 4-bit group sums into the bit-sliced counters
+      long carry = 0;
+      int k = 0;
+      for (; k < PLANES && (k < 4 || carry != 0); k++) {
+        long a = k == 0 ? a0 : k == 1 ? a1 : k == 2 ? a2 : k == 3 ? a3 : 0;
+        long p = planes[base + k];
+        long s = p ^ a;
+        planes[base + k] = s ^ carry;
+        carry = (p & a) | (carry & s);
+      }
+      top = Math.max(top, k);
+    }
+    return top;
+  }
+
+  /** The per-tier read arrays, for a locked re-read of one block. */
+  long[][] scratch() {
+    return new long[][] {g, c, d, p};
+  }
+
+  long realWord(int w) {
+    return real[w];
+  }
+
+  long predWord(int w) {
+    return pred[w];
+  }
+
+  /** Records that the ordinals in {@code bits} (word {@code w}) stopped matching at block {@code at}. */
+  void dropped(long bits, int w, boolean isReal, int at) {
+    dropped(bits, w, isReal ? realLen : predLen, at);
+  }
+
+  void endWord(int w, long r, long q, int consumed) {
+    real[w] = r;
+    pred[w] = q;
     position = consumed;
     done = true;
   }
@@ -317,6 +397,9 @@ public final class PrefixCursor {
       extract(disk, diskSeen[w], w, diskTop, diskCount);
     }
     WorkerId[] ids = index.idsByOrdinal();
+    out.ensureCapacity(candidateCount);
+    int staleAt = -1;
+    long stale = 0;
     for (int k = 0; k < candidateCount; k++) {
       int ord = candidates[k];
       WorkerId id = ord < ids.length ? ids[ord] : null;
@@ -324,11 +407,15 @@ public final class PrefixCursor {
         continue; // removed meanwhile
       }
       int w = ord >>> 6;
+      if (w != staleAt) {
+        stale = index.staleWord(w);
+        staleAt = w;
+      }
       long bit = 1L << ord;
       int m = realLen[ord];
       int cc = (cpuSeen[w] & bit) == 0 ? 0 : cpuCount[ord];
       int dc = (diskSeen[w] & bit) == 0 ? 0 : diskCount[ord];
-      out.add(id, ord, m, m - cc - dc, cc, dc, predLen[ord], index.staleBit(ord));
+      out.add(id, ord, m, m - cc - dc, cc, dc, predLen[ord], (stale & bit) != 0);
     }
   }
 

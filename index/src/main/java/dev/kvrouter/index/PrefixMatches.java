@@ -111,17 +111,27 @@ public final class PrefixMatches {
     blocks = examined;
   }
 
+  /** Makes room for {@code n} workers, so the adds of one answer never grow the arrays. */
+  void ensureCapacity(int n) {
+    if (n > workers.length) {
+      grow(Math.max(n, workers.length * 2));
+    }
+  }
+
+  private void grow(int n) {
+    workers = Arrays.copyOf(workers, n);
+    ordinals = Arrays.copyOf(ordinals, n);
+    matched = Arrays.copyOf(matched, n);
+    gpu = Arrays.copyOf(gpu, n);
+    cpu = Arrays.copyOf(cpu, n);
+    disk = Arrays.copyOf(disk, n);
+    predicted = Arrays.copyOf(predicted, n);
+    stale = Arrays.copyOf(stale, n);
+  }
+
   void add(WorkerId w, int ord, int m, int g, int c, int d, int p, boolean s) {
     if (size == workers.length) {
-      int n = size * 2;
-      workers = Arrays.copyOf(workers, n);
-      ordinals = Arrays.copyOf(ordinals, n);
-      matched = Arrays.copyOf(matched, n);
-      gpu = Arrays.copyOf(gpu, n);
-      cpu = Arrays.copyOf(cpu, n);
-      disk = Arrays.copyOf(disk, n);
-      predicted = Arrays.copyOf(predicted, n);
-      stale = Arrays.copyOf(stale, n);
+      grow(size * 2);
     }
     workers[size] = w;
     ordinals[size] = ord;

@@ -1,13 +1,7 @@
 package dev.kvrouter.bench.index;
 
-import dev.kvrouter.index.IndexConfig;
-import dev.kvrouter.index.KvIndex;
-import dev.kvrouter.index.WorkerId;
-import dev.kvrouter.index.WorkerView;
 import dev.kvrouter.index.events.EventApplier;
-import dev.kvrouter.index.wire.EventDecoder;
 import dev.kvrouter.index.wire.WireLayout;
-import java.time.Clock;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -40,8 +34,7 @@ import org.openjdk.jmh.annotations.Warmup;
 @Fork(value = 1, jvmArgsAppend = {"-Xms2g", "-Xmx2g"})
 public class IndexIngestBenchmark {
 
-  private static final int CYCLE = 4096;
-  private static final int WINDOW = 512;
+  private static final int CYCLE = IngestFixture.CYCLE;
   private static final int BLOCK_EVENTS = 32;
 
   @Param({"VLLM_MAP", "VLLM_ARRAY"})
@@ -51,31 +44,16 @@ public class IndexIngestBenchmark {
   @Param({"0", "63"})
   public int otherWorkers;
 
+  private IngestFixture fixture;
   private EventStream stream;
-  private EventDecoder decoder;
   private EventApplier applier;
   private int next;
 
   @Setup(Level.Trial)
   public void setup() {
-    stream = new EventStream(42, CYCLE, 4, 4, 16, WINDOW, layout);
-    KvIndex index = new KvIndex(IndexConfig.defaults(), Clock.systemUTC());
-    // other workers hold disjoint blocks of the same stream shape, so the shared table is realistically full
-    for (int w = 0; w < otherWorkers; w++) {
-      WorkerView v = index.register(WorkerId.of("other-" + w));
-      EventApplier a = new EventApplier(v, "model", 16, BenchHealth.of(v));
-      EventStream s = new EventStream(1000 + w, WINDOW + 1, 4, 4, 16, 0, layout);
-      for (int b = 0; b < WINDOW; b++) {
-        a.apply(s.batches[b]);
-      }
-    }
-    WorkerView view = index.register(WorkerId.of("bench"));
-    applier = new EventApplier(view, "model", 16, BenchHealth.of(view));
-    decoder = new EventDecoder();
-    // fill the window so every removal in the measured cycle hits a stored block
-    for (int b = 0; b < CYCLE; b++) {
-      applier.apply(decoder.decode(stream.payloads[b]));
-    }
+    fixture = new IngestFixture(layout, otherWorkers);
+    stream = fixture.stream;
+    applier = fixture.applier;
   }
 
   /** Decode + hash + apply: the event thread's work per message. */
@@ -84,7 +62,7 @@ public class IndexIngestBenchmark {
   public int decodeAndApply() {
     byte[] p = stream.payloads[next];
     next = (next + 1) & (CYCLE - 1);
-    return applier.apply(decoder.decode(p));
+    return fixture.path.apply(p);
   }
 
   /** Hash + apply of already decoded batches. */
@@ -99,9 +77,9 @@ public class IndexIngestBenchmark {
   /** Decode alone. */
   @Benchmark
   @OperationsPerInvocation(BLOCK_EVENTS)
-  public Object decodeOnly() {
+  public int decodeOnly() {
     byte[] p = stream.payloads[next];
     next = (next + 1) & (CYCLE - 1);
-    return decoder.decode(p);
+    return fixture.path.decode(p);
   }
 }

@@ -4,11 +4,8 @@ import dev.kvrouter.index.Tier;
 import dev.kvrouter.index.WorkerView;
 import dev.kvrouter.index.block.BlockHasher;
 import dev.kvrouter.index.block.CacheNamespace;
-import dev.kvrouter.index.wire.AllBlocksCleared;
-import dev.kvrouter.index.wire.BlockRemoved;
-import dev.kvrouter.index.wire.BlockStored;
 import dev.kvrouter.index.wire.EventBatch;
-import dev.kvrouter.index.wire.KvEvent;
+import dev.kvrouter.index.wire.EventBuffer;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HexFormat;
@@ -62,6 +59,8 @@ public final class EventApplier {
   private int[] offsets = new int[8];
   private String foundSalt;
   private final byte[] hashScratch;
+  /** For batches handed over as records ({@link #apply(EventBatch)}). */
+  private EventBuffer records;
 
   public EventApplier(WorkerView view, String model, int blockSize, WorkerEventHealth health) {
     this.view = Objects.requireNonNull(view, "view");
@@ -78,80 +77,96 @@ public final class EventApplier {
   }
 
   /**
-   * Applies a batch.
+   * Applies a batch given as records (tests, in-process streams); the event thread applies
+   * {@link EventBuffer}s.
    *
    * @return the number of stores dropped because their parent is unknown
    */
   public int apply(EventBatch batch) {
+    if (records == null) {
+      records = new EventBuffer();
+    }
+    return apply(records.load(batch));
+  }
+
+  /**
+   * Applies a batch.
+   *
+   * @return the number of stores dropped because their parent is unknown
+   */
+  public int apply(EventBuffer batch) {
     health.add(EventCounter.SKIPPED_UNKNOWN_TYPE, batch.skippedEvents());
     int unknownParents = 0;
-    for (KvEvent e : batch.events()) {
-      if (e instanceof BlockStored s) {
-        unknownParents += stored(s) ? 0 : 1;
-      } else if (e instanceof BlockRemoved r) {
-        removed(r);
-      } else if (e instanceof AllBlocksCleared) {
-        view.reset();
-        health.inc(EventCounter.CLEARED_EVENTS);
+    for (int e = 0, n = batch.size(); e < n; e++) {
+      switch (batch.kind(e)) {
+        case EventBuffer.STORED -> unknownParents += stored(batch, e) ? 0 : 1;
+        case EventBuffer.REMOVED -> removed(batch, e);
+        default -> {
+          view.reset();
+          health.inc(EventCounter.CLEARED_EVENTS);
+        }
       }
     }
     return unknownParents;
   }
 
   /** Returns false only for an unknown parent. */
-  private boolean stored(BlockStored s) {
-    if ("REMOTE".equalsIgnoreCase(s.locality())) {
+  private boolean stored(EventBuffer s, int e) {
+    if ("REMOTE".equalsIgnoreCase(s.locality(e))) {
       health.inc(EventCounter.SKIPPED_LOCALITY);
       return true;
     }
-    if (!mainAttentionStore(s.groupIdx(), s.kvCacheSpecKind())) {
+    if (!mainAttentionStore(s.has(e, EventBuffer.GROUP) ? s.group(e) : null, s.specKind(e))) {
       health.inc(EventCounter.SKIPPED_GROUP);
       return true;
     }
-    Tier tier = Tier.fromMedium(s.medium());
+    Tier tier = Tier.fromMedium(s.medium(e));
     if (tier == null) {
       health.inc(EventCounter.SKIPPED_MEDIUM);
       return true;
     }
-    long[] engine = s.blockHashes();
-    int n = engine.length;
-    int[] tokens = s.tokenIds();
-    if (tokens == null) {
+    long[] engine = s.hashes();
+    int first = s.hashStart(e);
+    int n = s.hashCount(e);
+    if (s.has(e, EventBuffer.TOKENS_UNSUPPORTED)) {
       health.inc(EventCounter.SKIPPED_TOKENS);
       return true;
     }
-    if (tokens.length == 0) {
-      return tokenless(engine, tier);
+    int[] tokens = s.tokens();
+    int tokenStart = s.tokenStart(e);
+    int tokenCount = s.tokenCount(e);
+    if (tokenCount == 0) {
+      return tokenless(engine, first, n, tier);
     }
-    if (s.blockSize() != blockSize) {
+    if (s.blockSize(e) != blockSize) {
       health.inc(EventCounter.SKIPPED_BLOCK_SIZE);
       return true;
     }
-    if (tokens.length != n * blockSize) {
+    if (tokenCount != n * blockSize) {
       health.inc(EventCounter.SKIPPED_TOKENS);
       return true;
     }
-    boolean root = s.parentBlockHash() == null;
+    boolean root = !s.has(e, EventBuffer.PARENT);
     long parent;
-    List<List<Object>> extra = s.extraKeys();
+    List<List<Object>> extra = s.extraKeys(e);
+    String lora = s.loraName(e);
     if (root) {
       foundSalt = null;
       if (n > 0 && extra != null && !extra.isEmpty()) {
-        extraFor(extra.get(0), s.loraName(), true); // finds the salt
+        extraFor(extra.get(0), lora, true); // finds the salt
       }
-      String salt = foundSalt != null ? foundSalt : s.cacheSalt();
-      parent = s.loraName() == null && salt == null ? plainRoot
-          : new CacheNamespace(model, s.loraName(), salt).rootSeed();
-    } else if (view.hasHandle(s.parentBlockHash())) {
-      parent = view.handle(s.parentBlockHash());
+      String salt = foundSalt != null ? foundSalt : s.cacheSalt(e);
+      parent = lora == null && salt == null ? plainRoot : new CacheNamespace(model, lora, salt).rootSeed();
+    } else if (view.hasHandle(s.parent(e))) {
+      parent = view.handle(s.parent(e));
     } else {
       health.inc(EventCounter.UNKNOWN_PARENT);
       return false;
     }
     for (int i = 0; i < n; i++) {
-      long x = extra == null || i >= extra.size() ? 0L : extraFor(extra.get(i), s.loraName(), root && i == 0);
-      parent = BlockHasher.blockHash(parent, tokens, i * blockSize, blockSize, x, hashScratch);
-      view.store(engine[i], parent, tier);
+      long x = extra == null || i >= extra.size() ? 0L : extraFor(extra.get(i), lora, root && i == 0);
+      parent = BlockHasher.blockHash(parent, tokens, tokenStart + i * blockSize, blockSize, x, hashScratch);
+      view.store(engine[first + i], parent, tier);
     }
     health.inc(EventCounter.STORED_EVENTS);
     health.add(EventCounter.STORED_BLOCKS, n);
@@ -159,9 +174,10 @@ public final class EventApplier {
   }
 
   /** Offload stores without tokens: map through handles the GPU stores created. */
-  private boolean tokenless(long[] engine, Tier tier) {
+  private boolean tokenless(long[] engine, int first, int n, Tier tier) {
     int applied = 0;
-    for (long e : engine) {
+    for (int i = first; i < first + n; i++) {
+      long e = engine[i];
       if (view.hasHandle(e)) {
         view.store(e, view.handle(e), tier);
         applied++;
@@ -176,23 +192,24 @@ public final class EventApplier {
     return true;
   }
 
-  private void removed(BlockRemoved r) {
-    if ("REMOTE".equalsIgnoreCase(r.locality())) {
+  private void removed(EventBuffer r, int e) {
+    if ("REMOTE".equalsIgnoreCase(r.locality(e))) {
       health.inc(EventCounter.SKIPPED_LOCALITY);
       return;
     }
-    if (!mainAttentionGroup(r.groupIdx())) {
+    if (!mainAttentionGroup(r.has(e, EventBuffer.GROUP) ? r.group(e) : null)) {
       health.inc(EventCounter.SKIPPED_GROUP);
       return;
     }
-    Tier tier = Tier.fromMedium(r.medium());
+    Tier tier = Tier.fromMedium(r.medium(e));
     if (tier == null) {
       health.inc(EventCounter.SKIPPED_MEDIUM);
       return;
     }
     int removed = 0;
-    for (long e : r.blockHashes()) {
-      if (view.remove(e, tier)) {
+    long[] hashes = r.hashes();
+    for (int i = r.hashStart(e), end = i + r.hashCount(e); i < end; i++) {
+      if (view.remove(hashes[i], tier)) {
         removed++;
       } else {
         health.inc(EventCounter.UNKNOWN_REMOVES);

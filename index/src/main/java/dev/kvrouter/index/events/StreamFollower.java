@@ -1,9 +1,8 @@
 package dev.kvrouter.index.events;
 
-import dev.kvrouter.index.wire.AllBlocksCleared;
-import dev.kvrouter.index.wire.EventBatch;
+import dev.kvrouter.index.wire.EventBuffer;
 import dev.kvrouter.index.wire.EventDecoder;
-import dev.kvrouter.index.wire.KvEvent;
+import dev.kvrouter.index.wire.FastEventReader;
 import dev.kvrouter.index.wire.MalformedEventException;
 import java.time.Clock;
 import org.slf4j.Logger;
@@ -27,6 +26,9 @@ import org.slf4j.LoggerFactory;
  *   <li>A malformed batch is counted, dropped and, since its events are lost, makes the view stale.
  * </ul>
  *
+ * <p>Payloads are read by {@link FastEventReader} into a reused {@link EventBuffer}; what it does not take (an
+ * unusual shape, or a malformed payload) goes to the {@link EventDecoder}, which decides and explains.
+ *
  * <p>Not thread-safe: owned by the worker's event thread, like the applier it drives.
  */
 final class StreamFollower {
@@ -45,6 +47,8 @@ final class StreamFollower {
   private final EventApplier applier;
   private final WorkerEventHealth health;
   private final EventDecoder decoder;
+  private final FastEventReader fastReader = new FastEventReader();
+  private final EventBuffer buffer = new EventBuffer();
   private final Replayer replayer;
   private final Clock clock;
   private final Integer expectedRank;
@@ -134,13 +138,15 @@ final class StreamFollower {
   private void apply(long seq, byte[] payload) {
     long now = clock.millis();
     last = seq;
-    EventBatch batch;
-    try {
-      batch = decoder.decode(payload);
-    } catch (MalformedEventException e) {
-      health.inc(EventCounter.MALFORMED);
-      lost(1, "undecodable batch " + seq + ": " + e.getMessage());
-      return;
+    EventBuffer batch = buffer;
+    if (!fastReader.read(payload, batch)) {
+      try {
+        batch.load(decoder.decode(payload));
+      } catch (MalformedEventException e) {
+        health.inc(EventCounter.MALFORMED);
+        lost(1, "undecodable batch " + seq + ": " + e.getMessage());
+        return;
+      }
     }
     health.inc(EventCounter.BATCHES);
     health.received(now, batch.ts(), seq);
@@ -149,8 +155,8 @@ final class StreamFollower {
       health.inc(EventCounter.DP_RANK_MISMATCH);
     }
     boolean hadClear = false;
-    for (KvEvent e : batch.events()) {
-      hadClear |= e instanceof AllBlocksCleared;
+    for (int e = 0, n = batch.size(); e < n; e++) {
+      hadClear |= batch.kind(e) == EventBuffer.CLEARED;
     }
     int unknownParents = applier.apply(batch);
     if (hadClear && unknownParents == 0) {

@@ -1,7 +1,8 @@
 package dev.kvrouter.index.wire;
 
+import static dev.kvrouter.index.wire.WireKeys.*;
+
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -29,45 +30,12 @@ public final class EventDecoder {
   /** Nesting bound for generic values in {@code extra_keys}, so a hostile payload cannot overflow the stack. */
   private static final int MAX_DEPTH = 8;
 
-  private static final byte[] T_STORED = bytes(BlockStored.TAG);
-  private static final byte[] T_REMOVED = bytes(BlockRemoved.TAG);
-  private static final byte[] T_CLEARED = bytes(AllBlocksCleared.TAG);
-
-  // Map keys we know; index in this array is the key code.
-  private static final String[] KEYS = {
-    "type", "block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium", "lora_name",
-    "extra_keys", "group_idx", "kv_cache_spec_kind", "kv_cache_spec_sliding_window", "locality", "ownership",
-    "session_id", "cache_salt", "metadata", "ts", "events", "data_parallel_rank", "attn_dp_rank"
-  };
-  private static final int K_TYPE = 0;
-  private static final int K_HASHES = 1;
-  private static final int K_PARENT = 2;
-  private static final int K_TOKENS = 3;
-  private static final int K_BLOCK_SIZE = 4;
-  private static final int K_LORA_ID = 5;
-  private static final int K_MEDIUM = 6;
-  private static final int K_LORA_NAME = 7;
-  private static final int K_EXTRA = 8;
-  private static final int K_GROUP = 9;
-  private static final int K_KIND = 10;
-  private static final int K_WINDOW = 11;
-  private static final int K_LOCALITY = 12;
-  private static final int K_OWNERSHIP = 13;
-  private static final int K_SESSION = 14;
-  private static final int K_SALT = 15;
-  private static final int K_METADATA = 16;
-  private static final int K_TS = 17;
-  private static final int K_EVENTS = 18;
-  private static final int K_DP = 19;
-  private static final int K_ATTN_DP = 20;
-  private static final byte[][] KEY_BYTES = new byte[KEYS.length][];
   /** Open-addressing table from {@link #keyHash} to key code + 1 (0 = empty), so a key costs one comparison. */
   private static final int[] KEY_TABLE = new int[128];
 
   static {
     for (int i = 0; i < KEYS.length; i++) {
-      KEY_BYTES[i] = bytes(KEYS[i]);
-      int h = keyHash(KEY_BYTES[i], KEY_BYTES[i].length);
+      int h = keyHash(KEYS[i], KEYS[i].length);
       while (KEY_TABLE[h] != 0) {
         h = (h + 1) & (KEY_TABLE.length - 1);
       }
@@ -561,7 +529,7 @@ public final class EventDecoder {
       return null;
     }
     int len = readRawString();
-    return strings.get(scratch, len);
+    return strings.get(scratch, 0, len);
   }
 
   /** Reads a str header and its bytes into {@code scratch}; returns the length. */
@@ -572,7 +540,7 @@ public final class EventDecoder {
     return len;
   }
 
-  /** Reads a map key and returns its code in {@link #KEYS}, or -1 for an unknown (or non-string) key. */
+  /** Reads a map key and returns its code in {@link WireKeys#KEYS}, or -1 for an unknown (or non-string) key. */
   private int readKey() throws IOException {
     if (in.getNextFormat().getValueType() != ValueType.STRING) {
       in.skipValue();
@@ -584,7 +552,7 @@ public final class EventDecoder {
       if (code < 0) {
         return -1;
       }
-      if (equalsScratch(KEY_BYTES[code], len)) {
+      if (equalsScratch(KEYS[code], len)) {
         return code;
       }
     }
@@ -614,39 +582,5 @@ public final class EventDecoder {
       v = (v << 8) | (b[off + i] & 0xFF);
     }
     return v;
-  }
-
-  private static byte[] bytes(String s) {
-    return s.getBytes(StandardCharsets.UTF_8);
-  }
-
-  /**
-   * A tiny direct-mapped cache from UTF-8 bytes to String for the few values that repeat in every event
-   * ({@code "GPU"}, {@code "full_attention"}, adapter names), so decoding them does not allocate.
-   */
-  private static final class SmallStrings {
-    private static final int SIZE = 64;
-    private static final int MAX_LEN = 64;
-    private final byte[][] keys = new byte[SIZE][];
-    private final String[] values = new String[SIZE];
-
-    String get(byte[] buf, int len) {
-      if (len > MAX_LEN) {
-        return new String(buf, 0, len, StandardCharsets.UTF_8);
-      }
-      int h = 1;
-      for (int i = 0; i < len; i++) {
-        h = 31 * h + buf[i];
-      }
-      int slot = (h ^ (h >>> 16)) & (SIZE - 1);
-      byte[] k = keys[slot];
-      if (k != null && k.length == len && Arrays.equals(k, 0, len, buf, 0, len)) {
-        return values[slot];
-      }
-      String s = new String(buf, 0, len, StandardCharsets.UTF_8);
-      keys[slot] = Arrays.copyOf(buf, len);
-      values[slot] = s;
-      return s;
-    }
   }
 }

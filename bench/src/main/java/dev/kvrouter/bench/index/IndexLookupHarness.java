@@ -1,0 +1,154 @@
+package dev.kvrouter.bench.index;
+
+import dev.kvrouter.index.PrefixCursor;
+import dev.kvrouter.index.PrefixMatches;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.HdrHistogram.Histogram;
+
+/**
+ * Lookup latency over {@link LookupFixture} with the scheduler's share made visible. Every lookup is timed
+ * ({@code System.nanoTime}); lookups are grouped in chunks of {@value #CHUNK}, and the reader thread's CPU time
+ * is read around each chunk. A chunk is <em>clean</em> when its wall time exceeds its CPU time by less than
+ * 1% + 2 us, i.e. the thread kept its core for the whole chunk. Percentiles are reported over all lookups and
+ * over clean chunks only: the first is what this shared machine gave, the second is what the code costs on a
+ * core it owns (the only difference is time spent descheduled). With {@code concurrent}, a writer thread
+ * applies stores and removes to the request's own blocks meanwhile; its rate during the run is reported.
+ *
+ * <p>Run (under the benchmark lock): {@code java -Xms3g -Xmx3g -cp bench/target/benchmarks.jar
+ * dev.kvrouter.bench.index.IndexLookupHarness [seconds] [pin] [out.json]}. {@code pin} pins the reader to CPU 0
+ * and the writer to CPU 1.
+ */
+public final class IndexLookupHarness {
+
+  private static final int CHUNK = 256;
+
+  private IndexLookupHarness() {}
+
+  public static void main(String[] args) throws Exception {
+    double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 10;
+    boolean pin = args.length > 1 && args[1].equals("pin");
+    Path out = args.length > 2 ? Path.of(args[2]) : null;
+    LookupFixture f = new LookupFixture(64, 128, 1_000_000);
+    List<String> results = new ArrayList<>();
+    for (String scenario : new String[] {"alone", "concurrent", "naive", "alone", "concurrent"}) {
+      results.add(run(f, scenario, seconds / 2, pin));
+    }
+    String json = "[\n  " + String.join(",\n  ", results) + "\n]\n";
+    System.out.print(json);
+    if (out != null) {
+      Files.writeString(out, json, StandardCharsets.UTF_8);
+    }
+  }
+
+  private static String run(LookupFixture f, String scenario, double seconds, boolean pin) throws Exception {
+    ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+    AtomicBoolean stop = new AtomicBoolean();
+    AtomicLong writes = new AtomicLong();
+    Thread writer = null;
+    if (scenario.equals("concurrent")) {
+      writer = new Thread(() -> {
+        if (pin) {
+          ThreadPin.pin(1);
+        }
+        long k = writes.get();
+        while (!stop.get()) {
+          for (int i = 0; i < 64; i++) {
+            f.write(k++);
+          }
+          writes.lazySet(k);
+        }
+      }, "writer");
+      writer.setDaemon(true);
+      writer.start();
+    }
+    boolean pinned = pin && ThreadPin.pin(0);
+    PrefixCursor cursor = f.index.newCursor();
+    PrefixMatches matches = new PrefixMatches();
+    boolean naive = scenario.equals("naive");
+    long sink = 0;
+    // warm-up: half the time, same loop
+    long warmEnd = System.nanoTime() + (long) (seconds * 0.5e9);
+    while (System.nanoTime() < warmEnd) {
+      for (int k = 0; k < CHUNK; k++) {
+        sink += naive ? f.naiveLookup() : lookup(f, cursor, matches);
+      }
+    }
+    Histogram all = new Histogram(3600_000_000_000L, 3);
+    Histogram clean = new Histogram(3600_000_000_000L, 3);
+    long[] buf = new long[CHUNK];
+    long chunks = 0;
+    long cleanChunks = 0;
+    long cpuTotal = 0;
+    long wallTotal = 0;
+    long w0 = writes.get();
+    long writerCpu0 = writer == null ? 0 : mx.getThreadCpuTime(writer.getId());
+    long end = System.nanoTime() + (long) (seconds * 1e9);
+    long start = System.nanoTime();
+    while (System.nanoTime() < end) {
+      long c0 = mx.getCurrentThreadCpuTime();
+      long t0 = System.nanoTime();
+      for (int k = 0; k < CHUNK; k++) {
+        long s = System.nanoTime();
+        sink += naive ? f.naiveLookup() : lookup(f, cursor, matches);
+        buf[k] = System.nanoTime() - s;
+      }
+      long t1 = System.nanoTime();
+      long c1 = mx.getCurrentThreadCpuTime();
+      long wall = t1 - t0;
+      long cpu = c1 - c0;
+      cpuTotal += cpu;
+      wallTotal += wall;
+      chunks++;
+      boolean isClean = wall - cpu < wall / 100 + 2_000;
+      for (long v : buf) {
+        all.recordValue(v);
+        if (isClean) {
+          clean.recordValue(v);
+        }
+      }
+      if (isClean) {
+        cleanChunks++;
+      }
+    }
+    long elapsed = System.nanoTime() - start;
+    long writesDone = writes.get() - w0;
+    long writerCpu = writer == null ? 0 : mx.getThreadCpuTime(writer.getId()) - writerCpu0;
+    stop.set(true);
+    if (writer != null) {
+      writer.join(5_000);
+    }
+    double load = ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
+    return String.format(Locale.ROOT,
+        "{\"scenario\": \"%s\", \"pinned\": %b, \"lookups\": %d, \"clean_fraction\": %.3f, "
+            + "\"all\": %s, \"clean\": %s, \"reader_cpu_over_wall\": %.3f, \"writer_ops_per_s\": %.0f, "
+            + "\"writer_cpu_over_wall\": %.3f, \"writes_per_lookup\": %.2f, \"load_average\": %.2f, \"sink\": %d}",
+        scenario, pinned, all.getTotalCount(), chunks == 0 ? 0 : cleanChunks / (double) chunks, pct(all), pct(clean),
+        cpuTotal / (double) Math.max(1, wallTotal), writesDone / (elapsed / 1e9), writerCpu / (double) elapsed,
+        writesDone / (double) Math.max(1, all.getTotalCount()), load, sink & 1);
+  }
+
+  private static int lookup(LookupFixture f, PrefixCursor cursor, PrefixMatches matches) {
+    f.index.lookup(cursor, f.request, f.blocks, matches);
+    return matches.size();
+  }
+
+  private static String pct(Histogram h) {
+    if (h.getTotalCount() == 0) {
+      return "null";
+    }
+    return String.format(Locale.ROOT,
+        "{\"count\": %d, \"p50\": %d, \"p90\": %d, \"p99\": %d, \"p99_9\": %d, \"min\": %d, \"max\": %d}",
+        h.getTotalCount(), h.getValueAtPercentile(50), h.getValueAtPercentile(90), h.getValueAtPercentile(99),
+        h.getValueAtPercentile(99.9), h.getMinValue(), h.getMaxValue());
+  }
+}

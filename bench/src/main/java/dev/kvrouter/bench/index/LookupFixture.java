@@ -1,0 +1,109 @@
+package dev.kvrouter.bench.index;
+
+import dev.kvrouter.index.IndexConfig;
+import dev.kvrouter.index.KvIndex;
+import dev.kvrouter.index.Tier;
+import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.index.WorkerView;
+import java.time.Clock;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The lookup benchmarks' index, shared by the JMH benchmark and the harnesses so they measure the same thing:
+ * a {@code blocks}-block request against {@code workers} workers that all hold its first block and hold
+ * staggered prefixes of it (worker w holds the first 2w+2 blocks, the last quarter of each on CPU), in an index
+ * of {@code background} other blocks; 8 churn workers for a concurrent writer; and the same content in a naive
+ * {@code ConcurrentHashMap<Long, Set<WorkerId>>} index.
+ */
+final class LookupFixture {
+
+  static final int CHURN_WORKERS = 8;
+
+  final KvIndex index;
+  final long[] request;
+  final int blocks;
+  private final WorkerView[] churn;
+  private final long[] churnBackground;
+  private final Map<Long, Set<WorkerId>> naive;
+
+  LookupFixture(int workers, int blocks, int background) {
+    this.blocks = blocks;
+    SplittableRandom r = new SplittableRandom(7);
+    index = new KvIndex(IndexConfig.defaults().withMaxEntries(64_000_000L, 1 << 20), Clock.systemUTC());
+    request = new long[blocks];
+    for (int i = 0; i < blocks; i++) {
+      request[i] = r.nextLong();
+    }
+    int perWorker = background / workers;
+    naive = new ConcurrentHashMap<>();
+    for (int w = 0; w < workers; w++) {
+      WorkerId id = WorkerId.of("worker-" + w);
+      WorkerView v = index.register(id);
+      int held = Math.min(blocks, 2 * w + 2);
+      for (int i = 0; i < held; i++) {
+        v.store(request[i] ^ w, request[i], i >= held * 3 / 4 ? Tier.CPU : Tier.GPU);
+        naive.computeIfAbsent(request[i], k -> ConcurrentHashMap.newKeySet()).add(id);
+      }
+      for (int i = 0; i < perWorker; i++) {
+        long h = r.nextLong();
+        v.store(h, h, Tier.GPU);
+        naive.computeIfAbsent(h, k -> ConcurrentHashMap.newKeySet()).add(id);
+      }
+    }
+    churn = new WorkerView[CHURN_WORKERS];
+    for (int c = 0; c < CHURN_WORKERS; c++) {
+      churn[c] = index.register(WorkerId.of("churn-" + c));
+    }
+    churnBackground = new long[4096];
+    for (int i = 0; i < churnBackground.length; i++) {
+      churnBackground[i] = r.nextLong();
+    }
+  }
+
+  /**
+   * The concurrent writer's op {@code k}: a store or a remove on one of the churn workers, alternating between
+   * the request's own blocks (so lookups race writes to the very stripes they read) and background blocks.
+   * Must be called by one thread.
+   */
+  int write(long k) {
+    WorkerView v = churn[(int) (k % CHURN_WORKERS)];
+    long round = k / CHURN_WORKERS;
+    boolean store = (round / blocks) % 2 == 0;
+    int i = (int) (round % blocks);
+    long ours = (k & 1) == 0 ? request[i] : churnBackground[(int) (round % churnBackground.length)];
+    if (store) {
+      v.store(ours + 1, ours, Tier.GPU);
+      return 1;
+    }
+    return v.remove(ours + 1, Tier.GPU) ? 1 : 0;
+  }
+
+  /** The naive design: per block, intersect the set of workers still matching with the block's holders. */
+  int naiveLookup() {
+    Set<WorkerId> first = naive.get(request[0]);
+    if (first == null) {
+      return 0;
+    }
+    Map<WorkerId, Integer> matched = new HashMap<>();
+    Set<WorkerId> alive = new HashSet<>(first);
+    for (int i = 1; i < blocks && !alive.isEmpty(); i++) {
+      Set<WorkerId> holders = naive.get(request[i]);
+      for (java.util.Iterator<WorkerId> it = alive.iterator(); it.hasNext(); ) {
+        WorkerId w = it.next();
+        if (holders == null || !holders.contains(w)) {
+          matched.put(w, i);
+          it.remove();
+        }
+      }
+    }
+    for (WorkerId w : alive) {
+      matched.put(w, blocks);
+    }
+    return matched.size();
+  }
+}

@@ -1,0 +1,459 @@
+package dev.kvrouter.index.wire;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * One event batch in flat, reusable arrays: what the event thread applies, filled either straight from the
+ * payload by {@link FastEventReader} (no allocation per event once the arrays have grown) or from decoded
+ * records by {@link #load(EventBatch)}. Events are indexed {@code 0 .. size() - 1}; their block hashes and
+ * tokens are ranges of the shared {@link #hashes()} and {@link #tokens()} arrays. Fields a record keeps as
+ * {@code null} are absent here: test {@link #has} before reading an int field.
+ *
+ * <p>Not thread-safe: one per event thread, overwritten by every fill.
+ */
+public final class EventBuffer {
+
+  /** Event kinds. */
+  public static final byte STORED = 0;
+  public static final byte REMOVED = 1;
+  public static final byte CLEARED = 2;
+
+  /** Presence flags of an event's nullable fields (see {@link #has}). */
+  public static final int PARENT = 1;
+  public static final int LORA_ID = 2;
+  public static final int GROUP = 4;
+  public static final int WINDOW = 8;
+  /** The engine sent tokens in a format the decoder does not support ({@link BlockStored#tokenIds()} null). */
+  public static final int TOKENS_UNSUPPORTED = 16;
+
+  private static final List<List<Object>> NO_EXTRA = List.of();
+
+  private double ts;
+  private boolean hasDp;
+  private int dp;
+  private int skipped;
+  private int size;
+
+  private byte[] kind = new byte[64];
+  private int[] flags = new int[64];
+  private int[] hashStart = new int[64];
+  private int[] hashCount = new int[64];
+  private int[] tokenStart = new int[64];
+  private int[] tokenCount = new int[64];
+  private long[] parent = new long[64];
+  private int[] blockSize = new int[64];
+  private int[] loraId = new int[64];
+  private int[] group = new int[64];
+  private int[] window = new int[64];
+  private String[] medium = new String[64];
+  private String[] loraName = new String[64];
+  private String[] specKind = new String[64];
+  private String[] locality = new String[64];
+  private String[] ownership = new String[64];
+  private String[] session = new String[64];
+  private String[] cacheSalt = new String[64];
+  /** Per event: null (absent), {@link #NO_EXTRA} marker with {@link #extraNils} entries all nil, or the list. */
+  private Object[] extra = new Object[64];
+  private int[] extraNils = new int[64];
+
+  private long[] hashes = new long[256];
+  private int hashTop;
+  private int[] tokens = new int[4096];
+  private int tokenTop;
+
+  // ------------------------------------------------------------------------------------------------------
+  // Reading
+
+  public double ts() {
+    return ts;
+  }
+
+  /** The batch's data-parallel rank, or {@code null}. */
+  public Integer dataParallelRank() {
+    return hasDp ? dp : null;
+  }
+
+  /** Events skipped because their tag is unknown. */
+  public int skippedEvents() {
+    return skipped;
+  }
+
+  public int size() {
+    return size;
+  }
+
+  public byte kind(int e) {
+    return kind[e];
+  }
+
+  /** Whether event {@code e} has the nullable field {@code flag} ({@link #PARENT}, {@link #GROUP}, ...). */
+  public boolean has(int e, int flag) {
+    return (flags[e] & flag) != 0;
+  }
+
+  /** All block hashes of the batch; event {@code e}'s are {@code [hashStart(e), hashStart(e) + hashCount(e))}. */
+  public long[] hashes() {
+    return hashes;
+  }
+
+  public int hashStart(int e) {
+    return hashStart[e];
+  }
+
+  public int hashCount(int e) {
+    return hashCount[e];
+  }
+
+  /** All token ids of the batch; event {@code e}'s are {@code [tokenStart(e), tokenStart(e) + tokenCount(e))}. */
+  public int[] tokens() {
+    return tokens;
+  }
+
+  public int tokenStart(int e) {
+    return tokenStart[e];
+  }
+
+  public int tokenCount(int e) {
+    return tokenCount[e];
+  }
+
+  public long parent(int e) {
+    return parent[e];
+  }
+
+  public int blockSize(int e) {
+    return blockSize[e];
+  }
+
+  public int loraId(int e) {
+    return loraId[e];
+  }
+
+  public int group(int e) {
+    return group[e];
+  }
+
+  public int window(int e) {
+    return window[e];
+  }
+
+  public String medium(int e) {
+    return medium[e];
+  }
+
+  public String loraName(int e) {
+    return loraName[e];
+  }
+
+  public String specKind(int e) {
+    return specKind[e];
+  }
+
+  public String locality(int e) {
+    return locality[e];
+  }
+
+  public String ownership(int e) {
+    return ownership[e];
+  }
+
+  public String sessionId(int e) {
+    return session[e];
+  }
+
+  public String cacheSalt(int e) {
+    return cacheSalt[e];
+  }
+
+  /**
+   * Event {@code e}'s per-block extra keys as {@link BlockStored#extraKeys()} has them, or {@code null} when
+   * absent or when every entry is nil (no block has extra keys: nothing to fold into the hashes).
+   */
+  @SuppressWarnings("unchecked")
+  public List<List<Object>> extraKeys(int e) {
+    Object x = extra[e];
+    return x == null || x == NO_EXTRA ? null : (List<List<Object>>) x;
+  }
+
+  // ------------------------------------------------------------------------------------------------------
+  // Filling (FastEventReader and load)
+
+  void clear() {
+    size = 0;
+    hashTop = 0;
+    tokenTop = 0;
+    skipped = 0;
+    hasDp = false;
+    ts = Double.NaN;
+  }
+
+  void batch(double ts, boolean hasDp, int dp, int skipped) {
+    this.ts = ts;
+    this.hasDp = hasDp;
+    this.dp = dp;
+    this.skipped = skipped;
+  }
+
+  /** Starts event {@code size()} of {@code k}; its fields are reset. Returns its index. */
+  int begin(byte k) {
+    int e = size;
+    if (e == kind.length) {
+      grow(e * 2);
+    }
+    kind[e] = k;
+    flags[e] = 0;
+    hashStart[e] = hashTop;
+    hashCount[e] = 0;
+    tokenStart[e] = tokenTop;
+    tokenCount[e] = 0;
+    parent[e] = 0;
+    blockSize[e] = 0;
+    medium[e] = null;
+    loraName[e] = null;
+    specKind[e] = null;
+    locality[e] = null;
+    ownership[e] = null;
+    session[e] = null;
+    cacheSalt[e] = null;
+    extra[e] = null;
+    size = e + 1;
+    return e;
+  }
+
+  /** Changes event {@code e}'s kind (a map event's type may come after its fields). */
+  void retype(int e, byte k) {
+    kind[e] = k;
+  }
+
+  /** Drops the last event (a map event whose type turned out unknown). */
+  void dropLast() {
+    size--;
+    hashTop = hashStart[size];
+    tokenTop = tokenStart[size];
+  }
+
+  void flag(int e, int flag) {
+    flags[e] |= flag;
+  }
+
+  void unflag(int e, int flag) {
+    flags[e] &= ~flag;
+  }
+
+  /** Reserves room for {@code n} more hashes; returns the array to write at {@link #hashTop()}. */
+  long[] hashRoom(int n) {
+    if (hashTop + n > hashes.length) {
+      hashes = Arrays.copyOf(hashes, Math.max(hashTop + n, hashes.length * 2));
+    }
+    return hashes;
+  }
+
+  int hashTop() {
+    return hashTop;
+  }
+
+  /** Sets event {@code e}'s hashes to the {@code n} just written at its start (replacing earlier ones). */
+  void hashesDone(int e, int start, int n) {
+    hashStart[e] = start;
+    hashCount[e] = n;
+    hashTop = start + n;
+  }
+
+  int[] tokenRoom(int n) {
+    if (tokenTop + n > tokens.length) {
+      tokens = Arrays.copyOf(tokens, Math.max(tokenTop + n, tokens.length * 2));
+    }
+    return tokens;
+  }
+
+  int tokenTop() {
+    return tokenTop;
+  }
+
+  void tokensDone(int e, int start, int n) {
+    tokenStart[e] = start;
+    tokenCount[e] = n;
+    tokenTop = start + n;
+  }
+
+  void parent(int e, long v) {
+    parent[e] = v;
+  }
+
+  void blockSize(int e, int v) {
+    blockSize[e] = v;
+  }
+
+  void loraId(int e, int v) {
+    loraId[e] = v;
+  }
+
+  void group(int e, int v) {
+    group[e] = v;
+  }
+
+  void window(int e, int v) {
+    window[e] = v;
+  }
+
+  void medium(int e, String v) {
+    medium[e] = v;
+  }
+
+  void loraName(int e, String v) {
+    loraName[e] = v;
+  }
+
+  void specKind(int e, String v) {
+    specKind[e] = v;
+  }
+
+  void locality(int e, String v) {
+    locality[e] = v;
+  }
+
+  void ownership(int e, String v) {
+    ownership[e] = v;
+  }
+
+  void session(int e, String v) {
+    session[e] = v;
+  }
+
+  void cacheSalt(int e, String v) {
+    cacheSalt[e] = v;
+  }
+
+  /** Extra keys whose entries are all nil ({@code n} of them): no list is built. */
+  void extraNils(int e, int n) {
+    extra[e] = NO_EXTRA;
+    extraNils[e] = n;
+  }
+
+  void extra(int e, List<List<Object>> v) {
+    extra[e] = v;
+  }
+
+  private void grow(int n) {
+    kind = Arrays.copyOf(kind, n);
+    flags = Arrays.copyOf(flags, n);
+    hashStart = Arrays.copyOf(hashStart, n);
+    hashCount = Arrays.copyOf(hashCount, n);
+    tokenStart = Arrays.copyOf(tokenStart, n);
+    tokenCount = Arrays.copyOf(tokenCount, n);
+    parent = Arrays.copyOf(parent, n);
+    blockSize = Arrays.copyOf(blockSize, n);
+    loraId = Arrays.copyOf(loraId, n);
+    group = Arrays.copyOf(group, n);
+    window = Arrays.copyOf(window, n);
+    medium = Arrays.copyOf(medium, n);
+    loraName = Arrays.copyOf(loraName, n);
+    specKind = Arrays.copyOf(specKind, n);
+    locality = Arrays.copyOf(locality, n);
+    ownership = Arrays.copyOf(ownership, n);
+    session = Arrays.copyOf(session, n);
+    cacheSalt = Arrays.copyOf(cacheSalt, n);
+    extra = Arrays.copyOf(extra, n);
+    extraNils = Arrays.copyOf(extraNils, n);
+  }
+
+  // ------------------------------------------------------------------------------------------------------
+  // Records
+
+  /** Fills this buffer from decoded records (the general decoder's output). */
+  public EventBuffer load(EventBatch batch) {
+    clear();
+    Integer rank = batch.dataParallelRank();
+    batch(batch.ts(), rank != null, rank == null ? 0 : rank, batch.skippedEvents());
+    for (KvEvent ev : batch.events()) {
+      if (ev instanceof BlockStored s) {
+        int e = begin(STORED);
+        putHashes(e, s.blockHashes());
+        if (s.parentBlockHash() != null) {
+          flag(e, PARENT);
+          parent[e] = s.parentBlockHash();
+        }
+        if (s.tokenIds() == null) {
+          flag(e, TOKENS_UNSUPPORTED);
+        } else {
+          int[] t = tokenRoom(s.tokenIds().length);
+          System.arraycopy(s.tokenIds(), 0, t, tokenTop, s.tokenIds().length);
+          tokensDone(e, tokenTop, s.tokenIds().length);
+        }
+        blockSize[e] = s.blockSize();
+        if (s.loraId() != null) {
+          flag(e, LORA_ID);
+          loraId[e] = s.loraId();
+        }
+        medium[e] = s.medium();
+        loraName[e] = s.loraName();
+        extra[e] = s.extraKeys();
+        if (s.groupIdx() != null) {
+          flag(e, GROUP);
+          group[e] = s.groupIdx();
+        }
+        specKind[e] = s.kvCacheSpecKind();
+        if (s.kvCacheSpecSlidingWindow() != null) {
+          flag(e, WINDOW);
+          window[e] = s.kvCacheSpecSlidingWindow();
+        }
+        locality[e] = s.locality();
+        ownership[e] = s.ownership();
+        session[e] = s.sessionId();
+        cacheSalt[e] = s.cacheSalt();
+      } else if (ev instanceof BlockRemoved r) {
+        int e = begin(REMOVED);
+        putHashes(e, r.blockHashes());
+        medium[e] = r.medium();
+        if (r.groupIdx() != null) {
+          flag(e, GROUP);
+          group[e] = r.groupIdx();
+        }
+        locality[e] = r.locality();
+        ownership[e] = r.ownership();
+      } else {
+        begin(CLEARED);
+      }
+    }
+    return this;
+  }
+
+  private void putHashes(int e, long[] h) {
+    long[] room = hashRoom(h.length);
+    System.arraycopy(h, 0, room, hashTop, h.length);
+    hashesDone(e, hashTop, h.length);
+  }
+
+  /** The batch as records, as {@link EventDecoder} would return it (tests and diagnostics; allocates). */
+  public EventBatch toBatch() {
+    List<KvEvent> events = new ArrayList<>(size);
+    for (int e = 0; e < size; e++) {
+      long[] h = Arrays.copyOfRange(hashes, hashStart[e], hashStart[e] + hashCount[e]);
+      switch (kind[e]) {
+        case STORED -> {
+          int[] t = has(e, TOKENS_UNSUPPORTED) ? null
+              : Arrays.copyOfRange(tokens, tokenStart[e], tokenStart[e] + tokenCount[e]);
+          List<List<Object>> x;
+          if (extra[e] == NO_EXTRA) {
+            x = new ArrayList<>(extraNils[e]);
+            for (int i = 0; i < extraNils[e]; i++) {
+              x.add(null);
+            }
+          } else {
+            x = extraKeys(e);
+          }
+          events.add(new BlockStored(h, has(e, PARENT) ? parent[e] : null, t, blockSize[e],
+              has(e, LORA_ID) ? loraId[e] : null, medium[e], loraName[e], x, has(e, GROUP) ? group[e] : null,
+              specKind[e], has(e, WINDOW) ? window[e] : null, locality[e], ownership[e], session[e],
+              cacheSalt[e]));
+        }
+        case REMOVED -> events.add(new BlockRemoved(h, medium[e], has(e, GROUP) ? group[e] : null, locality[e],
+            ownership[e]));
+        default -> events.add(AllBlocksCleared.INSTANCE);
+      }
+    }
+    return new EventBatch(ts, events, hasDp ? dp : null, skipped);
+  }
+}
