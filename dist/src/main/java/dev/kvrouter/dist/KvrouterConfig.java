@@ -114,7 +114,7 @@ public record KvrouterConfig(
       predictedCredit = predictedCredit == null ? 1.0 : predictedCredit;
       overlapCreditDecay = overlapCreditDecay == null ? 0.0 : overlapCreditDecay;
       prefillLoadScale = prefillLoadScale == null ? 1.0 : prefillLoadScale;
-      decodeLoadScale = decodeLoadScale == null ? 1.0 : decodeLoadScale;
+      decodeLoadScale = decodeLoadScale == null ? 0.5 : decodeLoadScale;
       activeRequestWeight = activeRequestWeight == null ? 0.0 : activeRequestWeight;
       newPrefillWeight = newPrefillWeight == null ? 1.0 : newPrefillWeight;
       temperature = temperature == null ? 0.0 : temperature;

@@ -5,7 +5,8 @@ import java.util.Locale;
 
 /**
  * The knobs of the cost model and the optional imbalance gate. Defaults are Dynamo's published defaults
- * (anchors §1.1) but for {@code new_prefill_weight}, and SGLang's gate thresholds (§2.1, §2.5). Configurable globally and per model
+ * (anchors §1.1) but for {@code new_prefill_weight} and {@code decode_load_scale}, and SGLang's gate thresholds
+ * (§2.1, §2.5). Configurable globally and per model
  * ({@code routing.weights}, {@code routing.models.<m>.weights}) and per request through the trusted
  * {@code x-kvrouter-weights} header, all with the same snake_case keys ({@link #KEYS}).
  *
@@ -43,11 +44,13 @@ public record Weights(
     double imbalanceRel) {
 
   /**
-   * kvrouter's defaults: Dynamo's, plus {@code new_prefill_weight} 1, which keeps best-of-N siblings and
-   * conversation turns on the worker that is already computing their prefix (docs/routing.md has the A/B).
+   * kvrouter's defaults: Dynamo's, but {@code new_prefill_weight} 1, which keeps best-of-N siblings and
+   * conversation turns on the worker that is already computing their prefix, and {@code decode_load_scale} 0.5,
+   * since a block held by a decoding request delays a new request's first token less than a block of prefill
+   * queued ahead of it (docs/routing.md has the A/B behind both).
    */
   public static final Weights DEFAULTS =
-      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, false, 32, 1.1);
+      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.5, 0.0, 1.0, 0.0, false, 32, 1.1);
 
   /** Dynamo's published defaults exactly (anchors §1.1): {@code new_prefill_weight} 0. */
   public static final Weights DYNAMO =

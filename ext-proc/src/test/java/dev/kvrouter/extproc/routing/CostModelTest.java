@@ -54,11 +54,11 @@ class CostModelTest {
 
   @Test
   void theDefaultsChargeTheBlocksARequestRecomputesOnceMore() {
-    // Dynamo's example under our defaults: each cost gains the prefill the request adds (8, 5, 2 new blocks):
-    // w1 28 + 8 = 36, w2 20 + 5 = 25, w3 21 + 2 = 23: now w3 wins, the worker that holds the most
+    // Dynamo's example under our defaults: prefill + the same again as new blocks + half the decode blocks:
+    // w1 8 + 8 + 10 = 26, w2 5 + 5 + 7.5 = 17.5, w3 2 + 2 + 9.5 = 13.5: now w3 wins, the worker that holds the most
     List<Candidate> cs = dynamosThreeWorkers();
     CostModel.score(cs, Weights.DEFAULTS, prompt(10));
-    assertThat(cs).extracting(Candidate::cost).containsExactly(36.0, 25.0, 23.0);
+    assertThat(cs).extracting(Candidate::cost).containsExactly(26.0, 17.5, 13.5);
     assertThat(new KvAwarePolicy().choose(new Scoring(null, cs, Weights.DEFAULTS, prompt(10), true, new Random(1)))
         .candidate().worker().name()).isEqualTo("w3");
   }

@@ -79,27 +79,28 @@ class RouterTest {
   }
 
   /**
-   * The same flood under our default weights ({@code new_prefill_weight} 1): every recomputed block counts once
-   * more. w1 after k requests: (8k + 8) + 8 new + (56 + 8k + 8) = 16k + 80; an idle worker 64 + 64 + 64 = 192.
-   * So w1 takes requests 0..6 (80 .. 176), and the eighth, at a tie of 192, goes to an idle worker (least load).
+   * The same flood under our default weights ({@code new_prefill_weight} 1: a recomputed block counts once more;
+   * {@code decode_load_scale} 0.5). w1 after k requests: (8k + 8) + 8 new + 0.5 x (56 + 8k + 8) = 12k + 48; an
+   * idle worker 64 + 64 + 0.5 x 64 = 160. So w1 takes requests 0..9 (48 .. 156), and the eleventh goes to an idle
+   * worker.
    */
   @Test
   void underTheDefaultsTheHolderKeepsTheFloodLongerButStillSpills() {
     h.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));
     List<String> order = new ArrayList<>();
     List<Double> costs = new ArrayList<>();
-    flood(8, order, costs);
-    assertThat(order.subList(0, 7)).containsOnly("w1");
-    assertThat(order.get(7)).isIn("w2", "w3");
-    assertThat(costs).containsExactly(80.0, 96.0, 112.0, 128.0, 144.0, 160.0, 176.0, 192.0);
+    flood(11, order, costs);
+    assertThat(order.subList(0, 10)).containsOnly("w1");
+    assertThat(order.get(10)).isIn("w2", "w3");
+    assertThat(costs).containsExactly(48.0, 60.0, 72.0, 84.0, 96.0, 108.0, 120.0, 132.0, 144.0, 156.0, 160.0);
   }
 
   /**
    * Best-of-N: a sibling arrives while the first is still prefilling on w2 (the router's prediction says w2 will
    * hold the 64 blocks, nothing is cached yet). Dynamo's weights tie w2 (64 queued + 0 own + 64 shared decode =
    * 128) with an idle worker (64 + 64 = 128) and the tie goes to the least loaded, so siblings scatter and each
-   * computes the prompt; the default weights add the 64 blocks an idle worker would recompute (192) and keep the
-   * sibling on w2.
+   * computes the prompt; the default weights add the 64 blocks an idle worker would recompute (64 + 64 + 32 = 160
+   * against w2's 64 + 0 + 32 = 96) and keep the sibling on w2.
    */
   @Test
   void siblingsStayTogetherUnderTheDefaultsAndScatterUnderDynamosWeights() {

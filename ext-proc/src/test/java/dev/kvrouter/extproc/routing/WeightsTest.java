@@ -8,8 +8,14 @@ import org.junit.jupiter.api.Test;
 class WeightsTest {
 
   @Test
-  void defaultsAreDynamosAndSglangsPublishedOnes() {
+  void defaultsAreDynamosAndSglangsPublishedOnesButForTwoMeasuredChanges() {
     Weights d = Weights.DEFAULTS;
+    // ours (docs/routing.md, the A/B): a recomputed block counts once more; a held decode block half
+    assertThat(d.newPrefillWeight()).isEqualTo(1.0);
+    assertThat(d.decodeLoadScale()).isEqualTo(0.5);
+    assertThat(Weights.DYNAMO.newPrefillWeight()).isZero();
+    assertThat(Weights.DYNAMO.decodeLoadScale()).isEqualTo(1.0);
+    assertThat(Weights.DYNAMO.with("new_prefill_weight", 1.0).with("decode_load_scale", 0.5)).isEqualTo(d);
     assertThat(d.gpuCredit()).isEqualTo(1.0);
     assertThat(d.cpuCredit()).isEqualTo(0.75);
     assertThat(d.diskCredit()).isEqualTo(0.25);
@@ -34,7 +40,7 @@ class WeightsTest {
     assertThat(Weights.DEFAULTS.withOverrides("")).isSameAs(Weights.DEFAULTS);
     assertThat(Weights.DEFAULTS.withOverrides(null)).isSameAs(Weights.DEFAULTS);
     for (String k : Weights.KEYS) {
-      String v = k.equals("imbalance_gate") ? "true" : k.equals("imbalance_rel") ? "3" : "0.5";
+      String v = k.equals("imbalance_gate") ? "true" : k.equals("imbalance_rel") ? "3" : "0.4";
       Weights one = Weights.DEFAULTS.withOverrides(k + "=" + v);
       assertThat(one).as(k).isNotEqualTo(Weights.DEFAULTS);
     }
