@@ -2,6 +2,7 @@ package dev.kvrouter.extproc.routing;
 
 import java.util.List;
 import java.util.function.ToDoubleFunction;
+import java.util.function.ToLongFunction;
 import java.util.random.RandomGenerator;
 
 /**
@@ -24,20 +25,31 @@ public final class Selection {
    */
   public static Candidate argmin(List<Candidate> cs, ToDoubleFunction<Candidate> key, ToDoubleFunction<Candidate> tie,
       RandomGenerator rng) {
+    return argmin(cs, key, tie, c -> 0, rng);
+  }
+
+  /** The same with a third key, {@code last}, before the random draw ({@code last} compares exactly). */
+  public static Candidate argmin(List<Candidate> cs, ToDoubleFunction<Candidate> key, ToDoubleFunction<Candidate> tie,
+      ToLongFunction<Candidate> last, RandomGenerator rng) {
     Candidate best = null;
     double bestKey = 0;
     double bestTie = 0;
+    long bestLast = 0;
     int ties = 0;
     for (int i = 0; i < cs.size(); i++) {
       Candidate c = cs.get(i);
       double k = key.applyAsDouble(c);
       double t = tie.applyAsDouble(c);
-      if (best == null || (!same(k, bestKey) && k < bestKey) || (same(k, bestKey) && !same(t, bestTie) && t < bestTie)) {
+      long l = last.applyAsLong(c);
+      boolean sameKeys = same(k, bestKey) && same(t, bestTie);
+      if (best == null || (!same(k, bestKey) && k < bestKey) || (same(k, bestKey) && !same(t, bestTie) && t < bestTie)
+          || (sameKeys && l < bestLast)) {
         best = c;
         bestKey = k;
         bestTie = t;
+        bestLast = l;
         ties = 1;
-      } else if (same(k, bestKey) && same(t, bestTie)) {
+      } else if (sameKeys && l == bestLast) {
         ties++;
         if (rng.nextInt(ties) == 0) {
           best = c;

@@ -118,6 +118,27 @@ class RouterTest {
     }
   }
 
+  /**
+   * New prefixes on an idle fleet: every worker ties (same cost, no load), and ties go to the worker chosen
+   * least recently, so 3 workers get 3 prompts each from 9 unrelated prompts, in turn; a random tie-break would
+   * give some worker 2 and another none often enough to matter (through Envoy: one of 8 workers got no traffic).
+   */
+  @Test
+  void tiesGoToTheWorkerChosenLeastRecently() {
+    Map<String, Integer> count = new HashMap<>();
+    List<String> order = new ArrayList<>();
+    for (int i = 0; i < 9; i++) {
+      Decision d = h.route(prompt(100 + i, 8, 0, 0));
+      h.ledger.release(d.reservation()); // done at once: the fleet is idle again for the next one
+      order.add(name(d));
+      count.merge(name(d), 1, Integer::sum);
+    }
+    assertThat(count).containsEntry("w1", 3).containsEntry("w2", 3).containsEntry("w3", 3);
+    for (int i = 3; i < 9; i++) {
+      assertThat(order.get(i)).as("round %d repeats the first round's order", i / 3).isEqualTo(order.get(i - 3));
+    }
+  }
+
   @Test
   void cacheOnlyKeepsFeedingTheHotSpotAndLeastLoadIgnoresTheCache() {
     h.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));

@@ -44,6 +44,21 @@ class SelectionTest {
   }
 
   @Test
+  void aThirdKeyBreaksTheRemainingTiesBeforeChance() {
+    List<Candidate> cs = List.of(scored("a", 5, 1), scored("b", 5, 1), scored("c", 5, 1), scored("d", 4, 9));
+    Map<String, Long> last = Map.of("a", 7L, "b", 3L, "c", 3L, "d", 0L);
+    Random rng = new Random(42);
+    // d is cheapest whatever its key; without d, b and c tie on the third key too and split at random
+    assertThat(Selection.argmin(cs, Candidate::cost, Candidate::loadCost, c -> last.get(c.worker().name()), rng)
+        .worker().name()).isEqualTo("d");
+    List<Candidate> abc = cs.subList(0, 3);
+    Map<String, Integer> h = histogram(2000,
+        () -> Selection.argmin(abc, Candidate::cost, Candidate::loadCost, c -> last.get(c.worker().name()), rng));
+    assertThat(h).containsOnlyKeys("b", "c");
+    assertThat(h.get("b")).isBetween(900, 1100);
+  }
+
+  @Test
   void floatNoiseIsATie() {
     List<Candidate> cs = List.of(scored("a", 1.0, 1), scored("b", 1.0 + 1e-13, 0));
     assertThat(Selection.argmin(cs, Candidate::cost, Candidate::loadCost, new Random(1)).worker().name())
