@@ -39,12 +39,12 @@ class DockerEnvoyRoutingE2eTest {
     workers.forEach(w -> y.append("  - {name: ").append(w.name()).append(", address: 127.0.0.1, port: ")
         .append(w.port()).append(", model: ").append(Stack.MODEL).append("}\n"));
     Files.writeString(dir.resolve("workers.yaml"), y);
-    int listener = Stack.freePort();
-    int admin = Stack.freePort();
-    int extProc = Stack.freePort();
-    int xds = Stack.freePort();
+    int listener = EnvoyProcess.freeLoopbackPort();
+    int admin = EnvoyProcess.freeLoopbackPort();
+    int extProc = EnvoyProcess.freeLoopbackPort();
+    int xds = EnvoyProcess.freeLoopbackPort();
     KvrouterConfig cfg = KvrouterConfig.parse(String.format(
-        "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d}%n", extProc, xds, Stack.freePort()), "docker");
+        "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d}%n", extProc, xds, EnvoyProcess.freeLoopbackPort()), "docker");
     Path envoyYaml = dir.resolve("envoy.yaml");
     Files.writeString(envoyYaml, EnvoyProcess.withPorts(
         Files.readString(Stack.ROOT.resolve("envoy-config/envoy.yaml")),

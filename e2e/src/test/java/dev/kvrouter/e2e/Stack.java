@@ -5,8 +5,6 @@ import dev.kvrouter.dist.KvrouterRuntime;
 import dev.kvrouter.examples.envoy.EnvoyProcess;
 import dev.kvrouter.examples.fake.FakeWorker;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -79,9 +77,9 @@ final class Stack implements AutoCloseable {
       workers.put(w.name(), w);
     }
     writeWorkers(new ArrayList<>(workers.values()));
-    extProcPort = freePort();
-    xdsPort = freePort();
-    adminPort = freePort();
+    extProcPort = EnvoyProcess.freeLoopbackPort();
+    xdsPort = EnvoyProcess.freeLoopbackPort();
+    adminPort = EnvoyProcess.freeLoopbackPort();
     boolean fullDuplex = envoyConfig.contains("original-dst");
     KvrouterConfig cfg = KvrouterConfig.parse(String.format(
         "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: %s}%n"
@@ -153,12 +151,6 @@ final class Stack implements AutoCloseable {
   static String chat(String content, boolean stream, int maxTokens) {
     return "{\"model\":\"" + MODEL + "\",\"messages\":[{\"role\":\"user\",\"content\":\"" + content + "\"}],"
         + "\"max_tokens\":" + maxTokens + ",\"stream\":" + stream + "}";
-  }
-
-  static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      return s.getLocalPort();
-    }
   }
 
   @Override

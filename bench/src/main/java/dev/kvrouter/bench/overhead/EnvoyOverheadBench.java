@@ -8,8 +8,6 @@ import dev.kvrouter.dist.KvrouterRuntime;
 import dev.kvrouter.examples.envoy.EnvoyProcess;
 import dev.kvrouter.examples.fake.FakeWorker;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -80,11 +78,11 @@ public final class EnvoyOverheadBench {
           .append(", model: ").append(MODEL).append("}\n");
     }
     Files.writeString(dir.resolve("workers.yaml"), yaml);
-    int extProc = freePort();
-    int xds = freePort();
+    int extProc = EnvoyProcess.freeLoopbackPort();
+    int xds = EnvoyProcess.freeLoopbackPort();
     KvrouterConfig cfg = KvrouterConfig.parse(String.format(
         "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d}%nobservability: {log_level: warn}%n",
-        extProc, xds, freePort()), "bench");
+        extProc, xds, EnvoyProcess.freeLoopbackPort()), "bench");
     Path envoyBin = EnvoyProcess.binary();
     String envoyVersion = EnvoyProcess.version(envoyBin);
     Map<String, Histogram> hist = new LinkedHashMap<>();
@@ -240,12 +238,6 @@ public final class EnvoyOverheadBench {
   static double median(List<double[]> rows, int col) {
     double[] v = rows.stream().mapToDouble(r -> r[col]).sorted().toArray();
     return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
-  }
-
-  static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      return s.getLocalPort();
-    }
   }
 
   static void quietLogs() {

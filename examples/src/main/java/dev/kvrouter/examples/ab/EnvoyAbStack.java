@@ -9,8 +9,6 @@ import dev.kvrouter.examples.sim.http.FaultControl;
 import dev.kvrouter.examples.sim.timing.Preset;
 import dev.kvrouter.index.wire.WireLayout;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -100,9 +98,9 @@ public final class EnvoyAbStack implements AutoCloseable {
     try {
       Path workersFile = o.dir().resolve("workers.yaml");
       fleet.writeWorkersFile(workersFile);
-      int extProc = freePort();
-      int xds = freePort();
-      int admin = freePort();
+      int extProc = EnvoyProcess.freeLoopbackPort();
+      int xds = EnvoyProcess.freeLoopbackPort();
+      int admin = EnvoyProcess.freeLoopbackPort();
       Path config = o.dir().resolve("kvrouter.yaml");
       Files.writeString(config, String.format(
           "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: BUFFERED}%n"
@@ -236,12 +234,6 @@ public final class EnvoyAbStack implements AutoCloseable {
         .header("content-type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body));
     headers.forEach(b::header);
     return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
-  }
-
-  static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      return s.getLocalPort();
-    }
   }
 
   @Override

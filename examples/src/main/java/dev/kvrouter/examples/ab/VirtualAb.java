@@ -15,6 +15,7 @@ import dev.kvrouter.examples.workload.IdealReuse;
 import dev.kvrouter.examples.workload.Prompt;
 import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadCatalog;
+import dev.kvrouter.examples.workload.WorkloadRequest;
 import dev.kvrouter.index.wire.WireLayout;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -23,11 +24,13 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.function.Function;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -181,14 +184,16 @@ public final class VirtualAb implements Callable<Integer> {
     for (String spec : specs) {
       Workload w = WorkloadCatalog.create(spec);
       boolean chatPrompts = !w.requests().isEmpty() && w.requests().get(0).prompt().format() == Prompt.Format.CHAT;
+      // chat prompts are rendered and tokenized once, for both ideals
+      Map<WorkloadRequest, int[]> chatIds = new IdentityHashMap<>();
+      Function<WorkloadRequest, int[]> tokens = chat != null && chatPrompts
+          ? r -> chatIds.computeIfAbsent(r, x -> chat.encoder().tokens(parse(chat, w, x, base.model())))
+          : w::promptTokens;
       IdealReuse ideal = chat != null && chatPrompts
-          ? w.idealReuse(base.blockSize(), r -> chat.encoder().tokens(parse(chat, w, r, base.model())))
+          ? w.idealReuse(base.blockSize(), tokens)
           : w.idealReuse(base.blockSize());
       long fleetBlocks = (long) base.engineConfig(0).numGpuBlocks() * workers;
-      IdealReuse bounded = chat != null && chatPrompts
-          ? IdealReuse.compute(w.requests(), r -> chat.encoder().tokens(parse(chat, w, r, base.model())),
-              base.blockSize(), fleetBlocks)
-          : IdealReuse.compute(w.requests(), w::promptTokens, base.blockSize(), fleetBlocks);
+      IdealReuse bounded = IdealReuse.compute(w.requests(), tokens, base.blockSize(), fleetBlocks);
       for (long delay : delays) {
         for (double drop : drops) {
           EventFaults f = new EventFaults(drop, delay, 0, false);
@@ -244,7 +249,7 @@ public final class VirtualAb implements Callable<Integer> {
   }
 
   private static dev.kvrouter.extproc.request.InferenceRequest parse(ChatFront chat, Workload w,
-      dev.kvrouter.examples.workload.WorkloadRequest r, String model) {
+      WorkloadRequest r, String model) {
     byte[] body = dev.kvrouter.examples.loadgen.RequestBodies.body(w, r, model);
     try {
       return chat.preparer().prepare(dev.kvrouter.extproc.request.InferenceRequest.Kind.CHAT, body, body.length,

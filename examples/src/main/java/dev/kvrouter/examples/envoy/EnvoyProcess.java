@@ -1,6 +1,8 @@
 package dev.kvrouter.examples.envoy;
 
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -130,6 +132,16 @@ public final class EnvoyProcess implements AutoCloseable {
       throw ex;
     }
     return e;
+  }
+
+  /**
+   * A loopback port free at the moment of asking, for a server this JVM binds right away (the router beside
+   * Envoy). Envoy's own ports should be 0 instead: see {@link #start}.
+   */
+  public static int freeLoopbackPort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
+    }
   }
 
   /** The port the (first) listener is bound to, from admin {@code /listeners}: how a port-0 listener is found. */

@@ -143,11 +143,16 @@ public final class AbRunner {
   private void warmUp(Workload head) throws Exception {
     String policy = settings.ours() == null ? settings.policies().get(0) : settings.ours();
     progress.printf(Locale.ROOT, "  warm-up: %d requests under %s (not measured)%n", head.size(), policy);
+    generator.run(head, context(policy).build());
+  }
+
+  /** A run under {@code policy}: these workers, and the trusted policy header when the runner sets it. */
+  private RunContext.Builder context(String policy) {
     RunContext.Builder b = RunContext.builder(policy).workers(workers);
     if (settings.policyHeader()) {
       b.header(POLICY_HEADER, policy);
     }
-    generator.run(head, b.build());
+    return b;
   }
 
   private PolicyResult runOne(String policy, Workload w, IdealReuse ideal) throws Exception {
@@ -157,11 +162,7 @@ public final class AbRunner {
     if (!generator.metrics().awaitIdle(workers, settings.idleTimeout())) {
       progress.println("warning: workers still busy after " + settings.idleTimeout() + "; starting anyway");
     }
-    RunContext.Builder b = RunContext.builder(policy).workers(workers);
-    if (settings.policyHeader()) {
-      b.header(POLICY_HEADER, policy);
-    }
-    RunContext ctx = preparer.prepare(policy, w, b);
+    RunContext ctx = preparer.prepare(policy, w, context(policy));
     RunData data = generator.run(w, ctx);
     PolicyResult r = PolicyResult.summarize(data, ideal);
     progress.printf(Locale.ROOT,

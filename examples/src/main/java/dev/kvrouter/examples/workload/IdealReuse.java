@@ -1,7 +1,9 @@
 package dev.kvrouter.examples.workload;
 
 import dev.kvrouter.index.block.BlockHasher;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Function;
 
 /**
@@ -56,7 +58,7 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
     if (blockSize <= 0) {
       throw new IllegalArgumentException("blockSize must be positive, was " + blockSize);
     }
-    Lru seen = new Lru(capacityBlocks);
+    SeenBlocks seen = capacityBlocks == Long.MAX_VALUE ? new Unbounded() : new Lru(capacityBlocks);
     long prompt = 0;
     long full = 0;
     long reused = 0;
@@ -83,31 +85,69 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
       int cacheable = t.length == 0 ? 0 : (t.length - 1) / blockSize;
       hitTokens += (long) Math.min(lead, cacheable) * blockSize;
     }
-    return new IdealReuse(blockSize, requests.size(), prompt, full, reused, hitTokens, seen.added);
+    return new IdealReuse(blockSize, requests.size(), prompt, full, reused, hitTokens, seen.added());
   }
 
-  /** A set of block hashes in access order; beyond its capacity the least recently used is dropped. */
-  private static final class Lru extends java.util.LinkedHashMap<Long, Boolean> {
+  /** The blocks the ideal cache holds. */
+  private interface SeenBlocks {
+    /** Whether the cache holds {@code hash}; a hit counts as a use. */
+    boolean touch(long hash);
+
+    void add(long hash);
+
+    /** Blocks inserted so far. */
+    long added();
+  }
+
+  /** An infinite cache: a primitive set, since a whole trace's distinct blocks run into the millions. */
+  private static final class Unbounded implements SeenBlocks {
+    private final LongHashSet set = new LongHashSet(1 << 16);
+
+    @Override
+    public boolean touch(long hash) {
+      return set.contains(hash);
+    }
+
+    @Override
+    public void add(long hash) {
+      set.add(hash);
+    }
+
+    @Override
+    public long added() {
+      return set.size();
+    }
+  }
+
+  /** A finite cache: block hashes in access order; beyond its capacity the least recently used is dropped. */
+  private static final class Lru extends LinkedHashMap<Long, Boolean> implements SeenBlocks {
     private final long capacity;
-    long added;
+    private long added;
 
     Lru(long capacity) {
       super(1 << 16, 0.75f, true);
       this.capacity = capacity;
     }
 
-    boolean touch(long hash) {
+    @Override
+    public boolean touch(long hash) {
       return get(hash) != null;
     }
 
-    void add(long hash) {
+    @Override
+    public void add(long hash) {
       if (put(hash, Boolean.TRUE) == null) {
         added++;
       }
     }
 
     @Override
-    protected boolean removeEldestEntry(java.util.Map.Entry<Long, Boolean> eldest) {
+    public long added() {
+      return added;
+    }
+
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
       return size() > capacity;
     }
   }

@@ -35,7 +35,7 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
 
   @Override
   public void onNext(ProcessingRequest req) {
-    if (decision == null && !claimed) {
+    if (!claimed) {
       // Envoy forwards the routing filter's envoy.lb metadata with the observer's first message; configs that
       // send the observer request headers instead are served below.
       String id = EnvoyMessages.forwardedDecision(req);
