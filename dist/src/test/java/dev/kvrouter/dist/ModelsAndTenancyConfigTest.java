@@ -57,6 +57,41 @@ class ModelsAndTenancyConfigTest {
   }
 
   @Test
+  void multimodalExpansionsParseAndAreValidated() {
+    KvrouterConfig c = KvrouterConfig.parse("""
+        models:
+          - name: google/gemma-3-27b-it
+            tokenizer: tok/gemma3
+            multimodal: {preset: gemma3}
+          - name: llava-hf/llava-1.5-7b-hf
+            tokenizer: tok/llava
+            multimodal:
+              image: {placeholder: "<image>", token: "<image>", count: 576}
+        """, "k.yaml");
+    assertThat(c.models().get(0).multimodal().expansions().get("image").replacement())
+        .startsWith("\n\n<start_of_image><image_soft_token>").endsWith("<end_of_image>\n\n")
+        .hasSize(2 + 16 + 256 * 18 + 14 + 2);
+    assertThat(c.models().get(0).multimodal().resolved().mergeTokens()).hasSize(3);
+    assertThat(c.models().get(1).multimodal().expansions().get("image").replacement()).isEqualTo("<image>".repeat(576));
+    assertThat(c.models().get(1).multimodal().expansions()).containsOnlyKeys("image");
+    assertThatThrownBy(() -> KvrouterConfig.parse("""
+        models:
+          - {name: a, tokenizer: t, multimodal: {preset: qwen2-vl}}
+          - {name: b, tokenizer: t, multimodal: {preset: gemma3, image: {placeholder: x, token: y, count: 1}}}
+          - {name: c, tokenizer: t, multimodal: {image: {placeholder: "", token: y, count: 0}}}
+          - {name: d, multimodal: {preset: gemma3}}
+          - {name: e, tokenizer: t, multimodal: {image: {placeholder: p, token: y, count: 2}, merge_tokens: [[a, b]]}}
+        """, "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .hasMessageContaining("models[0].multimodal.preset: unknown `qwen2-vl` (known: gemma3)")
+        .hasMessageContaining("models[1].multimodal: give either `preset` or the modalities, not both")
+        .hasMessageContaining("models[2].multimodal.image.placeholder: required")
+        .hasMessageContaining("models[2].multimodal.image.count: must be 1..65536")
+        .hasMessageContaining("models[3].multimodal: needs `tokenizer`")
+        .hasMessageContaining("models[4].multimodal.merge_tokens[0]: must be [left, right, merged]");
+  }
+
+  @Test
   void unknownModelKeysNameTheAllowedOnes() {
     assertThatThrownBy(() -> KvrouterConfig.parse("models:\n  - {name: a, tokenzier: t}\n", "k.yaml"))
         .hasMessageContaining("unknown key `tokenzier`")

@@ -18,6 +18,8 @@ import java.util.List;
  *     tokenizer and template, and the adapter name in its cache identity
  * @param tenancy per-model override of the tenancy rules, or null to follow {@code tenancy:}
  * @param preload load the tokenizer and template at start (default true) rather than on the first request
+ * @param multimodal how media parts become prompt tokens for this model (vLLM's multimodal processor), or null:
+ *     requests with media are then routed by load ({@code fallback=multimodal})
  */
 public record ModelSpec(
     String name,
@@ -27,7 +29,8 @@ public record ModelSpec(
     Integer blockSize,
     List<String> adapters,
     Tenancy tenancy,
-    Boolean preload) {
+    Boolean preload,
+    MultimodalSpec multimodal) {
 
   /** vLLM's default {@code --block-size}. */
   public static final int DEFAULT_BLOCK_SIZE = 16;
@@ -36,6 +39,12 @@ public record ModelSpec(
     blockSize = blockSize == null ? DEFAULT_BLOCK_SIZE : blockSize;
     adapters = adapters == null ? List.of() : List.copyOf(adapters);
     preload = preload == null ? Boolean.TRUE : preload;
+  }
+
+  /** A text-only model (no media expansion configured). */
+  public ModelSpec(String name, String tokenizer, String tokenizerConfig, String chatTemplate, Integer blockSize,
+      List<String> adapters, Tenancy tenancy, Boolean preload) {
+    this(name, tokenizer, tokenizerConfig, chatTemplate, blockSize, adapters, tenancy, preload, null);
   }
 
   /** A model with a tokenizer and defaults for everything else. */

@@ -44,6 +44,12 @@ public final class ModelSpecs {
       if (s.tokenizer() == null && s.chatTemplate() != null) {
         problems.add(at + ".chat_template: needs `tokenizer`");
       }
+      if (s.multimodal() != null) {
+        if (s.tokenizer() == null) {
+          problems.add(at + ".multimodal: needs `tokenizer`");
+        }
+        problems.addAll(s.multimodal().validate(at + ".multimodal"));
+      }
       if (s.blockSize() < 1 || s.blockSize() > MAX_BLOCK_SIZE) {
         problems.add(at + ".block_size: must be 1.." + MAX_BLOCK_SIZE + " (vLLM's default is 16)");
       }

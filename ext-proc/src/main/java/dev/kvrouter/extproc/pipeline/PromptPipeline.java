@@ -3,6 +3,7 @@ package dev.kvrouter.extproc.pipeline;
 import dev.kvrouter.extproc.request.ChatPrompt;
 import dev.kvrouter.extproc.request.CompletionPrompt;
 import dev.kvrouter.extproc.request.InferenceRequest;
+import dev.kvrouter.extproc.request.MultimodalBlockKeys;
 import dev.kvrouter.extproc.request.PreparedRequest;
 import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.extproc.routing.PromptInfo;
@@ -36,8 +37,9 @@ import org.slf4j.LoggerFactory;
  * rest). The full chain is still needed for the router's predicted entries, so {@link Outcome#complete}
  * finishes it on the background executor after the decision and records it for the chosen worker.
  *
- * <p>Anything that cannot be reproduced (unknown or loading model, template error, tokenizer failure,
- * multimodal content whose placeholder expansion the router cannot know) yields no prompt and a reason: the
+ * <p>Media requests are reproduced for models with a configured fixed-size expansion ({@link MediaExpander}).
+ * Anything that cannot be reproduced (unknown or loading model, template error, tokenizer failure, media for a
+ * model whose expansion the router cannot know) yields no prompt and a reason: the
  * request is routed by load, visibly, and never fails because of it.
  */
 public final class PromptPipeline {
@@ -94,10 +96,6 @@ public final class PromptPipeline {
     long parse = prepared.parseNanos();
     String unavailable = prepared.scope().fallback() != null ? prepared.scope().fallback()
         : prepared.request().unreproducible();
-    if (unavailable == null && !prepared.request().multimodal().isEmpty()) {
-      // Placeholder expansion depends on the model's processor (image size for most vision models).
-      unavailable = "multimodal";
-    }
     int blockSize = prepared.scope().model().blockSize();
     long root = prepared.scope().namespace().rootSeed();
     InferenceRequest request = prepared.request();
@@ -129,6 +127,10 @@ public final class PromptPipeline {
         return hash(cursor, root, blockSize, c.truncatePromptTokens(), parse, 0);
       }
       ChatPrompt chat = (ChatPrompt) request.prompt();
+      String media = request.multimodal().isEmpty() ? null : mediaUnavailable(res.media(), request, chat);
+      if (media != null) {
+        return unavailable(media, parse, 0, 0);
+      }
       VllmChatRenderer renderer = res.chat(chat.tools() != null && !chat.tools().isEmpty());
       if (renderer == null || chat.chatTemplate() != null) {
         // No template, or a template in the request (vLLM serves it only with --trust-request-chat-template)
@@ -138,6 +140,9 @@ public final class PromptPipeline {
           chat.addGenerationPrompt(), chat.continueFinalMessage(), chat.documents(), chat.chatTemplateKwargs(),
           chat.reasoningEffort()));
       long template = nanoTime.getAsLong() - t0;
+      if (!request.multimodal().isEmpty()) {
+        return hashMultimodal(res, text, chat.addSpecialTokens(), request, root, blockSize, parse, template);
+      }
       TokenCursor cursor = res.tokenizer().cursor(text, chat.addSpecialTokens());
       return hash(cursor, root, blockSize, chat.truncatePromptTokens(), parse, template);
     } catch (TemplateException e) {
@@ -147,6 +152,50 @@ public final class PromptPipeline {
       log.warn("request path failed for model {}: {}", request.model(), e.toString());
       return unavailable("tokenizer_error", parse, nanoTime.getAsLong() - t0, 0);
     }
+  }
+
+  /**
+   * Why a media request cannot be reproduced, or null when it can: the model needs a fixed-size expansion for
+   * every modality in the request (most vision models size an image's tokens by its pixels, which the router never
+   * fetches), and neither processor arguments (they change the expansion, e.g. Gemma 3's pan-and-scan) nor prompt
+   * truncation may apply.
+   */
+  private static String mediaUnavailable(MediaExpander media, InferenceRequest request, ChatPrompt chat) {
+    if (media == null || !media.covers(request.multimodal())) {
+      return "multimodal";
+    }
+    if (!chat.mmProcessorKwargs().isEmpty()) {
+      return "multimodal_processor_kwargs";
+    }
+    return chat.truncatePromptTokens() != null ? "multimodal_truncation" : null;
+  }
+
+  /**
+   * A media request: the whole prompt is tokenized (no early stop: the expansion needs every placeholder), each
+   * item's placeholder expanded as vLLM's processor does, and every block hashed with the multimodal keys of the
+   * items it overlaps, so an image's blocks match only the same image at the same offset.
+   */
+  private Outcome hashMultimodal(PipelineResources res, String text, boolean addSpecialTokens,
+      InferenceRequest request, long root, int blockSize, long parse, long template) {
+    long tt = nanoTime.getAsLong();
+    MediaExpander.Expanded expanded;
+    try {
+      expanded = res.media().expand(res.tokenizer().encode(text, addSpecialTokens), request.multimodal());
+    } catch (MediaExpander.Mismatch e) {
+      return unavailable("multimodal_mismatch", parse, template, nanoTime.getAsLong() - tt);
+    }
+    long tokenize = nanoTime.getAsLong() - tt;
+    long th = nanoTime.getAsLong();
+    int[] ids = expanded.tokens();
+    long[] extras = MultimodalBlockKeys.extras(expanded.placements(), ids.length, blockSize);
+    long[] hashes = new long[extras.length];
+    long parent = root;
+    for (int b = 0; b < hashes.length; b++) {
+      parent = BlockHasher.blockHash(parent, ids, b * blockSize, blockSize, extras[b]);
+      hashes[b] = parent;
+    }
+    return new Outcome(new PromptInfo(ids.length, blockSize, hashes), null,
+        new RequestTimings(parse, template, tokenize, nanoTime.getAsLong() - th), null);
   }
 
   /** Tokenizes and hashes block by block until the prompt ends or no worker can hold the next block. */

@@ -2,6 +2,7 @@ package dev.kvrouter.extproc.pipeline;
 
 import dev.kvrouter.extproc.model.ModelRegistry;
 import dev.kvrouter.extproc.model.ModelSpec;
+import dev.kvrouter.extproc.model.MultimodalSpec;
 import dev.kvrouter.extproc.model.ResourceState;
 import dev.kvrouter.extproc.request.RequestPreparer;
 import dev.kvrouter.extproc.tenancy.TenantIsolation;
@@ -31,7 +32,13 @@ final class PipelineFixtures {
     return d;
   }
 
-  /** A registry serving every fetched tokenizer under its package name, with the given block size. */
+  /** Gemma 3's tokenizer again, with its image expansion configured (the plain {@code gemma3} has none). */
+  static final String GEMMA3_VISION = "gemma3-vision";
+
+  /**
+   * A registry serving every fetched tokenizer under its package name, with the given block size, plus
+   * {@link #GEMMA3_VISION}.
+   */
   static ModelRegistry registry(int blockSize) throws InterruptedException {
     List<ModelSpec> specs = new ArrayList<>();
     for (String m : MODELS) {
@@ -39,17 +46,27 @@ final class PipelineFixtures {
       specs.add(new ModelSpec(m, d.resolve("tokenizer.json").toString(),
           d.resolve("tokenizer_config.json").toString(), null, blockSize, List.of("lora-" + m), null, true));
     }
+    Path g = dir("gemma3");
+    specs.add(new ModelSpec(GEMMA3_VISION, g.resolve("tokenizer.json").toString(),
+        g.resolve("tokenizer_config.json").toString(), null, blockSize, List.of(), null, true,
+        new MultimodalSpec("gemma3", null, null, null, null)));
     ModelRegistry r = ModelRegistry.create(specs, TOKENIZERS, PipelineResources.loader(
         SegmentCache.create(SegmentCache.DEFAULT_MAX_TOKENS), Clock.systemUTC()), Executors.newFixedThreadPool(2),
         System::nanoTime, new SimpleMeterRegistry());
     r.preload();
-    for (String m : MODELS) {
+    for (String m : allModels()) {
       ResourceState s = r.await(m, Duration.ofSeconds(60));
       if (!(s instanceof ResourceState.Ready)) {
         throw new IllegalStateException("model " + m + " did not load: " + s);
       }
     }
     return r;
+  }
+
+  static List<String> allModels() {
+    List<String> all = new ArrayList<>(MODELS);
+    all.add(GEMMA3_VISION);
+    return all;
   }
 
   static RequestPreparer preparer(ModelRegistry registry) {
