@@ -80,6 +80,10 @@ public final class VirtualAb implements Callable<Integer> {
   @Option(names = "--num-gpu-blocks", defaultValue = "0", description = "KV blocks per worker (0 = the preset's).")
   int numGpuBlocks;
 
+  @Option(names = "--kv-offloading-size", defaultValue = "0",
+      description = "GiB of vLLM native CPU offload per worker (0 = off).")
+  double kvOffloadingSize;
+
   @Option(names = "--layout", defaultValue = "vllm_map",
       description = "Event wire layout: vllm_map | vllm_array | sglang_array | none (apply records directly).")
   String layout;
@@ -132,7 +136,7 @@ public final class VirtualAb implements Callable<Integer> {
   public Integer call() throws Exception {
     VirtualSetup base = VirtualSetup.defaults().withWorkers(workers).withPreset(Presets.byId(preset))
         .withBlockSize(blockSize).withNumGpuBlocks(numGpuBlocks).withWeights(weights).withSeed(seed)
-        .withScrapeInterval(Duration.ofMillis(scrapeMs));
+        .withScrapeInterval(Duration.ofMillis(scrapeMs)).withKvOffloadingSize(kvOffloadingSize);
     if (model != null) {
       base = base.withModel(model);
     }
@@ -151,6 +155,8 @@ public final class VirtualAb implements Callable<Integer> {
     meta.put("preset", preset);
     meta.put("numGpuBlocks", base.engineConfig(0).numGpuBlocks());
     meta.put("blockSize", blockSize);
+    meta.put("kvOffloadingSizeGib", kvOffloadingSize);
+    meta.put("numCpuBlocks", base.engineConfig(0).numCpuBlocks());
     meta.put("policies", policies);
     meta.put("eventLayout", layout);
     meta.put("replaySteps", replaySteps);
@@ -194,6 +200,12 @@ public final class VirtualAb implements Callable<Integer> {
           : w.idealReuse(base.blockSize());
       long fleetBlocks = (long) base.engineConfig(0).numGpuBlocks() * workers;
       IdealReuse bounded = IdealReuse.compute(w.requests(), tokens, base.blockSize(), fleetBlocks);
+      // with vLLM's CPU tier: it is written on compute (inclusive of what the GPU computed), so a worker holds
+      // at most max(GPU, CPU) distinct blocks; the fleet's as one LRU cache
+      long fleetTierBlocks = (long) Math.max(base.engineConfig(0).numGpuBlocks(), base.engineConfig(0).numCpuBlocks())
+          * workers;
+      IdealReuse boundedTiers = fleetTierBlocks == fleetBlocks ? bounded
+          : IdealReuse.compute(w.requests(), tokens, base.blockSize(), fleetTierBlocks);
       for (long delay : delays) {
         for (double drop : drops) {
           EventFaults f = new EventFaults(drop, delay, 0, false);
@@ -201,8 +213,10 @@ public final class VirtualAb implements Callable<Integer> {
           String label = spec + (delay > 0 ? " [event delay " + delay + " ms]" : "")
               + (drop > 0 ? " [event drop " + drop + (replaySteps > 0 ? ", replay" : ", no replay") + "]" : "");
           progress.printf(Locale.ROOT, "workload %s: %d requests over %.1f s, ideal reuse %.1f%% (infinite cache), "
-                  + "%.1f%% (the fleet's %d blocks as one LRU cache)%n", label, w.size(), w.spanMicros() / 1e6,
-              ideal.tokenShare() * 100, bounded.tokenShare() * 100, fleetBlocks);
+                  + "%.1f%% (the fleet's %d blocks as one LRU cache)%s%n", label, w.size(), w.spanMicros() / 1e6,
+              ideal.tokenShare() * 100, bounded.tokenShare() * 100, fleetBlocks,
+              boundedTiers == bounded ? "" : String.format(Locale.ROOT, ", %.1f%% (with the CPU tier, %d blocks)",
+                  boundedTiers.tokenShare() * 100, fleetTierBlocks));
           List<PolicyResult> results = new ArrayList<>();
           for (String policy : policies) {
             VirtualOutcome o;
@@ -228,6 +242,10 @@ public final class VirtualAb implements Callable<Integer> {
             extra.put("idealReuseInfinite", round(ideal.tokenShare()));
             extra.put("idealReuseFleetCache", round(bounded.tokenShare()));
             extra.put("fleetCacheBlocks", fleetBlocks);
+            if (boundedTiers != bounded) {
+              extra.put("idealReuseFleetCacheWithCpu", round(boundedTiers.tokenShare()));
+              extra.put("fleetCacheBlocksWithCpu", fleetTierBlocks);
+            }
             extras.add(extra);
             progress.printf(Locale.ROOT,
                 "  %-12s TTFT p50 %9.1f ms p99 %9.1f ms  E2E p50 %9.1f ms  cache %5.1f%% (ideal %5.1f%%)  "
@@ -277,6 +295,19 @@ public final class VirtualAb implements Callable<Integer> {
     m.put("ledgerZero", o.ledger().zero());
     m.put("fallbacks", o.fallbacks());
     m.put("events", o.events());
+    // served from cache split by tier: vllm:prefix_cache_hits is the GPU part; cached_tokens adds CPU loads
+    double prompt = 0;
+    double gpuHit = 0;
+    double cached = 0;
+    for (dev.kvrouter.examples.report.WorkerCounters c : o.data().counters().values()) {
+      prompt += c.promptTokens();
+      gpuHit += c.prefixCacheHits();
+      cached += c.simPromptTokensCached();
+    }
+    if (prompt > 0) {
+      m.put("servedFromGpuShare", round(gpuHit / prompt));
+      m.put("servedFromCpuShare", round((cached - gpuHit) / prompt));
+    }
     return m;
   }
 

@@ -32,6 +32,7 @@ import java.util.Objects;
  * @param predictedTtl lifetime of the router's predicted entries (kvrouter.yaml {@code events.predicted_ttl_ms})
  * @param staleRecovery quiet period after which a stale view is trusted again ({@code events.stale_recovery_ms})
  * @param seed seeds the engines, the event faults and the router's tie-breaks
+ * @param kvOffloadingSizeGib per worker, GiB of vLLM's native CPU offload tier ({@code --kv-offloading-size}), 0 = off
  */
 public record VirtualSetup(
     int workers,
@@ -50,7 +51,8 @@ public record VirtualSetup(
     String weights,
     Duration predictedTtl,
     Duration staleRecovery,
-    long seed) {
+    long seed,
+    double kvOffloadingSizeGib) {
 
   public VirtualSetup {
     Objects.requireNonNull(preset, "preset");
@@ -67,6 +69,9 @@ public record VirtualSetup(
     if (sampleInterval.isNegative() || sampleInterval.isZero() || scrapeInterval.isNegative()) {
       throw new IllegalArgumentException("sampleInterval must be > 0, scrapeInterval >= 0");
     }
+    if (!(kvOffloadingSizeGib >= 0) || Double.isInfinite(kvOffloadingSizeGib)) {
+      throw new IllegalArgumentException("kvOffloadingSizeGib must be a finite number >= 0");
+    }
     if (layout == null && (faults.dropRate() > 0 || faults.reorderRate() > 0 || faults.stopped())) {
       throw new IllegalArgumentException("event drops and reordering need a wire layout (the sequence follower "
           + "is what notices them)");
@@ -82,7 +87,7 @@ public record VirtualSetup(
     return new VirtualSetup(8, Presets.byId("llama3.1-8b-h100"), EngineConfig.DEFAULT_BLOCK_SIZE, null,
         EngineConfig.DEFAULT_MAX_NUM_SEQS, EngineConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS, 0, 0, WireLayout.VLLM_MAP,
         10_000, EventFaults.NONE, Duration.ofMillis(250), Duration.ofMillis(250), null, Duration.ofSeconds(5),
-        Duration.ofSeconds(60), 1);
+        Duration.ofSeconds(60), 1, 0);
   }
 
   public VirtualSetup withWorkers(int n) {
@@ -138,6 +143,11 @@ public record VirtualSetup(
     return toBuilder().seed(s).build();
   }
 
+  /** A CPU offload tier of {@code gib} GiB per worker (0 = off). */
+  public VirtualSetup withKvOffloadingSize(double gib) {
+    return toBuilder().kvOffloadingSizeGib(gib).build();
+  }
+
   private Builder toBuilder() {
     Builder b = new Builder();
     b.workers = workers;
@@ -157,6 +167,7 @@ public record VirtualSetup(
     b.predictedTtl = predictedTtl;
     b.staleRecovery = staleRecovery;
     b.seed = seed;
+    b.kvOffloadingSizeGib = kvOffloadingSizeGib;
     return b;
   }
 
@@ -179,6 +190,7 @@ public record VirtualSetup(
     Duration predictedTtl;
     Duration staleRecovery;
     long seed;
+    double kvOffloadingSizeGib;
 
     Builder workers(int v) { workers = v; return this; }
     Builder preset(Preset v) { preset = v; return this; }
@@ -196,18 +208,20 @@ public record VirtualSetup(
     Builder weights(String v) { weights = v; return this; }
     Builder staleRecovery(Duration v) { staleRecovery = v; return this; }
     Builder seed(long v) { seed = v; return this; }
+    Builder kvOffloadingSizeGib(double v) { kvOffloadingSizeGib = v; return this; }
 
     VirtualSetup build() {
       return new VirtualSetup(workers, preset, blockSize, model, maxNumSeqs, maxNumBatchedTokens, numGpuBlocks,
           maxModelLen, layout, replayBufferSteps, faults, sampleInterval, scrapeInterval, weights, predictedTtl,
-          staleRecovery, seed);
+          staleRecovery, seed, kvOffloadingSizeGib);
     }
   }
 
   /** The engine arguments of worker {@code i}. */
   public EngineConfig engineConfig(int i) {
     EngineConfig.Builder b = EngineConfig.fromPreset(preset, blockSize).model(model).maxNumSeqs(maxNumSeqs)
-        .maxNumBatchedTokens(maxNumBatchedTokens).seed(seed * 1_000 + 1 + i);
+        .maxNumBatchedTokens(maxNumBatchedTokens).seed(seed * 1_000 + 1 + i)
+        .numCpuBlocks(preset.numCpuBlocks(blockSize, kvOffloadingSizeGib));
     if (numGpuBlocks > 0) {
       b.numGpuBlocks(numGpuBlocks);
     }

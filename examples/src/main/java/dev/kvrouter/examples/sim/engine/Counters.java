@@ -15,6 +15,16 @@ final class Counters {
   long steps;
   long busyNanos;
   long restarts;
+  /** Offload: tokens looked up in the CPU tier ({@code vllm:external_prefix_cache_queries}). */
+  long externalQueryTokens;
+  /** Offload: tokens loaded from the CPU tier ({@code vllm:external_prefix_cache_hits}). */
+  long externalHitTokens;
+  long offloadLoadBytes;
+  long offloadLoadNanos;
+  long offloadStoreBytes;
+  long offloadStoreNanos;
+  long offloadStoresSkipped;
+  long cpuEvictionsBeforeRestart;
   final Histogram ttft = new Histogram(Histogram.TTFT_BUCKETS);
   final Histogram e2e = new Histogram(Histogram.E2E_BUCKETS);
   final Histogram itl = new Histogram(Histogram.ITL_BUCKETS);

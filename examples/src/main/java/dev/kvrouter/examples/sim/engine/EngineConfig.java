@@ -22,6 +22,8 @@ import java.util.Objects;
  * @param seed seed of everything random in the engine (engine hashes); 0 = a fresh random seed per process start,
  *     as a real engine process has
  * @param dpRank data-parallel rank stamped on event batches
+ * @param numCpuBlocks blocks of vLLM's native CPU offload tier ({@code --kv-offloading-size} with
+ *     {@code --kv-offloading-backend native}, converted to blocks), 0 = no offload
  */
 public record EngineConfig(
     String model,
@@ -37,7 +39,8 @@ public record EngineConfig(
     int maxWaitingRequests,
     int vocabSize,
     long seed,
-    int dpRank) {
+    int dpRank,
+    int numCpuBlocks) {
 
   /** vLLM's default {@code --block-size} on CUDA. */
   public static final int DEFAULT_BLOCK_SIZE = 16;
@@ -63,9 +66,19 @@ public record EngineConfig(
       throw new IllegalArgumentException("without chunked prefill maxNumBatchedTokens (" + maxNumBatchedTokens
           + ") must be >= maxModelLen (" + maxModelLen + "), as vLLM requires");
     }
-    if (longPrefillTokenThreshold < 0 || vocabSize < 0 || dpRank < 0) {
-      throw new IllegalArgumentException("longPrefillTokenThreshold, vocabSize and dpRank must be >= 0");
+    if (longPrefillTokenThreshold < 0 || vocabSize < 0 || dpRank < 0 || numCpuBlocks < 0) {
+      throw new IllegalArgumentException("longPrefillTokenThreshold, vocabSize, dpRank and numCpuBlocks must be "
+          + ">= 0");
     }
+    if (numCpuBlocks > 0 && !enablePrefixCaching) {
+      throw new IllegalArgumentException("the simulated CPU offload tier needs prefix caching (it finds offloaded "
+          + "blocks by their prefix-cache identity)");
+    }
+  }
+
+  /** Whether the native CPU offload tier is on. */
+  public boolean offloadEnabled() {
+    return numCpuBlocks > 0;
   }
 
   /** Blocks requests can use: all but vLLM's null block. */
@@ -91,7 +104,7 @@ public record EngineConfig(
         .maxNumSeqs(maxNumSeqs).maxNumBatchedTokens(maxNumBatchedTokens).maxModelLen(maxModelLen)
         .longPrefillTokenThreshold(longPrefillTokenThreshold).enableChunkedPrefill(enableChunkedPrefill)
         .enablePrefixCaching(enablePrefixCaching).maxWaitingRequests(maxWaitingRequests).vocabSize(vocabSize)
-        .seed(seed).dpRank(dpRank);
+        .seed(seed).dpRank(dpRank).numCpuBlocks(numCpuBlocks);
   }
 
   /** Mutable builder; defaults are vLLM's. */
@@ -110,6 +123,7 @@ public record EngineConfig(
     private int vocabSize;
     private long seed;
     private int dpRank;
+    private int numCpuBlocks;
 
     private Builder(String model) {
       this.model = model;
@@ -129,11 +143,12 @@ public record EngineConfig(
     public Builder vocabSize(int v) { vocabSize = v; return this; }
     public Builder seed(long v) { seed = v; return this; }
     public Builder dpRank(int v) { dpRank = v; return this; }
+    public Builder numCpuBlocks(int v) { numCpuBlocks = v; return this; }
 
     public EngineConfig build() {
       return new EngineConfig(model, adapters, blockSize, numGpuBlocks, maxNumSeqs, maxNumBatchedTokens,
           maxModelLen, longPrefillTokenThreshold, enableChunkedPrefill, enablePrefixCaching, maxWaitingRequests,
-          vocabSize, seed, dpRank);
+          vocabSize, seed, dpRank, numCpuBlocks);
     }
   }
 }

@@ -2,10 +2,14 @@ package dev.kvrouter.examples.sim.engine;
 
 import dev.kvrouter.index.wire.KvEvent;
 import dev.kvrouter.examples.sim.timing.StepWork;
+import dev.kvrouter.examples.sim.timing.TimingModel;
 import dev.kvrouter.index.block.CacheNamespace;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import org.slf4j.Logger;
@@ -25,6 +29,22 @@ import org.slf4j.LoggerFactory;
  * only stays unfinished when it exhausted the budget, running decodes come before the prefill chunk in practice:
  * decode first, then prefill chunks, as vLLM.
  *
+ * <p>With a CPU offload tier ({@link EngineConfig#numCpuBlocks()} > 0) the core also plays vLLM's
+ * {@code OffloadingConnector} (scheduler side) over a {@link CpuOffloadManager}:
+ * <ul>
+ *   <li><b>Store on compute</b> (write-through, not on GPU eviction): after each schedule, every scheduled request's
+ *       full blocks up to its computed-plus-scheduled tokens that the tier does not hold yet are prepared for
+ *       store; the copies start when the step ends (vLLM defers them to the start of the next step), run one after
+ *       another on the device-to-host link, and the blocks become ready when the copy is done. A cached GPU block
+ *       whose copy is still in flight is never evicted before it completes (vLLM flushes the job first).
+ *   <li><b>Load instead of recompute</b>: a new request looks up the blocks after its GPU prefix hit in the tier
+ *       (up to its last full block); on a hit it gets GPU blocks for them, leaves the schedulable queue
+ *       ({@code WAITING_FOR_REMOTE_KVS}) while the host-to-device copy runs, then continues with those tokens
+ *       computed. The copy delays that request only; steps go on meanwhile. If the whole prompt was found, the
+ *       last token is recomputed, and {@code cached_tokens} is {@code prompt - 1}.
+ *   <li>Completions of copies are noticed at the end of a step, or when an idle engine polls at the copy's end.
+ * </ul>
+ *
  * <p>Time is not here: {@link SimEngine} asks for a step, lets the timing model decide how long it takes, and
  * completes it at the clock time it ends. Single-threaded: every method runs on the engine's owner thread.
  */
@@ -32,6 +52,8 @@ public final class EngineCore {
 
   private static final Logger log = LoggerFactory.getLogger(EngineCore.class);
   private static final int[] NO_HITS = new int[0];
+  private static final int LOAD_DEFERRED = -1;
+  private static final int LOAD_NO_ROOM = -2;
 
   private final EngineConfig config;
   private final KvBlockPool pool;
@@ -43,17 +65,61 @@ public final class EngineCore {
   private final Map<String, EngineRequest> live = new HashMap<>();
   private final Map<String, Long> roots = new HashMap<>();
 
+  /** The CPU offload tier, or null when off. */
+  private final CpuOffloadManager offload;
+  private final TimingModel timing;
+  /** Store copies prepared by the last schedule, started when its step ends. */
+  private final List<Transfer> unsubmittedStores = new ArrayList<>();
+  private final ArrayDeque<Transfer> stores = new ArrayDeque<>();
+  private final ArrayDeque<Transfer> loads = new ArrayDeque<>();
+  /** Identities being loaded (vLLM's {@code _blocks_being_loaded}): a second request for them waits. */
+  private final HashSet<Long> beingLoaded = new HashSet<>();
+  private long d2hFreeAt;
+  private long h2dFreeAt;
+  private long nowNanos;
+
+  /** One offload copy: a store job (device to host) or a request's load (host to device). */
+  private static final class Transfer {
+    final EngineRequest request;
+    final long[] ids;
+    /** For a load: the index of the first loaded block in the request. */
+    final int firstBlock;
+    long doneNanos;
+
+    Transfer(EngineRequest request, long[] ids, int firstBlock) {
+      this.request = request;
+      this.ids = ids;
+      this.firstBlock = firstBlock;
+    }
+  }
+
   EngineCore(EngineConfig config, long engineHashSeed, OutputTokens outputs, Counters counters) {
+    this(config, engineHashSeed, outputs, counters, null);
+  }
+
+  EngineCore(EngineConfig config, long engineHashSeed, OutputTokens outputs, Counters counters,
+      TimingModel timing) {
     this.config = config;
     this.pool = new KvBlockPool(config.numGpuBlocks(), engineHashSeed, true);
     this.cache = new KvCacheManager(pool, config.blockSize(), config.maxModelLen(), config.enablePrefixCaching());
     this.outputs = outputs;
     this.counters = counters;
+    this.timing = timing != null ? timing : w -> 0L;
+    this.offload = config.offloadEnabled() ? new CpuOffloadManager(config.numCpuBlocks()) : null;
+    if (offload != null) {
+      pool.beforeEvict(this::flushStoreOf);
+    }
   }
 
-  /** A standalone core with its own counters (tests, benchmarks). */
+  /** A standalone core with its own counters (tests, benchmarks); offload copies take no time. */
   public static EngineCore create(EngineConfig config, long engineHashSeed, OutputTokens outputs) {
     return new EngineCore(config, engineHashSeed, outputs, new Counters());
+  }
+
+  /** A standalone core whose offload copies take the time {@code timing} says. */
+  public static EngineCore create(EngineConfig config, long engineHashSeed, OutputTokens outputs,
+      TimingModel timing) {
+    return new EngineCore(config, engineHashSeed, outputs, new Counters(), timing);
   }
 
   public EngineConfig config() {
@@ -177,18 +243,105 @@ public final class EngineCore {
     return pool.usage();
   }
 
-  /** vLLM's {@code reset_prefix_cache}; false if a request still holds blocks. */
+  /**
+   * vLLM's {@code reset_prefix_cache} (with the connector's cache): false if a request still holds blocks or an
+   * offload copy is in flight. The one {@code AllBlocksCleared} covers every tier.
+   */
   public boolean resetPrefixCache() {
-    return pool.resetPrefixCache();
+    if (hasPendingTransfers()) {
+      return false;
+    }
+    if (!pool.resetPrefixCache()) {
+      return false;
+    }
+    if (offload != null && !offload.clear()) {
+      throw new IllegalStateException("CPU tier busy with no copy in flight");
+    }
+    return true;
   }
 
-  /** Events produced since the last call (stores and evictions of scheduling, clears). */
+  /**
+   * Events produced since the last call: the GPU pool's (stores and evictions of scheduling, clears), then the
+   * offload connector's, the order vLLM's scheduler collects them in for one batch.
+   */
   public List<KvEvent> takeEvents() {
-    return pool.takeEvents();
+    List<KvEvent> gpu = pool.takeEvents();
+    if (offload == null) {
+      return gpu;
+    }
+    List<KvEvent> cpu = offload.takeEvents();
+    if (cpu.isEmpty()) {
+      return gpu;
+    }
+    if (gpu.isEmpty()) {
+      return cpu;
+    }
+    List<KvEvent> all = new ArrayList<>(gpu.size() + cpu.size());
+    all.addAll(gpu);
+    all.addAll(cpu);
+    return all;
   }
 
-  /** Decides the next step. Advances each scheduled request's computed-token count, as vLLM does. */
+  /** Whether an offload copy is prepared or in flight. */
+  public boolean hasPendingTransfers() {
+    return !loads.isEmpty() || !stores.isEmpty() || !unsubmittedStores.isEmpty();
+  }
+
+  /** When the earliest copy in flight ends, or {@link Long#MAX_VALUE}. */
+  public long nextTransferNanos() {
+    long t = Long.MAX_VALUE;
+    if (!loads.isEmpty()) {
+      t = Math.min(t, loads.peekFirst().doneNanos);
+    }
+    if (!stores.isEmpty()) {
+      t = Math.min(t, stores.peekFirst().doneNanos);
+    }
+    return t;
+  }
+
+  /**
+   * Applies every offload copy that ended by {@code now}: stored blocks become ready in the CPU tier (and are
+   * announced), loaded requests become schedulable with their loaded tokens computed and cached.
+   */
+  public void pollTransfers(long now) {
+    nowNanos = Math.max(nowNanos, now);
+    while (!stores.isEmpty() && stores.peekFirst().doneNanos <= now) {
+      offload.completeStore(stores.pollFirst().ids);
+    }
+    int b = config.blockSize();
+    while (!loads.isEmpty() && loads.peekFirst().doneNanos <= now) {
+      Transfer t = loads.pollFirst();
+      offload.completeLoad(t.ids, 0, t.ids.length);
+      for (long id : t.ids) {
+        beingLoaded.remove(id);
+      }
+      EngineRequest r = t.request;
+      if (r.status != EngineRequest.Status.WAITING_FOR_KV) {
+        continue; // aborted or failed while loading; its blocks are already free
+      }
+      int blocks = t.firstBlock + t.ids.length;
+      int computed = blocks * b;
+      if (computed >= r.numTokens) {
+        computed = r.numTokens - 1; // the last token is recomputed to produce the first output's logits
+      }
+      cache.cacheBlocks(r, computed);
+      r.numComputedTokens = computed;
+      r.nextStoredBlock = blocks;
+      r.status = EngineRequest.Status.WAITING;
+    }
+  }
+
+  /** Decides the next step at the current time (the last time this core was told). */
   public ScheduledStep schedule() {
+    return schedule(nowNanos);
+  }
+
+  /**
+   * Decides the next step, starting at {@code now} (offload loads start then). Advances each scheduled request's
+   * computed-token count, as vLLM does.
+   */
+  public ScheduledStep schedule(long now) {
+    nowNanos = Math.max(nowNanos, now);
     int budget = config.maxNumBatchedTokens();
     int cap = running.size() + Math.min(waiting.size(), config.maxNumSeqs());
     EngineRequest[] reqs = new EngineRequest[Math.max(1, cap)];
@@ -235,9 +388,26 @@ public final class EngineCore {
     }
 
     if (preempted == 0) {
-      while (!waiting.isEmpty() && budget > 0 && running.size() < config.maxNumSeqs()) {
-        EngineRequest r = waiting.peekFirst();
-        int[] hits = r.numComputedTokens == 0 ? cache.computedBlocks(r) : NO_HITS;
+      Iterator<EngineRequest> it = waiting.iterator();
+      while (it.hasNext() && budget > 0 && running.size() < config.maxNumSeqs()) {
+        EngineRequest r = it.next();
+        if (r.status == EngineRequest.Status.WAITING_FOR_KV) {
+          continue; // its offload load is in flight (vLLM skips WAITING_FOR_REMOTE_KVS requests)
+        }
+        boolean fresh = r.numComputedTokens == 0 && r.numBlocks == 0;
+        int[] hits = fresh ? cache.computedBlocks(r) : NO_HITS;
+        if (offload != null && fresh) {
+          int loading = startLoad(r, hits);
+          if (loading == LOAD_DEFERRED) {
+            continue;
+          }
+          if (loading == LOAD_NO_ROOM) {
+            break;
+          }
+          if (loading > 0) {
+            continue;
+          }
+        }
         int computed = r.numComputedTokens + hits.length * config.blockSize();
         int want = r.numTokens - computed;
         if (config.longPrefillTokenThreshold() > 0 && want > config.longPrefillTokenThreshold()) {
@@ -250,14 +420,19 @@ public final class EngineCore {
         if (!cache.allocateSlots(r, want, hits)) {
           break;
         }
-        waiting.pollFirst();
+        it.remove();
         running.add(r);
         r.status = EngineRequest.Status.RUNNING;
         r.numComputedTokens = computed;
         if (r.numCachedTokens < 0) {
+          // vLLM's num_cached_tokens: local and external (offloaded) hits, after the last-token rule
           r.numCachedTokens = computed;
           counters.prefixQueryTokens += r.numTokens;
-          counters.prefixHitTokens += computed;
+          counters.prefixHitTokens += r.localHitTokens >= 0 ? r.localHitTokens : computed;
+          if (offload != null) {
+            counters.externalQueryTokens += r.numTokens;
+            counters.externalHitTokens += r.externalTokens;
+          }
           counters.promptTokens += r.numPromptTokens;
           counters.cachedPromptTokens += computed;
         }
@@ -286,8 +461,122 @@ public final class EngineCore {
       }
       work.add(c, q, r.numPromptTokens, samples);
       r.numComputedTokens = c + q;
+      if (offload != null) {
+        prepareStore(r, c + q);
+      }
     }
     return new ScheduledStep(reqs, tokens, n, preempted, work.build());
+  }
+
+  /**
+   * The connector's {@code get_num_new_matched_tokens} and, on a hit, the allocation and load start: looks the
+   * blocks after the GPU hit up in the CPU tier, touches the request's blocks there, and starts the load.
+   *
+   * @return tokens being loaded, 0 for no hit, {@link #LOAD_DEFERRED} when another request is loading some of
+   *     them, {@link #LOAD_NO_ROOM} when the GPU blocks for them cannot be allocated
+   */
+  private int startLoad(EngineRequest r, int[] hits) {
+    int b = config.blockSize();
+    int local = hits.length;
+    int full = r.numTokens / b;
+    long[] ids = r.blockHashes(full);
+    int n = full - local >= 1 ? offload.lookup(ids, local, full) : 0;
+    offload.touch(ids, 0, full);
+    if (n == 0) {
+      return 0;
+    }
+    for (int i = local; i < local + n; i++) {
+      if (beingLoaded.contains(ids[i])) {
+        return LOAD_DEFERRED;
+      }
+    }
+    int ext = n * b;
+    if (!cache.allocateSlots(r, ext, hits, false)) {
+      return LOAD_NO_ROOM;
+    }
+    r.localHitTokens = local * b;
+    r.externalTokens = ext;
+    r.status = EngineRequest.Status.WAITING_FOR_KV;
+    offload.prepareLoad(ids, local, local + n);
+    Transfer t = new Transfer(r, Arrays.copyOfRange(ids, local, local + n), local);
+    long copy = timing.kvTransferNanos(ext);
+    t.doneNanos = Math.max(nowNanos, h2dFreeAt) + copy;
+    h2dFreeAt = t.doneNanos;
+    loads.addLast(t);
+    for (long id : t.ids) {
+      beingLoaded.add(id);
+    }
+    counters.offloadLoadBytes += timing.kvBytes(ext);
+    counters.offloadLoadNanos += copy;
+    return ext;
+  }
+
+  /**
+   * The connector's store side for one scheduled request: the full blocks its tokens fill by the end of this step
+   * that the tier does not hold yet are prepared for store (evicting CPU blocks as needed).
+   */
+  private void prepareStore(EngineRequest r, int tokensAfterStep) {
+    int b = config.blockSize();
+    int n = Math.min(tokensAfterStep, r.numTokens) / b;
+    if (n <= r.nextStoredBlock) {
+      return;
+    }
+    int all = r.numTokens / b;
+    long[] ids = r.blockHashes(all);
+    long[] candidates = Arrays.copyOfRange(ids, r.nextStoredBlock, n);
+    long[] hashes = new long[candidates.length];
+    for (int i = 0; i < hashes.length; i++) {
+      hashes[i] = pool.engineHash(candidates[i]);
+    }
+    int[] chosen = offload.prepareStore(candidates, hashes);
+    if (chosen == null) {
+      counters.offloadStoresSkipped++;
+      return; // no evictable CPU block: tried again at the next step
+    }
+    r.nextStoredBlock = n;
+    if (chosen.length == 0) {
+      return;
+    }
+    offload.touch(ids, 0, all);
+    long[] toStore = new long[chosen.length];
+    for (int i = 0; i < chosen.length; i++) {
+      toStore[i] = candidates[chosen[i]];
+    }
+    unsubmittedStores.add(new Transfer(r, toStore, -1));
+  }
+
+  /** Starts the store copies of the last schedule: vLLM submits them when the next step starts. */
+  private void submitStores(long at) {
+    int b = config.blockSize();
+    for (Transfer t : unsubmittedStores) {
+      long copy = timing.kvTransferNanos((long) t.ids.length * b);
+      t.doneNanos = Math.max(at, d2hFreeAt) + copy;
+      d2hFreeAt = t.doneNanos;
+      stores.addLast(t);
+      counters.offloadStoreBytes += timing.kvBytes((long) t.ids.length * b);
+      counters.offloadStoreNanos += copy;
+    }
+    unsubmittedStores.clear();
+  }
+
+  /**
+   * vLLM's store fence: a GPU block is not overwritten while its copy to the CPU tier is in flight; the job is
+   * flushed (completed) first.
+   */
+  private void flushStoreOf(long id) {
+    if (!offload.isStoring(id)) {
+      return;
+    }
+    for (Iterator<Transfer> it = stores.iterator(); it.hasNext(); ) {
+      Transfer t = it.next();
+      for (long x : t.ids) {
+        if (x == id) {
+          it.remove();
+          offload.completeStore(t.ids);
+          return;
+        }
+      }
+    }
   }
 
   /**
@@ -295,6 +584,7 @@ public final class EngineCore {
    * sample a token; those that reached their length finish and free their blocks.
    */
   public void complete(ScheduledStep step, long durationNanos, long endNanos) {
+    nowNanos = Math.max(nowNanos, endNanos);
     counters.steps++;
     counters.busyNanos += durationNanos;
     boolean anyFinished = false;
@@ -327,6 +617,10 @@ public final class EngineCore {
     }
     if (anyFinished) {
       running.removeIf(EngineRequest::isFinished);
+    }
+    if (offload != null) {
+      submitStores(endNanos);
+      pollTransfers(endNanos);
     }
   }
 
@@ -381,7 +675,31 @@ public final class EngineCore {
         pool.cachedBlockCount(), c.prefixQueryTokens, c.prefixHitTokens, c.promptTokens, c.cachedPromptTokens,
         c.prefillTokensComputed, c.generationTokens, c.finishedRequests, c.failedRequests, c.preemptions,
         c.evictionsBeforeRestart + pool.evictions(), c.steps, c.busyNanos, c.restarts, c.ttft.snapshot(),
-        c.e2e.snapshot(), c.itl.snapshot());
+        c.e2e.snapshot(), c.itl.snapshot(), offloadStats(c, offload == null ? 0 : offload.size(),
+            offload == null ? 0 : offload.evictions()));
+  }
+
+  /** The offload figures of {@code c} with the tier's current size and evictions; NONE when off. */
+  static EngineStats.Offload offloadStats(Counters c, EngineConfig config, int held, long evictions) {
+    if (!config.offloadEnabled()) {
+      return EngineStats.Offload.NONE;
+    }
+    return new EngineStats.Offload(config.numCpuBlocks(), held, c.externalQueryTokens, c.externalHitTokens,
+        c.offloadLoadBytes, c.offloadLoadNanos, c.offloadStoreBytes, c.offloadStoreNanos, c.offloadStoresSkipped,
+        c.cpuEvictionsBeforeRestart + evictions);
+  }
+
+  private EngineStats.Offload offloadStats(Counters c, int held, long evictions) {
+    return offloadStats(c, config, held, evictions);
+  }
+
+  long cpuEvictions() {
+    return offload == null ? 0 : offload.evictions();
+  }
+
+  /** The CPU tier, or null; for tests. */
+  CpuOffloadManager offload() {
+    return offload;
   }
 
   /** This core's own counters (for a core made by {@link #create}); owner thread only. */
@@ -413,7 +731,8 @@ public final class EngineCore {
 
   /**
    * For tests: structural invariants of the cache and the queues. Every block's reference count equals the
-   * number of running requests whose block table holds it; waiting requests hold none; the running set never
+   * number of requests whose block table holds it; waiting requests hold none unless an offload load gave them
+   * blocks; the running set never
    * exceeds {@code max_num_seqs}.
    */
   void checkInvariants() {
@@ -428,8 +747,12 @@ public final class EngineCore {
       }
     }
     for (EngineRequest r : waiting) {
-      if (r.numBlocks != 0) {
+      // only a request loading from the CPU tier, or loaded and not yet admitted, holds blocks while waiting
+      if (r.numBlocks != 0 && r.status != EngineRequest.Status.WAITING_FOR_KV && r.localHitTokens < 0) {
         throw new IllegalStateException("waiting request holds blocks");
+      }
+      for (int i = 0; i < r.numBlocks; i++) {
+        expected[r.blocks[i]]++;
       }
     }
     for (int b = 1; b < expected.length; b++) {

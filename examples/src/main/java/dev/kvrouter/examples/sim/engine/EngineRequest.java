@@ -9,7 +9,8 @@ import java.util.Arrays;
  */
 final class EngineRequest {
 
-  enum Status { WAITING, RUNNING, PREEMPTED, FINISHED }
+  /** vLLM's request states; {@code WAITING_FOR_KV} is {@code WAITING_FOR_REMOTE_KVS}: an offload load is in flight. */
+  enum Status { WAITING, WAITING_FOR_KV, RUNNING, PREEMPTED, FINISHED }
 
   final String id;
   final RequestObserver observer;
@@ -39,6 +40,12 @@ final class EngineRequest {
   /** Prompt tokens served from cache at first scheduling, -1 until then (vLLM's {@code num_cached_tokens}). */
   int numCachedTokens = -1;
   int numPreemptions;
+  /** Offload: next full block to store to CPU (the connector's {@code next_stored_block_idx}). */
+  int nextStoredBlock;
+  /** Offload: prompt tokens found on GPU at the lookup that started a CPU load, -1 when no load started. */
+  int localHitTokens = -1;
+  /** Offload: tokens loaded from CPU ({@code num_external_computed_tokens}). */
+  int externalTokens;
   int numOutputTokens;
   long firstTokenNanos = -1;
   long lastTokenNanos = -1;
@@ -72,6 +79,17 @@ final class EngineRequest {
       numHashed++;
     }
     return blockHashes[i];
+  }
+
+  /**
+   * Identities of full blocks {@code [0, n)}, in the first {@code n} slots of the returned array (the request's
+   * own, which the caller must not change).
+   */
+  long[] blockHashes(int n) {
+    if (n > 0) {
+      blockHash(n - 1);
+    }
+    return blockHashes;
   }
 
   void appendToken(int token) {

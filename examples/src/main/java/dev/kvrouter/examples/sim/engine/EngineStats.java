@@ -27,6 +27,7 @@ package dev.kvrouter.examples.sim.engine;
  * @param ttft time-to-first-token histogram, seconds
  * @param e2e end-to-end latency histogram, seconds
  * @param itl inter-token latency histogram, seconds
+ * @param offload the CPU offload tier's figures ({@link Offload#NONE} when it is off)
  */
 public record EngineStats(
     int numRunning,
@@ -49,4 +50,28 @@ public record EngineStats(
     long restarts,
     Histogram ttft,
     Histogram e2e,
-    Histogram itl) {}
+    Histogram itl,
+    Offload offload) {
+
+  /**
+   * The CPU offload tier (vLLM's native offloading): its size and traffic. {@code cachedPromptTokens} of the
+   * engine already includes the tokens loaded from here, as vLLM's {@code cached_tokens} does.
+   *
+   * @param numCpuBlocks configured CPU blocks
+   * @param cpuCachedBlocks blocks held now (ready or being stored)
+   * @param externalQueryTokens tokens of requests looked up in the tier ({@code vllm:external_prefix_cache_queries})
+   * @param externalHitTokens tokens loaded from it instead of computed ({@code vllm:external_prefix_cache_hits};
+   *     includes the one token recomputed when the whole prompt was found)
+   * @param loadBytes bytes copied host to device ({@code vllm:kv_offload_load_bytes})
+   * @param loadNanos time those copies took on the link ({@code vllm:kv_offload_load_time}, nanoseconds)
+   * @param storeBytes bytes copied device to host ({@code vllm:kv_offload_store_bytes})
+   * @param storeNanos time those copies took ({@code vllm:kv_offload_store_time}, nanoseconds)
+   * @param storesSkipped store attempts dropped for want of evictable CPU blocks ({@code vllm:kv_offload_stores_skipped})
+   * @param evictions CPU blocks evicted
+   */
+  public record Offload(int numCpuBlocks, int cpuCachedBlocks, long externalQueryTokens, long externalHitTokens,
+      long loadBytes, long loadNanos, long storeBytes, long storeNanos, long storesSkipped, long evictions) {
+
+    public static final Offload NONE = new Offload(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  }
+}

@@ -42,6 +42,8 @@ final class KvBlockPool {
   private final LongIntHashMap index;
   private final LongHashFunction engineHasher;
   private final boolean emitEvents;
+  /** Told the identity of a cached block about to be evicted (the offload connector's store fence), or null. */
+  private java.util.function.LongConsumer beforeEvict;
   private List<KvEvent> events = new ArrayList<>();
   private int head = NONE;
   private int tail = NONE;
@@ -73,6 +75,11 @@ final class KvBlockPool {
 
   int numBlocks() {
     return numBlocks;
+  }
+
+  /** Sets the hook told of every cached block's identity just before the block is evicted. */
+  void beforeEvict(java.util.function.LongConsumer hook) {
+    this.beforeEvict = hook;
   }
 
   int freeCount() {
@@ -228,6 +235,9 @@ final class KvBlockPool {
 
   private void evict(int b) {
     long id = identity[b];
+    if (beforeEvict != null) {
+      beforeEvict.accept(id);
+    }
     int first = index.get(id);
     if (first == b) {
       if (nextSame[b] == NONE) {

@@ -74,6 +74,15 @@ final class KvCacheManager {
    * @return false, changing nothing, if there are not enough free blocks
    */
   boolean allocateSlots(EngineRequest r, int numNewTokens, int[] hits) {
+    return allocateSlots(r, numNewTokens, hits, true);
+  }
+
+  /**
+   * As {@link #allocateSlots(EngineRequest, int, int[])}; with {@code cacheNow} false the new blocks are reserved
+   * but not cached (vLLM's {@code delay_cache_blocks}, for blocks an offload load will fill): call
+   * {@link #cacheBlocks} once their content is there.
+   */
+  boolean allocateSlots(EngineRequest r, int numNewTokens, int[] hits, boolean cacheNow) {
     int numComputed = r.numComputedTokens + hits.length * blockSize;
     int needSlots = Math.min(numComputed + numNewTokens, maxModelLen);
     int required = (needSlots + blockSize - 1) / blockSize;
@@ -97,10 +106,17 @@ final class KvCacheManager {
     for (int i = 0; i < newBlocks; i++) {
       r.addBlock(pool.allocate());
     }
-    if (prefixCaching) {
+    if (prefixCaching && cacheNow) {
       cacheFullBlocks(r, Math.min(numComputed + numNewTokens, r.numTokens));
     }
     return true;
+  }
+
+  /** vLLM's {@code cache_blocks}: caches the blocks of {@code r} that its first {@code numTokens} tokens fill. */
+  void cacheBlocks(EngineRequest r, int numTokens) {
+    if (prefixCaching) {
+      cacheFullBlocks(r, Math.min(numTokens, r.numTokens));
+    }
   }
 
   /** Registers the blocks of {@code r} that {@code numTokens} tokens fill and records one BlockStored. */

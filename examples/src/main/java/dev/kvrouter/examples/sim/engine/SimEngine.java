@@ -42,6 +42,8 @@ public final class SimEngine {
   private EngineCore core;
   private long lifetime;
   private boolean stepInFlight;
+  /** When the pending wake-up for offload copies fires, or Long.MAX_VALUE. */
+  private long wakeAt = Long.MAX_VALUE;
   private double slowdown = 1.0;
   private volatile boolean up = true;
 
@@ -137,7 +139,9 @@ public final class SimEngine {
     up = false;
     lifetime++;
     stepInFlight = false;
+    wakeAt = Long.MAX_VALUE;
     counters.evictionsBeforeRestart += core.evictions();
+    counters.cpuEvictionsBeforeRestart += core.cpuEvictions();
     core.failAll(RequestFailure.Kind.ENGINE_DEAD, "The engine process died.");
     core = null;
     try {
@@ -191,7 +195,7 @@ public final class SimEngine {
     return new EngineStats(0, 0, 0.0, config.numGpuBlocks(), 0, c.prefixQueryTokens, c.prefixHitTokens,
         c.promptTokens, c.cachedPromptTokens, c.prefillTokensComputed, c.generationTokens, c.finishedRequests,
         c.failedRequests, c.preemptions, c.evictionsBeforeRestart, c.steps, c.busyNanos, c.restarts,
-        c.ttft.snapshot(), c.e2e.snapshot(), c.itl.snapshot());
+        c.ttft.snapshot(), c.e2e.snapshot(), c.itl.snapshot(), EngineCore.offloadStats(c, config, 0, 0));
   }
 
   /** Whether the engine has requests waiting or running; owner thread. */
@@ -219,9 +223,14 @@ public final class SimEngine {
     return core == null ? 0 : core.numRunning() + core.numWaiting();
   }
 
+  /** The live core (null while crashed); tests on the owner thread only. */
+  EngineCore coreForTests() {
+    return core;
+  }
+
   private EngineCore newCore() {
     long seed = config.seed() != 0 ? mix(config.seed() + lifetime * 0x9E3779B97F4A7C15L) : random.nextLong();
-    return new EngineCore(config, seed, outputs, counters);
+    return new EngineCore(config, seed, outputs, counters, timing);
   }
 
   private void kick() {
@@ -231,17 +240,18 @@ public final class SimEngine {
   }
 
   private void startStep(long start) {
-    ScheduledStep step = core.schedule();
+    ScheduledStep step = core.schedule(start);
     if (step.isEmpty() && core.hasWork()) {
       // Everything running was preempted in that call; the next one admits from the waiting queue.
-      step = core.schedule();
-      if (step.isEmpty() && core.hasWork()) {
+      step = core.schedule(start);
+      if (step.isEmpty() && core.hasWork() && !core.hasPendingTransfers()) {
         int failed = core.failWaiting("The request cannot be scheduled on this engine.");
         log.error("engine {} could not schedule any work; failed {} waiting requests", name, failed);
       }
     }
     if (step.isEmpty()) {
       publishPending();
+      armWake();
       return;
     }
     StepWork work = step.work();
@@ -262,7 +272,41 @@ public final class SimEngine {
     publishPending();
     if (core.hasWork()) {
       startStep(end);
+    } else {
+      armWake();
     }
+  }
+
+  /**
+   * With no step running and offload copies in flight, wakes the engine when the first ends (vLLM's engine loop
+   * keeps polling the connector while requests wait for their KV).
+   */
+  private void armWake() {
+    if (stepInFlight || !core.hasPendingTransfers()) {
+      return;
+    }
+    long at = Math.max(core.nextTransferNanos(), clock.nanoTime());
+    if (at == Long.MAX_VALUE || at >= wakeAt) {
+      return;
+    }
+    wakeAt = at;
+    long myLifetime = lifetime;
+    clock.schedule(at, () -> {
+      if (myLifetime != lifetime || wakeAt != at) {
+        return;
+      }
+      wakeAt = Long.MAX_VALUE;
+      if (stepInFlight) {
+        return; // the step's end polls
+      }
+      core.pollTransfers(at);
+      publishPending();
+      if (core.hasWork()) {
+        startStep(at);
+      } else {
+        armWake();
+      }
+    });
   }
 
   private void publishPending() {

@@ -37,6 +37,8 @@ import java.util.Objects;
  * @param seed 0 for fresh random engine seeds (like real processes), else worker {@code i} uses {@code seed + i}
  * @param faults initial faults of every worker
  * @param writerThreads threads writing HTTP responses for the whole fleet
+ * @param kvOffloadingSizeGib GiB of vLLM's native CPU offload tier per worker ({@code --kv-offloading-size}),
+ *     0 = off
  */
 public record FleetConfig(
     int workers,
@@ -61,7 +63,8 @@ public record FleetConfig(
     boolean enablePrefixCaching,
     long seed,
     FaultControl.Update faults,
-    int writerThreads) {
+    int writerThreads,
+    double kvOffloadingSizeGib) {
 
   public FleetConfig {
     Objects.requireNonNull(namePrefix, "namePrefix");
@@ -82,6 +85,20 @@ public record FleetConfig(
     if (writerThreads < 1) {
       throw new IllegalArgumentException("writerThreads must be >= 1");
     }
+    if (!(kvOffloadingSizeGib >= 0) || Double.isInfinite(kvOffloadingSizeGib)) {
+      throw new IllegalArgumentException("kvOffloadingSizeGib must be a finite number >= 0");
+    }
+  }
+
+  /** Without a CPU offload tier. */
+  public FleetConfig(int workers, String namePrefix, String bind, int httpBasePort, boolean events,
+      int eventsBasePort, int replayBasePort, String topic, WireLayout layout, Preset preset, String model,
+      List<String> adapters, Path tokenizer, int blockSize, int numGpuBlocks, int maxNumSeqs, int maxNumBatchedTokens,
+      int maxModelLen, int longPrefillTokenThreshold, boolean enablePrefixCaching, long seed,
+      FaultControl.Update faults, int writerThreads) {
+    this(workers, namePrefix, bind, httpBasePort, events, eventsBasePort, replayBasePort, topic, layout, preset, model,
+        adapters, tokenizer, blockSize, numGpuBlocks, maxNumSeqs, maxNumBatchedTokens, maxModelLen,
+        longPrefillTokenThreshold, enablePrefixCaching, seed, faults, writerThreads, 0);
   }
 
   private static void checkBase(String what, int base, int n) {
@@ -99,7 +116,8 @@ public record FleetConfig(
         .maxNumBatchedTokens(maxNumBatchedTokens)
         .longPrefillTokenThreshold(longPrefillTokenThreshold)
         .enablePrefixCaching(enablePrefixCaching)
-        .seed(seed == 0 ? 0 : seed + i);
+        .seed(seed == 0 ? 0 : seed + i)
+        .numCpuBlocks(preset.numCpuBlocks(blockSize, kvOffloadingSizeGib));
     if (numGpuBlocks > 0) {
       b.numGpuBlocks(numGpuBlocks);
     }

@@ -81,6 +81,10 @@ public final class SimFleetMain implements Callable<Integer> {
   @Option(names = "--num-gpu-blocks", defaultValue = "0", description = "KV blocks per worker (0 = preset).")
   int numGpuBlocks;
 
+  @Option(names = "--kv-offloading-size", defaultValue = "0",
+      description = "GiB of vLLM native CPU KV offload per worker (--kv-offloading-backend native); 0 = off.")
+  double kvOffloadingSize;
+
   @Option(names = "--max-num-seqs", defaultValue = "256")
   int maxNumSeqs;
 
@@ -144,7 +148,7 @@ public final class SimFleetMain implements Callable<Integer> {
     return new FleetConfig(workers, namePrefix, bind, httpBasePort, events, eventsBasePort, replayBasePort, topic,
         wl, Presets.byId(preset), model, adapters, tokenizer, blockSize, numGpuBlocks, maxNumSeqs,
         maxNumBatchedTokens, maxModelLen, longPrefillTokenThreshold, enablePrefixCaching, seed, faults,
-        writerThreads);
+        writerThreads, kvOffloadingSize);
   }
 
   @Override

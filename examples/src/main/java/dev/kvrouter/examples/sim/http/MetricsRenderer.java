@@ -27,7 +27,7 @@ final class MetricsRenderer {
     if (gpuMemoryUtilization != null) {
       cc.put("gpu_memory_utilization", Double.toString(gpuMemoryUtilization));
     }
-    cc.put("num_cpu_blocks", "0");
+    cc.put("num_cpu_blocks", Integer.toString(config.numCpuBlocks()));
     cc.put("num_gpu_blocks", Integer.toString(config.numGpuBlocks()));
     StringBuilder b = new StringBuilder();
     cc.forEach((k, v) -> b.append(k).append("=\"").append(escape(v)).append("\","));
@@ -60,6 +60,11 @@ final class MetricsRenderer {
     b.append("# TYPE vllm:cache_config_info gauge\n");
     b.append("vllm:cache_config_info{").append(cacheConfigLabels).append("} 1.0\n");
 
+    EngineStats.Offload o = s.offload();
+    if (o.numCpuBlocks() > 0) {
+      offload(b, s, o);
+    }
+
     gauge(b, "kvrouter_sim_up", "1 while the simulated engine process is up, 0 while crashed.", up ? 1 : 0);
     counter(b, "kvrouter_sim_prompt_tokens_cached", "Prompt tokens served from the prefix cache (cached_tokens).",
         s.cachedPromptTokens());
@@ -73,6 +78,35 @@ final class MetricsRenderer {
     counter(b, "kvrouter_sim_steps", "Engine steps executed.", s.steps());
     counter(b, "kvrouter_sim_busy_seconds", "Simulated seconds the engine spent in steps.", s.busyNanos() / 1e9);
     return b.toString();
+  }
+
+  /** vLLM's metrics of a KV connector's prefix cache and of the native offloading connector. */
+  private void offload(StringBuilder b, EngineStats s, EngineStats.Offload o) {
+    counter(b, "vllm:external_prefix_cache_queries", "External prefix cache queries from KV connector "
+        + "cross-instance cache sharing, in terms of number of queried tokens.", o.externalQueryTokens());
+    counter(b, "vllm:external_prefix_cache_hits", "External prefix cache hits from KV connector "
+        + "cross-instance cache sharing, in terms of number of cached tokens.", o.externalHitTokens());
+    counter(b, "vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external).",
+        s.cachedPromptTokens());
+    b.append("# HELP vllm:prompt_tokens_by_source Number of prompt tokens by source.\n");
+    b.append("# TYPE vllm:prompt_tokens_by_source counter\n");
+    long[] bySource = {s.promptTokens() - s.cachedPromptTokens(), s.prefixHitTokens(), o.externalHitTokens()};
+    String[] sources = {"local_compute", "local_cache_hit", "external_kv_transfer"};
+    for (int i = 0; i < sources.length; i++) {
+      b.append("vllm:prompt_tokens_by_source_total{").append(labels).append(",source=\"").append(sources[i])
+          .append("\"} ").append(num(bySource[i])).append('\n');
+    }
+    counter(b, "vllm:kv_offload_load_bytes", "Total bytes loaded from offload storage to GPU.", o.loadBytes());
+    counter(b, "vllm:kv_offload_load_time", "Total load time from offload storage to GPU, in seconds.",
+        o.loadNanos() / 1e9);
+    counter(b, "vllm:kv_offload_store_bytes", "Total bytes stored from GPU to offload storage.", o.storeBytes());
+    counter(b, "vllm:kv_offload_store_time", "Total store time from GPU to offload storage, in seconds.",
+        o.storeNanos() / 1e9);
+    counter(b, "vllm:kv_offload_stores_skipped", "Stores skipped for lack of evictable CPU blocks.",
+        o.storesSkipped());
+    gauge(b, "vllm:kv_offload_cpu_cache_usage_perc", "CPU offload cache usage. 1 means 100 percent usage.",
+        (double) o.cpuCachedBlocks() / o.numCpuBlocks());
+    counter(b, "kvrouter_sim_cpu_evicted_blocks", "CPU offload blocks evicted.", o.evictions());
   }
 
   private void gauge(StringBuilder b, String name, String help, double v) {

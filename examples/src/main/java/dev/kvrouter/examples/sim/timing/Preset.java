@@ -17,6 +17,8 @@ import java.util.Objects;
  * @param overheadNanos see {@link RooflineTimingModel}
  * @param gpuMemoryUtilization vLLM's {@code --gpu-memory-utilization} (default 0.9)
  * @param nonKvOverheadBytes memory vLLM's profiling run reserves besides weights and KV
+ * @param hostLinkEfficiency see {@link RooflineTimingModel}: achieved fraction of the GPU's host link bandwidth
+ *     when KV blocks are copied to or from host memory (CPU offload)
  */
 public record Preset(
     String id,
@@ -26,7 +28,8 @@ public record Preset(
     double bandwidthEfficiency,
     long overheadNanos,
     double gpuMemoryUtilization,
-    long nonKvOverheadBytes) {
+    long nonKvOverheadBytes,
+    double hostLinkEfficiency) {
 
   public Preset {
     Objects.requireNonNull(id, "id");
@@ -38,7 +41,19 @@ public record Preset(
   }
 
   public RooflineTimingModel timingModel() {
-    return new RooflineTimingModel(model, gpu, mfu, bandwidthEfficiency, overheadNanos);
+    return new RooflineTimingModel(model, gpu, mfu, bandwidthEfficiency, overheadNanos, hostLinkEfficiency);
+  }
+
+  /**
+   * CPU blocks of vLLM's native offloading for {@code --kv-offloading-size} GiB per worker (tensor parallel 1):
+   * the connector's {@code cpu_bytes_to_use} cut into blocks of {@code blockSize * kvBytesPerToken}. 0 GiB is off.
+   */
+  public int numCpuBlocks(int blockSize, double kvOffloadingSizeGib) {
+    if (blockSize <= 0 || !(kvOffloadingSizeGib >= 0) || Double.isInfinite(kvOffloadingSizeGib)) {
+      throw new IllegalArgumentException("blockSize must be positive and the offloading size a finite GiB >= 0");
+    }
+    long bytes = (long) (kvOffloadingSizeGib * (1L << 30));
+    return (int) Math.min(Integer.MAX_VALUE, bytes / ((long) blockSize * model.kvBytesPerToken()));
   }
 
   /** Bytes left for the KV cache after weights and profiled overhead. */

@@ -24,19 +24,32 @@ public final class Presets {
   public static final ModelSpec QWEN3_8B = new ModelSpec("Qwen/Qwen3-8B",
       36, 4096, 32, 8, 128, 12288, 151936, false, 2, 2, 40960);
 
-  /** H100 SXM5 80GB: 989.4 TFLOP/s dense BF16, 3.35 TB/s HBM3, 81,559 MiB as CUDA reports it. */
-  public static final GpuSpec H100_SXM = new GpuSpec("NVIDIA H100 80GB HBM3", 989.4e12, 3.35e12, 81559 * MIB);
+  /** PCIe Gen5 x16: 128 GB/s both directions together (H100 datasheet), 64 GB/s each way. */
+  public static final double PCIE_GEN5_X16 = 64e9;
+  /** PCIe Gen4 x16: 64 GB/s both directions together (A100 datasheet), 32 GB/s each way. */
+  public static final double PCIE_GEN4_X16 = 32e9;
 
-  /** A100 SXM4 80GB: 312 TFLOP/s dense BF16, 2.039 TB/s HBM2e, 81,920 MiB. */
-  public static final GpuSpec A100_SXM_80G = new GpuSpec("NVIDIA A100-SXM4-80GB", 312e12, 2.039e12, 81920 * MIB);
+  /** H100 SXM5 80GB: 989.4 TFLOP/s dense BF16, 3.35 TB/s HBM3, 81,559 MiB as CUDA reports it, PCIe Gen5. */
+  public static final GpuSpec H100_SXM = new GpuSpec("NVIDIA H100 80GB HBM3", 989.4e12, 3.35e12, 81559 * MIB,
+      PCIE_GEN5_X16);
 
-  /** A100 SXM4 40GB: 312 TFLOP/s dense BF16, 1.555 TB/s HBM2, 40,960 MiB (used for calibration). */
-  public static final GpuSpec A100_SXM_40G = new GpuSpec("NVIDIA A100-SXM4-40GB", 312e12, 1.555e12, 40960 * MIB);
+  /** A100 SXM4 80GB: 312 TFLOP/s dense BF16, 2.039 TB/s HBM2e, 81,920 MiB, PCIe Gen4. */
+  public static final GpuSpec A100_SXM_80G = new GpuSpec("NVIDIA A100-SXM4-80GB", 312e12, 2.039e12, 81920 * MIB,
+      PCIE_GEN4_X16);
+
+  /** A100 SXM4 40GB: 312 TFLOP/s dense BF16, 1.555 TB/s HBM2, 40,960 MiB (used for calibration), PCIe Gen4. */
+  public static final GpuSpec A100_SXM_40G = new GpuSpec("NVIDIA A100-SXM4-40GB", 312e12, 1.555e12, 40960 * MIB,
+      PCIE_GEN4_X16);
 
   /** Achieved fraction of peak FLOP/s in prefill (assumed; see docs). */
   public static final double MFU = 0.5;
   /** Achieved fraction of HBM bandwidth in decode (fitted). */
   public static final double BANDWIDTH_EFFICIENCY = 0.8;
+  /**
+   * Achieved fraction of the host link's one-way bandwidth when vLLM's offloading connector copies KV blocks
+   * (assumed: pinned host memory, DMA copies of 2 MiB blocks; see docs/benchmarks/offload.md).
+   */
+  public static final double HOST_LINK_EFFICIENCY = 0.8;
   /** Fixed per-step overhead (fitted). */
   public static final long STEP_OVERHEAD_NANOS = 500_000;
   /** vLLM's default {@code --gpu-memory-utilization}. */
@@ -59,7 +72,7 @@ public final class Presets {
 
   private static Preset preset(String id, ModelSpec m, GpuSpec g) {
     return new Preset(id, m, g, MFU, BANDWIDTH_EFFICIENCY, STEP_OVERHEAD_NANOS, GPU_MEMORY_UTILIZATION,
-        NON_KV_OVERHEAD);
+        NON_KV_OVERHEAD, HOST_LINK_EFFICIENCY);
   }
 
   /** The preset named {@code id} (case-insensitive). */

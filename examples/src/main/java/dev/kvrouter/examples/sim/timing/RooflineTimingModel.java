@@ -24,16 +24,38 @@ import java.util.Objects;
  * @param mfu achieved fraction of peak FLOP/s on compute-bound steps
  * @param bandwidthEfficiency achieved fraction of HBM bandwidth on memory-bound steps
  * @param overheadNanos fixed cost of a non-empty step
+ * @param hostLinkEfficiency achieved fraction of the GPU's one-way host link bandwidth for KV copies to and from
+ *     host memory: {@code transfer = tokens * kvBytesPerToken / (hostLinkBandwidth * hostLinkEfficiency)}
  */
 public record RooflineTimingModel(ModelSpec model, GpuSpec gpu, double mfu, double bandwidthEfficiency,
-    long overheadNanos) implements TimingModel {
+    long overheadNanos, double hostLinkEfficiency) implements TimingModel {
 
   public RooflineTimingModel {
     Objects.requireNonNull(model, "model");
     Objects.requireNonNull(gpu, "gpu");
-    if (!(mfu > 0 && mfu <= 1) || !(bandwidthEfficiency > 0 && bandwidthEfficiency <= 1) || overheadNanos < 0) {
+    if (!(mfu > 0 && mfu <= 1) || !(bandwidthEfficiency > 0 && bandwidthEfficiency <= 1) || overheadNanos < 0
+        || !(hostLinkEfficiency > 0 && hostLinkEfficiency <= 1)) {
       throw new IllegalArgumentException("efficiencies must be in (0, 1] and overhead >= 0");
     }
+  }
+
+  /** Without an offload figure: the presets' host link efficiency. */
+  public RooflineTimingModel(ModelSpec model, GpuSpec gpu, double mfu, double bandwidthEfficiency,
+      long overheadNanos) {
+    this(model, gpu, mfu, bandwidthEfficiency, overheadNanos, Presets.HOST_LINK_EFFICIENCY);
+  }
+
+  @Override
+  public long kvTransferNanos(long tokens) {
+    if (tokens <= 0) {
+      return 0;
+    }
+    return (long) Math.ceil(kvBytes(tokens) / (gpu.hostLinkBandwidth() * hostLinkEfficiency) * 1e9);
+  }
+
+  @Override
+  public long kvBytes(long tokens) {
+    return tokens * model.kvBytesPerToken();
   }
 
   @Override
@@ -56,6 +78,21 @@ public record RooflineTimingModel(ModelSpec model, GpuSpec gpu, double mfu, doub
     if (!(factor > 0)) {
       throw new IllegalArgumentException("slowdown factor must be positive, was " + factor);
     }
-    return w -> (long) Math.ceil(base.stepNanos(w) * factor);
+    return new TimingModel() {
+      @Override
+      public long stepNanos(StepWork w) {
+        return (long) Math.ceil(base.stepNanos(w) * factor);
+      }
+
+      @Override
+      public long kvTransferNanos(long tokens) {
+        return base.kvTransferNanos(tokens);
+      }
+
+      @Override
+      public long kvBytes(long tokens) {
+        return base.kvBytes(tokens);
+      }
+    };
   }
 }

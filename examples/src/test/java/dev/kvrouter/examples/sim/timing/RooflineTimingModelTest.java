@@ -103,4 +103,25 @@ class RooflineTimingModelTest {
     assertThat(RooflineTimingModel.scaled(m, 3.0).stepNanos(w)).isBetween(3 * m.stepNanos(w) - 1,
         3 * m.stepNanos(w) + 1);
   }
+
+  @Test
+  void offloadCopiesMoveTheKvBytesOverTheHostLink() {
+    RooflineTimingModel m = Presets.LLAMA_3_1_8B_H100.timingModel();
+    // one 16-token block of Llama-3.1-8B: 16 x 131,072 B = 2 MiB; PCIe Gen5 x16 one way 64 GB/s at 80%
+    assertThat(m.kvBytes(16)).isEqualTo(2L << 20);
+    assertThat(m.kvTransferNanos(16)).isEqualTo(40_960);
+    assertThat(m.kvTransferNanos(0)).isZero();
+    // A100: PCIe Gen4, half the bandwidth
+    assertThat(Presets.LLAMA_3_1_8B_A100.timingModel().kvTransferNanos(16)).isEqualTo(81_920);
+    // a slowed-down worker's copies are not slowed (the DMA engine is not the SMs)
+    assertThat(RooflineTimingModel.scaled(m, 3.0).kvTransferNanos(16)).isEqualTo(40_960);
+  }
+
+  @Test
+  void kvOffloadingSizeBecomesCpuBlocks() {
+    // 128 GiB / 2 MiB per block
+    assertThat(Presets.LLAMA_3_1_8B_H100.numCpuBlocks(16, 128)).isEqualTo(65_536);
+    assertThat(Presets.LLAMA_3_1_8B_H100.numCpuBlocks(16, 0)).isZero();
+    assertThat(Presets.LLAMA_3_1_8B_H100.numCpuBlocks(32, 1)).isEqualTo(256);
+  }
 }
