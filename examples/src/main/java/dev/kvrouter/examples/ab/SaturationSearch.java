@@ -50,6 +50,8 @@ public final class SaturationSearch {
   public static final String POLICY = "round_robin";
   /** Bound on knob doublings. */
   static final int MAX_DOUBLINGS = 12;
+  /** Bound on a probe's size (a multi-turn workload grows with its rate): beyond it the search gives up. */
+  static final int MAX_PROBE_REQUESTS = 1_000_000;
   /** Bound on rescaling rounds when solving for a target offered rate. */
   static final int MAX_RESCALES = 12;
   /** Relative tolerance of the solved offered rate. */
@@ -164,6 +166,10 @@ public final class SaturationSearch {
 
   private static Probe probe(String spec, double knob, VirtualSetup setup, double utilisation) {
     Workload w = WorkloadCatalog.create(spec);
+    if (w.size() > MAX_PROBE_REQUESTS) {
+      throw new IllegalStateException(spec + " has " + w.size() + " requests, over the search's bound of "
+          + MAX_PROBE_REQUESTS + "; start the search from a higher load");
+    }
     VirtualOutcome o = VirtualRun.run(w, POLICY, setup, null);
     PolicyResult r = PolicyResult.summarize(o.data(), null);
     long first = w.requests().isEmpty() ? 0 : w.requests().get(0).arrivalMicros();
