@@ -168,7 +168,7 @@ public final class SaturationSearch {
     Workload w = WorkloadCatalog.create(spec);
     if (w.size() > MAX_PROBE_REQUESTS) {
       throw new IllegalStateException(spec + " has " + w.size() + " requests, over the search's bound of "
-          + MAX_PROBE_REQUESTS + "; start the search from a higher load");
+          + MAX_PROBE_REQUESTS + " (a multi-turn workload grows with its rate: give it fewer sessions)");
     }
     VirtualOutcome o = VirtualRun.run(w, POLICY, setup, null);
     PolicyResult r = PolicyResult.summarize(o.data(), null);
