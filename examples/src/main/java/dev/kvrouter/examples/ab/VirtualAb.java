@@ -46,6 +46,10 @@ import picocli.CommandLine.Option;
  * java -cp ... dev.kvrouter.examples.ab.VirtualAb --workload mooncake:speed=4 \
  *     --workload 'system-prompt:format=tokens,sharing=0|0.5|0.9' --out bench/results/ab/virtual
  * </pre>
+ *
+ * <p>With {@code --saturate 0.9,0.5} each workload's load is not the spec's own: {@link SaturationSearch} first
+ * measures round-robin's capacity on it, and the A/B runs at each listed share of that capacity (the issue's
+ * "load where round-robin is near saturation" is 0.9); {@code saturation.json} keeps the search.
  */
 @Command(name = "virtual-ab", mixinStandardHelpOptions = true,
     description = "A/B of routing policies in virtual time against simulated vLLM workers.")
@@ -125,6 +129,22 @@ public final class VirtualAb implements Callable<Integer> {
   @Option(names = "--out", defaultValue = "target/ab-virtual")
   Path out;
 
+  @Option(names = "--saturate", split = ",",
+      description = "Utilisations of round-robin's capacity, e.g. 0.9,0.5: each workload's load knob (rate, or "
+          + "speed for mooncake) is first searched (SaturationSearch) and the A/B runs at each utilisation instead "
+          + "of the spec's own load. Writes saturation.json.")
+  List<Double> saturate;
+
+  @Option(names = "--saturation-curve", split = ",", defaultValue = "0.5,0.7,0.8,0.9,1.0",
+      description = "Utilisations at which round-robin alone is run and recorded beside the search (the knee).")
+  List<Double> saturationCurve;
+
+  @Option(names = "--search-only", description = "With --saturate: search and write saturation.json, no A/B.")
+  boolean searchOnly;
+
+  /** Section label suffix per spec (the utilisation it was chosen for). */
+  private final Map<String, String> specNotes = new LinkedHashMap<>();
+
   public static void main(String[] args) {
     if (System.getProperty("logback.configurationFile") == null) {
       System.setProperty("logback.configurationFile", "sim-logback.xml");
@@ -166,12 +186,52 @@ public final class VirtualAb implements Callable<Integer> {
     meta.put("cpus", Runtime.getRuntime().availableProcessors());
     meta.put("loadAverageAtStart", java.lang.management.ManagementFactory.getOperatingSystemMXBean()
         .getSystemLoadAverage());
+    if (saturate != null && !saturate.isEmpty()) {
+      if (tokenizer != null) {
+        throw new CommandLine.ParameterException(new CommandLine(this),
+            "--saturate searches with token prompts; it does not take --tokenizer");
+      }
+      specs = saturated(specs, base, meta);
+      if (searchOnly) {
+        return 0;
+      }
+    }
     try (ChatFront chat = tokenizer == null ? null : ChatFront.load(base.model(), tokenizer, blockSize)) {
       AbReport report = run(specs, base, wl, chat, meta, System.out);
       List<Path> files = charts ? ReportWriter.writeAll(report, out) : writeTables(report);
       System.out.println("report: " + files.get(0).toAbsolutePath() + " (+" + (files.size() - 1) + " files)");
     }
     return 0;
+  }
+
+  /** Searches every spec's saturation (round-robin), writes saturation.json, returns the specs to run. */
+  private List<String> saturated(List<String> specs, VirtualSetup base, Map<String, Object> meta) throws IOException {
+    Files.createDirectories(out);
+    List<SaturationSearch.Result> found = new ArrayList<>();
+    List<String> chosen = new ArrayList<>();
+    for (String spec : specs) {
+      System.out.println("saturation search " + spec);
+      SaturationSearch.Result r = SaturationSearch.find(spec, base, saturate, saturationCurve, System.out);
+      found.add(r);
+      for (SaturationSearch.OperatingPoint p : r.points()) {
+        System.out.printf(Locale.ROOT, "  rho %.2f: %s (%.1f req/s offered of %.1f)%n", p.utilisation(), p.spec(),
+            p.offeredRps(), r.capacityRps());
+        chosen.add(p.spec());
+        specNotes.put(p.spec(), String.format(Locale.ROOT, " [rho %.2f of round-robin's %.1f req/s]",
+            p.utilisation(), r.capacityRps()));
+      }
+      Map<String, Object> file = new LinkedHashMap<>();
+      file.put("definition", "capacity = round-robin's completed requests / (last completion - first arrival), "
+          + "the larger of the first two probes in a row (doubling the load knob) that complete at < "
+          + SaturationSearch.OVERLOAD_SHARE + " x their arrival rate; operating point = the load knob whose "
+          + "workload offers utilisation x capacity, offered = requests/s over the middle half of the arrivals");
+      file.put("meta", meta);
+      file.put("workloads", found);
+      Files.writeString(out.resolve("saturation.json"), new ObjectMapper()
+          .enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(file) + "\n");
+    }
+    meta.put("saturate", saturate);
+    return chosen;
   }
 
   private List<Path> writeTables(AbReport report) throws IOException {
@@ -210,7 +270,7 @@ public final class VirtualAb implements Callable<Integer> {
         for (double drop : drops) {
           EventFaults f = new EventFaults(drop, delay, 0, false);
           VirtualSetup setup = base.withEvents(wl, replaySteps, f);
-          String label = spec + (delay > 0 ? " [event delay " + delay + " ms]" : "")
+          String label = spec + specNotes.getOrDefault(spec, "") + (delay > 0 ? " [event delay " + delay + " ms]" : "")
               + (drop > 0 ? " [event drop " + drop + (replaySteps > 0 ? ", replay" : ", no replay") + "]" : "");
           progress.printf(Locale.ROOT, "workload %s: %d requests over %.1f s, ideal reuse %.1f%% (infinite cache), "
                   + "%.1f%% (the fleet's %d blocks as one LRU cache)%s%n", label, w.size(), w.spanMicros() / 1e6,
@@ -249,9 +309,10 @@ public final class VirtualAb implements Callable<Integer> {
             extras.add(extra);
             progress.printf(Locale.ROOT,
                 "  %-12s TTFT p50 %9.1f ms p99 %9.1f ms  E2E p50 %9.1f ms  cache %5.1f%% (ideal %5.1f%%)  "
-                    + "imbalance req %.2f load %s  truth %.1f%%  errors %d  busy %.2f  wall %.1f s%n",
+                    + "imbalance req %.2f work %s load %s  truth %.1f%%  errors %d  busy %.2f  wall %.1f s%n",
                 policy, r.ttftMs().p50(), r.ttftMs().p99(), r.e2eMs().p50(), r.cache().servedShare() * 100,
-                r.cache().idealShare() * 100, r.balance().requestImbalance(), r.balance().meanLoadImbalance(),
+                r.cache().idealShare() * 100, r.balance().requestImbalance(), r.balance().workImbalance(),
+                r.balance().meanLoadImbalance(),
                 o.truth().withinShare() * 100, r.counts().failed(),
                 java.util.Arrays.stream(o.busyShare()).average().orElse(0), o.wallSeconds());
             writeExtras(extras);

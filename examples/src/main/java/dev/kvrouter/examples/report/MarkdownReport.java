@@ -59,7 +59,7 @@ public final class MarkdownReport {
             + "tokens (%s of full blocks) at block size %d.%n%n", w.requests(), w.spanSeconds(), w.contentTokens(),
         pct(w.idealTokenShare()), pct(w.idealBlockShare()), w.ideal().blockSize()));
     b.append("| policy | TTFT p50 | TTFT p99 | E2E p50 | E2E p99 | req/s | from cache | of ideal | imbalance req / "
-        + "prefill / load | errors | TTFT p50 vs base | TTFT p99 vs base | E2E p50 vs base |\n");
+        + "prefill / work / load | errors | TTFT p50 vs base | TTFT p99 vs base | E2E p50 vs base |\n");
     b.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     PolicyResult base = w.result(report.baseline());
     for (PolicyResult r : ordered(report, w)) {
@@ -71,6 +71,7 @@ public final class MarkdownReport {
           .append(r.cache().servedVsIdeal() == null ? "-" : pct(r.cache().servedVsIdeal())).append(" | ")
           .append(num(r.balance().requestImbalance())).append(" / ")
           .append(r.balance().prefillImbalance() == null ? "-" : num(r.balance().prefillImbalance())).append(" / ")
+          .append(r.balance().workImbalance() == null ? "-" : num(r.balance().workImbalance())).append(" / ")
           .append(r.balance().meanLoadImbalance() == null ? "-" : num(r.balance().meanLoadImbalance()))
           .append(" | ").append(errors(r)).append(" | ");
       b.append(ratio(base == null ? 0 : base.ttftMs().p50(), r.ttftMs().p50())).append(" | ")
@@ -80,7 +81,8 @@ public final class MarkdownReport {
     b.append("\nLatencies in ms. \"from cache\": prompt tokens served from the prefix cache (source: ")
         .append(w.results().isEmpty() ? "-" : w.results().get(0).cache().source())
         .append("); \"of ideal\": that share over the ideal reuse. Imbalance: max over mean of requests, of "
-            + "computed prefill tokens, and of queued + running requests over time. \"vs base\": "
+            + "computed prefill tokens, of computed tokens (prefill computed + generated: the work), and of "
+            + "queued + running requests over time. \"vs base\": "
             + report.baseline() + " / policy.\n\n");
   }
 

@@ -61,9 +61,15 @@ public record PolicyResult(String policy, Counts counts, Map<String, Long> error
    * @param requestImbalance max over mean of {@code requests}
    * @param prefillImbalance max over mean of {@code computedPrefillTokens}
    * @param meanLoadImbalance time average, over samples with any load, of max over mean of running + waiting
+   * @param computedTokens per worker, tokens its engine computed: prefill it did not serve from cache plus the
+   *     tokens it generated (the GPU work it was given), or null when not scraped
+   * @param workImbalance max over mean of {@code computedTokens}. Beside {@code requestImbalance}, not instead:
+   *     a cache-aware router sends more requests to the holder of a popular prefix, each of them cheaper, so
+   *     requests can be uneven while the work is even (and the reverse)
    */
   public record Balance(List<String> workers, Map<String, Long> requests, Map<String, Long> computedPrefillTokens,
-      double requestImbalance, Double prefillImbalance, Double meanLoadImbalance) {}
+      double requestImbalance, Double prefillImbalance, Double meanLoadImbalance, Map<String, Long> computedTokens,
+      Double workImbalance) {}
 
   /**
    * @param cpuSeconds router CPU time over the run
@@ -176,21 +182,30 @@ public record PolicyResult(String policy, Counts counts, Map<String, Long> error
 
   private static Balance balance(RunData run, Map<String, Long> perWorker) {
     Map<String, Long> prefill = null;
+    Map<String, Long> work = null;
     if (!run.counters().isEmpty()) {
       prefill = new LinkedHashMap<>();
+      work = new LinkedHashMap<>();
       for (String w : run.workers()) {
         WorkerCounters c = run.counters().get(w);
         double v = c == null ? Double.NaN : c.computedPrefillTokens();
         if (!Double.isNaN(v)) {
           prefill.put(w, Math.round(v));
+          if (!Double.isNaN(c.generationTokens())) {
+            work.put(w, Math.round(v + c.generationTokens()));
+          }
         }
       }
       if (prefill.isEmpty()) {
         prefill = null;
       }
+      if (work.isEmpty()) {
+        work = null;
+      }
     }
     return new Balance(run.workers(), perWorker, prefill, round3(imbalance(perWorker.values())),
-        prefill == null ? null : round3(imbalance(prefill.values())), meanLoadImbalance(run));
+        prefill == null ? null : round3(imbalance(prefill.values())), meanLoadImbalance(run), work,
+        work == null ? null : round3(imbalance(work.values())));
   }
 
   /** Max over mean; 1 when perfectly even or when there is nothing to balance. */

@@ -65,6 +65,54 @@ public final class WorkloadCatalog {
     return specs.stream().map(s -> s.isEmpty() ? name : name + ":" + s).toList();
   }
 
+  /**
+   * The option that scales a workload's load: {@code speed} for a trace replay (its timestamps are divided by
+   * it), {@code rate} for every synthetic workload (requests, sessions or groups started per second).
+   */
+  public static String loadKnob(String spec) {
+    return name(spec).equals(MooncakeReplay.NAME) ? "speed" : "rate";
+  }
+
+  /**
+   * {@code spec} scaled to load knob value {@code value} ({@link #loadKnob}). A multi-turn workload also scales
+   * its session count with its session rate, so sessions keep starting over the same window: the load then has a
+   * steady middle instead of a burst of first turns followed by think time.
+   */
+  public static String withLoad(String spec, String value) {
+    String knob = loadKnob(spec);
+    if (!name(spec).equals(MultiTurnChatWorkload.NAME)) {
+      return withOption(spec, knob, value);
+    }
+    Map<String, Object> base = create(spec).params();
+    double rate = ((Number) base.get("rate")).doubleValue();
+    int sessions = ((Number) base.get("sessions")).intValue();
+    long scaled = Math.max(1, Math.round(sessions * Double.parseDouble(value) / rate));
+    if (scaled > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("multi-turn: " + scaled + " sessions");
+    }
+    return withOption(withOption(spec, knob, value), "sessions", Long.toString(scaled));
+  }
+
+  /** The workload name of a spec. */
+  public static String name(String spec) {
+    int colon = spec.indexOf(':');
+    return (colon < 0 ? spec : spec.substring(0, colon)).trim();
+  }
+
+  /** {@code spec} with option {@code key} set to {@code value} (replaced in place, or appended). */
+  public static String withOption(String spec, String key, String value) {
+    int colon = spec.indexOf(':');
+    Map<String, String> m = options(colon < 0 ? "" : spec.substring(colon + 1));
+    m.put(key, value);
+    StringBuilder b = new StringBuilder(name(spec));
+    String sep = ":";
+    for (Map.Entry<String, String> e : m.entrySet()) {
+      b.append(sep).append(e.getKey()).append('=').append(e.getValue());
+      sep = ",";
+    }
+    return b.toString();
+  }
+
   static Map<String, String> options(String s) {
     Map<String, String> m = new LinkedHashMap<>();
     for (String kv : s.split(",")) {

@@ -70,10 +70,32 @@ class PolicyResultTest {
     assertThat(p.balance().requestImbalance()).isEqualTo(1.5);
     assertThat(p.balance().computedPrefillTokens()).containsEntry("a", 1500L);
     assertThat(p.balance().prefillImbalance()).isEqualTo(1.5);
+    // work: a 1500 + 33, b 1000 + 22, c 500 + 11 = 1533 / 1022 / 511: mean 1022
+    assertThat(p.balance().computedTokens()).containsExactly(Map.entry("a", 1533L), Map.entry("b", 1022L),
+        Map.entry("c", 511L));
+    assertThat(p.balance().workImbalance()).isEqualTo(1.5);
     // ticks: (4, 0, 0) -> 3.0; (1, 1, 1) -> 1.0; (0, -, -) has no load and does not count
     assertThat(p.balance().meanLoadImbalance()).isEqualTo(2.0);
     assertThat(PolicyResult.imbalance(List.of(0, 0))).isEqualTo(1.0);
     assertThat(PolicyResult.imbalance(List.of(5, 0, 0, 0, 0))).isEqualTo(5.0);
+  }
+
+  @Test
+  void workImbalanceWeighsRequestsByTheTokensTheyCost() {
+    // a: 3 requests, mostly served from cache (100 computed + 900 generated); b: 1 request computed whole
+    RunData r = RunDataFixtures.run("x", 40, 500);
+    Map<String, WorkerCounters> counters = new java.util.LinkedHashMap<>();
+    counters.put("a", new WorkerCounters(3000, 2900, 3000, 900, 3, 100, 2900));
+    counters.put("b", new WorkerCounters(1000, 0, 1000, 0, 1, 1000, 0));
+    counters.put("c", new WorkerCounters(1000, 0, 1000, 0, 1, 1000, 0));
+    RunData run = new RunData("x", r.workers(), r.requests(), r.itlMicros(), r.durationMicros(), counters, r.load(),
+        r.loadIntervalMicros(), null, null, -1, null, 1, List.of());
+    PolicyResult p = PolicyResult.summarize(run, IDEAL);
+    assertThat(p.balance().requestImbalance()).isEqualTo(1.5); // requests a=3 b=2 c=1
+    // prefill 100 / 1000 / 1000: mean 700, max 1000
+    assertThat(p.balance().prefillImbalance()).isEqualTo(1.429);
+    // work 1000 / 1000 / 1000
+    assertThat(p.balance().workImbalance()).isEqualTo(1.0);
   }
 
   @Test
