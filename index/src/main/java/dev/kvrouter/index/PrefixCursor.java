@@ -16,7 +16,8 @@ import java.util.Arrays;
  *
  * <p>With {@link IndexConfig#prefixJump} set, the one-word path becomes a jump search (Dynamo's "Flash Indexer"
  * idea): probe every J-th block, bisect only where candidates drop out, O(D/J + drops * log J) probes instead of
- * D. It trusts each candidate's blocks to be prefix-closed. vLLM keeps them so: a request frees its blocks tail
+ * D; once it has spent more probes than half the blocks it covered (candidates dropping out at many different
+ * blocks), it reads the rest block by block, so the worst case costs about one stride more than the walk. It trusts each candidate's blocks to be prefix-closed. vLLM keeps them so: a request frees its blocks tail
  * first onto the LRU free queue, and every request using a block also used its parent and frees the parent
  * after it, so a parent is never evicted before its child; SGLang's radix cache evicts leaves only. The index
  * keeps them so too: a store whose parent is unknown is dropped with its descendants. What can break it is
@@ -295,6 +296,8 @@ public final class PrefixCursor {
 
   /** The predicted holders read by the last {@link BlockTable#holders} call (its second result). */
   long probedPredicted;
+  /** Probes of the current jump search. */
+  private int probes;
   private long[] stackReal = new long[32];
   private long[] stackPred = new long[32];
   private int[] stackLo = new int[32];
@@ -313,10 +316,12 @@ public final class PrefixCursor {
     long alivePred = pred[w];
     int pos = from;
     int longest = from;
+    probes = 0;
     while ((aliveReal | alivePred) != 0 && pos < count) {
       int anchor = Math.min(pos + jump - 1, count - 1);
       long hr = table.holders(hashes[anchor], w, this);
       long hp = probedPredicted;
+      probes++;
       long goneReal = aliveReal & ~hr;
       long gonePred = alivePred & ~hp;
       if ((goneReal | gonePred) != 0) {
@@ -325,6 +330,13 @@ public final class PrefixCursor {
       aliveReal &= hr;
       alivePred &= hp;
       pos = anchor + 1;
+      if (2 * probes > pos - from && (aliveReal | alivePred) != 0 && pos < count) {
+        // candidates drop out everywhere (many distinct prefix lengths): bisecting costs more probes than the
+        // blocks it skips, so read the rest block by block; everyone still alive holds [0, pos)
+        real[w] = aliveReal;
+        pred[w] = alivePred;
+        return table.walkWord(hashes, pos, count, this, w);
+      }
     }
     if ((aliveReal | alivePred) != 0) {
       longest = count;
@@ -356,6 +368,7 @@ public final class PrefixCursor {
         int mid = (l + h) >>> 1;
         long inR = r & table.holders(hashes[mid], w, this);
         long inP = p & probedPredicted;
+        probes++;
         long outR = r & ~inR;
         long outP = p & ~inP;
         if ((inR | inP) == 0) {

@@ -184,6 +184,27 @@ class KvIndexJumpTest {
     }
   }
 
+  /** A worker beyond its share loses blocks to our own sweeping hand, parents included: it is walked. */
+  @Test
+  void aWorkerEvictedHereIsReadBlockByBlock() {
+    long[] doc = KvIndexDifferentialTest.documents(new SplittableRandom(7), 1, 200)[0];
+    IndexConfig small = KvIndexDifferentialTest.config(4).withMaxEntries(128, 128);
+    KvIndex walk = new KvIndex(small, new TestClock());
+    KvIndex jump = new KvIndex(small.withPrefixJump(16), new TestClock());
+    WorkerId a = WorkerId.of("a");
+    for (KvIndex index : new KvIndex[] {walk, jump}) {
+      WorkerView v = index.register(a);
+      assertThat(v.open()).isFalse();
+      for (int i = 0; i < doc.length; i++) {
+        v.store(i + 1, doc[i], Tier.GPU);
+      }
+      assertThat(index.evictions()).isPositive();
+      assertThat(v.open()).isTrue();
+    }
+    assertThat(ReferenceIndex.of(jump.lookup(doc, doc.length)))
+        .isEqualTo(ReferenceIndex.of(walk.lookup(doc, doc.length)));
+  }
+
   private static int matched(PrefixMatches m, WorkerId w) {
     int i = m.indexOf(w);
     assertThat(i).as("%s in %s", w, m).isGreaterThanOrEqualTo(0);

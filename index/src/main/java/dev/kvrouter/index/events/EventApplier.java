@@ -61,14 +61,6 @@ public final class EventApplier {
   private final byte[] hashScratch;
   /** For batches handed over as records ({@link #apply(EventBatch)}). */
   private EventBuffer records;
-  /** The last medium string seen and its tier: the reader hands out one instance per distinct value. */
-  private String lastMedium;
-  private Tier lastTier;
-  /** The batch's most frequent counts, added to {@link #health} once per batch. */
-  private int storedEvents;
-  private int storedBlocks;
-  private int removedEvents;
-  private int removedBlocks;
 
   public EventApplier(WorkerView view, String model, int blockSize, WorkerEventHealth health) {
     this.view = Objects.requireNonNull(view, "view");
@@ -105,36 +97,17 @@ public final class EventApplier {
   public int apply(EventBuffer batch) {
     health.add(EventCounter.SKIPPED_UNKNOWN_TYPE, batch.skippedEvents());
     int unknownParents = 0;
-    try {
-      for (int e = 0, n = batch.size(); e < n; e++) {
-        switch (batch.kind(e)) {
-          case EventBuffer.STORED -> unknownParents += stored(batch, e) ? 0 : 1;
-          case EventBuffer.REMOVED -> removed(batch, e);
-          default -> {
-            view.reset();
-            health.inc(EventCounter.CLEARED_EVENTS);
-          }
+    for (int e = 0, n = batch.size(); e < n; e++) {
+      switch (batch.kind(e)) {
+        case EventBuffer.STORED -> unknownParents += stored(batch, e) ? 0 : 1;
+        case EventBuffer.REMOVED -> removed(batch, e);
+        default -> {
+          view.reset();
+          health.inc(EventCounter.CLEARED_EVENTS);
         }
       }
-    } finally {
-      health.add(EventCounter.STORED_EVENTS, storedEvents);
-      health.add(EventCounter.STORED_BLOCKS, storedBlocks);
-      health.add(EventCounter.REMOVED_EVENTS, removedEvents);
-      health.add(EventCounter.REMOVED_BLOCKS, removedBlocks);
-      storedEvents = 0;
-      storedBlocks = 0;
-      removedEvents = 0;
-      removedBlocks = 0;
     }
     return unknownParents;
-  }
-
-  private Tier tier(String medium) {
-    if (medium != lastMedium || lastTier == null) {
-      lastTier = Tier.fromMedium(medium);
-      lastMedium = medium;
-    }
-    return lastTier;
   }
 
   /** Returns false only for an unknown parent. */
@@ -147,7 +120,7 @@ public final class EventApplier {
       health.inc(EventCounter.SKIPPED_GROUP);
       return true;
     }
-    Tier tier = tier(s.medium(e));
+    Tier tier = Tier.fromMedium(s.medium(e));
     if (tier == null) {
       health.inc(EventCounter.SKIPPED_MEDIUM);
       return true;
@@ -195,8 +168,8 @@ public final class EventApplier {
       parent = BlockHasher.blockHash(parent, tokens, tokenStart + i * blockSize, blockSize, x, hashScratch);
       view.store(engine[first + i], parent, tier);
     }
-    storedEvents++;
-    storedBlocks += n;
+    health.inc(EventCounter.STORED_EVENTS);
+    health.add(EventCounter.STORED_BLOCKS, n);
     return true;
   }
 
@@ -228,7 +201,7 @@ public final class EventApplier {
       health.inc(EventCounter.SKIPPED_GROUP);
       return;
     }
-    Tier tier = tier(r.medium(e));
+    Tier tier = Tier.fromMedium(r.medium(e));
     if (tier == null) {
       health.inc(EventCounter.SKIPPED_MEDIUM);
       return;
@@ -242,8 +215,8 @@ public final class EventApplier {
         health.inc(EventCounter.UNKNOWN_REMOVES);
       }
     }
-    removedEvents++;
-    removedBlocks += removed;
+    health.inc(EventCounter.REMOVED_EVENTS);
+    health.add(EventCounter.REMOVED_BLOCKS, removed);
   }
 
   /** Stores carry the group's kind; learn it so removes (which carry only the group index) can be filtered. */

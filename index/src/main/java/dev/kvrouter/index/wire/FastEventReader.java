@@ -2,9 +2,6 @@ package dev.kvrouter.index.wire;
 
 import static dev.kvrouter.index.wire.WireKeys.*;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -53,8 +50,6 @@ public final class FastEventReader {
   }
 
   private static final Bail BAIL = new Bail();
-
-  private static final VarHandle BE_INT = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
 
   private final SmallStrings strings = new SmallStrings();
   private byte[] b;
@@ -385,18 +380,7 @@ public final class FastEventReader {
         throw BAIL;
       }
       int m = buf[p] & 0xFF;
-      if ((m == 0xCD || m == 0xCE) && p + 5 <= limit) {
-        // uint16 or uint32, the two forms a large vocabulary mixes at random: read four bytes either way and pick
-        // with selects, not a branch per token that mispredicts half the time
-        int v32 = (int) BE_INT.get(buf, p + 1);
-        boolean wide = m == 0xCE;
-        int v = wide ? v32 : v32 >>> 16;
-        if (v < 0) {
-          throw BAIL; // beyond int: the general decoder rejects the batch
-        }
-        t[start + i] = v;
-        p += wide ? 5 : 3;
-      } else if (m <= 0x7F) { // positive fixint: most token ids below 128 are rare, but cheap to take first
+      if (m <= 0x7F) { // positive fixint: most token ids below 128 are rare, but cheap to take first
         t[start + i] = m;
         p++;
       } else if (m == 0xCD) { // uint16: the common case for vocabularies up to 65k
