@@ -16,17 +16,18 @@ import java.util.Arrays;
  *
  * <p>With {@link IndexConfig#prefixJump} set, the one-word path becomes a jump search (Dynamo's "Flash Indexer"
  * idea): probe every J-th block, bisect only where candidates drop out, O(D/J + drops * log J) probes instead of
- * D; once it has spent more probes than half the blocks it covered (candidates dropping out at many different
- * blocks), it reads the rest block by block, so the worst case costs about one stride more than the walk. It trusts each candidate's blocks to be prefix-closed. vLLM keeps them so: a request frees its blocks tail
- * first onto the LRU free queue, and every request using a block also used its parent and frees the parent
- * after it, so a parent is never evicted before its child; SGLang's radix cache evicts leaves only. The index
- * keeps them so too: a store whose parent is unknown is dropped with its descendants. What can break it is
- * marked per worker ({@link WorkerView#open()}) and makes the lookup walk every block instead: a stale view
- * (lost events), our own share eviction (any block), handle conflicts, CPU/disk tiers (whose eviction order is
- * the connector's, and whose counts need every block). An engine that evicts a parent before
- * its child with no lost event is the one case it cannot see; the answer is then too long for that worker.
- * Predicted blocks are prefix-closed by construction: a prediction is a request's leading blocks, and
- * {@link PredictedBlocks} expires and evicts each one tail first.
+ * D. Once it has spent more probes than half the blocks it covered (candidates dropping out at many different
+ * blocks) it reads the rest block by block, so its worst case costs about one stride more than the walk.
+ *
+ * <p>It trusts each candidate's blocks to be prefix-closed (holding block i means holding blocks 0 to i - 1).
+ * vLLM keeps them so: a request frees its blocks tail first onto the LRU free queue, and every request using a
+ * block also used its parent and frees the parent after it, so a parent is never evicted before its child;
+ * SGLang's radix cache evicts leaves only. The index keeps them so too: a store whose parent is unknown is dropped
+ * with its descendants, and predictions expire and are evicted tail first ({@link PredictedBlocks}). What can
+ * break closure is marked per worker ({@link WorkerView#open()}) and makes the lookup walk every block instead: a
+ * stale view (lost events), our own share eviction (any block), handle conflicts, CPU/disk blocks (the offload
+ * tier evicts in its own order, and tier counts need every block). An engine that evicts a parent before its
+ * child with no event lost is the one case it cannot see: that worker's answer is then too long.
  *
  * <p>Reusable and not thread-safe: one per request thread ({@link KvIndex#newCursor()}). Never blocks and does
  * not allocate once its arrays have grown to the fleet size.

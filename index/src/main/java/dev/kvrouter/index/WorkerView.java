@@ -77,7 +77,11 @@ public final class WorkerView {
     return handles.get(engineHash, 0L);
   }
 
-  /** Records that the worker stored block {@code ourHash}, named {@code engineHash} by the engine, in {@code tier}. */
+  /**
+   * Records that the worker stored block {@code ourHash}, named {@code engineHash} by the engine, in {@code tier}.
+   * A GPU store is trusted to keep the view prefix-closed (a chain's blocks stored head first, each after its
+   * parent, as {@link dev.kvrouter.index.events.EventApplier} does) for {@link IndexConfig#prefixJump}.
+   */
   public void store(long engineHash, long ourHash, Tier tier) {
     int bit = bit(tier);
     if (bit != BlockTable.GPU && !holes) {
