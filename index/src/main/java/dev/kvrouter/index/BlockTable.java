@@ -458,6 +458,68 @@ final class BlockTable {
   }
 
   /**
+   * The ordinals of word {@code w} holding {@code hash} in any real tier (GPU, CPU or disk), and those holding it
+   * as predicted in {@code cursor}'s {@link PrefixCursor#probedPredicted}: one validated lock-free read, the probe
+   * of {@link #walkWord} for a single block (the jump search's probe). After {@value #OPTIMISTIC_TRIES}
+   * inconsistent reads it reads under the lock.
+   */
+  long holders(long hash, int w, PrefixCursor cursor) {
+    long key = key(hash);
+    long mixed = spread(key);
+    int seg = segmentOf(mixed);
+    for (int attempt = 0; attempt < OPTIMISTIC_TRIES; attempt++) {
+      long[] t = acquire(segs, seg);
+      long moves = (long) LONGS.getAcquire(t, 0);
+      int cap = capacity(t);
+      int end = HEAD + 2 * cap;
+      int ki = HEAD + 2 * home(mixed, cap);
+      long k;
+      while ((k = (long) LONGS.getOpaque(t, ki)) != key && k != 0 && --cap > 0) {
+        ki = ki + 2 == end ? HEAD : ki + 2;
+      }
+      if (k == key) {
+        long holders = (long) LONGS.getAcquire(t, ki + 1);
+        long real = 0;
+        long pred = 0;
+        if (holders < 0) {
+          int r = end + recordBase(holders) + 4 * w;
+          if (w < recordWords(holders) && r >= end && r + 3 < t.length) {
+            real = t[r] | t[r + 1] | t[r + 2];
+            pred = t[r + 3];
+          }
+        } else {
+          for (int f3 = 0; f3 < INLINE; f3++) {
+            long f = (holders >>> (FIELD_BITS * f3)) & FIELD_MASK;
+            int ord = (int) (f >>> 4) - 1;
+            if (f != 0 && (ord >>> 6) == w) {
+              long bit = 1L << ord;
+              real |= -((f & REAL) == 0 ? 0L : 1L) & bit;
+              pred |= -((f >>> 3) & 1) & bit;
+            }
+          }
+        }
+        VarHandle.acquireFence();
+        if ((holders & (OVERFLOW | BUSY)) != (OVERFLOW | BUSY) && (long) LONGS.getOpaque(t, ki) == key
+            && (long) LONGS.getOpaque(t, ki + 1) == holders) {
+          cursor.probedPredicted = pred;
+          return real;
+        }
+      } else {
+        VarHandle.acquireFence();
+        if (k == 0 && (long) LONGS.getOpaque(t, 0) == moves) {
+          cursor.probedPredicted = 0;
+          return 0;
+        }
+      }
+      Thread.onSpinWait();
+    }
+    long[][] a = cursor.scratch();
+    read(hash, w, w, a[0], a[1], a[2], a[3]);
+    cursor.probedPredicted = a[3][w];
+    return a[0][w] | a[1][w] | a[2][w];
+  }
+
+  /**
    * The prefix walk over {@code hashes[from, count)} for a lookup whose remaining candidates all lie in ordinal
    * word {@code w}: the same semantics as {@link PrefixCursor#advance} block by block, with the worker sets in
    * locals instead of arrays (a lookup's hot loop). Updates the cursor's state as {@code advance} would.

@@ -15,6 +15,11 @@ import java.util.Objects;
  * @param approximateTtl lifetime of a predicted block on a worker without an event stream (Dynamo: 120 s)
  * @param maxPredicted the most predicted (worker, block) entries; the oldest go first beyond it
  * @param predictionQueue predictions buffered between request threads and the drainer; more are dropped
+ * @param prefixJump 0 for the exact block-by-block lookup walk; else the stride of a jump search (probe every
+ *     {@code prefixJump}-th block, binary-search where workers drop out) that trusts each worker's cached blocks
+ *     to be prefix-closed, as vLLM's and SGLang's leaf-first eviction keeps them; workers whose view may have
+ *     holes (stale, evicted here, CPU/disk tiers, handle conflicts) are still walked block by block (see
+ *     {@link PrefixCursor})
  */
 public record IndexConfig(
     long maxEntries,
@@ -23,7 +28,8 @@ public record IndexConfig(
     Duration predictedTtl,
     Duration approximateTtl,
     int maxPredicted,
-    int predictionQueue) {
+    int predictionQueue,
+    int prefixJump) {
 
   public IndexConfig {
     Objects.requireNonNull(predictedTtl, "predictedTtl");
@@ -34,23 +40,36 @@ public record IndexConfig(
     if (Integer.bitCount(segments) != 1) {
       throw new IllegalArgumentException("segments must be a power of two, was " + segments);
     }
+    if (prefixJump < 0 || prefixJump == 1 || prefixJump > MAX_JUMP) {
+      throw new IllegalArgumentException("prefixJump must be 0 or 2.." + MAX_JUMP + ", was " + prefixJump);
+    }
   }
+
+  /** Largest jump stride (keeps the binary search's stack small). */
+  public static final int MAX_JUMP = 1024;
 
   /** 8M residencies (about 0.5 GB), 256 stripes, 5 s / 120 s prediction TTLs, 1M predicted entries. */
   public static IndexConfig defaults() {
-    return new IndexConfig(8_000_000L, 16_384, 256, Duration.ofSeconds(5), Duration.ofSeconds(120), 1 << 20, 4096);
+    return new IndexConfig(8_000_000L, 16_384, 256, Duration.ofSeconds(5), Duration.ofSeconds(120), 1 << 20, 4096, 0);
   }
 
   public IndexConfig withMaxEntries(long max, int minPerWorker) {
-    return new IndexConfig(max, minPerWorker, segments, predictedTtl, approximateTtl, maxPredicted, predictionQueue);
+    return new IndexConfig(max, minPerWorker, segments, predictedTtl, approximateTtl, maxPredicted, predictionQueue,
+        prefixJump);
   }
 
   public IndexConfig withPredictions(Duration ttl, Duration approxTtl, int max, int queue) {
-    return new IndexConfig(maxEntries, minEntriesPerWorker, segments, ttl, approxTtl, max, queue);
+    return new IndexConfig(maxEntries, minEntriesPerWorker, segments, ttl, approxTtl, max, queue, prefixJump);
   }
 
   public IndexConfig withSegments(int n) {
     return new IndexConfig(maxEntries, minEntriesPerWorker, n, predictedTtl, approximateTtl, maxPredicted,
-        predictionQueue);
+        predictionQueue, prefixJump);
+  }
+
+  /** With the lookup's jump search at stride {@code jump} (0: the exact walk); see {@code prefixJump}. */
+  public IndexConfig withPrefixJump(int jump) {
+    return new IndexConfig(maxEntries, minEntriesPerWorker, segments, predictedTtl, approximateTtl, maxPredicted,
+        predictionQueue, jump);
   }
 }

@@ -48,6 +48,11 @@ public final class KvIndex {
   private volatile WorkerId[] idByOrdinal = new WorkerId[64];
   /** Stale flags by ordinal, one bit each, so a lookup reads them without touching the views. */
   private final AtomicLongArray staleBits = new AtomicLongArray((BlockTable.MAX_ORDINAL >>> 6) + 1);
+  /**
+   * Per ordinal: the worker's view may not be prefix-closed, or holds CPU/disk blocks, so the jump search must not
+   * skip its blocks ({@link WorkerView#open()}).
+   */
+  private final AtomicLongArray openBits = new AtomicLongArray((BlockTable.MAX_ORDINAL >>> 6) + 1);
   private volatile int ordinalWords = 1;
   private volatile int perWorkerCap;
   private volatile long evictionsOfRemoved;
@@ -97,6 +102,7 @@ public final class KvIndex {
     ids[ord] = id;
     idByOrdinal = ids;
     setStaleBit(ord, false);
+    setOpenBit(ord, false);
     ordinalWords = Math.max(ordinalWords, (ord >>> 6) + 1);
     views.put(id, v);
     updateCap();
@@ -168,6 +174,20 @@ public final class KvIndex {
     do {
       cur = staleBits.get(w);
     } while (!staleBits.compareAndSet(w, cur, stale ? cur | bit : cur & ~bit));
+  }
+
+  /** Open flags (see {@link #openBits}) of ordinals {@code 64 * word} to {@code 64 * word + 63}. */
+  long openWord(int word) {
+    return openBits.get(word);
+  }
+
+  void setOpenBit(int ordinal, boolean open) {
+    int w = ordinal >>> 6;
+    long bit = 1L << ordinal;
+    long cur;
+    do {
+      cur = openBits.get(w);
+    } while (!openBits.compareAndSet(w, cur, open ? cur | bit : cur & ~bit));
   }
 
   int ordinalWords() {

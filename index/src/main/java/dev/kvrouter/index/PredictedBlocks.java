@@ -118,8 +118,11 @@ final class PredictedBlocks {
       int ord = p.view().ordinal();
       Ring r = rings[p.ttlClass()];
       long expiry = now + ttlMillis[p.ttlClass()];
-      for (long h : p.hashes()) {
-        push(r, h, ord, expiry);
+      // tail first: expiry and eviction pop ring heads, so a prediction loses its last blocks first and what is
+      // left of it is always a prefix (a worker's predicted blocks stay prefix-closed, see PrefixCursor)
+      long[] hashes = p.hashes();
+      for (int i = hashes.length - 1; i >= 0; i--) {
+        push(r, hashes[i], ord, expiry);
       }
     }
     size = total();

@@ -14,6 +14,21 @@ import java.util.Arrays;
  * ordinals still matching; nothing depends on how many blocks the index holds. Requests are capped at
  * {@link #MAX_BLOCKS} blocks (far beyond any context window).
  *
+ * <p>With {@link IndexConfig#prefixJump} set, the one-word path becomes a jump search (Dynamo's "Flash Indexer"
+ * idea): probe every J-th block, bisect only where candidates drop out, O(D/J + drops * log J) probes instead of
+ * D. Once it has spent more probes than half the blocks it covered (candidates dropping out at many different
+ * blocks) it reads the rest block by block, so its worst case costs about one stride more than the walk.
+ *
+ * <p>It trusts each candidate's blocks to be prefix-closed (holding block i means holding blocks 0 to i - 1).
+ * vLLM keeps them so: a request frees its blocks tail first onto the LRU free queue, and every request using a
+ * block also used its parent and frees the parent after it, so a parent is never evicted before its child;
+ * SGLang's radix cache evicts leaves only. The index keeps them so too: a store whose parent is unknown is dropped
+ * with its descendants, and predictions expire and are evicted tail first ({@link PredictedBlocks}). What can
+ * break closure is marked per worker ({@link WorkerView#open()}) and makes the lookup walk every block instead: a
+ * stale view (lost events), our own share eviction (any block), handle conflicts, CPU/disk blocks (the offload
+ * tier evicts in its own order, and tier counts need every block). An engine that evicts a parent before its
+ * child with no event lost is the one case it cannot see: that worker's answer is then too long.
+ *
  * <p>Reusable and not thread-safe: one per request thread ({@link KvIndex#newCursor()}). Never blocks and does
  * not allocate once its arrays have grown to the fleet size.
  */
@@ -265,6 +280,10 @@ public final class PrefixCursor {
     }
     for (int i = 1; i < n; i++) {
       if (lo == hi) {
+        int jump = index.config().prefixJump();
+        if (jump > 0 && n - i > jump && (real[lo] & index.openWord(lo)) == 0 && cpuTop == 0 && diskTop == 0) {
+          return jumpWord(hashes, i, n, lo, jump);
+        }
         return table.walkWord(hashes, i, n, this, lo);
       }
       if (!advance(hashes[i])) {
@@ -272,6 +291,108 @@ public final class PrefixCursor {
       }
     }
     return position;
+  }
+
+  // Jump search (IndexConfig.prefixJump): one word, no open candidate.
+
+  /** The predicted holders read by the last {@link BlockTable#holders} call (its second result). */
+  long probedPredicted;
+  /** Probes of the current jump search. */
+  private int probes;
+  private long[] stackReal = new long[32];
+  private long[] stackPred = new long[32];
+  private int[] stackLo = new int[32];
+  private int[] stackHi = new int[32];
+
+  /**
+   * Finds each candidate's prefix lengths (real and predicted) in {@code hashes[from, count)} by probing every
+   * {@code jump}-th block and bisecting the stretch where candidates drop out, instead of reading every block.
+   * Equals the walk's answer when every candidate's blocks and predicted blocks are prefix-closed (holding block
+   * i means holding blocks 0 to i - 1), which the caller has checked as far as the index can know
+   * ({@link WorkerView#open()}); blocks 0 to {@code from - 1} are held by {@code real[w]} and {@code pred[w]}
+   * (already read). No candidate holds CPU or disk blocks (it would be open), so there are no tier counts.
+   */
+  private int jumpWord(long[] hashes, int from, int count, int w, int jump) {
+    long aliveReal = real[w];
+    long alivePred = pred[w];
+    int pos = from;
+    int longest = from;
+    probes = 0;
+    while ((aliveReal | alivePred) != 0 && pos < count) {
+      int anchor = Math.min(pos + jump - 1, count - 1);
+      long hr = table.holders(hashes[anchor], w, this);
+      long hp = probedPredicted;
+      probes++;
+      long goneReal = aliveReal & ~hr;
+      long gonePred = alivePred & ~hp;
+      if ((goneReal | gonePred) != 0) {
+        longest = Math.max(longest, settle(hashes, goneReal, gonePred, pos, anchor, w));
+      }
+      aliveReal &= hr;
+      alivePred &= hp;
+      pos = anchor + 1;
+      if (2 * probes > pos - from && (aliveReal | alivePred) != 0 && pos < count) {
+        // candidates drop out everywhere (many distinct prefix lengths): bisecting costs more probes than the
+        // blocks it skips, so read the rest block by block; everyone still alive holds [0, pos)
+        real[w] = aliveReal;
+        pred[w] = alivePred;
+        return table.walkWord(hashes, pos, count, this, w);
+      }
+    }
+    if ((aliveReal | alivePred) != 0) {
+      longest = count;
+    }
+    endWord(w, aliveReal, alivePred, longest);
+    return longest;
+  }
+
+  /**
+   * The ordinals in {@code sr} (real) and {@code sp} (predicted) hold blocks {@code [0, lo)} and not block
+   * {@code hi}: finds each one's first missing block by bisection, splitting the sets at every probe (one probe
+   * serves every ordinal in the stretch). Returns the largest prefix found.
+   */
+  private int settle(long[] hashes, long sr, long sp, int lo, int hi, int w) {
+    int top = 0;
+    int longest = 0;
+    stackReal[top] = sr;
+    stackPred[top] = sp;
+    stackLo[top] = lo;
+    stackHi[top] = hi;
+    top++;
+    while (top > 0) {
+      top--;
+      long r = stackReal[top];
+      long p = stackPred[top];
+      int l = stackLo[top];
+      int h = stackHi[top];
+      while (l < h) { // r and p hold [0, l) and not block h
+        int mid = (l + h) >>> 1;
+        long inR = r & table.holders(hashes[mid], w, this);
+        long inP = p & probedPredicted;
+        probes++;
+        long outR = r & ~inR;
+        long outP = p & ~inP;
+        if ((inR | inP) == 0) {
+          h = mid;
+        } else {
+          if ((outR | outP) != 0) {
+            // a stack entry per halving: at most log2(jump) + 1 deep
+            stackReal[top] = outR;
+            stackPred[top] = outP;
+            stackLo[top] = l;
+            stackHi[top] = mid;
+            top++;
+          }
+          r = inR;
+          p = inP;
+          l = mid + 1;
+        }
+      }
+      dropped(r, w, realLen, l);
+      dropped(p, w, predLen, l);
+      longest = Math.max(longest, l);
+    }
+    return longest;
   }
 
   // Callbacks of BlockTable.walkWord (one word, w == lo == hi).

@@ -29,6 +29,12 @@ public final class WorkerView {
   private final LongIntMap dups = new LongIntMap();
   private int sweep;
   private volatile boolean stale;
+  /**
+   * The view may have holes (a block held without its parent) or holds CPU/disk blocks: set by this worker's own
+   * evictions, handle conflicts and non-GPU stores, kept until {@link #clear}. With {@link #stale} it decides
+   * whether a lookup's jump search may skip this worker's blocks ({@link KvIndex#openWord}).
+   */
+  private volatile boolean holes;
   private volatile boolean retired;
   private volatile boolean eventStream;
   private volatile long evictions;
@@ -71,9 +77,16 @@ public final class WorkerView {
     return handles.get(engineHash, 0L);
   }
 
-  /** Records that the worker stored block {@code ourHash}, named {@code engineHash} by the engine, in {@code tier}. */
+  /**
+   * Records that the worker stored block {@code ourHash}, named {@code engineHash} by the engine, in {@code tier}.
+   * A GPU store is trusted to keep the view prefix-closed (a chain's blocks stored head first, each after its
+   * parent, as {@link dev.kvrouter.index.events.EventApplier} does) for {@link IndexConfig#prefixJump}.
+   */
   public void store(long engineHash, long ourHash, Tier tier) {
     int bit = bit(tier);
+    if (bit != BlockTable.GPU && !holes) {
+      markHoles(); // tier counts need every block read
+    }
     if (engineHash == 0) {
       storeZeroKey(ourHash);
     } else {
@@ -100,6 +113,7 @@ public final class WorkerView {
    */
   private void repoint(int slot, long ourHash) {
     conflicts++;
+    markHoles(); // the old block's descendants lost their parent
     dropAll(handles.valueAt(slot));
     handles.setValueAt(slot, ourHash);
   }
@@ -109,6 +123,7 @@ public final class WorkerView {
       long old = handles.get(0, 0L);
       if (old != ourHash) {
         conflicts++;
+        markHoles();
         dropAll(old);
       }
     }
@@ -168,6 +183,30 @@ public final class WorkerView {
     handles.clear();
     dups.clear();
     SIZE.setRelease(this, 0);
+    if (holes) {
+      holes = false; // nothing held: closed again
+      publishOpen();
+    }
+  }
+
+  private void markHoles() {
+    holes = true;
+    publishOpen();
+  }
+
+  /** Sets the index's open bit from both flags; serialized, so the last call sees every earlier flag write. */
+  private synchronized void publishOpen() {
+    if (!retired) {
+      index.setOpenBit(ordinal, stale || holes);
+    }
+  }
+
+  /**
+   * Whether a lookup must read every block of this worker (it is stale, or may hold a block without its parent,
+   * or holds CPU/disk blocks) instead of trusting its blocks to be prefix-closed.
+   */
+  public boolean open() {
+    return stale || holes;
   }
 
   /**
@@ -206,6 +245,7 @@ public final class WorkerView {
     if (!retired) {
       index.setStaleBit(ordinal, value);
     }
+    publishOpen();
   }
 
   /** Whether an event stream feeds this worker (predictions then use the short TTL). */
@@ -232,6 +272,7 @@ public final class WorkerView {
 
   /** Evicts about 1/64 of the share with a sweeping hand, never the handle just stored. */
   private void evict(long keep) {
+    markHoles(); // the hand takes any block, parents included
     int target = Math.max(1, index.perWorkerCap() / 64);
     int removed = 0;
     int cap = handles.capacity();

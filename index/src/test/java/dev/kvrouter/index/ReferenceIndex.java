@@ -30,6 +30,12 @@ final class ReferenceIndex {
     return handles.containsKey(w);
   }
 
+  /** Whether {@code w} holds {@code our} in any tier. */
+  boolean holds(WorkerId w, long our) {
+    Map<Long, int[]> c = counts.get(w);
+    return c != null && c.containsKey(our);
+  }
+
   void remove(WorkerId w) {
     handles.remove(w);
     counts.remove(w);

@@ -20,7 +20,9 @@ import java.util.Locale;
  * {@code rounds}, for the whole path and for decoding alone (apply = the difference).
  *
  * <p>Run: {@code java -Xms2g -Xmx2g -cp bench/target/benchmarks.jar dev.kvrouter.bench.index.IndexIngestCpuHarness
- * bench/results/index-ingest-cpu.json}
+ * bench/results/index-ingest-cpu.json [layouts [otherWorkers]]}; {@code layouts} (e.g. {@code VLLM_ARRAY,VLLM_MAP})
+ * and {@code otherWorkers} (e.g. {@code 0,63}) narrow the run to some configurations ({@code -} as the output
+ * path prints only).
  */
 public final class IndexIngestCpuHarness {
 
@@ -29,10 +31,17 @@ public final class IndexIngestCpuHarness {
   private IndexIngestCpuHarness() {}
 
   public static void main(String[] args) throws IOException {
-    Path out = args.length > 0 ? Path.of(args[0]) : null;
+    Path out = args.length > 0 && !args[0].equals("-") ? Path.of(args[0]) : null;
+    // optional filters, for a quick look at one configuration: layouts (comma-separated), other workers
+    WireLayout[] layouts = args.length > 1
+        ? Arrays.stream(args[1].split(",")).map(WireLayout::valueOf).toArray(WireLayout[]::new)
+        : new WireLayout[] {WireLayout.VLLM_MAP, WireLayout.VLLM_ARRAY};
+    int[] othersList = args.length > 2
+        ? Arrays.stream(args[2].split(",")).mapToInt(Integer::parseInt).toArray()
+        : new int[] {0, 63};
     List<String> lines = new ArrayList<>();
-    for (WireLayout layout : new WireLayout[] {WireLayout.VLLM_MAP, WireLayout.VLLM_ARRAY}) {
-      for (int others : new int[] {0, 63}) {
+    for (WireLayout layout : layouts) {
+      for (int others : othersList) {
         IngestFixture f = new IngestFixture(layout, others);
         double[] full = rates(f, false);
         double[] decode = rates(f, true);

@@ -28,7 +28,9 @@ import org.openjdk.jmh.annotations.Warmup;
  * very segments they read. {@code alone}: the same lookup without the writer, for the ratio.
  * {@code naive}: the same lookup over a straightforward {@code ConcurrentHashMap<Long, Set<WorkerId>>} index
  * (block to holders; per block, keep the workers still matching), the design a first version would use, as a
- * machine-independent yardstick measured in the same run. {@link IndexLookupHarness} measures the same with
+ * machine-independent yardstick measured in the same run. {@code shape} picks who holds what
+ * ({@code staggered}, {@code staggered_gpu}, {@code realistic}), {@code jump} the lookup's jump search stride, e.g.
+ * {@code -p shape=staggered_gpu,realistic -p jump=0,16}. {@link IndexLookupHarness} measures the same with
  * preemption filtered out.
  */
 @State(Scope.Group)
@@ -48,6 +50,14 @@ public class IndexLookupBenchmark {
   @Param({"1000000"})
   public int background;
 
+  /** Who holds what of the request ({@link LookupFixture}). */
+  @Param({"staggered"})
+  public String shape;
+
+  /** {@code IndexConfig.prefixJump}: 0 reads every block, else the jump search's stride. */
+  @Param({"0"})
+  public int jump;
+
   private LookupFixture fixture;
   private PrefixCursor cursor;
   private PrefixMatches out;
@@ -55,7 +65,7 @@ public class IndexLookupBenchmark {
 
   @Setup(Level.Trial)
   public void setup() {
-    fixture = new LookupFixture(workers, blocks, background);
+    fixture = new LookupFixture(workers, blocks, background, shape, jump);
     cursor = fixture.index.newCursor();
     out = new PrefixMatches();
   }

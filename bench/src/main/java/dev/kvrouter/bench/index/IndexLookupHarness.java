@@ -25,8 +25,8 @@ import org.HdrHistogram.Histogram;
  * applies stores and removes to the request's own blocks meanwhile; its rate during the run is reported.
  *
  * <p>Run (under the benchmark lock): {@code java -Xms3g -Xmx3g -cp bench/target/benchmarks.jar
- * dev.kvrouter.bench.index.IndexLookupHarness [seconds] [pin] [out.json]}. {@code pin} pins the reader to CPU 0
- * and the writer to CPU 1.
+ * dev.kvrouter.bench.index.IndexLookupHarness [seconds] [pin|nopin] [out.json|-] [shape] [jump]}. {@code pin} pins
+ * the reader to CPU 0 and the writer to CPU 1; {@code shape} and {@code jump} as in {@link IndexLookupBenchmark}.
  */
 public final class IndexLookupHarness {
 
@@ -37,11 +37,14 @@ public final class IndexLookupHarness {
   public static void main(String[] args) throws Exception {
     double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 10;
     boolean pin = args.length > 1 && args[1].equals("pin");
-    Path out = args.length > 2 ? Path.of(args[2]) : null;
-    LookupFixture f = new LookupFixture(64, 128, 1_000_000);
+    Path out = args.length > 2 && !args[2].equals("-") ? Path.of(args[2]) : null;
+    String shape = args.length > 3 ? args[3] : "staggered";
+    int jump = args.length > 4 ? Integer.parseInt(args[4]) : 0;
+    LookupFixture f = new LookupFixture(64, 128, 1_000_000, shape, jump);
     List<String> results = new ArrayList<>();
     for (String scenario : new String[] {"alone", "concurrent", "naive", "alone", "concurrent"}) {
-      results.add(run(f, scenario, seconds / 2, pin));
+      results.add(run(f, scenario, seconds / 2, pin).replace("{\"scenario\"",
+          "{\"shape\": \"" + shape + "\", \"jump\": " + jump + ", \"scenario\""));
     }
     String json = "[\n  " + String.join(",\n  ", results) + "\n]\n";
     System.out.print(json);

@@ -15,10 +15,17 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The lookup benchmarks' index, shared by the JMH benchmark and the harnesses so they measure the same thing:
- * a {@code blocks}-block request against {@code workers} workers that all hold its first block and hold
- * staggered prefixes of it (worker w holds the first 2w+2 blocks, the last quarter of each on CPU), in an index
- * of {@code background} other blocks; 8 churn workers for a concurrent writer; and the same content in a naive
- * {@code ConcurrentHashMap<Long, Set<WorkerId>>} index.
+ * a {@code blocks}-block request against {@code workers} workers that all hold its first block, in an index of
+ * {@code background} other blocks; 8 churn workers for a concurrent writer; and the same content in a naive
+ * {@code ConcurrentHashMap<Long, Set<WorkerId>>} index. Shapes of who holds what of the request:
+ * <ul>
+ *   <li>{@code staggered} (the expensive case, and the adversarial one for a jump search): worker w holds the
+ *       first 2w+2 blocks, the last quarter of each on CPU, so most blocks have dozens of holders and every
+ *       worker drops out at a different block;
+ *   <li>{@code staggered_gpu}: the same, all on GPU (so a jump search may run on it);
+ *   <li>{@code realistic}: what routing by cache affinity leaves behind: every worker holds a 4-block shared
+ *       system prompt, three hold long prefixes of this conversation (all 128 blocks, 96, 40; GPU).
+ * </ul>
  */
 final class LookupFixture {
 
@@ -30,11 +37,19 @@ final class LookupFixture {
   private final WorkerView[] churn;
   private final long[] churnBackground;
   private final Map<Long, Set<WorkerId>> naive;
+  private final boolean tailFirst;
 
   LookupFixture(int workers, int blocks, int background) {
+    this(workers, blocks, background, "staggered", 0);
+  }
+
+  /** @param jump {@link IndexConfig#prefixJump} (0: the exact walk) */
+  LookupFixture(int workers, int blocks, int background, String shape, int jump) {
     this.blocks = blocks;
+    this.tailFirst = !shape.equals("staggered");
     SplittableRandom r = new SplittableRandom(7);
-    index = new KvIndex(IndexConfig.defaults().withMaxEntries(64_000_000L, 1 << 20), Clock.systemUTC());
+    index = new KvIndex(IndexConfig.defaults().withMaxEntries(64_000_000L, 1 << 20).withPrefixJump(jump),
+        Clock.systemUTC());
     request = new long[blocks];
     for (int i = 0; i < blocks; i++) {
       request[i] = r.nextLong();
@@ -44,9 +59,10 @@ final class LookupFixture {
     for (int w = 0; w < workers; w++) {
       WorkerId id = WorkerId.of("worker-" + w);
       WorkerView v = index.register(id);
-      int held = Math.min(blocks, 2 * w + 2);
+      int held = held(shape, w, blocks);
       for (int i = 0; i < held; i++) {
-        v.store(request[i] ^ w, request[i], i >= held * 3 / 4 ? Tier.CPU : Tier.GPU);
+        boolean cpu = shape.equals("staggered") && i >= held * 3 / 4;
+        v.store(request[i] ^ w, request[i], cpu ? Tier.CPU : Tier.GPU);
         naive.computeIfAbsent(request[i], k -> ConcurrentHashMap.newKeySet()).add(id);
       }
       for (int i = 0; i < perWorker; i++) {
@@ -65,16 +81,29 @@ final class LookupFixture {
     }
   }
 
+  private static int held(String shape, int w, int blocks) {
+    return switch (shape) {
+      case "staggered", "staggered_gpu" -> Math.min(blocks, 2 * w + 2);
+      case "realistic" -> Math.min(blocks, w == 0 ? blocks : w == 1 ? 96 : w == 2 ? 40 : 4);
+      default -> throw new IllegalArgumentException("unknown shape " + shape);
+    };
+  }
+
   /**
    * The concurrent writer's op {@code k}: a store or a remove on one of the churn workers, alternating between
    * the request's own blocks (so lookups race writes to the very stripes they read) and background blocks.
-   * Must be called by one thread.
+   * Stores go head first; removes go head first too in {@code staggered} (the historic fixture, kept as it was so
+   * runs compare across versions), tail first in the other shapes, as an engine evicts (so a churn worker's blocks
+   * stay prefix-closed, which a jump search relies on). Must be called by one thread.
    */
   int write(long k) {
     WorkerView v = churn[(int) (k % CHURN_WORKERS)];
     long round = k / CHURN_WORKERS;
     boolean store = (round / blocks) % 2 == 0;
     int i = (int) (round % blocks);
+    if (!store && tailFirst) {
+      i = blocks - 1 - i;
+    }
     long ours = (k & 1) == 0 ? request[i] : churnBackground[(int) (round % churnBackground.length)];
     if (store) {
       v.store(ours + 1, ours, Tier.GPU);

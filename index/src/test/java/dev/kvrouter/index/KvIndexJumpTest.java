@@ -1,0 +1,230 @@
+package dev.kvrouter.index;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The lookup's jump search ({@link IndexConfig#prefixJump}) against {@link ReferenceIndex}, which reads every
+ * block: on histories that keep every worker's blocks prefix-closed (stores head first, removes of leaves only,
+ * as vLLM evicts) plus every event the index can see break closure (CPU/disk tiers, stale views with holes,
+ * our own eviction, predictions), the answers must be identical. One case pins down the limit: a parent removed
+ * before its child with nothing marking the view is the one hole the jump search cannot see.
+ */
+@Timeout(120)
+class KvIndexJumpTest {
+
+  private static final Duration SHORT_TTL = Duration.ofMillis(500);
+  private static final Duration LONG_TTL = Duration.ofMillis(3000);
+
+  @Test
+  void jumpSearchMatchesTheModelOnPrefixClosedHistories() {
+    for (long seed = 1; seed <= 16; seed++) {
+      run(seed, 2500);
+    }
+  }
+
+  private void run(long seed, int steps) {
+    SplittableRandom r = new SplittableRandom(seed);
+    TestClock clock = new TestClock();
+    int jump = new int[] {2, 3, 4, 8, 16}[r.nextInt(5)];
+    KvIndex index = new KvIndex(KvIndexDifferentialTest.config(1 << r.nextInt(4)).withPrefixJump(jump), clock);
+    ReferenceIndex ref = new ReferenceIndex();
+    WorkerId[] workers = new WorkerId[2 + r.nextInt(70)]; // up to 71: more than one ordinal word
+    for (int i = 0; i < workers.length; i++) {
+      workers[i] = new WorkerId("w" + i, r.nextInt(2));
+    }
+    long[][] docs = KvIndexDifferentialTest.documents(r, 8, 16 + r.nextInt(48));
+    PrefixCursor cursor = index.newCursor();
+    PrefixMatches out = new PrefixMatches();
+    for (int step = 0; step < steps; step++) {
+      WorkerId w = workers[r.nextInt(Math.min(workers.length, 8 + step / 40))];
+      long[] doc = docs[r.nextInt(docs.length)];
+      String at = "seed " + seed + " jump " + jump + " step " + step;
+      int op = r.nextInt(100);
+      if (op < 40) {
+        // an engine stores a request's blocks head first (each one's parent is held when it arrives)
+        int len = 1 + r.nextInt(doc.length);
+        Tier tier = r.nextInt(20) == 0 ? Tier.CPU : Tier.GPU;
+        WorkerView v = index.register(w);
+        ref.register(w);
+        for (int i = 0; i < len; i++) {
+          long e = KvIndexDifferentialTest.engineHash(w, doc[i]);
+          v.store(e, doc[i], tier);
+          ref.store(w, e, doc[i], tier);
+        }
+      } else if (op < 75) {
+        // evicts a leaf: a held block none of whose children (in any document) is held
+        int i = r.nextInt(doc.length);
+        WorkerView v = index.view(w);
+        if (v != null && ref.holds(w, doc[i]) && isLeaf(ref, w, docs, doc, i)) {
+          long e = KvIndexDifferentialTest.engineHash(w, doc[i]);
+          v.remove(e, Tier.GPU);
+          ref.remove(w, e, Tier.GPU);
+        }
+      } else if (op < 78) {
+        // lost events: the view goes stale, then may lose any block (a hole); it stays stale until cleared
+        WorkerView v = index.view(w);
+        if (v != null) {
+          v.setStale(true);
+          ref.setStale(w, true);
+          int i = r.nextInt(doc.length);
+          long e = KvIndexDifferentialTest.engineHash(w, doc[i]);
+          v.remove(e, Tier.GPU);
+          ref.remove(w, e, Tier.GPU);
+        }
+      } else if (op < 81) {
+        WorkerView v = index.view(w);
+        if (v != null) {
+          v.clear();
+          ref.clear(w);
+          v.setStale(false);
+          ref.setStale(w, false);
+        }
+      } else if (op < 86) {
+        int n = 1 + r.nextInt(doc.length);
+        index.predict(w, doc, n);
+        ref.predict(w, doc, n, clock.millis(), SHORT_TTL.toMillis(), LONG_TTL.toMillis());
+      } else if (op < 90) {
+        clock.advance(r.nextInt(400));
+        index.maintain();
+        ref.expire(clock.millis());
+      } else if (op < 92) {
+        index.remove(w);
+        ref.remove(w);
+      }
+      int checks = step % 100 == 0 ? docs.length : 3;
+      for (int k = 0; k < checks; k++) {
+        long[] q = docs[checks == docs.length ? k : r.nextInt(docs.length)];
+        int n = r.nextInt(q.length + 1);
+        index.lookup(cursor, q, n, out);
+        assertThat(ReferenceIndex.of(out)).as(at + " lookup of %d blocks", n).isEqualTo(ref.lookup(q, n));
+        assertThat(index.longestHeldPrefix(cursor, q, n)).as(at).isEqualTo(ref.lookup(q, n).stream()
+            .mapToInt(m -> Math.max(m.matched(), m.predicted())).max().orElse(0));
+      }
+    }
+  }
+
+  /** Whether no held block of {@code w} has {@code doc[i]} as its parent (documents share prefixes). */
+  private static boolean isLeaf(ReferenceIndex ref, WorkerId w, long[][] docs, long[] doc, int i) {
+    for (long[] d : docs) {
+      if (i + 1 < d.length && d[i] == doc[i] && ref.holds(w, d[i + 1])) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  @Test
+  void workersWithHolesTheIndexCanSeeAreReadBlockByBlock() {
+    long[] doc = KvIndexDifferentialTest.documents(new SplittableRandom(3), 1, 64)[0];
+    KvIndex index = new KvIndex(KvIndexDifferentialTest.config(4).withPrefixJump(16), new TestClock());
+    WorkerId a = WorkerId.of("a");
+    WorkerView v = index.register(a);
+    for (int i = 0; i < 64; i++) {
+      v.store(i + 1, doc[i], Tier.GPU);
+    }
+    assertThat(matched(index.lookup(doc, 64), a)).isEqualTo(64);
+    // a lost event: the view is stale, and block 20 is gone although 21.. are held
+    v.setStale(true);
+    v.remove(21, Tier.GPU);
+    assertThat(v.open()).isTrue();
+    assertThat(matched(index.lookup(doc, 64), a)).isEqualTo(20);
+    // CPU blocks: tier counts need every block, and the offload tier evicts in its own order
+    WorkerId b = WorkerId.of("b");
+    WorkerView vb = index.register(b);
+    for (int i = 0; i < 64; i++) {
+      vb.store(i + 1, doc[i], i < 32 ? Tier.GPU : Tier.CPU);
+    }
+    vb.remove(11, Tier.GPU);
+    assertThat(vb.open()).isTrue();
+    PrefixMatches m = index.lookup(doc, 64);
+    assertThat(matched(m, b)).isEqualTo(10);
+    // clearing the view closes it again
+    v.clear();
+    v.setStale(false);
+    assertThat(v.open()).isFalse();
+  }
+
+  /**
+   * Predictions under a tight bound are evicted one block at a time; tail first, what is left of each is a prefix,
+   * so the jump search must answer as the walk does (same operations on two indexes, only the lookup differs).
+   */
+  @Test
+  void predictionsStayPrefixClosedUnderTheirBound() {
+    SplittableRandom r = new SplittableRandom(11);
+    long[][] docs = KvIndexDifferentialTest.documents(r, 6, 48);
+    TestClock clock = new TestClock();
+    IndexConfig base = KvIndexDifferentialTest.config(4).withPredictions(SHORT_TTL, LONG_TTL, 100, 1 << 12);
+    KvIndex walk = new KvIndex(base, clock);
+    KvIndex jump = new KvIndex(base.withPrefixJump(8), clock);
+    PrefixCursor cw = walk.newCursor();
+    PrefixCursor cj = jump.newCursor();
+    PrefixMatches ow = new PrefixMatches();
+    PrefixMatches oj = new PrefixMatches();
+    for (int step = 0; step < 3000; step++) {
+      WorkerId w = WorkerId.of("w" + r.nextInt(10));
+      long[] doc = docs[r.nextInt(docs.length)];
+      int n = 1 + r.nextInt(doc.length);
+      walk.predict(w, doc, n);
+      jump.predict(w, doc, n);
+      if (r.nextInt(20) == 0) {
+        clock.advance(r.nextInt(300));
+        walk.maintain();
+        jump.maintain();
+      }
+      for (long[] q : docs) {
+        walk.lookup(cw, q, q.length, ow);
+        jump.lookup(cj, q, q.length, oj);
+        assertThat(ReferenceIndex.of(oj)).as("step " + step).isEqualTo(ReferenceIndex.of(ow));
+      }
+    }
+  }
+
+  /** A worker beyond its share loses blocks to our own sweeping hand, parents included: it is walked. */
+  @Test
+  void aWorkerEvictedHereIsReadBlockByBlock() {
+    long[] doc = KvIndexDifferentialTest.documents(new SplittableRandom(7), 1, 200)[0];
+    IndexConfig small = KvIndexDifferentialTest.config(4).withMaxEntries(128, 128);
+    KvIndex walk = new KvIndex(small, new TestClock());
+    KvIndex jump = new KvIndex(small.withPrefixJump(16), new TestClock());
+    WorkerId a = WorkerId.of("a");
+    for (KvIndex index : new KvIndex[] {walk, jump}) {
+      WorkerView v = index.register(a);
+      assertThat(v.open()).isFalse();
+      for (int i = 0; i < doc.length; i++) {
+        v.store(i + 1, doc[i], Tier.GPU);
+      }
+      assertThat(index.evictions()).isPositive();
+      assertThat(v.open()).isTrue();
+    }
+    assertThat(ReferenceIndex.of(jump.lookup(doc, doc.length)))
+        .isEqualTo(ReferenceIndex.of(walk.lookup(doc, doc.length)));
+  }
+
+  private static int matched(PrefixMatches m, WorkerId w) {
+    int i = m.indexOf(w);
+    assertThat(i).as("%s in %s", w, m).isGreaterThanOrEqualTo(0);
+    return m.matchedBlocks(i);
+  }
+
+  @Test
+  void aParentRemovedBeforeItsChildUnseenIsTheJumpSearchsBlindSpot() {
+    long[] doc = KvIndexDifferentialTest.documents(new SplittableRandom(5), 1, 64)[0];
+    WorkerId a = WorkerId.of("a");
+    KvIndex walk = new KvIndex(KvIndexDifferentialTest.config(4), new TestClock());
+    KvIndex jump = new KvIndex(KvIndexDifferentialTest.config(4).withPrefixJump(16), new TestClock());
+    for (KvIndex index : new KvIndex[] {walk, jump}) {
+      WorkerView v = index.register(a);
+      for (int i = 0; i < 64; i++) {
+        v.store(i + 1, doc[i], Tier.GPU);
+      }
+      v.remove(6, Tier.GPU); // block 5, with 6..63 still held: no engine we follow evicts like this
+    }
+    assertThat(matched(walk.lookup(doc, 64), a)).isEqualTo(5);
+    assertThat(matched(jump.lookup(doc, 64), a)).isEqualTo(64); // anchors 15, 31, 47, 63 are all held
+  }
+}
