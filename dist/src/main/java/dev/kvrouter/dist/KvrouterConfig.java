@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.kvrouter.extproc.model.ModelSpec;
 import dev.kvrouter.extproc.model.ModelSpecs;
+import dev.kvrouter.index.IndexConfig;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -36,7 +37,7 @@ public record KvrouterConfig(
     Observability observability) {
 
   public KvrouterConfig {
-    events = events == null ? new Events(null, 0, 0, 0, 0, 0, null) : events;
+    events = events == null ? new Events(null, 0, 0, 0, 0, 0, null, 0) : events;
     server = server == null ? new Server(null, 0, 0, 0, null) : server;
     models = models == null ? List.of() : java.util.Collections.unmodifiableList(new ArrayList<>(models));
     workers = workers == null ? new Workers(null, 0) : workers;
@@ -204,7 +205,6 @@ public record KvrouterConfig(
     }
   }
 
-  /** Bounds that protect the router. */
   /**
    * The KV event plane and index: where the router's picture of each worker's cache comes from.
    *
@@ -218,9 +218,12 @@ public record KvrouterConfig(
    * @param staleRecoveryMs a stale worker view is trusted again after this long without new trouble (0 = only
    *     after a replay, a clear or a restart)
    * @param earlyStop stop tokenizing once no worker can hold the next block (default true)
+   * @param prefixJump 0 (default): lookups walk a request's blocks one by one; N >= 2: jump search with stride N,
+   *     which trusts each worker's cached blocks to be prefix-closed (vLLM and SGLang evict leaf first) and still
+   *     walks workers whose view may have holes (stale, evicted by the router, CPU/disk blocks)
    */
   public record Events(Boolean enabled, long maxIndexEntries, int predictedTtlMs, int approximateTtlMs,
-      int subscriberThreads, int staleRecoveryMs, Boolean earlyStop) {
+      int subscriberThreads, int staleRecoveryMs, Boolean earlyStop, int prefixJump) {
     public Events {
       enabled = enabled == null || enabled;
       maxIndexEntries = maxIndexEntries == 0 ? 8_000_000L : maxIndexEntries;
@@ -233,6 +236,7 @@ public record KvrouterConfig(
     }
   }
 
+  /** Bounds that protect the router. */
   public record Limits(int maxBodyBytes, int retryAfterSeconds) {
     public Limits {
       maxBodyBytes = maxBodyBytes == 0 ? 8 * 1024 * 1024 : maxBodyBytes;
@@ -325,6 +329,9 @@ public record KvrouterConfig(
     }
     if (events.predictedTtlMs() < 0 || events.approximateTtlMs() < 0 || events.staleRecoveryMs() < 0) {
       errors.add("events: durations must not be negative");
+    }
+    if (events.prefixJump() < 0 || events.prefixJump() == 1 || events.prefixJump() > IndexConfig.MAX_JUMP) {
+      errors.add("events.prefix_jump: must be 0 (exact walk) or 2.." + IndexConfig.MAX_JUMP);
     }
     if (events.subscriberThreads() < 1 || events.subscriberThreads() > 64) {
       errors.add("events.subscriber_threads: must be 1..64");

@@ -31,6 +31,15 @@ class KvrouterConfigTest {
   }
 
   @Test
+  void prefixJumpIsOffByDefaultAndValidated() {
+    assertThat(KvrouterConfig.defaults().events().prefixJump()).isZero();
+    assertThat(KvrouterConfig.parse("events: {prefix_jump: 16}\n", "k.yaml").events().prefixJump()).isEqualTo(16);
+    assertThatThrownBy(() -> KvrouterConfig.parse("events: {prefix_jump: 1}\n", "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .hasMessageContaining("k.yaml: events.prefix_jump: must be 0 (exact walk) or 2..1024");
+  }
+
+  @Test
   void unknownKeysAreErrorsNamingTheAllowedOnes() {
     assertThatThrownBy(() -> KvrouterConfig.parse("server:\n  ext_proc_prot: 1\n", "k.yaml"))
         .isInstanceOf(KvrouterConfig.InvalidConfig.class)
