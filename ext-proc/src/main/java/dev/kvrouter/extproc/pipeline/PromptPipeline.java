@@ -117,14 +117,15 @@ public final class PromptPipeline {
       return unavailable("no_tokenizer", parse, 0, 0);
     }
     long t0 = nanoTime.getAsLong();
+    RequestBuffers buffers = RequestBuffers.take();
     try {
       if (request.prompt() instanceof CompletionPrompt c) {
         if (!(c.first() instanceof CompletionPrompt.Text first)) {
           return unavailable("no_tokenizer", parse, 0, 0);
         }
         String text = first.text();
-        TokenCursor cursor = res.tokenizer().cursor(text, c.addSpecialTokens());
-        return hash(cursor, root, blockSize, c.truncatePromptTokens(), parse, 0);
+        TokenCursor cursor = res.tokenizer().cursor(text, c.addSpecialTokens(), buffers.tokens);
+        return hash(cursor, root, blockSize, c.truncatePromptTokens(), parse, 0, buffers);
       }
       ChatPrompt chat = (ChatPrompt) request.prompt();
       String media = request.multimodal().isEmpty() ? null : mediaUnavailable(res.media(), request, chat);
@@ -143,14 +144,16 @@ public final class PromptPipeline {
       if (!request.multimodal().isEmpty()) {
         return hashMultimodal(res, text, chat.addSpecialTokens(), request, root, blockSize, parse, template);
       }
-      TokenCursor cursor = res.tokenizer().cursor(text, chat.addSpecialTokens());
-      return hash(cursor, root, blockSize, chat.truncatePromptTokens(), parse, template);
+      TokenCursor cursor = res.tokenizer().cursor(text, chat.addSpecialTokens(), buffers.tokens);
+      return hash(cursor, root, blockSize, chat.truncatePromptTokens(), parse, template, buffers);
     } catch (TemplateException e) {
       return unavailable("template_error", parse, nanoTime.getAsLong() - t0, 0);
     } catch (RuntimeException e) {
       // The tokenizer or a template edge nobody anticipated: route by load, keep serving, say why.
       log.warn("request path failed for model {}: {}", request.model(), e.toString());
       return unavailable("tokenizer_error", parse, nanoTime.getAsLong() - t0, 0);
+    } finally {
+      buffers.giveBack();
     }
   }
 
@@ -198,12 +201,18 @@ public final class PromptPipeline {
         new RequestTimings(parse, template, tokenize, nanoTime.getAsLong() - th), null);
   }
 
-  /** Tokenizes and hashes block by block until the prompt ends or no worker can hold the next block. */
-  private Outcome hash(TokenCursor cursor, long root, int blockSize, Integer truncate, long parse, long template) {
+  /**
+   * Tokenizes and hashes block by block until the prompt ends or no worker can hold the next block. The cursor
+   * writes into {@code buffers.tokens}; this takes the (possibly grown) arrays back into {@code buffers}, except
+   * the token array of an early-stopped cursor, which goes with the cursor to the background executor.
+   */
+  private Outcome hash(TokenCursor cursor, long root, int blockSize, Integer truncate, long parse, long template,
+      RequestBuffers buffers) {
     if (truncate != null) {
       // vLLM keeps the last N tokens: the prefix depends on the whole prompt, so there is nothing to stop early.
       long tt = nanoTime.getAsLong();
       int[] ids = truncate(cursor.finish(), truncate);
+      buffers.tokens = cursor.tokens();
       long tokenize = nanoTime.getAsLong() - tt;
       long th = nanoTime.getAsLong();
       long[] hashes = BlockHasher.hashFullBlocks(root, ids, ids.length, blockSize);
@@ -211,7 +220,7 @@ public final class PromptPipeline {
           new RequestTimings(parse, template, tokenize, nanoTime.getAsLong() - th), null);
     }
     PrefixOverlapSource.Matcher matcher = earlyStop ? overlaps.matcher() : null;
-    long[] hashes = new long[16];
+    long[] hashes = buffers.hashes;
     int n = 0;
     long parent = root;
     long tokenizeNanos = 0;
@@ -244,11 +253,14 @@ public final class PromptPipeline {
       }
     }
     long[] chain = Arrays.copyOf(hashes, n);
+    buffers.hashes = hashes;
     RequestTimings timings = new RequestTimings(parse, template, tokenizeNanos, hashNanos);
     if (!stopped) {
+      buffers.tokens = cursor.tokens();
       return new Outcome(new PromptInfo(cursor.tokenCount(), blockSize, chain), null, timings, null);
     }
     earlyStops.increment();
+    buffers.tokens = null; // the cursor keeps writing into it off the request path
     long estimate = Math.max(cursor.estimatedTotalTokens(), (long) n * blockSize);
     int tokens = (int) Math.min(Integer.MAX_VALUE, estimate);
     final int hashed = n;

@@ -84,7 +84,7 @@ public final class VllmChatPreprocessor {
     if (content == null) {
       parts = List.of();
     } else if (content instanceof String s) {
-      parts = List.of(Map.of("type", "text", "text", s));
+      parts = format == ContentFormat.OPENAI ? List.of(Map.of("type", "text", "text", s)) : null;
     } else if (content instanceof List<?> l) {
       parts = l;
     } else {
@@ -92,7 +92,8 @@ public final class VllmChatPreprocessor {
     }
     Map<String, Object> result = new LinkedHashMap<>();
     result.put("role", role);
-    result.put("content", parseParts(parts));
+    // A plain string under a string-format template is its own result: skip the part list and the copy.
+    result.put("content", parts == null ? content : parseParts(parts));
 
     if (role.equals("assistant")) {
       Object toolCalls = message.get("tool_calls");
@@ -184,11 +185,17 @@ public final class VllmChatPreprocessor {
     if (wrap) {
       return content;
     }
-    List<String> texts = new ArrayList<>(content.size());
-    for (Object c : content) {
-      texts.add(c == null ? "None" : c.toString());
+    String text;
+    if (content.size() == 1) {
+      Object c = content.get(0);
+      text = c == null ? "None" : c.toString(); // String.join would copy a lone part
+    } else {
+      List<String> texts = new ArrayList<>(content.size());
+      for (Object c : content) {
+        texts.add(c == null ? "None" : c.toString());
+      }
+      text = String.join("\n", texts);
     }
-    String text = String.join("\n", texts);
     if (placeholders.isEmpty()) {
       return text;
     }

@@ -11,6 +11,11 @@ final class IntList {
     a = new int[Math.max(4, capacity)];
   }
 
+  /** An empty list writing into {@code reuse} (its contents are overwritten) while it is large enough. */
+  IntList(int[] reuse, int capacity) {
+    a = reuse != null && reuse.length >= Math.max(4, capacity) ? reuse : new int[Math.max(4, capacity)];
+  }
+
   int size() {
     return size;
   }

@@ -52,17 +52,22 @@ final class SegmentedTokenizer implements Tokenizer {
 
   @Override
   public int[] encode(CharSequence text, boolean addSpecialTokens) {
-    return new Cursor(text, addSpecialTokens, cache).finish();
+    return new Cursor(text, addSpecialTokens, cache, null).finish();
   }
 
   @Override
   public TokenCursor cursor(CharSequence text, boolean addSpecialTokens) {
-    return new Cursor(text, addSpecialTokens, cache);
+    return new Cursor(text, addSpecialTokens, cache, null);
+  }
+
+  @Override
+  public TokenCursor cursor(CharSequence text, boolean addSpecialTokens, int[] buffer) {
+    return new Cursor(text, addSpecialTokens, cache, buffer);
   }
 
   /** Encodes without reading or filling the segment cache (calibration, tests). */
   int[] encodeUncached(CharSequence text, boolean addSpecialTokens) {
-    return new Cursor(text, addSpecialTokens, null).finish();
+    return new Cursor(text, addSpecialTokens, null, null).finish();
   }
 
   @Override
@@ -121,13 +126,14 @@ final class SegmentedTokenizer implements Tokenizer {
     private SegmentCache.Key jobKey;
     private boolean complete;
 
-    Cursor(CharSequence text, boolean addSpecialTokens, SegmentCache cache) {
+    Cursor(CharSequence text, boolean addSpecialTokens, SegmentCache cache, int[] buffer) {
       this.text = text;
       this.cache = cache;
       this.len = text.length();
       this.addSpecialTokens = addSpecialTokens;
-      // Sized from the estimate (plus 15%) so a long prompt grows its buffer at most once.
-      this.out = new IntList(16 + (int) (len / estimator.charsPerToken() * 1.15));
+      // Sized from the estimate (plus 15%) so a long prompt grows its buffer at most once; a caller's buffer is
+      // used when it is at least that large.
+      this.out = new IntList(buffer, 16 + (int) (len / estimator.charsPerToken() * 1.15));
       this.scanner = addedTokens.new Scanner(text);
       if (addSpecialTokens) {
         out.addAll(post.prefix());

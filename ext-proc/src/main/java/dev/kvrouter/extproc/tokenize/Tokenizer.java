@@ -33,6 +33,21 @@ public interface Tokenizer extends AutoCloseable {
   TokenCursor cursor(CharSequence text, boolean addSpecialTokens);
 
   /**
+   * As {@link #cursor(CharSequence, boolean)}, writing the ids into {@code buffer} (grown by copying when too
+   * small), so a caller that tokenizes prompt after prompt on one thread keeps one buffer instead of allocating
+   * a prompt-sized array each time. The cursor owns {@code buffer} for as long as it is used; afterwards the
+   * caller takes back {@link TokenCursor#tokens()}, the possibly grown buffer, for its next cursor. Arrays
+   * returned by {@link TokenCursor#finish()} are never {@link TokenCursor#tokens()}, so they stay the caller's.
+   * Implementations may ignore the buffer (DJL's); their {@code tokens()} is then theirs alone, equally reusable
+   * once the cursor is done.
+   *
+   * @param buffer a scratch array no one else uses, or null
+   */
+  default TokenCursor cursor(CharSequence text, boolean addSpecialTokens, int[] buffer) {
+    return cursor(text, addSpecialTokens);
+  }
+
+  /**
    * How {@code text} splits into independently tokenized segments: added tokens (from the chat template)
    * and the text between them. Segment ids are cached across requests.
    */

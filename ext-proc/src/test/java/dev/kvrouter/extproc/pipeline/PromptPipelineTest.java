@@ -140,6 +140,56 @@ class PromptPipelineTest {
   }
 
   @Test
+  void anEarlyStoppedPromptKeepsItsTokensWhileItsThreadServesTheNextRequests() throws Exception {
+    // The token buffer a thread reuses goes with an early-stopped cursor; the thread's next requests must not
+    // write into it before the background finishes the chain.
+    KvIndex index = new KvIndex(IndexConfig.defaults(), Clock.systemUTC());
+    KvIndexOverlapSource overlaps = new KvIndexOverlapSource(index);
+    List<Runnable> background = new ArrayList<>();
+    PromptPipeline p = new PromptPipeline(overlaps, background::add, System::nanoTime, true, meters);
+    PromptPipeline exact = new PromptPipeline(PrefixOverlapSource.NONE, Runnable::run, System::nanoTime, false,
+        meters);
+    PreparedRequest first = prepare(InferenceRequest.Kind.CHAT,
+        "{\"model\":\"qwen3\",\"messages\":[{\"role\":\"user\",\"content\":\"" + prose(300) + "\"}]}");
+    long[] full = exact.run(first).prompt().blockHashes();
+    index.predict(WorkerId.of("holder"), full, 2);
+    index.maintain();
+
+    PromptPipeline.Outcome stopped = p.run(first);
+    assertThat(stopped.prompt().blockHashes()).hasSize(3);
+    WorkerId chosen = WorkerId.of("chosen");
+    stopped.complete(chosen);
+    // Meanwhile the same thread serves other prompts, longer and shorter, through both pipelines.
+    for (int sentences : new int[] {500, 40, 300}) {
+      PreparedRequest other = prepare(InferenceRequest.Kind.CHAT, "{\"model\":\"qwen3\",\"messages\":["
+          + "{\"role\":\"user\",\"content\":\"Other: " + prose(sentences) + "\"}]}");
+      assertThat(exact.run(other).prompt().blockHashes()).isNotEmpty();
+      p.run(other);
+    }
+    assertThat(background).isNotEmpty();
+    background.get(0).run();
+    index.maintain();
+    assertThat(overlaps.lookup(full).overlap(chosen).predicted()).as("the first prompt's chain, unharmed")
+        .isEqualTo(full.length);
+  }
+
+  @Test
+  void consecutiveRequestsOnOneThreadHashExactlyWhateverCameBefore() throws Exception {
+    PromptPipeline p = new PromptPipeline(PrefixOverlapSource.NONE, Runnable::run, System::nanoTime, false, meters);
+    Tokenizer qwen = tokenizer("qwen3");
+    for (int sentences : new int[] {600, 5, 250, 1, 600}) {
+      String text = prose(sentences);
+      PreparedRequest pr = prepare(InferenceRequest.Kind.COMPLETIONS,
+          "{\"model\":\"qwen3\",\"prompt\":\"" + text + "\"}");
+      int[] ids = qwen.encode(text, true);
+      PromptPipeline.Outcome o = p.run(pr);
+      assertThat(o.prompt().tokens()).isEqualTo(ids.length);
+      assertThat(o.prompt().blockHashes()).as("%d sentences", sentences)
+          .containsExactly(BlockHasher.hashFullBlocks(pr.scope().namespace().rootSeed(), ids, ids.length, BLOCK));
+    }
+  }
+
+  @Test
   void whatCannotBeReproducedIsRoutedByLoadWithAReason() throws Exception {
     PromptPipeline p = new PromptPipeline(PrefixOverlapSource.NONE, Runnable::run, System::nanoTime, true, meters);
     assertThat(p.run(prepare(InferenceRequest.Kind.CHAT,

@@ -50,6 +50,26 @@ class TokenCursorTest {
   }
 
   @ParameterizedTest
+  @ValueSource(strings = {"qwen3", "llama3_1"})
+  void aCallersBuffer_isWrittenExactlyAndHandedBack(String model) {
+    Tokenizer t = GoldenFixtures.tokenizer(model, Implementation.PURE_JAVA);
+    int[] small = new int[4];
+    for (Case c : cases(model)) {
+      // A buffer too small for the estimate is replaced; one large enough is written in place.
+      TokenCursor grown = t.cursor(c.text(), false, small);
+      assertThat(grown.finish()).as(c.id()).isEqualTo(c.ids());
+      int[] big = new int[3 * c.text().length() + 64];
+      Arrays.fill(big, -7); // stale contents of an earlier, longer prompt must not show through
+      TokenCursor cursor = t.cursor(c.text(), false, big);
+      int[] ids = cursor.finish();
+      assertThat(ids).as(c.id()).isEqualTo(c.ids());
+      assertThat(cursor.tokens()).as("%s: the cursor wrote into the caller's buffer", c.id()).isSameAs(big);
+      assertThat(ids).as("finish() returns a copy the caller may keep").isNotSameAs(big);
+      assertThat(Arrays.copyOf(big, ids.length)).isEqualTo(c.ids());
+    }
+  }
+
+  @ParameterizedTest
   @ValueSource(strings = {"qwen3", "llama3_1", "gemma3"})
   void estimateOfTheRest_isWithinAThirdForProse(String model) {
     Tokenizer t = GoldenFixtures.tokenizer(model, Implementation.PURE_JAVA);

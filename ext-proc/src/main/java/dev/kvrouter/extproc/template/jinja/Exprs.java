@@ -490,11 +490,15 @@ final class Exprs {
     final Expr left;
     final Expr right;
 
+    /** The flattened {@code +} chain, built once with the (immutable) tree. */
+    private final Expr[] chain;
+
     BinOp(BinOpKind kind, Expr left, Expr right, int line) {
       super(line);
       this.kind = kind;
       this.left = left;
       this.right = right;
+      this.chain = kind == BinOpKind.ADD ? flattenAdd(this) : null;
     }
 
     @Override
@@ -519,6 +523,22 @@ final class Exprs {
       return evalAddChainImpl(this, f);
     }
 
+    /** Operands of the {@code +} chain rooted here, leftmost first (null unless ADD). */
+    Expr[] chainOperands() {
+      return chain;
+    }
+
+    private static Expr[] flattenAdd(BinOp top) {
+      java.util.ArrayDeque<Expr> operands = new java.util.ArrayDeque<>();
+      Expr e = top;
+      while (e instanceof BinOp b && b.kind == BinOpKind.ADD) {
+        operands.push(b.right);
+        e = b.left;
+      }
+      operands.push(e);
+      return operands.toArray(new Expr[0]);
+    }
+
     @Override
     List<Node> children() {
       return List.of(left, right);
@@ -531,21 +551,46 @@ final class Exprs {
    * other operand switches back to pairwise Python addition, so results and errors are unchanged.
    */
   private static Object evalAddChainImpl(BinOp top, Frame f) {
-    java.util.ArrayDeque<Expr> operands = new java.util.ArrayDeque<>();
-    Expr e = top;
-    while (e instanceof BinOp b && b.kind == BinOpKind.ADD) {
-      operands.push(b.right);
-      e = b.left;
+    return addChain(top, f, null);
+  }
+
+  /**
+   * {@code {{ a + b + c }}} straight into the template output: when every operand is a plain str, the
+   * pieces are appended to {@code out} in order and no joined string is built (a chat template's
+   * {@code '<|start|>' + message['content'] + '<|end|>'} would otherwise copy each message once more).
+   * Operands are evaluated exactly as {@link #evalAddChainImpl} does, so output and errors are unchanged.
+   *
+   * @return true when the chain was written to {@code out}; false when {@code top} is not an add chain
+   */
+  static boolean appendAddChain(Expr top, Frame f, StringBuilder out) {
+    if (!(top instanceof BinOp b && b.kind == BinOpKind.ADD && b.left instanceof BinOp lb
+        && lb.kind == BinOpKind.ADD)) {
+      return false;
     }
-    operands.push(e);
+    Object rest = addChain(b, f, out);
+    if (rest != null) {
+      PyRepr.appendStr(out, rest);
+    }
+    return true;
+  }
+
+  /**
+   * Evaluates an add chain left to right like Python. While every operand so far is a plain str the pieces are
+   * collected and joined once into an array of the exact size, or, when {@code out} is given and the whole chain is str,
+   * appended to {@code out} (returning null). The first other operand switches back to pairwise Python
+   * addition, so results and errors are unchanged.
+   */
+  private static Object addChain(BinOp top, Frame f, StringBuilder out) {
+    Expr[] operands = top.chainOperands();
     // Collect the leading run of plain strings, then build once with the exact size.
-    String[] run = new String[operands.size()];
+    String[] run = new String[operands.length];
     int n = 0;
     long total = 0;
     Object stopper = null;
     boolean stopped = false;
-    while (!operands.isEmpty()) {
-      Object v = operands.pop().eval(f);
+    int next = 0;
+    while (next < operands.length) {
+      Object v = operands[next++].eval(f);
       if (v instanceof String s) {
         run[n++] = s;
         total += s.length();
@@ -560,17 +605,20 @@ final class Exprs {
       result = stopper;
     } else {
       PyOps.checkSize(total);
-      StringBuilder sb = new StringBuilder((int) total);
-      for (int i = 0; i < n; i++) {
-        sb.append(run[i]);
+      if (out != null && !stopped) {
+        for (int i = 0; i < n; i++) {
+          out.append(run[i]);
+        }
+        return null;
       }
-      result = sb.toString();
+      // String.join sizes and fills the result's array once; a StringBuilder would copy it again in toString().
+      result = String.join("", n == run.length ? run : java.util.Arrays.copyOf(run, n));
       if (stopped) {
         result = PyOps.add(result, stopper);
       }
     }
-    while (!operands.isEmpty()) {
-      result = PyOps.add(result, operands.pop().eval(f));
+    while (next < operands.length) {
+      result = PyOps.add(result, operands[next++].eval(f));
     }
     return result;
   }

@@ -42,7 +42,9 @@ final class Stmts {
         } else {
           Expr e = (Expr) n;
           try {
-            PyRepr.appendStr(out, e.eval(f));
+            if (!Exprs.appendAddChain(e, f, out)) {
+              PyRepr.appendStr(out, e.eval(f));
+            }
           } catch (RuntimeException ex) {
             throw Stmt.located(ex, e.line);
           }

@@ -50,18 +50,42 @@ public final class Template {
       int sizeHint) {
     Render render = new Render(globals, limits);
     Frame root = new Frame(render, variables);
-    StringBuilder out = new StringBuilder(sizeHint);
+    StringBuilder[] slot = OUTPUT.get();
+    StringBuilder out = slot[0];
+    slot[0] = null; // this render owns the buffer until it is put back below
+    if (out == null) {
+      out = new StringBuilder(sizeHint);
+    } else {
+      out.setLength(0);
+      out.ensureCapacity(sizeHint);
+    }
     try {
       Stmt.execAll(body, root, out);
+      return out.toString();
     } catch (TemplateException e) {
       throw e;
     } catch (StackOverflowError e) {
       throw new TemplateRuntimeException("RecursionError", "maximum recursion depth exceeded", 0);
     } catch (RuntimeException e) {
       throw Stmt.located(e, 0);
+    } finally {
+      if (out.capacity() <= MAX_KEPT_OUTPUT_CHARS) {
+        out.setLength(0);
+        slot[0] = out;
+      }
     }
-    return out.toString();
   }
+
+  /** A thread keeps its render buffer up to this capacity (about 1 MB, 2 MB once it held non-Latin-1 text). */
+  static final int MAX_KEPT_OUTPUT_CHARS = 1 << 20;
+
+  /**
+   * Each thread's output buffer, so that rendering a long prompt does not grow and drop a fresh builder every
+   * time (a 32k-token prompt is about 150 kB of text). Ownership: a render takes the buffer out of its
+   * thread's slot for its whole run and puts it back after copying the result out, so the buffer never
+   * escapes a render and a render nested on the same thread simply gets a new one.
+   */
+  private static final ThreadLocal<StringBuilder[]> OUTPUT = ThreadLocal.withInitial(() -> new StringBuilder[1]);
 
   /** Every node of the tree, depth-first in source order (jinja2's {@code find_all} order). */
   List<Node> allNodes() {
