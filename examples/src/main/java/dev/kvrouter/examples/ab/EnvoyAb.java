@@ -54,6 +54,10 @@ public final class EnvoyAb implements Callable<Integer> {
   @Option(names = "--num-gpu-blocks", defaultValue = "0")
   int numGpuBlocks;
 
+  @Option(names = "--kv-offloading-size", defaultValue = "0",
+      description = "GiB of vLLM's native CPU offload tier per worker (0: off).")
+  double kvOffloadingSizeGib;
+
   @Option(names = "--workload", required = true, description = "Workload spec, repeatable; a|b|c values sweep.")
   List<String> workloads;
 
@@ -100,13 +104,14 @@ public final class EnvoyAb implements Callable<Integer> {
     Files.createDirectories(out);
     Path dir = Files.createTempDirectory("kvrouter-envoy-ab");
     EnvoyAbStack.Options o = new EnvoyAbStack.Options(root.toAbsolutePath(), workers, Presets.byId(preset), model,
-        tokenizer, blockSize, numGpuBlocks, seed, null, true, "routing: {policy: kv_aware}", dir);
+        tokenizer, blockSize, numGpuBlocks, seed, null, true, "routing: {policy: kv_aware}", dir, kvOffloadingSizeGib);
     Map<String, Object> meta = new LinkedHashMap<>();
     meta.put("mode", "through-envoy");
     meta.put("command", "EnvoyAb " + String.join(" ", ProcessHandle.current().info().arguments()
         .map(List::of).orElse(List.of())));
     meta.put("seed", seed);
     meta.put("preset", preset);
+    meta.put("kvOffloadingSizeGib", kvOffloadingSizeGib);
     meta.put("tokenizer", tokenizer.toString());
     meta.put("cpus", Runtime.getRuntime().availableProcessors());
     meta.put("loadAverageAtStart", java.lang.management.ManagementFactory.getOperatingSystemMXBean()

@@ -50,9 +50,18 @@ public final class EnvoyAbStack implements AutoCloseable {
    * @param policyHeader derive the Envoy variant that lets the trusted policy header through
    * @param routingYaml the {@code routing:} section of kvrouter.yaml, one line
    * @param dir working directory (configs, logs)
+   * @param kvOffloadingSizeGib GiB of vLLM's native CPU offload tier per worker (0: off)
    */
   public record Options(Path root, int workers, Preset preset, String model, Path tokenizer, int blockSize,
-      int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir) {
+      int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir,
+      double kvOffloadingSizeGib) {
+
+    /** Without a CPU offload tier. */
+    public Options(Path root, int workers, Preset preset, String model, Path tokenizer, int blockSize,
+        int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir) {
+      this(root, workers, preset, model, tokenizer, blockSize, numGpuBlocks, seed, faults, policyHeader, routingYaml,
+          dir, 0);
+    }
 
     public Options {
       Objects.requireNonNull(root, "root");
@@ -92,7 +101,7 @@ public final class EnvoyAbStack implements AutoCloseable {
     Path abs = o.tokenizer().toAbsolutePath().normalize();
     SimFleet fleet = SimFleet.start(new FleetConfig(o.workers(), "sim-", "127.0.0.1", 0, true, 0, 0, "",
         WireLayout.VLLM_MAP, o.preset(), o.model(), List.of(), abs, o.blockSize(), o.numGpuBlocks(), 256, 8192, 0, 0,
-        true, o.seed(), o.faults(), 2));
+        true, o.seed(), o.faults(), 2, o.kvOffloadingSizeGib()));
     RouterLauncher.Router router = null;
     EnvoyProcess envoy = null;
     try {
