@@ -34,7 +34,7 @@ final class CpuOffloadManager {
 
   /** vLLM's {@code MEDIUM_CPU} ({@code CPULoadStoreSpec.medium()}). */
   static final String MEDIUM_CPU = "CPU";
-  private static final int NONE = -1;
+  private static final int NONE = SlotList.NONE;
   private static final int STORING = -1;
 
   private final int capacity;
@@ -42,13 +42,11 @@ final class CpuOffloadManager {
   private final long[] engineHash;
   /** -1 while the store copy is in flight, else the number of loads reading the block. */
   private final int[] refCnt;
-  private final int[] prev;
-  private final int[] next;
+  /** Least recently used first. */
+  private final SlotList lru;
   private final int[] freeSlots;
   private int freeTop;
   private final LongIntHashMap index;
-  private int head = NONE;
-  private int tail = NONE;
   private List<KvEvent> events = new ArrayList<>();
   private long evictions;
 
@@ -60,8 +58,7 @@ final class CpuOffloadManager {
     this.identity = new long[capacity];
     this.engineHash = new long[capacity];
     this.refCnt = new int[capacity];
-    this.prev = new int[capacity];
-    this.next = new int[capacity];
+    this.lru = new SlotList(capacity);
     this.freeSlots = new int[capacity];
     this.index = new LongIntHashMap(capacity);
     for (int i = 0; i < capacity; i++) {
@@ -116,9 +113,9 @@ final class CpuOffloadManager {
   void touch(long[] ids, int from, int to) {
     for (int i = to - 1; i >= from; i--) {
       int s = index.get(ids[i]);
-      if (s != LongIntHashMap.MISSING && s != tail) {
-        unlink(s);
-        append(s);
+      if (s != LongIntHashMap.MISSING && s != lru.tail()) {
+        lru.unlink(s);
+        lru.append(s);
       }
     }
   }
@@ -143,7 +140,7 @@ final class CpuOffloadManager {
     if (evict > 0) {
       int[] victims = new int[evict];
       int found = 0;
-      for (int s = head; s != NONE && found < evict; s = next[s]) {
+      for (int s = lru.head(); s != NONE && found < evict; s = lru.next(s)) {
         if (refCnt[s] == 0) {
           victims[found++] = s;
         }
@@ -156,7 +153,7 @@ final class CpuOffloadManager {
         int s = victims[k];
         removed[k] = engineHash[s];
         index.remove(identity[s]);
-        unlink(s);
+        lru.unlink(s);
         freeSlots[freeTop++] = s;
       }
       evictions += evict;
@@ -169,7 +166,7 @@ final class CpuOffloadManager {
       engineHash[s] = hashes[i];
       refCnt[s] = STORING;
       index.put(ids[i], s);
-      append(s);
+      lru.append(s);
     }
     return Arrays.copyOf(toStore, n);
   }
@@ -214,14 +211,13 @@ final class CpuOffloadManager {
 
   /** Forgets every block (reset with the prefix cache); false, changing nothing, while a copy is in flight. */
   boolean clear() {
-    for (int s = head; s != NONE; s = next[s]) {
+    for (int s = lru.head(); s != NONE; s = lru.next(s)) {
       if (refCnt[s] != 0) {
         return false;
       }
     }
     index.clear();
-    head = NONE;
-    tail = NONE;
+    lru.clear();
     freeTop = capacity;
     for (int i = 0; i < capacity; i++) {
       freeSlots[i] = capacity - 1 - i;
@@ -243,35 +239,9 @@ final class CpuOffloadManager {
   long[] lruOrder() {
     long[] out = new long[size()];
     int i = 0;
-    for (int s = head; s != NONE; s = next[s]) {
+    for (int s = lru.head(); s != NONE; s = lru.next(s)) {
       out[i++] = identity[s];
     }
     return out;
-  }
-
-  private void append(int s) {
-    prev[s] = tail;
-    next[s] = NONE;
-    if (tail == NONE) {
-      head = s;
-    } else {
-      next[tail] = s;
-    }
-    tail = s;
-  }
-
-  private void unlink(int s) {
-    int p = prev[s];
-    int n = next[s];
-    if (p == NONE) {
-      head = n;
-    } else {
-      next[p] = n;
-    }
-    if (n == NONE) {
-      tail = p;
-    } else {
-      prev[n] = p;
-    }
   }
 }

@@ -27,7 +27,7 @@ import net.openhft.hashing.LongHashFunction;
 final class KvBlockPool {
 
   static final int NULL_BLOCK = 0;
-  private static final int NONE = -1;
+  private static final int NONE = SlotList.NONE;
 
   private final int numBlocks;
   private final int[] refCnt;
@@ -36,8 +36,8 @@ final class KvBlockPool {
   private final boolean[] cached;
   /** Next block with the same identity (vLLM keeps duplicates computed concurrently), or NONE. */
   private final int[] nextSame;
-  private final int[] prev;
-  private final int[] next;
+  /** vLLM's free-block queue: head is evicted next. */
+  private final SlotList freeQueue;
   private final boolean[] inFreeQueue;
   private final LongIntHashMap index;
   private final LongHashFunction engineHasher;
@@ -45,8 +45,6 @@ final class KvBlockPool {
   /** Told the identity of a cached block about to be evicted (the offload connector's store fence), or null. */
   private java.util.function.LongConsumer beforeEvict;
   private List<KvEvent> events = new ArrayList<>();
-  private int head = NONE;
-  private int tail = NONE;
   private int freeCount;
   private long evictions;
 
@@ -60,8 +58,7 @@ final class KvBlockPool {
     this.engineHash = new long[numBlocks];
     this.cached = new boolean[numBlocks];
     this.nextSame = new int[numBlocks];
-    this.prev = new int[numBlocks];
-    this.next = new int[numBlocks];
+    this.freeQueue = new SlotList(numBlocks);
     this.inFreeQueue = new boolean[numBlocks];
     this.index = new LongIntHashMap(numBlocks);
     this.engineHasher = LongHashFunction.xx3(engineHashSeed);
@@ -153,10 +150,10 @@ final class KvBlockPool {
 
   /** Allocates the block at the head of the free queue, evicting its cached content first. */
   int allocate() {
-    if (head == NONE) {
+    int b = freeQueue.head();
+    if (b == NONE) {
       throw new IllegalStateException("no free KV block");
     }
-    int b = head;
     unlink(b);
     if (cached[b]) {
       evict(b);
@@ -262,14 +259,7 @@ final class KvBlockPool {
   }
 
   private void append(int b) {
-    prev[b] = tail;
-    next[b] = NONE;
-    if (tail == NONE) {
-      head = b;
-    } else {
-      next[tail] = b;
-    }
-    tail = b;
+    freeQueue.append(b);
     inFreeQueue[b] = true;
     freeCount++;
   }
@@ -278,20 +268,7 @@ final class KvBlockPool {
     if (!inFreeQueue[b]) {
       throw new IllegalStateException("block " + b + " is not in the free queue");
     }
-    int p = prev[b];
-    int n = next[b];
-    if (p == NONE) {
-      head = n;
-    } else {
-      next[p] = n;
-    }
-    if (n == NONE) {
-      tail = p;
-    } else {
-      prev[n] = p;
-    }
-    prev[b] = NONE;
-    next[b] = NONE;
+    freeQueue.unlink(b);
     inFreeQueue[b] = false;
     freeCount--;
   }
@@ -300,7 +277,7 @@ final class KvBlockPool {
   int[] freeQueue() {
     int[] out = new int[freeCount];
     int i = 0;
-    for (int b = head; b != NONE; b = next[b]) {
+    for (int b = freeQueue.head(); b != NONE; b = freeQueue.next(b)) {
       out[i++] = b;
     }
     return out;
@@ -313,16 +290,16 @@ final class KvBlockPool {
   void checkInvariants() {
     int n = 0;
     int last = NONE;
-    for (int b = head; b != NONE; b = next[b]) {
+    for (int b = freeQueue.head(); b != NONE; b = freeQueue.next(b)) {
       if (n++ > numBlocks) {
         throw new IllegalStateException("free queue has a cycle");
       }
-      if (!inFreeQueue[b] || refCnt[b] != 0 || prev[b] != last || b == NULL_BLOCK) {
+      if (!inFreeQueue[b] || refCnt[b] != 0 || freeQueue.prev(b) != last || b == NULL_BLOCK) {
         throw new IllegalStateException("free queue corrupt at block " + b);
       }
       last = b;
     }
-    if (n != freeCount || last != tail) {
+    if (n != freeCount || last != freeQueue.tail()) {
       throw new IllegalStateException("free count " + freeCount + " but queue holds " + n);
     }
     int indexed = 0;
