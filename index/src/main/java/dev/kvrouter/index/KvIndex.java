@@ -168,12 +168,7 @@ public final class KvIndex {
   }
 
   void setStaleBit(int ordinal, boolean stale) {
-    int w = ordinal >>> 6;
-    long bit = 1L << ordinal;
-    long cur;
-    do {
-      cur = staleBits.get(w);
-    } while (!staleBits.compareAndSet(w, cur, stale ? cur | bit : cur & ~bit));
+    setBit(staleBits, ordinal, stale);
   }
 
   /** Open flags (see {@link #openBits}) of ordinals {@code 64 * word} to {@code 64 * word + 63}. */
@@ -182,12 +177,17 @@ public final class KvIndex {
   }
 
   void setOpenBit(int ordinal, boolean open) {
+    setBit(openBits, ordinal, open);
+  }
+
+  /** Sets or clears one ordinal's bit; other writers may change other bits of the same word concurrently. */
+  private static void setBit(AtomicLongArray bits, int ordinal, boolean on) {
     int w = ordinal >>> 6;
     long bit = 1L << ordinal;
     long cur;
     do {
-      cur = openBits.get(w);
-    } while (!openBits.compareAndSet(w, cur, open ? cur | bit : cur & ~bit));
+      cur = bits.get(w);
+    } while (!bits.compareAndSet(w, cur, on ? cur | bit : cur & ~bit));
   }
 
   int ordinalWords() {

@@ -3,6 +3,7 @@ package dev.kvrouter.extproc.pipeline;
 import dev.kvrouter.extproc.model.MultimodalSpec;
 import dev.kvrouter.extproc.request.MultimodalItem;
 import dev.kvrouter.extproc.request.MultimodalPlacement;
+import dev.kvrouter.extproc.tokenize.IntList;
 import dev.kvrouter.extproc.tokenize.Tokenizer;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -128,7 +129,7 @@ public final class MediaExpander {
         Modality m = modalities.get(name);
         if (found.getOrDefault(name, 0) < e.getValue().size() && startsWith(tokens, i, m.placeholder())) {
           found.merge(name, 1, Integer::sum);
-          out.add(m.replacement());
+          out.addAll(m.replacement());
           i += m.placeholder().length;
           continue outer;
         }
@@ -151,7 +152,7 @@ public final class MediaExpander {
       if (i + 1 < tokens.length && tokens[i] == rule[0] && tokens[i + 1] == rule[1]) {
         if (out == null) {
           out = new IntList(tokens.length);
-          out.add(tokens, 0, i);
+          out.addAll(tokens, 0, i);
         }
         out.add(rule[2]);
         i++;
@@ -165,21 +166,25 @@ public final class MediaExpander {
   /** Each item's range, found in the split view and mapped back to the merged prompt. */
   private List<MultimodalPlacement> locate(int[] tokens, Map<String, List<MultimodalItem>> byModality)
       throws Mismatch {
-    IntList view = new IntList(tokens.length + 16);
-    IntList origin = new IntList(tokens.length + 16);
-    for (int i = 0; i < tokens.length; i++) {
-      int[] pair = splits.get(tokens[i]);
-      if (pair == null) {
-        view.add(tokens[i]);
-        origin.add(i);
-      } else {
-        view.add(pair[0]);
-        view.add(pair[1]);
-        origin.add(i);
-        origin.add(i);
+    int[] v = tokens;
+    IntList origin = null; // null: the view is the prompt itself (a model without merges)
+    if (!splits.isEmpty()) {
+      IntList view = new IntList(tokens.length + 16);
+      origin = new IntList(tokens.length + 16);
+      for (int i = 0; i < tokens.length; i++) {
+        int[] pair = splits.get(tokens[i]);
+        if (pair == null) {
+          view.add(tokens[i]);
+          origin.add(i);
+        } else {
+          view.add(pair[0]);
+          view.add(pair[1]);
+          origin.add(i);
+          origin.add(i);
+        }
       }
+      v = view.toArray();
     }
-    int[] v = view.toArray();
     Map<String, Integer> next = new LinkedHashMap<>();
     List<MultimodalPlacement> placements = new ArrayList<>();
     int i = 0;
@@ -189,7 +194,8 @@ public final class MediaExpander {
         int k = next.getOrDefault(e.getKey(), 0);
         int[] repl = modalities.get(e.getKey()).replacement();
         if (k < e.getValue().size() && startsWith(v, i, repl)) {
-          placements.add(new MultimodalPlacement(e.getValue().get(k), origin.get(i), repl.length));
+          placements.add(new MultimodalPlacement(e.getValue().get(k), origin == null ? i : origin.get(i),
+              repl.length));
           next.put(e.getKey(), k + 1);
           i += repl.length;
           continue outer;
@@ -212,43 +218,5 @@ public final class MediaExpander {
 
   private static String printable(String s) {
     return "\"" + s.replace("\n", "\\n").replace("\t", "\\t") + "\"";
-  }
-
-  /** A growable int array: the expansion runs once per media request, so plain arrays beat boxed lists. */
-  private static final class IntList {
-    private int[] a;
-    private int n;
-
-    IntList(int capacity) {
-      a = new int[Math.max(16, capacity)];
-    }
-
-    void add(int x) {
-      if (n == a.length) {
-        a = Arrays.copyOf(a, n * 2);
-      }
-      a[n++] = x;
-    }
-
-    void add(int[] xs) {
-      add(xs, 0, xs.length);
-    }
-
-    void add(int[] xs, int from, int to) {
-      int len = to - from;
-      if (n + len > a.length) {
-        a = Arrays.copyOf(a, Math.max(n + len, n * 2));
-      }
-      System.arraycopy(xs, from, a, n, len);
-      n += len;
-    }
-
-    int get(int i) {
-      return a[i];
-    }
-
-    int[] toArray() {
-      return Arrays.copyOf(a, n);
-    }
   }
 }

@@ -39,10 +39,6 @@ public final class PipelineResources implements ModelResources {
     this.media = media;
   }
 
-  public PipelineResources(Tokenizer tokenizer, VllmChatRenderer chat, VllmChatRenderer chatWithTools) {
-    this(tokenizer, chat, chatWithTools, null);
-  }
-
   /** The model's media expansion, or null when media requests are routed by load. */
   public MediaExpander media() {
     return media;

@@ -191,12 +191,7 @@ public final class PromptPipeline {
     long th = nanoTime.getAsLong();
     int[] ids = expanded.tokens();
     long[] extras = MultimodalBlockKeys.extras(expanded.placements(), ids.length, blockSize);
-    long[] hashes = new long[extras.length];
-    long parent = root;
-    for (int b = 0; b < hashes.length; b++) {
-      parent = BlockHasher.blockHash(parent, ids, b * blockSize, blockSize, extras[b]);
-      hashes[b] = parent;
-    }
+    long[] hashes = BlockHasher.hashBlocksWithExtras(root, ids, blockSize, extras);
     return new Outcome(new PromptInfo(ids.length, blockSize, hashes), null,
         new RequestTimings(parse, template, tokenize, nanoTime.getAsLong() - th), null);
   }

@@ -2,12 +2,12 @@ package dev.kvrouter.extproc.tokenize;
 
 import java.util.Arrays;
 
-/** A growable {@code int} array: the output buffer of tokenization. Not thread-safe. */
-final class IntList {
+/** A growable {@code int} array: the output buffer of tokenization, and of media expansion. Not thread-safe. */
+public final class IntList {
   private int[] a;
   private int size;
 
-  IntList(int capacity) {
+  public IntList(int capacity) {
     a = new int[Math.max(4, capacity)];
   }
 
@@ -16,11 +16,11 @@ final class IntList {
     a = reuse != null && reuse.length >= Math.max(4, capacity) ? reuse : new int[Math.max(4, capacity)];
   }
 
-  int size() {
+  public int size() {
     return size;
   }
 
-  int get(int i) {
+  public int get(int i) {
     return a[i];
   }
 
@@ -29,18 +29,18 @@ final class IntList {
     return a;
   }
 
-  void add(int v) {
+  public void add(int v) {
     if (size == a.length) {
       a = Arrays.copyOf(a, a.length * 2);
     }
     a[size++] = v;
   }
 
-  void addAll(int[] src) {
+  public void addAll(int[] src) {
     addAll(src, 0, src.length);
   }
 
-  void addAll(int[] src, int off, int len) {
+  public void addAll(int[] src, int off, int len) {
     ensure(size + len);
     System.arraycopy(src, off, a, size, len);
     size += len;
@@ -56,7 +56,7 @@ final class IntList {
     size = 0;
   }
 
-  int[] toArray() {
+  public int[] toArray() {
     return Arrays.copyOf(a, size);
   }
 

@@ -108,6 +108,24 @@ public final class BlockHasher {
     return blocks;
   }
 
+  /**
+   * The chain of the first {@code extras.length} full blocks of {@code tokens}, block {@code b} hashed with
+   * {@code extras[b]} (0: none), as for a prompt with multimodal items.
+   */
+  public static long[] hashBlocksWithExtras(long root, int[] tokens, int blockSize, long[] extras) {
+    if (blockSize <= 0 || (long) extras.length * blockSize > tokens.length) {
+      throw new IllegalArgumentException(extras.length + " blocks of " + blockSize + " tokens need more than "
+          + tokens.length + " tokens");
+    }
+    long[] out = new long[extras.length];
+    long parent = root;
+    for (int b = 0; b < out.length; b++) {
+      parent = blockHash(parent, tokens, b * blockSize, blockSize, extras[b]);
+      out[b] = parent;
+    }
+    return out;
+  }
+
   /** Convenience form of {@link #hashFullBlocks(long, int[], int, int, long[])} that sizes the result. */
   public static long[] hashFullBlocks(long root, int[] tokens, int tokenCount, int blockSize) {
     if (blockSize <= 0) {

@@ -19,6 +19,21 @@ class BlockHasherTest {
   }
 
   @Test
+  void extrasChangeTheirBlockAndEveryLaterOne() {
+    int[] t = new int[50];
+    Arrays.setAll(t, i -> i * 7 + 1);
+    long root = CacheNamespace.of("m").rootSeed();
+    long[] plain = BlockHasher.hashFullBlocks(root, t, t.length, 16);
+    assertThat(BlockHasher.hashBlocksWithExtras(root, t, 16, new long[3])).containsExactly(plain);
+    long[] withItem = BlockHasher.hashBlocksWithExtras(root, t, 16, new long[] {0, 42, 0});
+    assertThat(withItem[0]).isEqualTo(plain[0]);
+    assertThat(withItem[1]).isEqualTo(BlockHasher.blockHash(plain[0], t, 16, 16, 42));
+    assertThat(withItem[2]).isEqualTo(BlockHasher.blockHash(withItem[1], t, 32, 16, 0)).isNotEqualTo(plain[2]);
+    assertThatThrownBy(() -> BlockHasher.hashBlocksWithExtras(root, t, 16, new long[4]))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
   void onlyFullBlocksAreHashed() {
     long root = CacheNamespace.of("m").rootSeed();
     assertThat(BlockHasher.hashFullBlocks(root, tokens(47, 1), 47, 16)).hasSize(2);
