@@ -11,8 +11,15 @@ import java.util.List;
  * the expected latency). The assistant message resent in later turns has the length the turn asked for, as a
  * client that keeps the model's answer would.
  *
- * <p>Options: {@code seed=1 sessions=60 rate=2 arrival=poisson turns=2..8 think=8 system=256 user=32..256
- * output=32..256 format=chat vocab=1000..128000}.
+ * <p>{@code context=a} (0, the default, turns it off) opens each session's first user message with a context of
+ * its own (a pasted document, earlier history), lognormal with mean {@code a} and median 0.85 a, capped at
+ * {@code context_max}: the conversation prefix of vLLM's multi-turn benchmark generator
+ * ({@code benchmarks/multi_turn/generate_multi_turn.json}: a 500-token prefix shared by all conversations,
+ * lognormal per-conversation prefix with average 1,000 and max 5,000, 12-18 messages, i.e. 6-9 user turns, of
+ * 120-160 tokens, answers of 80-120).
+ *
+ * <p>Options: {@code seed=1 sessions=60 rate=2 arrival=poisson turns=2..8 think=8 system=256 context=0
+ * context_max=5000 user=32..256 output=32..256 format=chat vocab=1000..128000}.
  */
 public final class MultiTurnChatWorkload {
 
@@ -28,13 +35,15 @@ public final class MultiTurnChatWorkload {
     IntRange turns = o.range("turns", new IntRange(2, 8));
     double think = o.doubleValue("think", 8);
     int system = o.intValue("system", 256);
+    double context = o.doubleValue("context", 0);
+    int contextMax = o.intValue("context_max", 5000);
     IntRange user = o.range("user", new IntRange(32, 256));
     IntRange output = o.range("output", new IntRange(32, 256));
     Prompt.Format format = o.format(Prompt.Format.CHAT);
     TokenSpace space = o.tokenSpace();
     o.rejectUnknown(NAME);
-    if (turns.min() < 1 || think < 0) {
-      throw new IllegalArgumentException(NAME + ": turns must be >= 1 and think >= 0");
+    if (turns.min() < 1 || think < 0 || context < 0 || contextMax < 1) {
+      throw new IllegalArgumentException(NAME + ": turns must be >= 1, think and context >= 0, context_max >= 1");
     }
     Rng rng = new Rng(Rng.derive(seed, 0x4D54));
     Segment systemPrompt = new Segment(Rng.derive(seed, 10), system);
@@ -49,12 +58,16 @@ public final class MultiTurnChatWorkload {
       if (system > 0) {
         history.add(Message.of("system", systemPrompt));
       }
+      int sessionContext = context > 0 ? (int) Math.min(contextMax, Math.round(lognormal(rng, context))) : 0;
       long t = start;
       for (int k = 0; k < n; k++) {
         if (k > 0) {
           t += Math.round(rng.nextExponential(think * 1e6));
         }
-        history.add(Message.of("user", new Segment(Rng.derive(seed, 11, s, k), Math.max(1, user.draw(rng)))));
+        Segment said = new Segment(Rng.derive(seed, 11, s, k), Math.max(1, user.draw(rng)));
+        history.add(k == 0 && sessionContext > 0
+            ? Message.of("user", new Segment(Rng.derive(seed, 13, s), sessionContext), said)
+            : Message.of("user", said));
         int answer = Math.max(1, output.draw(rng));
         Prompt p = format == Prompt.Format.CHAT ? Prompt.chat(history) : Prompt.tokens(flatten(history));
         out.add(new WorkloadRequest(0, NAME + "-" + s + "-" + k, t, "session-" + s, p, answer));
@@ -62,6 +75,16 @@ public final class MultiTurnChatWorkload {
       }
     }
     return new Workload(NAME, o.effective(), space, out);
+  }
+
+  /**
+   * Lognormal with the given mean and median 0.85 x mean, the skew vLLM's generator uses by default:
+   * sigma^2 = 2 ln(mean / median), mu = ln(median).
+   */
+  static double lognormal(Rng rng, double mean) {
+    double median = 0.85 * mean;
+    double sigma = Math.sqrt(2 * Math.log(mean / median));
+    return Math.exp(Math.log(median) + sigma * rng.nextGaussian());
   }
 
   private static List<Segment> flatten(List<Message> history) {

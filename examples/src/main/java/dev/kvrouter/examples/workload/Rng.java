@@ -53,6 +53,13 @@ final class Rng {
     return min + nextInt(max - min + 1);
   }
 
+  /** Standard normal (Box-Muller, one of the pair; the generator's output stays defined by SplitMix64). */
+  double nextGaussian() {
+    double u = 1.0 - nextDouble();
+    double v = nextDouble();
+    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+  }
+
   /** Exponentially distributed with the given mean (inter-arrival times of a Poisson process). */
   double nextExponential(double mean) {
     return -mean * Math.log(1.0 - nextDouble());

@@ -50,6 +50,62 @@ class SyntheticWorkloadsTest {
   }
 
   @Test
+  void sharedPrefixWithFixedQuestionsRepeatsWholePrompts() {
+    Workload w = WorkloadCatalog.create(
+        "system-prompt:count=400,prompt=100,sharing=0.6,prefixes=3,questions=4,format=tokens");
+    Map<String, Set<List<Integer>>> distinct = new java.util.TreeMap<>();
+    for (WorkloadRequest r : w.requests()) {
+      List<Integer> t = Arrays.stream(w.promptTokens(r)).boxed().toList();
+      distinct.computeIfAbsent(r.sessionId(), k -> new HashSet<>()).add(t);
+    }
+    assertThat(distinct).hasSize(3);
+    for (Set<List<Integer>> prompts : distinct.values()) {
+      // about 133 draws of 4 questions: every question shows up, and no fifth one
+      assertThat(prompts).hasSize(4);
+      Set<List<Integer>> prefixes = new HashSet<>();
+      for (List<Integer> p : prompts) {
+        prefixes.add(p.subList(0, 60));
+      }
+      assertThat(prefixes).hasSize(1);
+    }
+    // the same question index under another prefix is another question
+    Set<List<Integer>> suffixes = new HashSet<>();
+    distinct.values().forEach(ps -> ps.forEach(p -> suffixes.add(p.subList(60, 100))));
+    assertThat(suffixes).hasSize(12);
+    assertThatThrownBy(() -> WorkloadCatalog.create("system-prompt:questions=-1"))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
+  void multiTurnContextOpensEachSessionWithItsOwnLognormalPrefix() {
+    Workload w = WorkloadCatalog.create(
+        "multi-turn:sessions=400,turns=2..3,system=0,user=10,output=5,context=1000,context_max=3000,format=tokens");
+    Map<String, List<WorkloadRequest>> sessions =
+        w.requests().stream().collect(Collectors.groupingBy(WorkloadRequest::sessionId));
+    double sum = 0;
+    int max = 0;
+    Set<Integer> firstTokens = new HashSet<>();
+    for (List<WorkloadRequest> turns : sessions.values()) {
+      int[] first = w.promptTokens(turns.get(0));
+      int context = first.length - 10;
+      assertThat(context).isBetween(1, 3000);
+      sum += context;
+      max = Math.max(max, context);
+      firstTokens.add(first[0]);
+      int[] second = w.promptTokens(turns.get(1));
+      assertThat(Arrays.copyOf(second, first.length)).isEqualTo(first);
+      assertThat(second).hasSize(first.length + 5 + 10);
+    }
+    // lognormal with mean 1000, median 850: the sample mean of 400 sessions lands near 1000 (sd of the mean
+    // about 30), a few sessions reach far above it, and each session's context is its own
+    assertThat(sum / sessions.size()).isBetween(880.0, 1120.0);
+    assertThat(max).isGreaterThan(2000);
+    assertThat(firstTokens.size()).isGreaterThan(390);
+    Workload none = WorkloadCatalog.create("multi-turn:sessions=3,turns=1,system=0,user=10,format=tokens");
+    none.requests().forEach(r -> assertThat(none.promptTokens(r)).hasSize(10));
+  }
+
+  @Test
   void multiTurnResendsTheGrowingConversation() {
     Workload w = WorkloadCatalog.create("multi-turn:sessions=5,turns=3..5,system=40");
     Map<String, List<WorkloadRequest>> sessions =
