@@ -127,7 +127,7 @@ public final class PrefixCursor {
     if (position == 0) {
       return first(hash);
     }
-    table.read(hash, lo, hi, g, c, d, p);
+    table.read(hash, lo, hi, g, c, d, p, this);
     int i = position;
     int newLo = Integer.MAX_VALUE;
     int newHi = -1;
@@ -169,7 +169,7 @@ public final class PrefixCursor {
 
   private boolean first(long hash) {
     int last = words - 1;
-    if (!table.read(hash, 0, last, g, c, d, p)) {
+    if (!table.read(hash, 0, last, g, c, d, p, this)) {
       done = true;
       return false;
     }
@@ -294,6 +294,21 @@ public final class PrefixCursor {
   }
 
   // Jump search (IndexConfig.prefixJump): one word, no open candidate.
+
+  /** Optimistic reads that failed validation (a writer changed what they read) and were repeated. */
+  long retries;
+  /** Blocks read under their segment's lock after {@code OPTIMISTIC_TRIES} failed optimistic reads. */
+  long lockedReads;
+
+  /** Optimistic block reads this cursor repeated because a writer changed the block meanwhile (lifetime total). */
+  public long optimisticRetries() {
+    return retries;
+  }
+
+  /** Blocks this cursor read under a segment lock after repeated interference (lifetime total). */
+  public long lockedReads() {
+    return lockedReads;
+  }
 
   /** The predicted holders read by the last {@link BlockTable#holders} call (its second result). */
   long probedPredicted;
