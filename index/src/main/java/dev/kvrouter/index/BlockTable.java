@@ -256,7 +256,9 @@ final class BlockTable {
             empty = k;
           }
         } else if ((int) (f >>> 4) - 1 == ordinal) {
-          LONGS.setRelease(t, hi, holders | ((long) tiers << (FIELD_BITS * k)));
+          if ((f | tiers) != f) { // a store of the same value would still take the line from readers' caches
+            LONGS.setRelease(t, hi, holders | ((long) tiers << (FIELD_BITS * k)));
+          }
           return (int) (f & 15);
         }
       }
