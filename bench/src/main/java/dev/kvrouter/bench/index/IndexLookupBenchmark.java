@@ -71,6 +71,13 @@ public class IndexLookupBenchmark {
   @Param({"request"})
   public String writeTarget;
 
+  /**
+   * Whose blocks the writer churns: {@code extra} (8 more workers, ordinals 64-71: a 72-worker fleet whose lookups
+   * span two ordinal words while the writer runs) or {@code inside} (8 of the {@code workers}).
+   */
+  @Param({"extra"})
+  public String churn;
+
   private LookupFixture fixture;
   private PrefixCursor cursor;
   private PrefixMatches out;
@@ -80,10 +87,18 @@ public class IndexLookupBenchmark {
 
   @Setup(Level.Trial)
   public void setup() {
-    fixture = new LookupFixture(workers, blocks, background, shape, jump);
+    fixture = new LookupFixture(workers, blocks, background, shape, jump, churnInside(churn));
     cursor = fixture.index.newCursor();
     out = new PrefixMatches();
     writer = new PacedWriter(fixture, LookupFixture.WriteTarget.of(writeTarget), writeRate);
+  }
+
+  static boolean churnInside(String churn) {
+    return switch (churn) {
+      case "extra" -> false;
+      case "inside" -> true;
+      default -> throw new IllegalArgumentException("churn must be extra or inside, was " + churn);
+    };
   }
 
   @Setup(Level.Iteration)

@@ -40,9 +40,11 @@ import org.HdrHistogram.Histogram;
  * Each writer scenario ends by finishing its churn cycle, so the next starts from the fixture's initial state.
  *
  * <p>Run (under the benchmark lock): {@code java -Xms3g -Xmx3g -cp bench/target/benchmarks.jar
- * dev.kvrouter.bench.index.IndexLookupHarness [seconds] [pin|nopin] [out.json|-] [shape] [jump] [scenarios]}.
+ * dev.kvrouter.bench.index.IndexLookupHarness [seconds] [pin|nopin] [out.json|-] [shape] [jump] [scenarios]
+ * [extra|inside]}.
  * {@code pin} pins the reader to CPU 0 and the writer to CPU 1; {@code shape} and {@code jump} as in
- * {@link IndexLookupBenchmark}; scenarios default to {@code alone,w:0:request,naive,alone,w:0:request}.
+ * {@link IndexLookupBenchmark}; scenarios default to {@code alone,w:0:request,naive,alone,w:0:request}; the last
+ * argument is {@link IndexLookupBenchmark#churn} (default {@code extra}).
  */
 public final class IndexLookupHarness {
 
@@ -57,11 +59,13 @@ public final class IndexLookupHarness {
     String shape = args.length > 3 ? args[3] : "staggered";
     int jump = args.length > 4 ? Integer.parseInt(args[4]) : 0;
     String scenarios = args.length > 5 ? args[5] : "alone,w:0:request,naive,alone,w:0:request";
-    LookupFixture f = new LookupFixture(64, 128, 1_000_000, shape, jump);
+    String churn = args.length > 6 ? args[6] : "extra";
+    LookupFixture f = new LookupFixture(64, 128, 1_000_000, shape, jump,
+        IndexLookupBenchmark.churnInside(churn));
     List<String> results = new ArrayList<>();
     for (String scenario : scenarios.split(",")) {
       results.add(run(f, scenario.trim(), seconds / 2, pin).replace("{\"scenario\"",
-          "{\"shape\": \"" + shape + "\", \"jump\": " + jump + ", \"scenario\""));
+          "{\"shape\": \"" + shape + "\", \"jump\": " + jump + ", \"churn\": \"" + churn + "\", \"scenario\""));
     }
     String json = "[\n  " + String.join(",\n  ", results) + "\n]\n";
     System.out.print(json);

@@ -45,8 +45,17 @@ final class LookupFixture {
     this(workers, blocks, background, "staggered", 0);
   }
 
-  /** @param jump {@link IndexConfig#prefixJump} (0: the exact walk) */
   LookupFixture(int workers, int blocks, int background, String shape, int jump) {
+    this(workers, blocks, background, shape, jump, false);
+  }
+
+  /**
+   * @param jump {@link IndexConfig#prefixJump} (0: the exact walk)
+   * @param churnInside the writer's churn workers are the last {@value #CHURN_WORKERS} of the {@code workers}
+   *     (the fleet stays at {@code workers}, one ordinal word for 64), not 8 more workers (ordinals 64 to 71 for
+   *     64 workers: with the writer, lookups then have candidates in two ordinal words)
+   */
+  LookupFixture(int workers, int blocks, int background, String shape, int jump, boolean churnInside) {
     this.blocks = blocks;
     this.tailFirst = !shape.equals("staggered");
     SplittableRandom r = new SplittableRandom(7);
@@ -75,7 +84,9 @@ final class LookupFixture {
     }
     churn = new WorkerView[CHURN_WORKERS];
     for (int c = 0; c < CHURN_WORKERS; c++) {
-      churn[c] = index.register(WorkerId.of("churn-" + c));
+      // inside: the churn stores name blocks the worker may already hold by another engine hash (counted twice)
+      churn[c] = churnInside ? index.view(WorkerId.of("worker-" + (workers - CHURN_WORKERS + c)))
+          : index.register(WorkerId.of("churn-" + c));
     }
     churnBackground = new long[4096];
     for (int i = 0; i < churnBackground.length; i++) {
