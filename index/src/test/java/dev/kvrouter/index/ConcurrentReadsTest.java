@@ -262,6 +262,8 @@ class ConcurrentReadsTest {
       }
       List<WorkerView> steady = new ArrayList<>();
       List<WorkerView> churn = new ArrayList<>();
+      // the reshaper's own workers: a view has one writer thread (WorkerView's contract)
+      List<WorkerView> reshapers = new ArrayList<>();
       for (int s = 0; s < 72; s++) {
         WorkerView v = index.register(WorkerId.of("w" + s));
         int inWord = s & 63;
@@ -269,6 +271,8 @@ class ConcurrentReadsTest {
           steady.add(v);
         } else if (inWord < 5) {
           churn.add(v);
+        } else if (inWord < 7) {
+          reshapers.add(v);
         }
       }
       for (WorkerView v : steady) {
@@ -292,7 +296,7 @@ class ConcurrentReadsTest {
       });
       SplittableRandom rb = new SplittableRandom(9 + jump);
       race.background("reshaper", () -> {
-        WorkerView v = churn.get(rb.nextInt(churn.size()));
+        WorkerView v = reshapers.get(rb.nextInt(reshapers.size()));
         long h = hash(10, rb.nextInt(3000));
         if (rb.nextInt(100) < 52) {
           v.store(engine(v, h), h, Tier.GPU);
