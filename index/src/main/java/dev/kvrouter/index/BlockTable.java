@@ -256,7 +256,9 @@ final class BlockTable {
             empty = k;
           }
         } else if ((int) (f >>> 4) - 1 == ordinal) {
-          LONGS.setRelease(t, hi, holders | ((long) tiers << (FIELD_BITS * k)));
+          if ((f | tiers) != f) { // a store of the same value would still take the line from readers' caches
+            LONGS.setRelease(t, hi, holders | ((long) tiers << (FIELD_BITS * k)));
+          }
           return (int) (f & 15);
         }
       }
@@ -374,6 +376,11 @@ final class BlockTable {
    * @return whether the block has any holder (in any word)
    */
   boolean read(long hash, int lo, int hi, long[] g, long[] c, long[] d, long[] p) {
+    return read(hash, lo, hi, g, c, d, p, null);
+  }
+
+  /** {@link #read(long, int, int, long[], long[], long[], long[])}, counting retries in {@code cursor} if given. */
+  boolean read(long hash, int lo, int hi, long[] g, long[] c, long[] d, long[] p, PrefixCursor cursor) {
     long key = key(hash);
     long mixed = spread(key);
     int seg = segmentOf(mixed);
@@ -382,7 +389,13 @@ final class BlockTable {
       if (r >= 0) {
         return r > 0;
       }
+      if (cursor != null) {
+        cursor.retries++;
+      }
       Thread.onSpinWait();
+    }
+    if (cursor != null) {
+      cursor.lockedReads++;
     }
     Writer w = writers[seg];
     lock(w);
@@ -511,10 +524,11 @@ final class BlockTable {
           return 0;
         }
       }
+      cursor.retries++;
       Thread.onSpinWait();
     }
     long[][] a = cursor.scratch();
-    read(hash, w, w, a[0], a[1], a[2], a[3]);
+    read(hash, w, w, a[0], a[1], a[2], a[3], cursor);
     cursor.probedPredicted = a[3][w];
     return a[0][w] | a[1][w] | a[2][w];
   }
@@ -588,13 +602,15 @@ final class BlockTable {
         consistent = k == 0 && (long) LONGS.getOpaque(t, 0) == moves;
       }
       if (!consistent) {
+        cur.retries++;
         if (++tries < OPTIMISTIC_TRIES) {
           Thread.onSpinWait();
           i--; // read the block again
           continue;
         }
         long[][] scratch = cur.scratch();
-        read(hashes[i], w, w, scratch[0], scratch[1], scratch[2], scratch[3]); // locks only after repeated interference
+        // locks only after repeated interference
+        read(hashes[i], w, w, scratch[0], scratch[1], scratch[2], scratch[3], cur);
         g = scratch[0][w];
         c = scratch[1][w];
         d = scratch[2][w];

@@ -127,7 +127,7 @@ public final class PrefixCursor {
     if (position == 0) {
       return first(hash);
     }
-    table.read(hash, lo, hi, g, c, d, p);
+    table.read(hash, lo, hi, g, c, d, p, this);
     int i = position;
     int newLo = Integer.MAX_VALUE;
     int newHi = -1;
@@ -169,7 +169,7 @@ public final class PrefixCursor {
 
   private boolean first(long hash) {
     int last = words - 1;
-    if (!table.read(hash, 0, last, g, c, d, p)) {
+    if (!table.read(hash, 0, last, g, c, d, p, this)) {
       done = true;
       return false;
     }
@@ -269,8 +269,15 @@ public final class PrefixCursor {
   }
 
   /**
-   * A whole request: block 0 over every ordinal word, then the one-word fast path once the workers still
-   * matching share a word (at once for fleets of at most 64 ordinals), {@link #advance} until then.
+   * Most ordinal words a lookup runs the one-word fast path on, one word after the other; with more words still
+   * matching it reads block by block ({@link #advance}) until they narrow down.
+   */
+  static final int FAST_WORDS = 2;
+
+  /**
+   * A whole request: block 0 over every ordinal word, then the one-word fast path ({@link BlockTable#walkWord} or
+   * the jump search) for each word still matching once at most {@value #FAST_WORDS} are (at once for fleets of
+   * at most 128 ordinals), {@link #advance} until then.
    */
   int lookup(long[] hashes, int count) {
     reset();
@@ -279,12 +286,8 @@ public final class PrefixCursor {
       return position;
     }
     for (int i = 1; i < n; i++) {
-      if (lo == hi) {
-        int jump = index.config().prefixJump();
-        if (jump > 0 && n - i > jump && (real[lo] & index.openWord(lo)) == 0 && cpuTop == 0 && diskTop == 0) {
-          return jumpWord(hashes, i, n, lo, jump);
-        }
-        return table.walkWord(hashes, i, n, this, lo);
+      if (hi - lo < FAST_WORDS) {
+        return fastWords(hashes, i, n);
       }
       if (!advance(hashes[i])) {
         break;
@@ -293,7 +296,48 @@ public final class PrefixCursor {
     return position;
   }
 
+  /**
+   * Finishes the lookup of {@code hashes[from, n)} word by word: a worker's prefix length depends only on its own
+   * blocks, so each word's candidates are settled on their own (the second word's probes find the request's slots
+   * in cache), and the position is the longest prefix any word reached.
+   */
+  private int fastWords(long[] hashes, int from, int n) {
+    int jump = index.config().prefixJump();
+    boolean tiersCounted = cpuTop != 0 || diskTop != 0;
+    int longest = from;
+    for (int w = lo; w <= hi; w++) {
+      if ((real[w] | pred[w]) == 0) {
+        continue;
+      }
+      int reached;
+      if (jump > 0 && n - from > jump && (real[w] & index.openWord(w)) == 0 && !tiersCounted) {
+        reached = jumpWord(hashes, from, n, w, jump);
+      } else {
+        reached = table.walkWord(hashes, from, n, this, w);
+      }
+      longest = Math.max(longest, reached);
+    }
+    position = longest;
+    done = true;
+    return longest;
+  }
+
   // Jump search (IndexConfig.prefixJump): one word, no open candidate.
+
+  /** Optimistic reads that failed validation (a writer changed what they read) and were repeated. */
+  long retries;
+  /** Blocks read under their segment's lock after {@code OPTIMISTIC_TRIES} failed optimistic reads. */
+  long lockedReads;
+
+  /** Optimistic block reads this cursor repeated because a writer changed the block meanwhile (lifetime total). */
+  public long optimisticRetries() {
+    return retries;
+  }
+
+  /** Blocks this cursor read under a segment lock after repeated interference (lifetime total). */
+  public long lockedReads() {
+    return lockedReads;
+  }
 
   /** The predicted holders read by the last {@link BlockTable#holders} call (its second result). */
   long probedPredicted;

@@ -244,6 +244,87 @@ class ConcurrentReadsTest {
     }
   }
 
+  /**
+   * Lookups whose candidates lie in two ordinal words settle each word on its own pass ({@code PrefixCursor}'s
+   * word-by-word fast path, walk and jump search) while churn workers in both words store and evict prefixes of
+   * the same chain (head first, tail first: prefix-closed, so the jump search runs) and other blocks reshape the
+   * segment: workers in either word that never let go of the chain must always be seen holding all of it.
+   */
+  @Test
+  void lookupsOverTwoOrdinalWordsSeeEveryWorkerThatNeverLetsGo() throws Exception {
+    for (int jump : new int[] {0, 8}) {
+      KvIndex index = new KvIndex(IndexConfig.defaults().withSegments(1).withMaxEntries(1_000_000, 100_000)
+          .withPrefixJump(jump), Clock.systemUTC());
+      int len = 48;
+      long[] chain = new long[len];
+      for (int i = 0; i < len; i++) {
+        chain[i] = hash(7, i);
+      }
+      List<WorkerView> steady = new ArrayList<>();
+      List<WorkerView> churn = new ArrayList<>();
+      // the reshaper's own workers: a view has one writer thread (WorkerView's contract)
+      List<WorkerView> reshapers = new ArrayList<>();
+      for (int s = 0; s < 72; s++) {
+        WorkerView v = index.register(WorkerId.of("w" + s));
+        int inWord = s & 63;
+        if (inWord < 3) {
+          steady.add(v);
+        } else if (inWord < 5) {
+          churn.add(v);
+        } else if (inWord < 7) {
+          reshapers.add(v);
+        }
+      }
+      for (WorkerView v : steady) {
+        for (long h : chain) {
+          v.store(engine(v, h), h, Tier.GPU);
+        }
+      }
+      Race race = new Race();
+      AtomicLong cycles = new AtomicLong();
+      SplittableRandom r = new SplittableRandom(8 + jump);
+      race.writer("churn", () -> {
+        WorkerView v = churn.get(r.nextInt(churn.size()));
+        int n = 1 + r.nextInt(len);
+        for (int i = 0; i < n; i++) {
+          v.store(engine(v, chain[i]), chain[i], Tier.GPU);
+        }
+        for (int i = n - 1; i >= 0; i--) {
+          v.remove(engine(v, chain[i]), Tier.GPU);
+        }
+        cycles.incrementAndGet();
+      });
+      SplittableRandom rb = new SplittableRandom(9 + jump);
+      race.background("reshaper", () -> {
+        WorkerView v = reshapers.get(rb.nextInt(reshapers.size()));
+        long h = hash(10, rb.nextInt(3000));
+        if (rb.nextInt(100) < 52) {
+          v.store(engine(v, h), h, Tier.GPU);
+        } else {
+          v.remove(engine(v, h), Tier.GPU);
+        }
+      });
+      for (int rd = 0; rd < 2; rd++) {
+        PrefixCursor cursor = index.newCursor();
+        PrefixMatches out = new PrefixMatches();
+        race.reader("reader-" + rd, () -> {
+          index.lookup(cursor, chain, len, out);
+          for (WorkerView v : steady) {
+            int i = out.indexOf(v.id());
+            assertThat(i).as("%s found (jump %d)", v.id(), jump).isNotNegative();
+            assertThat(out.matchedBlocks(i)).as("%s matched (jump %d)", v.id(), jump).isEqualTo(len);
+            assertThat(out.gpuBlocks(i)).isEqualTo(len);
+          }
+          for (int i = 0; i < out.size(); i++) {
+            assertThat(out.matchedBlocks(i)).isBetween(0, len);
+          }
+          assertThat(index.longestHeldPrefix(cursor, chain, len)).isEqualTo(len);
+        });
+      }
+      race.run(() -> "jump " + jump + " after " + cycles.get() + " churn cycles");
+    }
+  }
+
   private static long engine(WorkerView v, long our) {
     return Mix.mix(our ^ (v.ordinal() + 1) * 0x632BE59BD9B4E019L);
   }

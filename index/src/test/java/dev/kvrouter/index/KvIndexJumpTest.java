@@ -108,6 +108,59 @@ class KvIndexJumpTest {
     }
   }
 
+  /**
+   * Candidates spread over two to four ordinal words (65 to 250 workers), so a lookup reads block by block until at
+   * most {@link PrefixCursor#FAST_WORDS} words still match, then settles each word on its own (walk or jump
+   * search): every answer must equal the model's, whichever word its worker is in.
+   */
+  @Test
+  void workersInSeveralOrdinalWordsMatchTheModel() {
+    for (long seed = 1; seed <= 24; seed++) {
+      SplittableRandom r = new SplittableRandom(seed);
+      int jump = new int[] {0, 4, 16}[(int) (seed % 3)];
+      TestClock clock = new TestClock();
+      KvIndex index = new KvIndex(KvIndexDifferentialTest.config(1 << r.nextInt(4)).withPrefixJump(jump), clock);
+      ReferenceIndex ref = new ReferenceIndex();
+      long[][] docs = KvIndexDifferentialTest.documents(r, 3, 40 + r.nextInt(60));
+      int workers = 65 + r.nextInt(186);
+      // a few words hold nobody, so the words still matching are not always adjacent
+      int skipWord = r.nextInt(4);
+      for (int i = 0; i < workers; i++) {
+        WorkerId w = new WorkerId("w" + i, 0);
+        WorkerView v = index.register(w);
+        ref.register(w);
+        if ((i >>> 6) == skipWord && r.nextInt(4) != 0) {
+          continue;
+        }
+        long[] doc = docs[r.nextInt(docs.length)];
+        int len = r.nextInt(doc.length + 1);
+        Tier tier = r.nextInt(30) == 0 ? Tier.CPU : Tier.GPU;
+        for (int b = 0; b < len; b++) {
+          long e = KvIndexDifferentialTest.engineHash(w, doc[b]);
+          v.store(e, doc[b], tier);
+          ref.store(w, e, doc[b], tier);
+        }
+        if (r.nextInt(8) == 0) {
+          int n = 1 + r.nextInt(doc.length);
+          index.predict(w, doc, n);
+          ref.predict(w, doc, n, clock.millis(), SHORT_TTL.toMillis(), LONG_TTL.toMillis());
+        }
+      }
+      index.maintain();
+      PrefixCursor cursor = index.newCursor();
+      PrefixMatches out = new PrefixMatches();
+      for (long[] q : docs) {
+        for (int n : new int[] {q.length, q.length - 1, 1 + r.nextInt(q.length), 17 + r.nextInt(q.length - 17)}) {
+          index.lookup(cursor, q, n, out);
+          String at = "seed " + seed + " jump " + jump + " workers " + workers + " lookup of " + n;
+          assertThat(ReferenceIndex.of(out)).as(at).isEqualTo(ref.lookup(q, n));
+          assertThat(index.longestHeldPrefix(cursor, q, n)).as(at).isEqualTo(ref.lookup(q, n).stream()
+              .mapToInt(m -> Math.max(m.matched(), m.predicted())).max().orElse(0));
+        }
+      }
+    }
+  }
+
   /** Whether no held block of {@code w} has {@code doc[i]} as its parent (documents share prefixes). */
   private static boolean isLeaf(ReferenceIndex ref, WorkerId w, long[][] docs, long[] doc, int i) {
     for (long[] d : docs) {

@@ -2,6 +2,7 @@ package dev.kvrouter.bench.index;
 
 import dev.kvrouter.index.PrefixCursor;
 import dev.kvrouter.index.PrefixMatches;
+import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -16,6 +17,7 @@ import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
@@ -24,8 +26,11 @@ import org.openjdk.jmh.annotations.Warmup;
  * call (p50/p99 from {@code SampleTime}).
  *
  * <p>{@code concurrent}: a writer thread runs at the same time on the same index, storing and removing the
- * request's own blocks on 8 churn workers plus random background blocks, so lookups race with writes to the
- * very segments they read. {@code alone}: the same lookup without the writer, for the ratio.
+ * request's own blocks on 8 churn workers plus background blocks ({@code writeTarget=request}), so lookups race
+ * with writes to the very slots they read, or background blocks only ({@code writeTarget=background}); at
+ * {@code writeRate} block events per second ({@link PacedWriter}, batches of 16), 0 for flat out. The writer's
+ * achieved rate is printed after each iteration ("writer: ... events/s"). {@code alone}: the same lookup without
+ * the writer, for the ratio.
  * {@code naive}: the same lookup over a straightforward {@code ConcurrentHashMap<Long, Set<WorkerId>>} index
  * (block to holders; per block, keep the workers still matching), the design a first version would use, as a
  * machine-independent yardstick measured in the same run. {@code shape} picks who holds what
@@ -58,16 +63,59 @@ public class IndexLookupBenchmark {
   @Param({"0"})
   public int jump;
 
+  /** The concurrent writer's rate in block events per second, 0 for flat out. */
+  @Param({"0"})
+  public long writeRate;
+
+  /** Which blocks the concurrent writer touches: {@code request} or {@code background} ({@link LookupFixture}). */
+  @Param({"request"})
+  public String writeTarget;
+
+  /**
+   * Whose blocks the writer churns: {@code extra} (8 more workers, ordinals 64-71: a 72-worker fleet whose lookups
+   * span two ordinal words while the writer runs) or {@code inside} (8 of the {@code workers}).
+   */
+  @Param({"extra"})
+  public String churn;
+
   private LookupFixture fixture;
   private PrefixCursor cursor;
   private PrefixMatches out;
-  private long op;
+  private PacedWriter writer;
+  private long iterationStart;
+  private long iterationOps;
 
   @Setup(Level.Trial)
   public void setup() {
-    fixture = new LookupFixture(workers, blocks, background, shape, jump);
+    fixture = new LookupFixture(workers, blocks, background, shape, jump, churnInside(churn));
     cursor = fixture.index.newCursor();
     out = new PrefixMatches();
+    writer = new PacedWriter(fixture, LookupFixture.WriteTarget.of(writeTarget), writeRate);
+  }
+
+  static boolean churnInside(String churn) {
+    return switch (churn) {
+      case "extra" -> false;
+      case "inside" -> true;
+      default -> throw new IllegalArgumentException("churn must be extra or inside, was " + churn);
+    };
+  }
+
+  @Setup(Level.Iteration)
+  public void startIteration() {
+    iterationStart = System.nanoTime();
+    iterationOps = fixture.ops();
+  }
+
+  /** Prints the writer's achieved rate (JMH keeps no counter for a {@code SampleTime} group member). */
+  @TearDown(Level.Iteration)
+  public void endIteration() {
+    long ops = fixture.ops() - iterationOps;
+    if (ops > 0) {
+      double s = (System.nanoTime() - iterationStart) / 1e9;
+      System.out.printf(Locale.ROOT, "%nwriter: %.0f events/s (target %s)%n", ops / s,
+          writeRate == 0 ? "flat out" : Long.toString(writeRate));
+    }
   }
 
   @Benchmark
@@ -78,12 +126,12 @@ public class IndexLookupBenchmark {
     return out.size();
   }
 
-  /** One store or remove per call, alternating over the request's blocks and background blocks. */
+  /** One store or remove per call (flat out), or one paced batch of them. */
   @Benchmark
   @Group("concurrent")
   @GroupThreads(1)
   public int write() {
-    return fixture.write(op++);
+    return writer.step();
   }
 
   @Benchmark

@@ -3,6 +3,7 @@ package dev.kvrouter.bench.index;
 import dev.kvrouter.index.PrefixCursor;
 import dev.kvrouter.index.PrefixMatches;
 import java.io.IOException;
+import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.charset.StandardCharsets;
@@ -21,12 +22,29 @@ import org.HdrHistogram.Histogram;
  * is read around each chunk. A chunk is <em>clean</em> when its wall time exceeds its CPU time by less than
  * 1% + 2 us, i.e. the thread kept its core for the whole chunk. Percentiles are reported over all lookups and
  * over clean chunks only: the first is what this shared machine gave, the second is what the code costs on a
- * core it owns (the only difference is time spent descheduled). With {@code concurrent}, a writer thread
- * applies stores and removes to the request's own blocks meanwhile; its rate during the run is reported.
+ * core it owns (the only difference is time spent descheduled). Also reported per scenario: the lookup's
+ * optimistic read retries and locked reads per lookup, GC and JIT time during the measurement, and for writer
+ * scenarios the writer's achieved rate.
+ *
+ * <p>Scenarios (comma-separated, run in order on one fixture):
+ * <ul>
+ *   <li>{@code alone}: lookups only; {@code naive}: the {@code ConcurrentHashMap} yardstick;
+ *   <li>{@code w:RATE:TARGET}: a writer thread applies events at RATE events/s (0 = flat out) through
+ *       {@link PacedWriter}, TARGET {@code request} (every other op on the request's own blocks) or
+ *       {@code background} (never the request's blocks);
+ *   <li>{@code spin}: a second thread spins on {@code System.nanoTime} without touching the index (what a busy
+ *       neighbour core costs by itself);
+ *   <li>{@code frozen}: the request writer stops half-way through its cycle (churn workers hold half the request)
+ *       and lookups run alone on that state (what the churn workers' extra candidates cost without any write).
+ * </ul>
+ * Each writer scenario ends by finishing its churn cycle, so the next starts from the fixture's initial state.
  *
  * <p>Run (under the benchmark lock): {@code java -Xms3g -Xmx3g -cp bench/target/benchmarks.jar
- * dev.kvrouter.bench.index.IndexLookupHarness [seconds] [pin|nopin] [out.json|-] [shape] [jump]}. {@code pin} pins
- * the reader to CPU 0 and the writer to CPU 1; {@code shape} and {@code jump} as in {@link IndexLookupBenchmark}.
+ * dev.kvrouter.bench.index.IndexLookupHarness [seconds] [pin|nopin] [out.json|-] [shape] [jump] [scenarios]
+ * [extra|inside]}.
+ * {@code pin} pins the reader to CPU 0 and the writer to CPU 1; {@code shape} and {@code jump} as in
+ * {@link IndexLookupBenchmark}; scenarios default to {@code alone,w:0:request,naive,alone,w:0:request}; the last
+ * argument is {@link IndexLookupBenchmark#churn} (default {@code extra}).
  */
 public final class IndexLookupHarness {
 
@@ -40,11 +58,14 @@ public final class IndexLookupHarness {
     Path out = args.length > 2 && !args[2].equals("-") ? Path.of(args[2]) : null;
     String shape = args.length > 3 ? args[3] : "staggered";
     int jump = args.length > 4 ? Integer.parseInt(args[4]) : 0;
-    LookupFixture f = new LookupFixture(64, 128, 1_000_000, shape, jump);
+    String scenarios = args.length > 5 ? args[5] : "alone,w:0:request,naive,alone,w:0:request";
+    String churn = args.length > 6 ? args[6] : "extra";
+    LookupFixture f = new LookupFixture(64, 128, 1_000_000, shape, jump,
+        IndexLookupBenchmark.churnInside(churn));
     List<String> results = new ArrayList<>();
-    for (String scenario : new String[] {"alone", "concurrent", "naive", "alone", "concurrent"}) {
-      results.add(run(f, scenario, seconds / 2, pin).replace("{\"scenario\"",
-          "{\"shape\": \"" + shape + "\", \"jump\": " + jump + ", \"scenario\""));
+    for (String scenario : scenarios.split(",")) {
+      results.add(run(f, scenario.trim(), seconds / 2, pin).replace("{\"scenario\"",
+          "{\"shape\": \"" + shape + "\", \"jump\": " + jump + ", \"churn\": \"" + churn + "\", \"scenario\""));
     }
     String json = "[\n  " + String.join(",\n  ", results) + "\n]\n";
     System.out.print(json);
@@ -57,19 +78,46 @@ public final class IndexLookupHarness {
     ThreadMXBean mx = ManagementFactory.getThreadMXBean();
     AtomicBoolean stop = new AtomicBoolean();
     AtomicLong writes = new AtomicLong();
+    String[] parts = scenario.split(":");
+    long rate = -1;
+    PacedWriter paced = null;
+    Runnable background = null;
+    if (parts[0].equals("w")) {
+      rate = Long.parseLong(parts[1]);
+      paced = new PacedWriter(f, LookupFixture.WriteTarget.of(parts[2]), rate);
+      PacedWriter p = paced;
+      background = () -> {
+        long n = 0;
+        while (!stop.get()) {
+          for (int i = 0; i < 64; i++) {
+            n += p.step();
+          }
+          writes.lazySet(n);
+        }
+      };
+    } else if (parts[0].equals("spin")) {
+      background = () -> {
+        long n = 0;
+        while (!stop.get()) {
+          n += System.nanoTime() & 1;
+        }
+        writes.lazySet(n);
+      };
+    } else if (parts[0].equals("frozen")) {
+      for (int i = 0; i < LookupFixture.CHURN_WORKERS * f.blocks / 2; i++) {
+        f.writeNext(LookupFixture.WriteTarget.REQUEST);
+      }
+    } else if (!parts[0].equals("alone") && !parts[0].equals("naive")) {
+      throw new IllegalArgumentException("unknown scenario " + scenario);
+    }
     Thread writer = null;
-    if (scenario.equals("concurrent")) {
+    if (background != null) {
+      Runnable body = background;
       writer = new Thread(() -> {
         if (pin) {
           ThreadPin.pin(1);
         }
-        long k = writes.get();
-        while (!stop.get()) {
-          for (int i = 0; i < 64; i++) {
-            f.write(k++);
-          }
-          writes.lazySet(k);
-        }
+        body.run();
       }, "writer");
       writer.setDaemon(true);
       writer.start();
@@ -94,6 +142,10 @@ public final class IndexLookupHarness {
     long cpuTotal = 0;
     long wallTotal = 0;
     long w0 = writes.get();
+    long retries0 = cursor.optimisticRetries();
+    long locked0 = cursor.lockedReads();
+    long[] gc0 = gcCountAndMillis();
+    long jit0 = ManagementFactory.getCompilationMXBean().getTotalCompilationTime();
     long writerCpu0 = writer == null ? 0 : mx.getThreadCpuTime(writer.getId());
     long end = System.nanoTime() + (long) (seconds * 1e9);
     long start = System.nanoTime();
@@ -126,18 +178,42 @@ public final class IndexLookupHarness {
     long elapsed = System.nanoTime() - start;
     long writesDone = writes.get() - w0;
     long writerCpu = writer == null ? 0 : mx.getThreadCpuTime(writer.getId()) - writerCpu0;
+    long[] gc1 = gcCountAndMillis();
+    long jit1 = ManagementFactory.getCompilationMXBean().getTotalCompilationTime();
+    long lookups = Math.max(1, all.getTotalCount());
+    double retries = (cursor.optimisticRetries() - retries0) / (double) lookups;
+    double locked = (cursor.lockedReads() - locked0) / (double) lookups;
     stop.set(true);
     if (writer != null) {
       writer.join(5_000);
     }
+    if (paced != null) {
+      f.finishCycle(paced.target());
+    } else if (parts[0].equals("frozen")) {
+      f.finishCycle(LookupFixture.WriteTarget.REQUEST);
+    }
     double load = ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
     return String.format(Locale.ROOT,
-        "{\"scenario\": \"%s\", \"pinned\": %b, \"lookups\": %d, \"clean_fraction\": %.3f, "
-            + "\"all\": %s, \"clean\": %s, \"reader_cpu_over_wall\": %.3f, \"writer_ops_per_s\": %.0f, "
-            + "\"writer_cpu_over_wall\": %.3f, \"writes_per_lookup\": %.2f, \"load_average\": %.2f, \"sink\": %d}",
-        scenario, pinned, all.getTotalCount(), chunks == 0 ? 0 : cleanChunks / (double) chunks, pct(all), pct(clean),
-        cpuTotal / (double) Math.max(1, wallTotal), writesDone / (elapsed / 1e9), writerCpu / (double) elapsed,
-        writesDone / (double) Math.max(1, all.getTotalCount()), load, sink & 1);
+        "{\"scenario\": \"%s\", \"write_rate\": %d, \"pinned\": %b, \"lookups\": %d, \"clean_fraction\": %.3f, "
+            + "\"all\": %s, \"clean\": %s, \"reader_cpu_over_wall\": %.3f, \"writer_events_per_s\": %.0f, "
+            + "\"writer_cpu_over_wall\": %.3f, \"writes_per_lookup\": %.3f, \"retries_per_lookup\": %.5f, "
+            + "\"locked_reads_per_lookup\": %.6f, \"gc_count\": %d, \"gc_ms\": %d, \"jit_ms\": %d, "
+            + "\"load_average\": %.2f, \"sink\": %d}",
+        scenario, rate, pinned, all.getTotalCount(), chunks == 0 ? 0 : cleanChunks / (double) chunks, pct(all),
+        pct(clean), cpuTotal / (double) Math.max(1, wallTotal),
+        paced == null ? 0 : writesDone / (elapsed / 1e9), writerCpu / (double) elapsed,
+        paced == null ? 0 : writesDone / (double) lookups, retries, locked, gc1[0] - gc0[0], gc1[1] - gc0[1],
+        jit1 - jit0, load, sink & 1);
+  }
+
+  private static long[] gcCountAndMillis() {
+    long n = 0;
+    long ms = 0;
+    for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+      n += Math.max(0, gc.getCollectionCount());
+      ms += Math.max(0, gc.getCollectionTime());
+    }
+    return new long[] {n, ms};
   }
 
   private static int lookup(LookupFixture f, PrefixCursor cursor, PrefixMatches matches) {

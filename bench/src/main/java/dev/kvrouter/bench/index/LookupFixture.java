@@ -38,13 +38,24 @@ final class LookupFixture {
   private final long[] churnBackground;
   private final Map<Long, Set<WorkerId>> naive;
   private final boolean tailFirst;
+  /** {@link #writeNext}'s op counter: owned by one writer thread at a time (handed over by Thread.join). */
+  private long op;
 
   LookupFixture(int workers, int blocks, int background) {
     this(workers, blocks, background, "staggered", 0);
   }
 
-  /** @param jump {@link IndexConfig#prefixJump} (0: the exact walk) */
   LookupFixture(int workers, int blocks, int background, String shape, int jump) {
+    this(workers, blocks, background, shape, jump, false);
+  }
+
+  /**
+   * @param jump {@link IndexConfig#prefixJump} (0: the exact walk)
+   * @param churnInside the writer's churn workers are the last {@value #CHURN_WORKERS} of the {@code workers}
+   *     (the fleet stays at {@code workers}, one ordinal word for 64), not 8 more workers (ordinals 64 to 71 for
+   *     64 workers: with the writer, lookups then have candidates in two ordinal words)
+   */
+  LookupFixture(int workers, int blocks, int background, String shape, int jump, boolean churnInside) {
     this.blocks = blocks;
     this.tailFirst = !shape.equals("staggered");
     SplittableRandom r = new SplittableRandom(7);
@@ -73,7 +84,9 @@ final class LookupFixture {
     }
     churn = new WorkerView[CHURN_WORKERS];
     for (int c = 0; c < CHURN_WORKERS; c++) {
-      churn[c] = index.register(WorkerId.of("churn-" + c));
+      // inside: the churn stores name blocks the worker may already hold by another engine hash (counted twice)
+      churn[c] = churnInside ? index.view(WorkerId.of("worker-" + (workers - CHURN_WORKERS + c)))
+          : index.register(WorkerId.of("churn-" + c));
     }
     churnBackground = new long[4096];
     for (int i = 0; i < churnBackground.length; i++) {
@@ -89,22 +102,71 @@ final class LookupFixture {
     };
   }
 
-  /**
-   * The concurrent writer's op {@code k}: a store or a remove on one of the churn workers, alternating between
-   * the request's own blocks (so lookups race writes to the very stripes they read) and background blocks.
-   * Stores go head first; removes go head first too in {@code staggered} (the historic fixture, kept as it was so
-   * runs compare across versions), tail first in the other shapes, as an engine evicts (so a churn worker's blocks
-   * stay prefix-closed, which a jump search relies on). Must be called by one thread.
-   */
+  /** Which blocks the concurrent writer stores and removes. */
+  enum WriteTarget {
+    /** Every other op on the request's own blocks (lookups race writes to the very slots they read). */
+    REQUEST,
+    /** Only background blocks: the writer shares no block with the lookup, only the table. */
+    BACKGROUND;
+
+    static WriteTarget of(String name) {
+      return valueOf(name.toUpperCase(java.util.Locale.ROOT));
+    }
+  }
+
+  /** {@link #write(long, WriteTarget)} with {@link WriteTarget#REQUEST}. */
   int write(long k) {
-    WorkerView v = churn[(int) (k % CHURN_WORKERS)];
+    return write(k, WriteTarget.REQUEST);
+  }
+
+  /** The writer's next op ({@link #write(long, WriteTarget)} numbered by this fixture's own counter). */
+  int writeNext(WriteTarget target) {
+    return write(op++, target);
+  }
+
+  /** Ops applied through {@link #writeNext}. */
+  long ops() {
+    return op;
+  }
+
+  /**
+   * Writes on to the end of the churn cycle, where every churn worker has removed every block it stored, so the
+   * next writer (maybe with another target) starts from the fixture's initial state.
+   */
+  void finishCycle(WriteTarget target) {
+    long cycle = (long) CHURN_WORKERS * 2 * blocks;
+    while (op % cycle != 0) {
+      writeNext(target);
+    }
+  }
+
+  /**
+   * The concurrent writer's op {@code k}: a store or a remove on one of the churn workers. Each churn worker
+   * cycles through chains of {@code blocks} blocks: it stores one head first, then removes it; removes go head
+   * first in {@code staggered} (the historic fixture, kept as it was so runs compare across versions), tail first
+   * in the other shapes, as an engine evicts (so a churn worker's blocks stay prefix-closed, which a jump search
+   * relies on). With {@link WriteTarget#REQUEST} the chain is the request itself on even ops, a background chain on
+   * odd ops; with {@link WriteTarget#BACKGROUND} always a background chain (a different one each cycle, from a pool
+   * of 4,096 blocks). Every op changes the table (a background store and its remove name the same block). Must be
+   * called by one thread.
+   */
+  int write(long k, WriteTarget target) {
+    int c = (int) (k % CHURN_WORKERS);
+    WorkerView v = churn[c];
     long round = k / CHURN_WORKERS;
     boolean store = (round / blocks) % 2 == 0;
     int i = (int) (round % blocks);
     if (!store && tailFirst) {
       i = blocks - 1 - i;
     }
-    long ours = (k & 1) == 0 ? request[i] : churnBackground[(int) (round % churnBackground.length)];
+    long ours;
+    if (target == WriteTarget.REQUEST && (k & 1) == 0) {
+      ours = request[i];
+    } else {
+      // a chain of its own per churn worker (one holder per block, as most blocks in a fleet)
+      long cycle = round / (2L * blocks);
+      ours = churnBackground[(int) ((cycle * blocks + i) % churnBackground.length)] ^ (c * 0x9E3779B97F4A7C15L);
+    }
     if (store) {
       v.store(ours + 1, ours, Tier.GPU);
       return 1;
