@@ -22,6 +22,9 @@ import java.util.Locale;
  * @param newPrefillWeight extra cost per prefill block the request itself adds to the worker (prompt blocks minus
  *     credit), beyond the wait it causes the request: the fleet compute it consumes, which later requests queue
  *     behind (0 = Dynamo's cost, which counts a new block only as this request's wait)
+ * @param decodeReadWeight cost per context block the worker's decode steps read with the request: the context of
+ *     every in-flight request there, summed per request (a shared prefix once per request holding it, as paged
+ *     attention reads it), plus the request's own (0 = off; the decode term counts shared prefixes once)
  * @param temperature 0 = argmin; above 0 = softmax sampling over normalised costs ({@code router_temperature})
  * @param imbalanceGate when true, a fleet whose in-flight counts spread by more than both thresholds routes to
  *     the least-loaded worker regardless of cache (SGLang's gate)
@@ -38,6 +41,7 @@ public record Weights(
     double decodeLoadScale,
     double activeRequestWeight,
     double newPrefillWeight,
+    double decodeReadWeight,
     double temperature,
     boolean imbalanceGate,
     double imbalanceAbs,
@@ -50,16 +54,16 @@ public record Weights(
    * queued ahead of it (docs/routing.md has the A/B behind both).
    */
   public static final Weights DEFAULTS =
-      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.5, 0.0, 1.0, 0.0, false, 32, 1.1);
+      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.5, 0.0, 1.0, 0.0, 0.0, false, 32, 1.1);
 
   /** Dynamo's published defaults exactly (anchors §1.1): {@code new_prefill_weight} 0. */
   public static final Weights DYNAMO =
-      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, false, 32, 1.1);
+      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, false, 32, 1.1);
 
   /** Every key accepted in configuration and in {@code x-kvrouter-weights}. */
   public static final List<String> KEYS = List.of("gpu_credit", "cpu_credit", "disk_credit", "predicted_credit",
       "overlap_credit_decay", "prefill_load_scale", "decode_load_scale", "active_request_weight",
-      "new_prefill_weight", "temperature",
+      "new_prefill_weight", "decode_read_weight", "temperature",
       "imbalance_gate", "imbalance_abs", "imbalance_rel");
 
   /** Longest {@code x-kvrouter-weights} value read. */
@@ -75,6 +79,7 @@ public record Weights(
     check("decode_load_scale", decodeLoadScale);
     check("active_request_weight", activeRequestWeight);
     check("new_prefill_weight", newPrefillWeight);
+    check("decode_read_weight", decodeReadWeight);
     check("temperature", temperature);
     check("imbalance_abs", imbalanceAbs);
     check("imbalance_rel", imbalanceRel);
@@ -104,7 +109,8 @@ public record Weights(
         default -> throw new IllegalArgumentException("imbalance_gate must be true or false, was `" + v + "`");
       };
       return new Weights(gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
-          decodeLoadScale, activeRequestWeight, newPrefillWeight, temperature, b, imbalanceAbs, imbalanceRel);
+          decodeLoadScale, activeRequestWeight, newPrefillWeight, decodeReadWeight, temperature, b, imbalanceAbs,
+          imbalanceRel);
     }
     double d;
     try {
@@ -118,13 +124,15 @@ public record Weights(
   /** This set with one numeric key changed. */
   public Weights with(String key, double d) {
     double[] f = {gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
-        decodeLoadScale, activeRequestWeight, newPrefillWeight, temperature, 0, imbalanceAbs, imbalanceRel};
+        decodeLoadScale, activeRequestWeight, newPrefillWeight, decodeReadWeight, temperature, 0, imbalanceAbs,
+        imbalanceRel};
     int i = KEYS.indexOf(key);
     if (i < 0 || key.equals("imbalance_gate")) {
       throw new IllegalArgumentException("unknown weight `" + key + "` (known: " + String.join(", ", KEYS) + ")");
     }
     f[i] = d;
-    return new Weights(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], imbalanceGate, f[11], f[12]);
+    return new Weights(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], imbalanceGate, f[12],
+        f[13]);
   }
 
   /**

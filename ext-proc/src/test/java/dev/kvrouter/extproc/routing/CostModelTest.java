@@ -21,7 +21,11 @@ class CostModelTest {
   }
 
   static WorkerLoad load(long prefillTokens, long decodeBlocks, long requests) {
-    return new WorkerLoad(prefillTokens, decodeBlocks, requests, -1, Double.NaN, false);
+    return load(prefillTokens, decodeBlocks, decodeBlocks, requests);
+  }
+
+  static WorkerLoad load(long prefillTokens, long decodeBlocks, long contextBlocks, long requests) {
+    return new WorkerLoad(prefillTokens, decodeBlocks, contextBlocks, requests, -1, Double.NaN, false);
   }
 
   static Candidate cand(String name, Overlap o, WorkerLoad l) {
@@ -151,6 +155,57 @@ class CostModelTest {
     Candidate c = cand("w", Overlap.NONE, load(0, 0, 0));
     CostModel.score(List.of(c), Weights.DYNAMO, RequestShape.of(160, B, 10, 100));
     assertThat(c.decodeBlocks()).isEqualTo(17.0);
+  }
+
+  @Test
+  void theDecodeReadTermCountsEveryRequestsContextWhereMemoryCountsASharedDocumentOnce() {
+    // RAG: a 100-block document, a 4-block question, 4 output blocks. hot holds the document with 20 requests on
+    // it (memory: 100 + 20 x 8 = 260 blocks; reads: 20 x 108 = 2160); cold holds it with 2 (memory 100 + 16 = 116;
+    // reads 216). Both have it cached and nothing queued: credit 100, prefill = new = 4 + 0 output = 4.
+    RequestShape shape = RequestShape.of(104 * B, B, 104, 4 * B);
+    Candidate hot = Candidate.of(worker("hot", 1), 0, gpu(100), load(0, 260, 2160, 20), 100);
+    Candidate cold = Candidate.of(worker("cold", 1), 0, gpu(100), load(0, 116, 216, 2), 100);
+    // defaults (read weight 0): decode = active + (104 - 100 shared) + 4 output: 268 vs 124
+    // cost = 4 + 4 + 0.5 x 268 = 142 vs 4 + 4 + 0.5 x 124 = 70: cold wins on memory already here
+    CostModel.score(List.of(hot, cold), Weights.DEFAULTS, shape);
+    assertThat(hot.decodeBlocks()).isEqualTo(268.0);
+    assertThat(cold.decodeBlocks()).isEqualTo(124.0);
+    assertThat(hot.cost()).isEqualTo(142.0);
+    assertThat(cold.cost()).isEqualTo(70.0);
+    // the read term: active reads + the request's own 104 + 4 = 108 (never deduplicated): 2268 vs 324
+    assertThat(hot.readBlocks()).isEqualTo(2268.0);
+    assertThat(cold.readBlocks()).isEqualTo(324.0);
+    // with decode_read_weight 0.25: 142 + 567 = 709 vs 70 + 81 = 151
+    Weights w = Weights.DEFAULTS.with("decode_read_weight", 0.25);
+    CostModel.score(List.of(hot, cold), w, shape);
+    assertThat(hot.cost()).isEqualTo(709.0);
+    assertThat(cold.cost()).isEqualTo(151.0);
+    // the load without the request: 0.5 x 260 + 0.25 x 2160 = 670; 0.5 x 116 + 0.25 x 216 = 112
+    assertThat(hot.loadCost()).isEqualTo(670.0);
+    assertThat(cold.loadCost()).isEqualTo(112.0);
+  }
+
+  @Test
+  void theDecodeReadTermSeesWhatTheMemoryViewMisses() {
+    // Two workers with the same distinct blocks (memory 120): "shared" runs 10 requests over one 100-block
+    // document (100 + 10 x 2 own blocks; reads 10 x 102 = 1020), "spread" runs 1 request of 120 blocks (reads
+    // 120). A 10-block prompt cached nowhere, no output: prefill = new = 10, decode = 120 + 10 = 130 on both.
+    RequestShape shape = prompt(10);
+    Candidate shared = cand("shared", Overlap.NONE, load(0, 120, 1020, 10));
+    Candidate spread = cand("spread", Overlap.NONE, load(0, 120, 120, 1));
+    // defaults: 10 + 10 + 0.5 x 130 = 85 on both: a tie the memory view cannot break
+    CostModel.score(List.of(shared, spread), Weights.DEFAULTS, shape);
+    assertThat(shared.cost()).isEqualTo(85.0);
+    assertThat(spread.cost()).isEqualTo(85.0);
+    // decode_read_weight 0.1: + 0.1 x (1020 + 10) = 103 -> 188; + 0.1 x (120 + 10) = 13 -> 98: spread wins
+    Weights w = Weights.DEFAULTS.with("decode_read_weight", 0.1);
+    CostModel.score(List.of(shared, spread), w, shape);
+    assertThat(shared.cost()).isCloseTo(188.0, within(1e-9));
+    assertThat(spread.cost()).isCloseTo(98.0, within(1e-9));
+    assertThat(new KvAwarePolicy().choose(new Scoring(null, List.of(shared, spread), w, shape, true,
+        new Random(1))).candidate().worker().name()).isEqualTo("spread");
+    // the formula on terms: prefill 10, new 10, decode 130, read 130, 1 request, weight 2 -> (10 + 10 + 65 + 13) / 2
+    assertThat(CostModel.cost(10, 10, 130, 130, 1, w, 2)).isCloseTo(49.0, within(1e-9));
   }
 
   @Test

@@ -22,6 +22,8 @@ class WeightsTest {
     assertThat(d.prefillLoadScale()).isEqualTo(1.0);
     assertThat(d.overlapCreditDecay()).isZero();
     assertThat(d.activeRequestWeight()).isZero();
+    assertThat(d.decodeReadWeight()).isZero();
+    assertThat(Weights.DYNAMO.decodeReadWeight()).isZero();
     assertThat(d.temperature()).isZero();
     assertThat(d.imbalanceGate()).isFalse();
     assertThat(d.imbalanceAbs()).isEqualTo(32);
@@ -37,6 +39,9 @@ class WeightsTest {
     assertThat(w.imbalanceGate()).isTrue();
     assertThat(w.cpuCredit()).isEqualTo(0.5);
     assertThat(w.gpuCredit()).isEqualTo(1.0);
+    Weights read = Weights.DEFAULTS.withOverrides("decode_read_weight=0.25");
+    assertThat(read.decodeReadWeight()).isEqualTo(0.25);
+    assertThat(read.with("decode_read_weight", 0.0)).isEqualTo(Weights.DEFAULTS);
     assertThat(Weights.DEFAULTS.withOverrides("")).isSameAs(Weights.DEFAULTS);
     assertThat(Weights.DEFAULTS.withOverrides(null)).isSameAs(Weights.DEFAULTS);
     for (String k : Weights.KEYS) {
@@ -52,6 +57,10 @@ class WeightsTest {
         .hasMessageContaining("unknown weight `magic`").hasMessageContaining("prefill_load_scale");
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("gpu_credit=lots")).hasMessageContaining("number");
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("gpu_credit=-1")).hasMessageContaining(">= 0");
+    assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("decode_read_weight=-0.1"))
+        .hasMessageContaining("decode_read_weight").hasMessageContaining(">= 0");
+    assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("decode_read_weight=Infinity"))
+        .hasMessageContaining("finite");
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("temperature=NaN")).hasMessageContaining("finite");
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("imbalance_rel=0.5")).hasMessageContaining(">= 1");
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("imbalance_gate=maybe")).hasMessageContaining("true");
