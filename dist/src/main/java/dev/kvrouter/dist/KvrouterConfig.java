@@ -116,10 +116,10 @@ public record KvrouterConfig(
       predictedCredit = predictedCredit == null ? 1.0 : predictedCredit;
       overlapCreditDecay = overlapCreditDecay == null ? 0.0 : overlapCreditDecay;
       prefillLoadScale = prefillLoadScale == null ? 1.0 : prefillLoadScale;
-      decodeLoadScale = decodeLoadScale == null ? 0.5 : decodeLoadScale;
+      decodeLoadScale = decodeLoadScale == null ? 0.45 : decodeLoadScale;
       activeRequestWeight = activeRequestWeight == null ? 0.0 : activeRequestWeight;
       newPrefillWeight = newPrefillWeight == null ? 1.0 : newPrefillWeight;
-      decodeReadWeight = decodeReadWeight == null ? 0.0 : decodeReadWeight;
+      decodeReadWeight = decodeReadWeight == null ? 0.05 : decodeReadWeight;
       temperature = temperature == null ? 0.0 : temperature;
       imbalanceGate = imbalanceGate != null && imbalanceGate;
       imbalanceAbs = imbalanceAbs == null ? 32.0 : imbalanceAbs;

@@ -5,7 +5,8 @@ import java.util.Locale;
 
 /**
  * The knobs of the cost model and the optional imbalance gate. Defaults are Dynamo's published defaults
- * (anchors §1.1) but for {@code new_prefill_weight} and {@code decode_load_scale}, and SGLang's gate thresholds
+ * (anchors §1.1) but for {@code new_prefill_weight}, {@code decode_load_scale} and {@code decode_read_weight}, and
+ * SGLang's gate thresholds
  * (§2.1, §2.5). Configurable globally and per model
  * ({@code routing.weights}, {@code routing.models.<m>.weights}) and per request through the trusted
  * {@code x-kvrouter-weights} header, all with the same snake_case keys ({@link #KEYS}).
@@ -49,12 +50,15 @@ public record Weights(
 
   /**
    * kvrouter's defaults: Dynamo's, but {@code new_prefill_weight} 1, which keeps best-of-N siblings and
-   * conversation turns on the worker that is already computing their prefix, and {@code decode_load_scale} 0.5,
+   * conversation turns on the worker that is already computing their prefix, and a decode weight of 0.5 in all,
    * since a block held by a decoding request delays a new request's first token less than a block of prefill
-   * queued ahead of it (docs/routing.md has the A/B behind both).
+   * queued ahead of it, split 0.45 on held blocks ({@code decode_load_scale}) and 0.05 on blocks read per decode
+   * step ({@code decode_read_weight}): without shared prefixes the two counts are equal and the cost is exactly
+   * that of 0.5 on held blocks; with them, a worker holding a popular document pays for every request reading it
+   * (docs/routing.md has the A/B behind all three).
    */
   public static final Weights DEFAULTS =
-      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.5, 0.0, 1.0, 0.0, 0.0, false, 32, 1.1);
+      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.45, 0.0, 1.0, 0.05, 0.0, false, 32, 1.1);
 
   /** Dynamo's published defaults exactly (anchors §1.1): {@code new_prefill_weight} 0. */
   public static final Weights DYNAMO =
