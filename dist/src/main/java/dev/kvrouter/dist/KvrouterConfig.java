@@ -83,7 +83,7 @@ public record KvrouterConfig(
     public Routing {
       policy = policy == null ? "kv_aware" : policy;
       weights = weights == null ? new RoutingWeights(null, null, null, null, null, null, null, null, null, null,
-          null, null, null) : weights;
+          null, null, null, null) : weights;
       busy = busy == null ? new Busy(null, null, null, null, null) : busy;
       load = load == null ? new Load(null, null, null, null, null, null) : load;
       scrape = scrape == null ? new Scrape(null, null, null, null, null) : scrape;
@@ -104,6 +104,7 @@ public record KvrouterConfig(
       Double decodeLoadScale,
       Double activeRequestWeight,
       Double newPrefillWeight,
+      Double decodeReadWeight,
       Double temperature,
       Boolean imbalanceGate,
       Double imbalanceAbs,
@@ -115,9 +116,10 @@ public record KvrouterConfig(
       predictedCredit = predictedCredit == null ? 1.0 : predictedCredit;
       overlapCreditDecay = overlapCreditDecay == null ? 0.0 : overlapCreditDecay;
       prefillLoadScale = prefillLoadScale == null ? 1.0 : prefillLoadScale;
-      decodeLoadScale = decodeLoadScale == null ? 0.5 : decodeLoadScale;
+      decodeLoadScale = decodeLoadScale == null ? 0.45 : decodeLoadScale;
       activeRequestWeight = activeRequestWeight == null ? 0.0 : activeRequestWeight;
       newPrefillWeight = newPrefillWeight == null ? 1.0 : newPrefillWeight;
+      decodeReadWeight = decodeReadWeight == null ? 0.05 : decodeReadWeight;
       temperature = temperature == null ? 0.0 : temperature;
       imbalanceGate = imbalanceGate != null && imbalanceGate;
       imbalanceAbs = imbalanceAbs == null ? 32.0 : imbalanceAbs;

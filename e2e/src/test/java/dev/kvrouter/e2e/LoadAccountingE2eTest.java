@@ -81,7 +81,7 @@ class LoadAccountingE2eTest {
     assertThat(totals()[2]).as("the long stream is in flight").isEqualTo(1);
     cancelled.body().close();
     await("every reservation released", () -> stack.runtime.ledger().liveReservations() == 0);
-    assertThat(totals()).containsExactly(0, 0, 0, 0);
+    assertThat(totals()).containsExactly(0, 0, 0, 0, 0);
     assertThat(stack.runtime.ledger().expired()).isZero();
   }
 

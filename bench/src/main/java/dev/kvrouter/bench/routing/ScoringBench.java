@@ -65,8 +65,10 @@ public class ScoringBench {
           BLOCK, 1, null, false, Map.of());
       int gpu = rnd.nextInt(PROMPT_BLOCKS);
       Overlap o = new Overlap(gpu, rnd.nextInt(PROMPT_BLOCKS - gpu + 1) / 2, 0, rnd.nextInt(8), w % 16 == 15);
-      WorkerLoad load = new WorkerLoad(rnd.nextInt(8192), rnd.nextInt(2000), rnd.nextInt(16), -1, Double.NaN,
-          false);
+      int prefill = rnd.nextInt(8192);
+      int decode = rnd.nextInt(2000);
+      // the same draws as before the context term, so earlier results stay comparable; context = 2 x memory
+      WorkerLoad load = new WorkerLoad(prefill, decode, 2L * decode, rnd.nextInt(16), -1, Double.NaN, false);
       candidates.add(Candidate.of(worker, 0, o, load, rnd.nextInt(8)));
     }
     shape = RequestShape.of(PROMPT_BLOCKS * BLOCK, BLOCK, PROMPT_BLOCKS, 256);

@@ -45,14 +45,16 @@ public record VirtualOutcome(RunData data, Truth truth, LedgerEnd ledger, double
    * @param decodeBlocks active blocks over all workers
    * @param requests in-flight requests over all workers
    * @param activeHashes distinct active block hashes
+   * @param contextBlocks context blocks (per request, not deduplicated) over all workers
    * @param live live reservations
    * @param expired reservations released by the TTL sweep rather than by their response
    */
-  public record LedgerEnd(long prefillTokens, long decodeBlocks, long requests, long activeHashes, long live,
-      long expired) {
+  public record LedgerEnd(long prefillTokens, long decodeBlocks, long requests, long activeHashes,
+      long contextBlocks, long live, long expired) {
 
     public boolean zero() {
-      return prefillTokens == 0 && decodeBlocks == 0 && requests == 0 && activeHashes == 0 && live == 0;
+      return prefillTokens == 0 && decodeBlocks == 0 && requests == 0 && activeHashes == 0 && contextBlocks == 0
+          && live == 0;
     }
   }
 }

@@ -507,7 +507,7 @@ public final class VirtualRun {
         decisionMicros.getMaxValue(), fellBack);
     long[] totals = ledger.totals();
     VirtualOutcome.LedgerEnd ledgerEnd = new VirtualOutcome.LedgerEnd(totals[0], totals[1], totals[2], totals[3],
-        ledger.liveReservations(), ledger.expired());
+        totals[4], ledger.liveReservations(), ledger.expired());
     VirtualOutcome.Truth truth = new VirtualOutcome.Truth(truthWithin, truthOver, truthUnder, predictedTokens,
         actualTokens);
     Map<String, Long> events = new TreeMap<>();

@@ -189,6 +189,7 @@ public final class DecisionLog {
     g.writeBooleanField("stale", c.overlap().stale());
     g.writeNumberField("active_prefill_tokens", c.load().prefillTokens());
     g.writeNumberField("active_decode_blocks", c.load().decodeBlocks());
+    g.writeNumberField("active_context_blocks", c.load().contextBlocks());
     g.writeNumberField("active_requests", c.load().requests());
     if (!Double.isNaN(c.load().kvUsage())) {
       g.writeNumberField("kv_usage", round(c.load().kvUsage()));
@@ -198,6 +199,7 @@ public final class DecisionLog {
       g.writeNumberField("credit_blocks", round(c.creditBlocks()));
       g.writeNumberField("prefill_blocks", round(c.prefillBlocks()));
       g.writeNumberField("decode_blocks", round(c.decodeBlocks()));
+      g.writeNumberField("read_blocks", round(c.readBlocks()));
       g.writeNumberField("cost", round(c.cost()));
     }
     g.writeBooleanField("eligible", c.eligible());

@@ -24,6 +24,11 @@ import org.slf4j.LoggerFactory;
  * whole chain of prefix blocks (block i's hash names blocks 0..i), the active set is prefix-closed along any
  * request's chain, which is what lets {@link #activePrefixBlocks} binary-search it.
  *
+ * <p>Beside that memory view each worker keeps its context blocks: every in-flight request's blocks (prompt and
+ * expected output) summed without deduplication, because a decode step reads each running sequence's KV
+ * separately (paged attention), so twenty requests on one cached document read it twenty times per step. Charged
+ * at the decision, released with the blocks when the response ends.
+ *
  * <p>Concurrency: striped, lock-free bookkeeping. Request threads reserve and release; one owner thread (the
  * runtime's scheduler) calls {@link #sweep} and {@link #retain}. Per-worker counters are atomics, block
  * reference counts live in a {@link ConcurrentHashMap} (per-key atomic), and each reservation's two releases
@@ -46,6 +51,7 @@ public final class LoadLedger {
   private final LongAdder refused = new LongAdder();
   private final LongAdder reservedPrefill = new LongAdder();
   private final LongAdder reservedCount = new LongAdder();
+  private final LongAdder reservedContext = new LongAdder();
 
   /**
    * @param nanoClock monotonic clock ({@code System::nanoTime} in production; tests pass their own)
@@ -70,6 +76,7 @@ public final class LoadLedger {
    * @param blockHashes the prompt's full-block hashes, in chain order (shared with other requests, counted
    *     once); not copied, must not be modified afterwards
    * @param uniqueBlocks blocks only this request occupies: the partial last prompt block and expected output
+   *     (its context blocks are {@code blockHashes.length + uniqueBlocks})
    * @return the handle to release, never null ({@link Reservation#NONE} when the ledger is full)
    */
   public Reservation reserve(WorkerId worker, long prefillTokens, long[] blockHashes, int uniqueBlocks) {
@@ -86,6 +93,7 @@ public final class LoadLedger {
     wl.add(r);
     live.put(r.id, r);
     reservedPrefill.add(prefillTokens);
+    reservedContext.add(r.blocks());
     reservedCount.increment();
     return r;
   }
@@ -188,6 +196,7 @@ public final class LoadLedger {
     WorkerLedger wl = workers.computeIfAbsent(worker, WorkerLedger::new);
     wl.sincePrefill.set(0);
     wl.sinceBlocks.set(0);
+    wl.sinceContext.set(0);
     wl.sinceRequests.set(0);
   }
 
@@ -195,6 +204,12 @@ public final class LoadLedger {
   public double meanPrefillTokens() {
     long n = reservedCount.sum();
     return n == 0 ? 0 : (double) reservedPrefill.sum() / n;
+  }
+
+  /** Mean context blocks per reservation so far (estimates the context of requests another replica sent). */
+  public double meanContextBlocks() {
+    long n = reservedCount.sum();
+    return n == 0 ? 0 : (double) reservedContext.sum() / n;
   }
 
   public int liveReservations() {
@@ -216,19 +231,24 @@ public final class LoadLedger {
     return new ArrayList<>(workers.keySet());
   }
 
-  /** Sum of {@link LocalLoad} over every tracked worker plus distinct active block hashes (tests, metrics). */
+  /**
+   * Sums over every tracked worker (tests, metrics): prefill tokens, distinct blocks, requests, distinct active
+   * block hashes, context blocks.
+   */
   public long[] totals() {
     long p = 0;
     long b = 0;
     long r = 0;
     long h = 0;
+    long c = 0;
     for (WorkerLedger wl : workers.values()) {
       p += wl.prefillTokens.get();
       b += wl.blocks.get();
       r += wl.requests.get();
       h += wl.refs.size();
+      c += wl.context.get();
     }
-    return new long[] {p, b, r, h};
+    return new long[] {p, b, r, h, c};
   }
 
   /** One worker's counters. Package-private: only the ledger and reservations touch it. */
@@ -236,10 +256,12 @@ public final class LoadLedger {
     final WorkerId id;
     final AtomicLong prefillTokens = new AtomicLong();
     final AtomicLong blocks = new AtomicLong();
+    final AtomicLong context = new AtomicLong();
     final AtomicLong requests = new AtomicLong();
     final ConcurrentHashMap<Long, Integer> refs = new ConcurrentHashMap<>();
     final AtomicLong sincePrefill = new AtomicLong();
     final AtomicLong sinceBlocks = new AtomicLong();
+    final AtomicLong sinceContext = new AtomicLong();
     final AtomicLong sinceRequests = new AtomicLong();
 
     WorkerLedger(WorkerId id) {
@@ -255,10 +277,12 @@ public final class LoadLedger {
       }
       r.addedBlocks = added;
       blocks.addAndGet(added);
+      context.addAndGet(r.blocks());
       prefillTokens.addAndGet(r.prefillTokens);
       requests.incrementAndGet();
       sincePrefill.addAndGet(r.prefillTokens);
       sinceBlocks.addAndGet(added);
+      sinceContext.addAndGet(r.blocks());
       sinceRequests.incrementAndGet();
     }
 
@@ -276,14 +300,16 @@ public final class LoadLedger {
         }
       }
       blocks.addAndGet(-freed);
+      context.addAndGet(-r.blocks());
       requests.decrementAndGet();
       sinceBlocks.addAndGet(-freed);
+      sinceContext.addAndGet(-r.blocks());
       sinceRequests.decrementAndGet();
     }
 
     LocalLoad snapshot() {
-      return new LocalLoad(prefillTokens.get(), blocks.get(), requests.get(),
-          sincePrefill.get(), sinceBlocks.get(), sinceRequests.get());
+      return new LocalLoad(prefillTokens.get(), blocks.get(), context.get(), requests.get(),
+          sincePrefill.get(), sinceBlocks.get(), sinceContext.get(), sinceRequests.get());
     }
   }
 }

@@ -15,7 +15,7 @@ import java.util.Map;
 /**
  * Load accounting as metrics: per cache owner the ledger's own counters
  * ({@code kvrouter_ledger_prefill_tokens}, {@code kvrouter_ledger_decode_blocks},
- * {@code kvrouter_ledger_requests}; all return to zero when idle), per worker {@code kvrouter_worker_healthy},
+ * {@code kvrouter_ledger_context_blocks}, {@code kvrouter_ledger_requests}; all return to zero when idle), per worker {@code kvrouter_worker_healthy},
  * and {@code kvrouter_ledger_reservations}, {@code kvrouter_ledger_expired_total},
  * {@code kvrouter_ledger_refused_total}, {@code kvrouter_scrapes_total{outcome}}. Per-worker gauges follow the
  * fleet: {@link #fleetChanged} adds and removes them (registry listener thread).
@@ -72,6 +72,8 @@ public final class LoadMetrics {
         meters.add(Gauge.builder("kvrouter.ledger.prefill.tokens", () -> ledger.local(id).prefillTokens())
             .tags("worker", w.name(), "dp_rank", rank).register(registry));
         meters.add(Gauge.builder("kvrouter.ledger.decode.blocks", () -> ledger.local(id).decodeBlocks())
+            .tags("worker", w.name(), "dp_rank", rank).register(registry));
+        meters.add(Gauge.builder("kvrouter.ledger.context.blocks", () -> ledger.local(id).contextBlocks())
             .tags("worker", w.name(), "dp_rank", rank).register(registry));
         meters.add(Gauge.builder("kvrouter.ledger.requests", () -> ledger.local(id).requests())
             .tags("worker", w.name(), "dp_rank", rank).register(registry));

@@ -51,7 +51,10 @@ public final class Reservation {
     return prefillTokens;
   }
 
-  /** Blocks the request occupies: its full prompt blocks (shared ones counted once per worker) plus the rest. */
+  /**
+   * Blocks the request occupies: its full prompt blocks (shared ones counted once per worker in the ledger's
+   * distinct blocks) plus the rest; also the context blocks it adds to its worker's decode reads.
+   */
   public int blocks() {
     return blockHashes.length + uniqueBlocks;
   }

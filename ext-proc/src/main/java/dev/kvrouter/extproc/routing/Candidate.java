@@ -21,6 +21,7 @@ public final class Candidate {
   double creditBlocks;
   double prefillBlocks;
   double decodeBlocks;
+  double readBlocks;
   double cost;
   double loadCost;
 
@@ -88,6 +89,14 @@ public final class Candidate {
     return decodeBlocks;
   }
 
+  /**
+   * Context blocks this worker's decode steps would read with the request: its in-flight requests' contexts summed
+   * per request, plus the request's own prompt and output blocks.
+   */
+  public double readBlocks() {
+    return readBlocks;
+  }
+
   /** The cost model's value; the lowest wins. */
   public double cost() {
     return cost;
@@ -101,7 +110,7 @@ public final class Candidate {
   @Override
   public String toString() {
     return id + (whyNot != null ? " (" + whyNot + ")" : "") + String.format(
-        " overlap=%d/%d/%d p%d prefill=%.2f decode=%.2f cost=%.3f", overlap.gpu(), overlap.cpu(), overlap.disk(),
-        overlap.predicted(), prefillBlocks, decodeBlocks, cost);
+        " overlap=%d/%d/%d p%d prefill=%.2f decode=%.2f read=%.2f cost=%.3f", overlap.gpu(), overlap.cpu(),
+        overlap.disk(), overlap.predicted(), prefillBlocks, decodeBlocks, readBlocks, cost);
   }
 }

@@ -12,8 +12,9 @@ import java.util.List;
  *   new      = max(prompt_blocks - credit, 0)
  *   prefill  = max(active_prefill_tokens / block_size + prompt_blocks - credit, 0)
  *   decode   = active_decode_blocks + (prompt_blocks - active_shared_blocks) + output_blocks
+ *   read     = active_context_blocks + prompt_blocks + output_blocks
  *   cost     = (prefill_load_scale x prefill + new_prefill_weight x new + decode_load_scale x decode
- *               + active_request_weight x active_requests) / worker weight
+ *               + decode_read_weight x read + active_request_weight x active_requests) / worker weight
  *   gpu_credit_eff = gpu_credit / (1 + overlap_credit_decay x excess_prefill / prompt_blocks)
  *   excess_prefill = (active_prefill_tokens - least active_prefill_tokens among candidates) / block_size
  * </pre>
@@ -25,23 +26,35 @@ import java.util.List;
  * and fleet compute later requests wait behind), which breaks the ties that scatter siblings and sessions.
  * Dividing by the worker's {@code weight} treats a weight-2 worker as twice as fast.
  *
+ * <p>{@code decode} is the worker's memory: a prefix shared by in-flight requests counts once. {@code read} is its
+ * decode traffic: each running sequence's KV is read by every decode step separately (paged attention), so a
+ * shared prefix counts once per request that holds it, and a worker holding a popular document reads it once per
+ * request on it. With {@code decode_read_weight} 0 (Dynamo) that traffic is invisible to the cost.
+ *
  * <p>Pure functions of their inputs; allocation-free.
  */
 public final class CostModel {
 
   private CostModel() {}
 
-  /** The formula on already-computed terms (Dynamo's {@code logit}), for a request that adds no prefill. */
+  /**
+   * The formula on already-computed terms (Dynamo's {@code logit}), for a request that adds no prefill, on a
+   * worker whose decode reads are not counted.
+   */
   public static double cost(double prefillBlocks, double decodeBlocks, long activeRequests, Weights w,
       int workerWeight) {
-    return cost(prefillBlocks, 0, decodeBlocks, activeRequests, w, workerWeight);
+    return cost(prefillBlocks, 0, decodeBlocks, 0, activeRequests, w, workerWeight);
   }
 
-  /** The formula on already-computed terms, {@code newBlocks} being the prefill the request adds itself. */
-  public static double cost(double prefillBlocks, double newBlocks, double decodeBlocks, long activeRequests,
-      Weights w, int workerWeight) {
+  /**
+   * The formula on already-computed terms, {@code newBlocks} being the prefill the request adds itself and
+   * {@code readBlocks} the context blocks the worker's decode steps read.
+   */
+  public static double cost(double prefillBlocks, double newBlocks, double decodeBlocks, double readBlocks,
+      long activeRequests, Weights w, int workerWeight) {
     return (w.prefillLoadScale() * prefillBlocks + w.newPrefillWeight() * newBlocks
-        + w.decodeLoadScale() * decodeBlocks + w.activeRequestWeight() * activeRequests) / Math.max(1, workerWeight);
+        + w.decodeLoadScale() * decodeBlocks + w.decodeReadWeight() * readBlocks
+        + w.activeRequestWeight() * activeRequests) / Math.max(1, workerWeight);
   }
 
   /** Fills the cost terms of every candidate for a request of {@code shape}. */
@@ -67,13 +80,16 @@ public final class CostModel {
       double prefill = Math.max(activePrefill + shape.promptBlocks() - credit, 0);
       int shared = Math.min(c.activeSharedBlocks, shape.fullBlocks());
       double decode = c.load.decodeBlocks() + (shape.promptBlocks() - shared) + shape.outputBlocks();
+      double read = c.load.contextBlocks() + shape.promptBlocks() + shape.outputBlocks();
       int weight = c.worker().weight();
       c.creditBlocks = credit;
       c.prefillBlocks = prefill;
       c.decodeBlocks = decode;
+      c.readBlocks = read;
       double added = Math.max(shape.promptBlocks() - credit, 0);
-      c.cost = cost(prefill, added, decode, c.load.requests(), w, weight);
-      c.loadCost = cost(activePrefill, c.load.decodeBlocks(), c.load.requests(), w, weight);
+      c.cost = cost(prefill, added, decode, read, c.load.requests(), w, weight);
+      c.loadCost = cost(activePrefill, 0, c.load.decodeBlocks(), c.load.contextBlocks(), c.load.requests(), w,
+          weight);
       c.scored = true;
     }
   }

@@ -5,7 +5,8 @@ import java.util.Locale;
 
 /**
  * The knobs of the cost model and the optional imbalance gate. Defaults are Dynamo's published defaults
- * (anchors §1.1) but for {@code new_prefill_weight} and {@code decode_load_scale}, and SGLang's gate thresholds
+ * (anchors §1.1) but for {@code new_prefill_weight}, {@code decode_load_scale} and {@code decode_read_weight}, and
+ * SGLang's gate thresholds
  * (§2.1, §2.5). Configurable globally and per model
  * ({@code routing.weights}, {@code routing.models.<m>.weights}) and per request through the trusted
  * {@code x-kvrouter-weights} header, all with the same snake_case keys ({@link #KEYS}).
@@ -22,6 +23,9 @@ import java.util.Locale;
  * @param newPrefillWeight extra cost per prefill block the request itself adds to the worker (prompt blocks minus
  *     credit), beyond the wait it causes the request: the fleet compute it consumes, which later requests queue
  *     behind (0 = Dynamo's cost, which counts a new block only as this request's wait)
+ * @param decodeReadWeight cost per context block the worker's decode steps read with the request: the context of
+ *     every in-flight request there, summed per request (a shared prefix once per request holding it, as paged
+ *     attention reads it), plus the request's own (0 = off; the decode term counts shared prefixes once)
  * @param temperature 0 = argmin; above 0 = softmax sampling over normalised costs ({@code router_temperature})
  * @param imbalanceGate when true, a fleet whose in-flight counts spread by more than both thresholds routes to
  *     the least-loaded worker regardless of cache (SGLang's gate)
@@ -38,6 +42,7 @@ public record Weights(
     double decodeLoadScale,
     double activeRequestWeight,
     double newPrefillWeight,
+    double decodeReadWeight,
     double temperature,
     boolean imbalanceGate,
     double imbalanceAbs,
@@ -45,21 +50,24 @@ public record Weights(
 
   /**
    * kvrouter's defaults: Dynamo's, but {@code new_prefill_weight} 1, which keeps best-of-N siblings and
-   * conversation turns on the worker that is already computing their prefix, and {@code decode_load_scale} 0.5,
+   * conversation turns on the worker that is already computing their prefix, and a decode weight of 0.5 in all,
    * since a block held by a decoding request delays a new request's first token less than a block of prefill
-   * queued ahead of it (docs/routing.md has the A/B behind both).
+   * queued ahead of it, split 0.45 on held blocks ({@code decode_load_scale}) and 0.05 on blocks read per decode
+   * step ({@code decode_read_weight}): without shared prefixes the two counts are equal and the cost is exactly
+   * that of 0.5 on held blocks; with them, a worker holding a popular document pays for every request reading it
+   * (docs/routing.md has the A/B behind all three).
    */
   public static final Weights DEFAULTS =
-      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.5, 0.0, 1.0, 0.0, false, 32, 1.1);
+      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.45, 0.0, 1.0, 0.05, 0.0, false, 32, 1.1);
 
   /** Dynamo's published defaults exactly (anchors §1.1): {@code new_prefill_weight} 0. */
   public static final Weights DYNAMO =
-      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, false, 32, 1.1);
+      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, false, 32, 1.1);
 
   /** Every key accepted in configuration and in {@code x-kvrouter-weights}. */
   public static final List<String> KEYS = List.of("gpu_credit", "cpu_credit", "disk_credit", "predicted_credit",
       "overlap_credit_decay", "prefill_load_scale", "decode_load_scale", "active_request_weight",
-      "new_prefill_weight", "temperature",
+      "new_prefill_weight", "decode_read_weight", "temperature",
       "imbalance_gate", "imbalance_abs", "imbalance_rel");
 
   /** Longest {@code x-kvrouter-weights} value read. */
@@ -75,6 +83,7 @@ public record Weights(
     check("decode_load_scale", decodeLoadScale);
     check("active_request_weight", activeRequestWeight);
     check("new_prefill_weight", newPrefillWeight);
+    check("decode_read_weight", decodeReadWeight);
     check("temperature", temperature);
     check("imbalance_abs", imbalanceAbs);
     check("imbalance_rel", imbalanceRel);
@@ -104,7 +113,8 @@ public record Weights(
         default -> throw new IllegalArgumentException("imbalance_gate must be true or false, was `" + v + "`");
       };
       return new Weights(gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
-          decodeLoadScale, activeRequestWeight, newPrefillWeight, temperature, b, imbalanceAbs, imbalanceRel);
+          decodeLoadScale, activeRequestWeight, newPrefillWeight, decodeReadWeight, temperature, b, imbalanceAbs,
+          imbalanceRel);
     }
     double d;
     try {
@@ -118,13 +128,15 @@ public record Weights(
   /** This set with one numeric key changed. */
   public Weights with(String key, double d) {
     double[] f = {gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
-        decodeLoadScale, activeRequestWeight, newPrefillWeight, temperature, 0, imbalanceAbs, imbalanceRel};
+        decodeLoadScale, activeRequestWeight, newPrefillWeight, decodeReadWeight, temperature, 0, imbalanceAbs,
+        imbalanceRel};
     int i = KEYS.indexOf(key);
     if (i < 0 || key.equals("imbalance_gate")) {
       throw new IllegalArgumentException("unknown weight `" + key + "` (known: " + String.join(", ", KEYS) + ")");
     }
     f[i] = d;
-    return new Weights(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], imbalanceGate, f[11], f[12]);
+    return new Weights(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], imbalanceGate, f[12],
+        f[13]);
   }
 
   /**

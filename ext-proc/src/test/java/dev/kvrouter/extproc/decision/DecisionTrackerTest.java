@@ -113,7 +113,7 @@ class DecisionTrackerTest {
         false);
     tracker.onResponseBody(d, bytes("_details\":{\"cached_tokens\":96}}}\n\ndata: [DONE]\n\n"), false, true);
     tracker.onEnd(d, false);
-    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0);
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0, 0);
 
     JsonNode dec = line(0);
     assertThat(dec.path("event").asText()).isEqualTo("decision");
@@ -184,7 +184,7 @@ class DecisionTrackerTest {
     tracker.onDecision(d);
     assertThat(ledger.liveReservations()).isEqualTo(1);
     tracker.onEnd(d, true);
-    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0);
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0, 0);
     assertThat(lines).hasSize(2);
     JsonNode out = line(1);
     assertThat(out.path("aborted").asBoolean()).isTrue();
@@ -263,6 +263,6 @@ class DecisionTrackerTest {
       tracker.onResponseBody(d, bytes("x"), true, false);
       tracker.onEnd(d, false);
     }
-    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0);
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0, 0);
   }
 }

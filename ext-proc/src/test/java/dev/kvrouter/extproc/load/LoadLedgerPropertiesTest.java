@@ -139,6 +139,7 @@ class LoadLedgerPropertiesTest {
         long requests = 0;
         Map<Long, Integer> refs = new HashMap<>();
         long unique = 0;
+        long context = 0;
         for (Map.Entry<Reservation, long[]> en : live.entrySet()) {
           Reservation res = en.getKey();
           if (!res.worker().equals(WORKERS[w]) || generation.get(res) != gen[w]) {
@@ -149,6 +150,7 @@ class LoadLedgerPropertiesTest {
             prefill += res.prefillTokens();
           }
           unique += res.blocks() - en.getValue().length;
+          context += res.blocks();
           for (long h : en.getValue()) {
             refs.merge(h, 1, Integer::sum);
           }
@@ -156,10 +158,14 @@ class LoadLedgerPropertiesTest {
         LocalLoad l = ledger.local(WORKERS[w]);
         assertThat(l.prefillTokens()).as("prefill of %s after %s", WORKERS[w], op).isEqualTo(prefill);
         assertThat(l.decodeBlocks()).as("blocks of %s after %s", WORKERS[w], op).isEqualTo(refs.size() + unique);
+        assertThat(l.contextBlocks()).as("context of %s after %s", WORKERS[w], op).isEqualTo(context);
         assertThat(l.requests()).as("requests of %s after %s", WORKERS[w], op).isEqualTo(requests);
         // net change since the last scrape: never more than is in flight now
         assertThat(l.sincePrefillTokens()).isLessThanOrEqualTo(l.prefillTokens());
         assertThat(l.sinceRequests()).isLessThanOrEqualTo(l.requests());
+        assertThat(l.sinceContextBlocks()).isLessThanOrEqualTo(l.contextBlocks());
+        // a request reads at least the blocks it holds: context is never below distinct memory
+        assertThat(l.contextBlocks()).isGreaterThanOrEqualTo(l.decodeBlocks());
       }
     }
     for (Reservation r : made) {
@@ -168,7 +174,7 @@ class LoadLedgerPropertiesTest {
       }
       ledger.release(r);
     }
-    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0);
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0, 0);
     assertThat(ledger.liveReservations()).isZero();
   }
 
@@ -239,10 +245,10 @@ class LoadLedgerPropertiesTest {
         ledger.release(r);
       }
     }
-    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0);
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0, 0);
     assertThat(ledger.liveReservations()).isZero();
     for (WorkerId w : WORKERS) {
-      assertThat(ledger.local(w)).isEqualTo(new LocalLoad(0, 0, 0, 0, 0, 0));
+      assertThat(ledger.local(w)).isEqualTo(new LocalLoad(0, 0, 0, 0, 0, 0, 0, 0));
     }
   }
 }

@@ -21,7 +21,8 @@ class LoadLedgerTest {
   @Test
   void reserveChargesPrefillBlocksAndARequestImmediately() {
     Reservation r = ledger.reserve(A, 640, chain(1, 2, 3, 4), 3);
-    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(640, 7, 1, 640, 7, 1));
+    // 4 hashed + 3 unique blocks: 7 distinct, 7 of context
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(640, 7, 7, 1, 640, 7, 7, 1));
     assertThat(ledger.local(B)).isEqualTo(LocalLoad.ZERO);
     assertThat(r.blocks()).isEqualTo(7);
     assertThat(r.addedBlocks()).isEqualTo(7);
@@ -44,7 +45,7 @@ class LoadLedgerTest {
     Reservation r = ledger.reserve(A, 100, chain(1), 0);
     ledger.release(r); // cancelled before any byte
     assertThat(ledger.local(A)).isEqualTo(LocalLoad.ZERO);
-    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0);
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0, 0);
   }
 
   @Test
@@ -59,7 +60,7 @@ class LoadLedgerTest {
     ledger.release(Reservation.NONE);
     ledger.prefillDone(Reservation.NONE);
     ledger.release(null);
-    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0);
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0, 0);
   }
 
   @Test
@@ -76,6 +77,41 @@ class LoadLedgerTest {
     assertThat(ledger.local(A).decodeBlocks()).isEqualTo(3);
     ledger.release(r2);
     assertThat(ledger.local(A).decodeBlocks()).isZero();
+  }
+
+  @Test
+  void contextBlocksCountASharedPrefixOncePerRequestAndReleaseAtTheEnd() {
+    // a 3-block document (1, 2, 3) with a 1-block question each (8, 9) and 2 output blocks each: memory holds
+    // 1, 2, 3, 8, 9 + 2 + 2 = 9 blocks; decode reads each request's 4 + 2 = 6 blocks: 12
+    Reservation r1 = ledger.reserve(A, 64, chain(1, 2, 3, 8), 2);
+    Reservation r2 = ledger.reserve(A, 16, chain(1, 2, 3, 9), 2);
+    assertThat(ledger.local(A).decodeBlocks()).isEqualTo(9);
+    assertThat(ledger.local(A).contextBlocks()).isEqualTo(12);
+    // the first byte releases prefill only: the request still decodes, reading its context every step
+    ledger.prefillDone(r1);
+    assertThat(ledger.local(A).contextBlocks()).isEqualTo(12);
+    // another worker's reads are its own
+    Reservation other = ledger.reserve(B, 0, chain(1, 2, 3), 0);
+    assertThat(ledger.local(B).contextBlocks()).isEqualTo(3);
+    assertThat(ledger.local(A).contextBlocks()).isEqualTo(12);
+    ledger.release(r1);
+    assertThat(ledger.local(A).decodeBlocks()).isEqualTo(6); // 1, 2, 3, 9 + 2
+    assertThat(ledger.local(A).contextBlocks()).isEqualTo(6);
+    ledger.release(r2);
+    ledger.release(r2);
+    ledger.release(other);
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0, 0);
+    assertThat(ledger.local(A)).isEqualTo(LocalLoad.ZERO);
+  }
+
+  @Test
+  void anExpiredReservationReleasesItsContext() {
+    Reservation r = ledger.reserve(A, 0, chain(1, 2), 3);
+    clock.advance(301, TimeUnit.SECONDS);
+    assertThat(ledger.sweep()).isEqualTo(1);
+    assertThat(r.released()).isTrue();
+    assertThat(ledger.local(A).contextBlocks()).isZero();
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0, 0);
   }
 
   @Test
@@ -106,13 +142,13 @@ class LoadLedgerTest {
     assertThat(ledger.sweep()).isEqualTo(1);
     assertThat(old.released()).isTrue();
     assertThat(young.released()).isFalse();
-    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(50, 1, 1, 50, 1, 1));
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(50, 1, 1, 1, 50, 1, 1, 1));
     assertThat(ledger.expired()).isEqualTo(1);
     // the response that finally ends releases nothing twice
     ledger.release(old);
     assertThat(ledger.local(A).decodeBlocks()).isEqualTo(1);
     ledger.release(young);
-    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0);
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0, 0);
   }
 
   @Test
@@ -143,16 +179,18 @@ class LoadLedgerTest {
   void theSinceCountersHoldTheNetChangeAfterTheLastScrape() {
     Reservation before = ledger.reserve(A, 100, chain(1, 2), 1);
     ledger.scraped(A);
-    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(100, 3, 1, 0, 0, 0));
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(100, 3, 3, 1, 0, 0, 0, 0));
     Reservation after = ledger.reserve(A, 40, chain(1, 2, 3), 0);
-    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(140, 4, 2, 40, 1, 1));
+    // one new distinct block (3), three of context (1, 2, 3 are read again by this request)
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(140, 4, 6, 2, 40, 1, 3, 1));
     // made before the scrape, so the scrape counted it; now it is gone: the scrape overstates by what it held
-    // alone (its prefill, its one unique block; blocks 1 and 2 are still held by the later request)
+    // alone (its prefill, its one unique block; blocks 1 and 2 are still held by the later request) and by all
+    // three blocks of its context
     ledger.release(before);
-    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(40, 3, 1, -60, 0, 0));
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(40, 3, 3, 1, -60, 0, 0, 0));
     ledger.prefillDone(after);
     ledger.release(after);
-    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(0, 0, 0, -100, -3, -1));
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(0, 0, 0, 0, -100, -3, -3, -1));
     ledger.scraped(A);
     assertThat(ledger.local(A)).isEqualTo(LocalLoad.ZERO);
   }
@@ -162,6 +200,9 @@ class LoadLedgerTest {
     ledger.reserve(A, 100, chain(), 0);
     ledger.reserve(B, 300, chain(), 0);
     assertThat(ledger.meanPrefillTokens()).isEqualTo(200.0);
+    ledger.reserve(A, 0, chain(1, 2, 3), 5);
+    // context 0, 0 and 8 blocks over three reservations
+    assertThat(ledger.meanContextBlocks()).isEqualTo(8.0 / 3);
     assertThat(ledger.workers()).containsExactlyInAnyOrder(A, B);
   }
 }

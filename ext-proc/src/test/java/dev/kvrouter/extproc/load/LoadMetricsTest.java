@@ -32,6 +32,11 @@ class LoadMetricsTest {
         .isEqualTo(300);
     assertThat(meters.get("kvrouter.ledger.decode.blocks").tags("worker", "b", "dp_rank", "1").gauge().value())
         .isEqualTo(3);
+    Reservation again = ledger.reserve(new WorkerId("b", 1), 0, new long[] {1, 2}, 0);
+    // the same two blocks read again by the second request: 3 distinct, 5 of context
+    assertThat(meters.get("kvrouter.ledger.context.blocks").tags("worker", "b", "dp_rank", "1").gauge().value())
+        .isEqualTo(5);
+    ledger.release(again);
     assertThat(meters.get("kvrouter.ledger.requests").tags("worker", "a", "dp_rank", "0").gauge().value()).isZero();
     assertThat(meters.get("kvrouter.ledger.reservations").gauge().value()).isEqualTo(1);
     health.scrapeUnreachable("a");
@@ -42,6 +47,8 @@ class LoadMetricsTest {
     assertThat(r.released()).isTrue();
     assertThat(meters.get("kvrouter.ledger.expired").functionCounter().count()).isEqualTo(1);
     assertThat(meters.get("kvrouter.ledger.decode.blocks").tags("worker", "b", "dp_rank", "1").gauge().value())
+        .isZero();
+    assertThat(meters.get("kvrouter.ledger.context.blocks").tags("worker", "b", "dp_rank", "1").gauge().value())
         .isZero();
     metrics.fleetChanged(new WorkerSet(2, List.of(w("b", 2))));
     assertThat(meters.find("kvrouter.ledger.requests").tags("worker", "a").gauge()).isNull();

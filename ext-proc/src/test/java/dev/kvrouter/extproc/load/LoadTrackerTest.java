@@ -25,7 +25,7 @@ class LoadTrackerTest {
   @Test
   void withoutAScrapeTheLedgerIsTheLoad() {
     ledger.reserve(W, 320, new long[] {1, 2}, 1);
-    assertThat(tracker.load(W)).isEqualTo(new WorkerLoad(320, 3, 1, -1, Double.NaN, false));
+    assertThat(tracker.load(W)).isEqualTo(new WorkerLoad(320, 3, 3, 1, -1, Double.NaN, false));
   }
 
   @Test
@@ -36,6 +36,8 @@ class LoadTrackerTest {
     scrape(10, 4, 0.5, 1000);
     WorkerLoad l = tracker.load(W);
     assertThat(l.requests()).isEqualTo(14); // max(2 local, 10 + 4 + 0 since)
+    // engines report no context: 14 requests at this replica's 2 blocks per request there (4 context / 2)
+    assertThat(l.contextBlocks()).isEqualTo(28);
     assertThat(l.decodeBlocks()).isEqualTo(500); // max(4 local, 0.5 x 1000 + 0 since)
     assertThat(l.prefillTokens()).isEqualTo(800); // max(400, 0 since + 4 waiting x 200 mean)
     assertThat(l.waiting()).isEqualTo(4);
@@ -86,6 +88,20 @@ class LoadTrackerTest {
     assertThat(l.decodeBlocks()).isEqualTo(5);
     assertThat(l.prefillTokens()).isEqualTo(500);
     assertThat(l.kvUsage()).isEqualTo(0.005); // local blocks over capacity beat the scraped 0
+  }
+
+  @Test
+  void contextOfOtherReplicasRequestsIsEstimatedFromTheReplicasOwnMean() {
+    // nothing of ours on W, 6 blocks per request elsewhere: the scrape's 3 requests read about 18 blocks
+    ledger.reserve(WorkerId.of("other"), 0, new long[] {1, 2, 3, 4}, 2);
+    scrape(3, 0, 0.0, 1000);
+    assertThat(tracker.load(W).contextBlocks()).isEqualTo(18);
+    // the scrape agrees with the ledger (one router replica): the exact local figure, no estimate
+    ledger.reserve(W, 0, new long[] {5}, 0);
+    ledger.reserve(W, 0, new long[] {5, 6, 7}, 0);
+    ledger.reserve(W, 0, new long[] {8}, 1);
+    scrape(3, 0, 0.0, 1000);
+    assertThat(tracker.load(W).contextBlocks()).isEqualTo(6);
   }
 
   @Test

@@ -15,13 +15,20 @@ class CostModelTest {
 
   static final int B = 16;
 
+  /** The defaults before the decode-read term: the whole decode weight, 0.5, on held (deduplicated) blocks. */
+  static final Weights MEMORY_ONLY = Weights.DEFAULTS.with("decode_load_scale", 0.5).with("decode_read_weight", 0);
+
   static Worker worker(String name, int weight) {
     return new Worker(name, "10.0.0.1", 8000, "m", List.of(), Worker.Role.BOTH, null, 1, B, weight, null, false,
         Map.of());
   }
 
   static WorkerLoad load(long prefillTokens, long decodeBlocks, long requests) {
-    return new WorkerLoad(prefillTokens, decodeBlocks, requests, -1, Double.NaN, false);
+    return load(prefillTokens, decodeBlocks, decodeBlocks, requests);
+  }
+
+  static WorkerLoad load(long prefillTokens, long decodeBlocks, long contextBlocks, long requests) {
+    return new WorkerLoad(prefillTokens, decodeBlocks, contextBlocks, requests, -1, Double.NaN, false);
   }
 
   static Candidate cand(String name, Overlap o, WorkerLoad l) {
@@ -54,11 +61,14 @@ class CostModelTest {
 
   @Test
   void theDefaultsChargeTheBlocksARequestRecomputesOnceMore() {
-    // Dynamo's example under our defaults: prefill + the same again as new blocks + half the decode blocks:
+    // Dynamo's example under our defaults: prefill + the same again as new blocks + half the decode blocks (0.45
+    // per held block + 0.05 per block read; nothing is shared here, so the two counts are equal):
     // w1 8 + 8 + 10 = 26, w2 5 + 5 + 7.5 = 17.5, w3 2 + 2 + 9.5 = 13.5: now w3 wins, the worker that holds the most
     List<Candidate> cs = dynamosThreeWorkers();
     CostModel.score(cs, Weights.DEFAULTS, prompt(10));
-    assertThat(cs).extracting(Candidate::cost).containsExactly(26.0, 17.5, 13.5);
+    assertThat(cs.get(0).cost()).isCloseTo(26.0, within(1e-9));
+    assertThat(cs.get(1).cost()).isCloseTo(17.5, within(1e-9));
+    assertThat(cs.get(2).cost()).isCloseTo(13.5, within(1e-9));
     assertThat(new KvAwarePolicy().choose(new Scoring(null, cs, Weights.DEFAULTS, prompt(10), true, new Random(1)))
         .candidate().worker().name()).isEqualTo("w3");
   }
@@ -151,6 +161,69 @@ class CostModelTest {
     Candidate c = cand("w", Overlap.NONE, load(0, 0, 0));
     CostModel.score(List.of(c), Weights.DYNAMO, RequestShape.of(160, B, 10, 100));
     assertThat(c.decodeBlocks()).isEqualTo(17.0);
+  }
+
+  @Test
+  void theDecodeReadTermCountsEveryRequestsContextWhereMemoryCountsASharedDocumentOnce() {
+    // RAG: a 100-block document, a 4-block question, 4 output blocks. hot holds the document with 20 requests on
+    // it (memory: 100 + 20 x 8 = 260 blocks; reads: 20 x 108 = 2160); cold holds it with 2 (memory 100 + 16 = 116;
+    // reads 216). Both have it cached and nothing queued: credit 100, prefill = new = 4 + 0 output = 4.
+    RequestShape shape = RequestShape.of(104 * B, B, 104, 4 * B);
+    Candidate hot = Candidate.of(worker("hot", 1), 0, gpu(100), load(0, 260, 2160, 20), 100);
+    Candidate cold = Candidate.of(worker("cold", 1), 0, gpu(100), load(0, 116, 216, 2), 100);
+    // memory only (read weight 0): decode = active + (104 - 100 shared) + 4 output: 268 vs 124
+    // cost = 4 + 4 + 0.5 x 268 = 142 vs 4 + 4 + 0.5 x 124 = 70: cold wins on memory already here
+    CostModel.score(List.of(hot, cold), MEMORY_ONLY, shape);
+    assertThat(hot.decodeBlocks()).isEqualTo(268.0);
+    assertThat(cold.decodeBlocks()).isEqualTo(124.0);
+    assertThat(hot.cost()).isEqualTo(142.0);
+    assertThat(cold.cost()).isEqualTo(70.0);
+    // the read term: active reads + the request's own 104 + 4 = 108 (never deduplicated): 2268 vs 324
+    assertThat(hot.readBlocks()).isEqualTo(2268.0);
+    assertThat(cold.readBlocks()).isEqualTo(324.0);
+    // with decode_read_weight 0.25: 142 + 567 = 709 vs 70 + 81 = 151
+    Weights w = MEMORY_ONLY.with("decode_read_weight", 0.25);
+    CostModel.score(List.of(hot, cold), w, shape);
+    assertThat(hot.cost()).isEqualTo(709.0);
+    assertThat(cold.cost()).isEqualTo(151.0);
+    // the load without the request: 0.5 x 260 + 0.25 x 2160 = 670; 0.5 x 116 + 0.25 x 216 = 112
+    assertThat(hot.loadCost()).isEqualTo(670.0);
+    assertThat(cold.loadCost()).isEqualTo(112.0);
+    // the defaults (0.45 held + 0.05 read): 8 + 0.45 x 268 + 0.05 x 2268 = 8 + 120.6 + 113.4 = 242;
+    // 8 + 0.45 x 124 + 0.05 x 324 = 8 + 55.8 + 16.2 = 80; loads 117 + 108 = 225 and 52.2 + 10.8 = 63
+    CostModel.score(List.of(hot, cold), Weights.DEFAULTS, shape);
+    assertThat(hot.cost()).isCloseTo(242.0, within(1e-9));
+    assertThat(cold.cost()).isCloseTo(80.0, within(1e-9));
+    assertThat(hot.loadCost()).isCloseTo(225.0, within(1e-9));
+    assertThat(cold.loadCost()).isCloseTo(63.0, within(1e-9));
+  }
+
+  @Test
+  void theDecodeReadTermSeesWhatTheMemoryViewMisses() {
+    // Two workers with the same distinct blocks (memory 120): "shared" runs 10 requests over one 100-block
+    // document (100 + 10 x 2 own blocks; reads 10 x 102 = 1020), "spread" runs 1 request of 120 blocks (reads
+    // 120). A 10-block prompt cached nowhere, no output: prefill = new = 10, decode = 120 + 10 = 130 on both.
+    RequestShape shape = prompt(10);
+    Candidate shared = cand("shared", Overlap.NONE, load(0, 120, 1020, 10));
+    Candidate spread = cand("spread", Overlap.NONE, load(0, 120, 120, 1));
+    // memory only: 10 + 10 + 0.5 x 130 = 85 on both: a tie the memory view cannot break
+    CostModel.score(List.of(shared, spread), MEMORY_ONLY, shape);
+    assertThat(shared.cost()).isEqualTo(85.0);
+    assertThat(spread.cost()).isEqualTo(85.0);
+    // the defaults: 20 + 0.45 x 130 + 0.05 x 1030 = 130 vs 20 + 0.45 x 130 + 0.05 x 130 = 85: spread, which shares
+    // nothing, costs exactly what it cost with the whole 0.5 on held blocks
+    CostModel.score(List.of(shared, spread), Weights.DEFAULTS, shape);
+    assertThat(shared.cost()).isCloseTo(130.0, within(1e-9));
+    assertThat(spread.cost()).isCloseTo(85.0, within(1e-9));
+    // decode_read_weight 0.1: + 0.1 x (1020 + 10) = 103 -> 188; + 0.1 x (120 + 10) = 13 -> 98: spread wins
+    Weights w = MEMORY_ONLY.with("decode_read_weight", 0.1);
+    CostModel.score(List.of(shared, spread), w, shape);
+    assertThat(shared.cost()).isCloseTo(188.0, within(1e-9));
+    assertThat(spread.cost()).isCloseTo(98.0, within(1e-9));
+    assertThat(new KvAwarePolicy().choose(new Scoring(null, List.of(shared, spread), w, shape, true,
+        new Random(1))).candidate().worker().name()).isEqualTo("spread");
+    // the formula on terms: prefill 10, new 10, decode 130, read 130, 1 request, weight 2 -> (10 + 10 + 65 + 13) / 2
+    assertThat(CostModel.cost(10, 10, 130, 130, 1, w, 2)).isCloseTo(49.0, within(1e-9));
   }
 
   @Test

@@ -5,6 +5,7 @@ import static dev.kvrouter.extproc.routing.RouterHarness.prompt;
 import static dev.kvrouter.extproc.routing.RouterHarness.request;
 import static dev.kvrouter.extproc.routing.RouterHarness.worker;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
 import dev.kvrouter.extproc.load.LocalLoad;
 import dev.kvrouter.extproc.load.ScrapedLoad;
@@ -52,7 +53,7 @@ class RouterTest {
     assertThat(d.detail().chosen().cost()).isEqualTo(68.0);
     assertThat(d.detail().predictedCachedTokens()).isEqualTo(60L * B);
     // reserved: the 4 uncached blocks of prefill, the 64 blocks it occupies
-    assertThat(h.ledger.local(id("w2"))).isEqualTo(new LocalLoad(4 * B, 64, 1, 4 * B, 64, 1));
+    assertThat(h.ledger.local(id("w2"))).isEqualTo(new LocalLoad(4 * B, 64, 64, 1, 4 * B, 64, 64, 1));
     assertThat(h.predictions).containsExactly("w2:64");
   }
 
@@ -80,19 +81,25 @@ class RouterTest {
 
   /**
    * The same flood under our default weights ({@code new_prefill_weight} 1: a recomputed block counts once more;
-   * {@code decode_load_scale} 0.5). w1 after k requests: (8k + 8) + 8 new + 0.5 x (56 + 8k + 8) = 12k + 48; an
-   * idle worker 64 + 64 + 0.5 x 64 = 160. So w1 takes requests 0..9 (48 .. 156), and the eleventh goes to an idle
-   * worker.
+   * {@code decode_load_scale} 0.45 on held blocks, {@code decode_read_weight} 0.05 on blocks read). w1 after k
+   * requests holds 56 + 8k blocks and reads 64k: (8k + 8) + 8 new + 0.45 x (56 + 8k + 8) + 0.05 x (64k + 64)
+   * = 14.8k + 48; an idle worker 64 + 64 + 0.45 x 64 + 0.05 x 64 = 160. So w1 takes requests 0..7 (48 .. 151.6),
+   * and the ninth goes to an idle worker. With the whole 0.5 on held blocks (the earlier defaults) w1 cost 12k + 48
+   * and kept ten: the shared prefix read once per request is what brakes the hot spot sooner.
    */
   @Test
   void underTheDefaultsTheHolderKeepsTheFloodLongerButStillSpills() {
     h.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));
     List<String> order = new ArrayList<>();
     List<Double> costs = new ArrayList<>();
-    flood(11, order, costs);
-    assertThat(order.subList(0, 10)).containsOnly("w1");
-    assertThat(order.get(10)).isIn("w2", "w3");
-    assertThat(costs).containsExactly(48.0, 60.0, 72.0, 84.0, 96.0, 108.0, 120.0, 132.0, 144.0, 156.0, 160.0);
+    flood(9, order, costs);
+    assertThat(order.subList(0, 8)).containsOnly("w1");
+    assertThat(order.get(8)).isIn("w2", "w3");
+    double[] expected = {48.0, 62.8, 77.6, 92.4, 107.2, 122.0, 136.8, 151.6, 160.0};
+    assertThat(costs).hasSize(expected.length);
+    for (int i = 0; i < expected.length; i++) {
+      assertThat(costs.get(i)).as("request %d", i).isCloseTo(expected[i], within(1e-9));
+    }
   }
 
   /**
@@ -304,7 +311,7 @@ class RouterTest {
     assertThat(d.detail().promptUnavailable()).isEqualTo("template_error");
     assertThat(d.detail().promptExact()).isFalse();
     // the estimate still reserves load: 400 tokens prefill, 25 blocks for the prompt, no output (config caps it at 0)
-    assertThat(h.ledger.local(id("w2"))).isEqualTo(new LocalLoad(400, 25, 1, 400, 25, 1));
+    assertThat(h.ledger.local(id("w2"))).isEqualTo(new LocalLoad(400, 25, 25, 1, 400, 25, 25, 1));
     assertThat(h.predictions).isEmpty();
     // the skeleton's request shape says it did not try
     Decision s = h.route(new RouteRequest("s", r.request(), null, null));

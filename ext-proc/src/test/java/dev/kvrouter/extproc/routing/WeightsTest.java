@@ -10,12 +10,16 @@ class WeightsTest {
   @Test
   void defaultsAreDynamosAndSglangsPublishedOnesButForTwoMeasuredChanges() {
     Weights d = Weights.DEFAULTS;
-    // ours (docs/routing.md, the A/B): a recomputed block counts once more; a held decode block half
+    // ours (docs/routing.md, the A/B): a recomputed block counts once more; decode weighs half a block in all,
+    // 0.45 per held block and 0.05 per block read by decode steps
     assertThat(d.newPrefillWeight()).isEqualTo(1.0);
-    assertThat(d.decodeLoadScale()).isEqualTo(0.5);
+    assertThat(d.decodeLoadScale()).isEqualTo(0.45);
+    assertThat(d.decodeReadWeight()).isEqualTo(0.05);
     assertThat(Weights.DYNAMO.newPrefillWeight()).isZero();
     assertThat(Weights.DYNAMO.decodeLoadScale()).isEqualTo(1.0);
-    assertThat(Weights.DYNAMO.with("new_prefill_weight", 1.0).with("decode_load_scale", 0.5)).isEqualTo(d);
+    assertThat(Weights.DYNAMO.decodeReadWeight()).isZero();
+    assertThat(Weights.DYNAMO.with("new_prefill_weight", 1.0).with("decode_load_scale", 0.45)
+        .with("decode_read_weight", 0.05)).isEqualTo(d);
     assertThat(d.gpuCredit()).isEqualTo(1.0);
     assertThat(d.cpuCredit()).isEqualTo(0.75);
     assertThat(d.diskCredit()).isEqualTo(0.25);
@@ -37,6 +41,9 @@ class WeightsTest {
     assertThat(w.imbalanceGate()).isTrue();
     assertThat(w.cpuCredit()).isEqualTo(0.5);
     assertThat(w.gpuCredit()).isEqualTo(1.0);
+    Weights read = Weights.DEFAULTS.withOverrides("decode_read_weight=0.25");
+    assertThat(read.decodeReadWeight()).isEqualTo(0.25);
+    assertThat(read.with("decode_read_weight", 0.05)).isEqualTo(Weights.DEFAULTS);
     assertThat(Weights.DEFAULTS.withOverrides("")).isSameAs(Weights.DEFAULTS);
     assertThat(Weights.DEFAULTS.withOverrides(null)).isSameAs(Weights.DEFAULTS);
     for (String k : Weights.KEYS) {
@@ -52,6 +59,10 @@ class WeightsTest {
         .hasMessageContaining("unknown weight `magic`").hasMessageContaining("prefill_load_scale");
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("gpu_credit=lots")).hasMessageContaining("number");
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("gpu_credit=-1")).hasMessageContaining(">= 0");
+    assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("decode_read_weight=-0.1"))
+        .hasMessageContaining("decode_read_weight").hasMessageContaining(">= 0");
+    assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("decode_read_weight=Infinity"))
+        .hasMessageContaining("finite");
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("temperature=NaN")).hasMessageContaining("finite");
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("imbalance_rel=0.5")).hasMessageContaining(">= 1");
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("imbalance_gate=maybe")).hasMessageContaining("true");
