@@ -119,7 +119,7 @@ public final class VirtualAb implements Callable<Integer> {
   @Option(names = "--seed", defaultValue = "1")
   long seed;
 
-  @Option(names = "--charts", defaultValue = "true", negatable = true)
+  @Option(names = "--charts", defaultValue = "true", negatable = true, fallbackValue = "true")
   boolean charts;
 
   @Option(names = "--decisions",
