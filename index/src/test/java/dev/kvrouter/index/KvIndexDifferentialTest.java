@@ -49,6 +49,18 @@ class KvIndexDifferentialTest {
     return Mix.mix(our ^ (w.hashCode() * 0x632BE59BD9B4E019L));
   }
 
+  /**
+   * A lookup of {@code q[0, n)} and its longest held prefix, both as the model answers them. {@code cursor} and
+   * {@code out} are the caller's, reused across calls as a router thread reuses them.
+   */
+  static void assertLookupMatchesModel(KvIndex index, PrefixCursor cursor, PrefixMatches out, ReferenceIndex ref,
+      long[] q, int n, String at) {
+    index.lookup(cursor, q, n, out);
+    assertThat(ReferenceIndex.of(out)).as(at + " lookup of %d blocks", n).isEqualTo(ref.lookup(q, n));
+    assertThat(index.longestHeldPrefix(cursor, q, n)).as(at + " longest of %d blocks", n).isEqualTo(
+        ref.lookup(q, n).stream().mapToInt(m -> Math.max(m.matched(), m.predicted())).max().orElse(0));
+  }
+
   static IndexConfig config(int segments) {
     return IndexConfig.defaults().withSegments(segments).withMaxEntries(1_000_000, 1_000_000)
         .withPredictions(SHORT_TTL, LONG_TTL, 1 << 20, 1 << 16);
@@ -127,11 +139,7 @@ class KvIndexDifferentialTest {
       for (int k = 0; k < checks; k++) {
         long[] q = docs[k < docs.length && checks == docs.length ? k : r.nextInt(docs.length)];
         int n = r.nextInt(q.length + 1);
-        index.lookup(cursor, q, n, out);
-        assertThat(ReferenceIndex.of(out)).as(at + " lookup of %d blocks", n).isEqualTo(ref.lookup(q, n));
-        int longest = index.longestHeldPrefix(cursor, q, n);
-        assertThat(longest).as(at).isEqualTo(ref.lookup(q, n).stream()
-            .mapToInt(m -> Math.max(m.matched(), m.predicted())).max().orElse(0));
+        assertLookupMatchesModel(index, cursor, out, ref, q, n, at);
       }
       if (index.view(w) != null) {
         assertThat(index.view(w).size()).as(at + " handles of " + w).isEqualTo(ref.size(w));

@@ -100,10 +100,7 @@ class KvIndexJumpTest {
       for (int k = 0; k < checks; k++) {
         long[] q = docs[checks == docs.length ? k : r.nextInt(docs.length)];
         int n = r.nextInt(q.length + 1);
-        index.lookup(cursor, q, n, out);
-        assertThat(ReferenceIndex.of(out)).as(at + " lookup of %d blocks", n).isEqualTo(ref.lookup(q, n));
-        assertThat(index.longestHeldPrefix(cursor, q, n)).as(at).isEqualTo(ref.lookup(q, n).stream()
-            .mapToInt(m -> Math.max(m.matched(), m.predicted())).max().orElse(0));
+        KvIndexDifferentialTest.assertLookupMatchesModel(index, cursor, out, ref, q, n, at);
       }
     }
   }
@@ -151,11 +148,8 @@ class KvIndexJumpTest {
       PrefixMatches out = new PrefixMatches();
       for (long[] q : docs) {
         for (int n : new int[] {q.length, q.length - 1, 1 + r.nextInt(q.length), 17 + r.nextInt(q.length - 17)}) {
-          index.lookup(cursor, q, n, out);
-          String at = "seed " + seed + " jump " + jump + " workers " + workers + " lookup of " + n;
-          assertThat(ReferenceIndex.of(out)).as(at).isEqualTo(ref.lookup(q, n));
-          assertThat(index.longestHeldPrefix(cursor, q, n)).as(at).isEqualTo(ref.lookup(q, n).stream()
-              .mapToInt(m -> Math.max(m.matched(), m.predicted())).max().orElse(0));
+          String at = "seed " + seed + " jump " + jump + " workers " + workers;
+          KvIndexDifferentialTest.assertLookupMatchesModel(index, cursor, out, ref, q, n, at);
         }
       }
     }
