@@ -196,7 +196,6 @@ public final class LoadLedger {
     WorkerLedger wl = workers.computeIfAbsent(worker, WorkerLedger::new);
     wl.sincePrefill.set(0);
     wl.sinceBlocks.set(0);
-    wl.sinceContext.set(0);
     wl.sinceRequests.set(0);
   }
 
@@ -261,7 +260,6 @@ public final class LoadLedger {
     final ConcurrentHashMap<Long, Integer> refs = new ConcurrentHashMap<>();
     final AtomicLong sincePrefill = new AtomicLong();
     final AtomicLong sinceBlocks = new AtomicLong();
-    final AtomicLong sinceContext = new AtomicLong();
     final AtomicLong sinceRequests = new AtomicLong();
 
     WorkerLedger(WorkerId id) {
@@ -282,7 +280,6 @@ public final class LoadLedger {
       requests.incrementAndGet();
       sincePrefill.addAndGet(r.prefillTokens);
       sinceBlocks.addAndGet(added);
-      sinceContext.addAndGet(r.blocks());
       sinceRequests.incrementAndGet();
     }
 
@@ -303,13 +300,12 @@ public final class LoadLedger {
       context.addAndGet(-r.blocks());
       requests.decrementAndGet();
       sinceBlocks.addAndGet(-freed);
-      sinceContext.addAndGet(-r.blocks());
       sinceRequests.decrementAndGet();
     }
 
     LocalLoad snapshot() {
       return new LocalLoad(prefillTokens.get(), blocks.get(), context.get(), requests.get(),
-          sincePrefill.get(), sinceBlocks.get(), sinceContext.get(), sinceRequests.get());
+          sincePrefill.get(), sinceBlocks.get(), sinceRequests.get());
     }
   }
 }

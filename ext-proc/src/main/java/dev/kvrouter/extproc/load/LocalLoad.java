@@ -13,7 +13,6 @@ package dev.kvrouter.extproc.load;
  * @param sincePrefillTokens net change of {@code prefillTokens} since the worker's last scrape arrived (reserved
  *     minus released, negative when more left than came)
  * @param sinceDecodeBlocks likewise for blocks
- * @param sinceContextBlocks likewise for context blocks
  * @param sinceRequests likewise for requests
  */
 public record LocalLoad(
@@ -23,8 +22,7 @@ public record LocalLoad(
     long requests,
     long sincePrefillTokens,
     long sinceDecodeBlocks,
-    long sinceContextBlocks,
     long sinceRequests) {
 
-  public static final LocalLoad ZERO = new LocalLoad(0, 0, 0, 0, 0, 0, 0, 0);
+  public static final LocalLoad ZERO = new LocalLoad(0, 0, 0, 0, 0, 0, 0);
 }

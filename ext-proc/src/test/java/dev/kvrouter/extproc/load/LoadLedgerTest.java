@@ -22,7 +22,7 @@ class LoadLedgerTest {
   void reserveChargesPrefillBlocksAndARequestImmediately() {
     Reservation r = ledger.reserve(A, 640, chain(1, 2, 3, 4), 3);
     // 4 hashed + 3 unique blocks: 7 distinct, 7 of context
-    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(640, 7, 7, 1, 640, 7, 7, 1));
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(640, 7, 7, 1, 640, 7, 1));
     assertThat(ledger.local(B)).isEqualTo(LocalLoad.ZERO);
     assertThat(r.blocks()).isEqualTo(7);
     assertThat(r.addedBlocks()).isEqualTo(7);
@@ -142,7 +142,7 @@ class LoadLedgerTest {
     assertThat(ledger.sweep()).isEqualTo(1);
     assertThat(old.released()).isTrue();
     assertThat(young.released()).isFalse();
-    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(50, 1, 1, 1, 50, 1, 1, 1));
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(50, 1, 1, 1, 50, 1, 1));
     assertThat(ledger.expired()).isEqualTo(1);
     // the response that finally ends releases nothing twice
     ledger.release(old);
@@ -179,18 +179,18 @@ class LoadLedgerTest {
   void theSinceCountersHoldTheNetChangeAfterTheLastScrape() {
     Reservation before = ledger.reserve(A, 100, chain(1, 2), 1);
     ledger.scraped(A);
-    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(100, 3, 3, 1, 0, 0, 0, 0));
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(100, 3, 3, 1, 0, 0, 0));
     Reservation after = ledger.reserve(A, 40, chain(1, 2, 3), 0);
     // one new distinct block (3), three of context (1, 2, 3 are read again by this request)
-    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(140, 4, 6, 2, 40, 1, 3, 1));
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(140, 4, 6, 2, 40, 1, 1));
     // made before the scrape, so the scrape counted it; now it is gone: the scrape overstates by what it held
     // alone (its prefill, its one unique block; blocks 1 and 2 are still held by the later request) and by all
     // three blocks of its context
     ledger.release(before);
-    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(40, 3, 3, 1, -60, 0, 0, 0));
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(40, 3, 3, 1, -60, 0, 0));
     ledger.prefillDone(after);
     ledger.release(after);
-    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(0, 0, 0, 0, -100, -3, -3, -1));
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(0, 0, 0, 0, -100, -3, -1));
     ledger.scraped(A);
     assertThat(ledger.local(A)).isEqualTo(LocalLoad.ZERO);
   }

@@ -53,7 +53,7 @@ class RouterTest {
     assertThat(d.detail().chosen().cost()).isEqualTo(68.0);
     assertThat(d.detail().predictedCachedTokens()).isEqualTo(60L * B);
     // reserved: the 4 uncached blocks of prefill, the 64 blocks it occupies
-    assertThat(h.ledger.local(id("w2"))).isEqualTo(new LocalLoad(4 * B, 64, 64, 1, 4 * B, 64, 64, 1));
+    assertThat(h.ledger.local(id("w2"))).isEqualTo(new LocalLoad(4 * B, 64, 64, 1, 4 * B, 64, 1));
     assertThat(h.predictions).containsExactly("w2:64");
   }
 
@@ -311,7 +311,7 @@ class RouterTest {
     assertThat(d.detail().promptUnavailable()).isEqualTo("template_error");
     assertThat(d.detail().promptExact()).isFalse();
     // the estimate still reserves load: 400 tokens prefill, 25 blocks for the prompt, no output (config caps it at 0)
-    assertThat(h.ledger.local(id("w2"))).isEqualTo(new LocalLoad(400, 25, 25, 1, 400, 25, 25, 1));
+    assertThat(h.ledger.local(id("w2"))).isEqualTo(new LocalLoad(400, 25, 25, 1, 400, 25, 1));
     assertThat(h.predictions).isEmpty();
     // the skeleton's request shape says it did not try
     Decision s = h.route(new RouteRequest("s", r.request(), null, null));
