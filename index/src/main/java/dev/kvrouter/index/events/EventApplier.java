@@ -59,6 +59,9 @@ public final class EventApplier {
   private int[] offsets = new int[8];
   private String foundSalt;
   private final byte[] hashScratch;
+  /** The last medium seen and its tier ({@link #tier}); null means GPU. */
+  private String lastMedium;
+  private Tier lastTier = Tier.GPU;
   /** Our hashes of the store being applied. */
   private long[] ours = new long[16];
   /** The batch's removed engine hashes, then our hashes for them ({@link #touchRemoves}). */
@@ -162,7 +165,7 @@ public final class EventApplier {
       health.inc(EventCounter.SKIPPED_GROUP);
       return true;
     }
-    Tier tier = Tier.fromMedium(s.medium(e));
+    Tier tier = tier(s.medium(e));
     if (tier == null) {
       health.inc(EventCounter.SKIPPED_MEDIUM);
       return true;
@@ -255,7 +258,7 @@ public final class EventApplier {
       health.inc(EventCounter.SKIPPED_GROUP);
       return;
     }
-    Tier tier = Tier.fromMedium(r.medium(e));
+    Tier tier = tier(r.medium(e));
     if (tier == null) {
       health.inc(EventCounter.SKIPPED_MEDIUM);
       return;
@@ -271,6 +274,20 @@ public final class EventApplier {
     }
     health.inc(EventCounter.REMOVED_EVENTS);
     health.add(EventCounter.REMOVED_BLOCKS, removed);
+  }
+
+  /**
+   * {@link Tier#fromMedium}, remembering the last answer by string identity: the fast reader hands out one
+   * instance per distinct medium, so a stream's repeated {@code "GPU"} costs one comparison, not a case-folding.
+   */
+  private Tier tier(String medium) {
+    if (medium == lastMedium) {
+      return lastTier;
+    }
+    Tier t = Tier.fromMedium(medium);
+    lastMedium = medium;
+    lastTier = t;
+    return t;
   }
 
   /** Stores carry the group's kind; learn it so removes (which carry only the group index) can be filtered. */
