@@ -339,7 +339,7 @@ final class BlockTable {
 
   /**
    * Loads, without the lock, the cache lines a write of {@code hash} will use (its segment's header and the home
-   * slot of its probe run and the slot after it), so that a batch of writes can have its cache misses in flight together before the
+   * slot of its probe run), so that a batch of writes can have its cache misses in flight together before the
    * first write's lock (a locked instruction orders every load after it, so misses taken under the lock are
    * taken one at a time). Changes nothing; the loads are racy and their values meaningless except as a sink the
    * caller keeps so the JIT cannot drop them.
@@ -349,9 +349,7 @@ final class BlockTable {
     long mixed = spread(key);
     long[] t = segs[segmentOf(mixed)];
     int ki = HEAD + 2 * home(mixed, capacity(t));
-    // the next slot too: an insert probes on to a free slot and a deletion shifts the run back, and a quarter of
-    // home slots end their cache line
-    return ki + 3 < t.length ? t[ki] + t[ki + 1] + t[ki + 2] : 0;
+    return ki + 1 < t.length ? t[ki] + t[ki + 1] : 0;
   }
 
   /** The mask {@code ordinal} holds on {@code hash} (a consistent read under the lock; writers and tests). */

@@ -45,20 +45,7 @@ public final class FastEventReader {
   private static final VarHandle BE_INT = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
   private static final VarHandle BE_LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
-  /** {@link #nextKey}'s "no previous key" (event start, or an unknown key). */
-  private static final int START = KEYS.length;
-  private static final int NEXT_STRIDE = KEYS.length + 1;
-
   private final SmallStrings strings = new SmallStrings();
-  /**
-   * Per (event type so far + 1, previous key code or {@link #START}) the key code that followed last time, tried first
-   * by {@link #key(int)}; a wrong guess costs one comparison.
-   */
-  private final int[] nextKey = new int[5 * NEXT_STRIDE];
-
-  {
-    java.util.Arrays.fill(nextKey, K_UNKNOWN);
-  }
   private byte[] b;
   private int pos;
   private int end;
@@ -252,14 +239,8 @@ public final class FastEventReader {
     int n = mapHeader();
     int e = out.begin(EventBuffer.STORED); // provisional: the type may come last
     int type = -1; // 0 stored, 1 removed, 2 cleared, 3 unknown
-    int prev = START;
     for (int i = 0; i < n; i++) {
-      // engines send an event's fields in one order: guess the key that followed the previous one last time
-      int at = (type + 1) * NEXT_STRIDE + prev;
-      int code = key(nextKey[at]);
-      nextKey[at] = code;
-      prev = code < 0 ? START : code;
-      switch (code) {
+      switch (key()) {
         case K_TYPE -> {
           if (!isStr(peek())) {
             skip(1);
@@ -778,11 +759,6 @@ public final class FastEventReader {
 
   /** Reads a map key: its code, or {@link #K_UNKNOWN} for an unknown or non-string key (whose value the caller skips). */
   private int key() {
-    return key(K_UNKNOWN);
-  }
-
-  /** As {@link #key()}, trying {@code guess} (a key code, or {@link #K_UNKNOWN} for none) first. */
-  private int key(int guess) {
     if (!isStr(peek())) {
       skip(1);
       return K_UNKNOWN;
@@ -790,9 +766,6 @@ public final class FastEventReader {
     int len = strHeader();
     int at = pos;
     pos += len;
-    if (guess >= 0 && WireKeyTable.isKey(b, at, len, guess)) {
-      return guess;
-    }
     return WireKeyTable.key(b, at, len);
   }
 

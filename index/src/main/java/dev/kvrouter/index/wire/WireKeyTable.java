@@ -43,20 +43,6 @@ final class WireKeyTable {
     return match(buf, at, len, KEYS_BY_LENGTH, KEY_WORDS);
   }
 
-  /** Whether {@code buf[at, at + len)} is the key of {@code code} (a guess checked before the full {@link #key}). */
-  static boolean isKey(byte[] buf, int at, int len, int code) {
-    long[] w = KEY_WORDS[code];
-    if (WireKeys.KEYS[code].length != len) {
-      return false;
-    }
-    for (int k = 0, off = 0; off < len; k++, off += 8) {
-      if (word(buf, at + off, Math.min(len - off, 8)) != w[k]) {
-        return false;
-      }
-    }
-    return true;
-  }
-
   /** {@link #STORED}, {@link #REMOVED} or {@link #CLEARED} for the event tag {@code buf[at, at + len)}, else {@link #UNKNOWN}. */
   static int tag(byte[] buf, int at, int len) {
     return match(buf, at, len, TAGS_BY_LENGTH, TAG_WORDS);
