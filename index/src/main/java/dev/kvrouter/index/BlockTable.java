@@ -337,6 +337,21 @@ final class BlockTable {
     }
   }
 
+  /**
+   * Loads, without the lock, the cache lines a write of {@code hash} will use (its segment's header and the home
+   * slot of its probe run), so that a batch of writes can have its cache misses in flight together before the
+   * first write's lock (a locked instruction orders every load after it, so misses taken under the lock are
+   * taken one at a time). Changes nothing; the loads are racy and their values meaningless except as a sink the
+   * caller keeps so the JIT cannot drop them.
+   */
+  long touch(long hash) {
+    long key = key(hash);
+    long mixed = spread(key);
+    long[] t = segs[segmentOf(mixed)];
+    int ki = HEAD + 2 * home(mixed, capacity(t));
+    return ki + 1 < t.length ? t[ki] + t[ki + 1] : 0;
+  }
+
   /** The mask {@code ordinal} holds on {@code hash} (a consistent read under the lock; writers and tests). */
   int tiers(long hash, int ordinal) {
     long key = key(hash);

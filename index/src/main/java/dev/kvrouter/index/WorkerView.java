@@ -78,6 +78,25 @@ public final class WorkerView {
   }
 
   /**
+   * Loads what {@link #store} of {@code ourHash} under {@code engineHash} will touch (the handle's home slot, the
+   * block's table slot), changing nothing (see {@link BlockTable#touch}); returns a value to keep so the loads
+   * stay. No branch depends on what it loads, so several calls in a row have their cache misses in flight at once.
+   */
+  public long touchStore(long engineHash, long ourHash) {
+    return handles.touch(engineHash) + table.touch(ourHash);
+  }
+
+  /** Loads {@code engineHash}'s home slot in the handle map, changing nothing; see {@link #touchStore}. */
+  public long touchHandle(long engineHash) {
+    return handles.touch(engineHash);
+  }
+
+  /** Loads {@code ourHash}'s table slot, changing nothing; see {@link #touchStore}. */
+  public long touchBlock(long ourHash) {
+    return table.touch(ourHash);
+  }
+
+  /**
    * Records that the worker stored block {@code ourHash}, named {@code engineHash} by the engine, in {@code tier}.
    * A GPU store is trusted to keep the view prefix-closed (a chain's blocks stored head first, each after its
    * parent, as {@link dev.kvrouter.index.events.EventApplier} does) for {@link IndexConfig#prefixJump}.

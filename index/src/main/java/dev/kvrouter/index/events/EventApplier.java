@@ -59,6 +59,15 @@ public final class EventApplier {
   private int[] offsets = new int[8];
   private String foundSalt;
   private final byte[] hashScratch;
+  /** The last medium seen and its tier ({@link #tier}); null means GPU. */
+  private String lastMedium;
+  private Tier lastTier = Tier.GPU;
+  /** Our hashes of the store being applied. */
+  private long[] ours = new long[16];
+  /** The batch's removed engine hashes, then our hashes for them ({@link #touchRemoves}). */
+  private long[] rm = new long[64];
+  /** Sink of the prefetching loads ({@link #touchRemoves}); never read for its value. */
+  private long touched;
   /** For batches handed over as records ({@link #apply(EventBatch)}). */
   private EventBuffer records;
 
@@ -96,6 +105,7 @@ public final class EventApplier {
    */
   public int apply(EventBuffer batch) {
     health.add(EventCounter.SKIPPED_UNKNOWN_TYPE, batch.skippedEvents());
+    touchRemoves(batch);
     int unknownParents = 0;
     for (int e = 0, n = batch.size(); e < n; e++) {
       switch (batch.kind(e)) {
@@ -110,6 +120,41 @@ public final class EventApplier {
     return unknownParents;
   }
 
+  /**
+   * Loads the table slots the batch's removes will write before any write takes a lock, so their cache misses
+   * overlap instead of being taken one after another under each write's lock.
+   */
+  private void touchRemoves(EventBuffer batch) {
+    long[] hashes = batch.hashes();
+    int m = 0;
+    for (int e = 0, n = batch.size(); e < n; e++) {
+      if (batch.kind(e) == EventBuffer.REMOVED) {
+        int c = batch.hashCount(e);
+        if (rm.length < m + c) {
+          rm = Arrays.copyOf(rm, Math.max(m + c, rm.length * 2));
+        }
+        System.arraycopy(hashes, batch.hashStart(e), rm, m, c);
+        m += c;
+      }
+    }
+    if (m < 2) {
+      return; // nothing to overlap
+    }
+    long[] r = rm;
+    long sink = 0;
+    // three tight loops, none branching on what it loads, so each loop's misses are in flight together
+    for (int i = 0; i < m; i++) {
+      sink += view.touchHandle(r[i]);
+    }
+    for (int i = 0; i < m; i++) {
+      r[i] = view.handle(r[i]); // our hash (0 when unknown: a harmless touch)
+    }
+    for (int i = 0; i < m; i++) {
+      sink += view.touchBlock(r[i]);
+    }
+    touched += sink;
+  }
+
   /** Returns false only for an unknown parent. */
   private boolean stored(EventBuffer s, int e) {
     if ("REMOTE".equalsIgnoreCase(s.locality(e))) {
@@ -120,7 +165,7 @@ public final class EventApplier {
       health.inc(EventCounter.SKIPPED_GROUP);
       return true;
     }
-    Tier tier = Tier.fromMedium(s.medium(e));
+    Tier tier = tier(s.medium(e));
     if (tier == null) {
       health.inc(EventCounter.SKIPPED_MEDIUM);
       return true;
@@ -163,10 +208,22 @@ public final class EventApplier {
       health.inc(EventCounter.UNKNOWN_PARENT);
       return false;
     }
+    if (ours.length < n) {
+      ours = new long[Math.max(n, ours.length * 2)];
+    }
+    long[] o = ours;
     for (int i = 0; i < n; i++) {
       long x = extra == null || i >= extra.size() ? 0L : extraFor(extra.get(i), lora, root && i == 0);
       parent = BlockHasher.blockHash(parent, tokens, tokenStart + i * blockSize, blockSize, x, hashScratch);
-      view.store(engine[first + i], parent, tier);
+      o[i] = parent;
+    }
+    long sink = 0;
+    for (int i = 0; i < n; i++) {
+      sink += view.touchStore(engine[first + i], o[i]); // the event's misses overlap before its first locked write
+    }
+    touched += sink;
+    for (int i = 0; i < n; i++) {
+      view.store(engine[first + i], o[i], tier);
     }
     health.inc(EventCounter.STORED_EVENTS);
     health.add(EventCounter.STORED_BLOCKS, n);
@@ -201,7 +258,7 @@ public final class EventApplier {
       health.inc(EventCounter.SKIPPED_GROUP);
       return;
     }
-    Tier tier = Tier.fromMedium(r.medium(e));
+    Tier tier = tier(r.medium(e));
     if (tier == null) {
       health.inc(EventCounter.SKIPPED_MEDIUM);
       return;
@@ -217,6 +274,20 @@ public final class EventApplier {
     }
     health.inc(EventCounter.REMOVED_EVENTS);
     health.add(EventCounter.REMOVED_BLOCKS, removed);
+  }
+
+  /**
+   * {@link Tier#fromMedium}, remembering the last answer by string identity: the fast reader hands out one
+   * instance per distinct medium, so a stream's repeated {@code "GPU"} costs one comparison, not a case-folding.
+   */
+  private Tier tier(String medium) {
+    if (medium == lastMedium) {
+      return lastTier;
+    }
+    Tier t = Tier.fromMedium(medium);
+    lastMedium = medium;
+    lastTier = t;
+    return t;
   }
 
   /** Stores carry the group's kind; learn it so removes (which carry only the group index) can be filtered. */

@@ -28,6 +28,17 @@ public final class EventBuffer {
   /** The engine sent tokens in a format the decoder does not support ({@link BlockStored#tokenIds()} null). */
   public static final int TOKENS_UNSUPPORTED = 16;
 
+  // Presence of the reference fields: begin() resets these bits instead of nulling eight arrays per event (a
+  // BlockRemoved is one block, so per-event stores are per-block costs); a getter answers null without its bit.
+  private static final int S_MEDIUM = 1 << 8;
+  private static final int S_LORA_NAME = 1 << 9;
+  private static final int S_SPEC_KIND = 1 << 10;
+  private static final int S_LOCALITY = 1 << 11;
+  private static final int S_OWNERSHIP = 1 << 12;
+  private static final int S_SESSION = 1 << 13;
+  private static final int S_SALT = 1 << 14;
+  private static final int S_EXTRA = 1 << 15;
+
   private static final List<List<Object>> NO_EXTRA = List.of();
 
   private double ts;
@@ -140,31 +151,31 @@ public final class EventBuffer {
   }
 
   public String medium(int e) {
-    return medium[e];
+    return (flags[e] & S_MEDIUM) != 0 ? medium[e] : null;
   }
 
   public String loraName(int e) {
-    return loraName[e];
+    return (flags[e] & S_LORA_NAME) != 0 ? loraName[e] : null;
   }
 
   public String specKind(int e) {
-    return specKind[e];
+    return (flags[e] & S_SPEC_KIND) != 0 ? specKind[e] : null;
   }
 
   public String locality(int e) {
-    return locality[e];
+    return (flags[e] & S_LOCALITY) != 0 ? locality[e] : null;
   }
 
   public String ownership(int e) {
-    return ownership[e];
+    return (flags[e] & S_OWNERSHIP) != 0 ? ownership[e] : null;
   }
 
   public String sessionId(int e) {
-    return session[e];
+    return (flags[e] & S_SESSION) != 0 ? session[e] : null;
   }
 
   public String cacheSalt(int e) {
-    return cacheSalt[e];
+    return (flags[e] & S_SALT) != 0 ? cacheSalt[e] : null;
   }
 
   /**
@@ -173,7 +184,7 @@ public final class EventBuffer {
    */
   @SuppressWarnings("unchecked")
   public List<List<Object>> extraKeys(int e) {
-    Object x = extra[e];
+    Object x = (flags[e] & S_EXTRA) != 0 ? extra[e] : null;
     return x == null || x == NO_EXTRA ? null : (List<List<Object>>) x;
   }
 
@@ -210,14 +221,6 @@ public final class EventBuffer {
     tokenCount[e] = 0;
     parent[e] = 0;
     blockSize[e] = 0;
-    medium[e] = null;
-    loraName[e] = null;
-    specKind[e] = null;
-    locality[e] = null;
-    ownership[e] = null;
-    session[e] = null;
-    cacheSalt[e] = null;
-    extra[e] = null;
     size = e + 1;
     return e;
   }
@@ -300,40 +303,49 @@ public final class EventBuffer {
 
   void medium(int e, String v) {
     medium[e] = v;
+    flags[e] |= S_MEDIUM;
   }
 
   void loraName(int e, String v) {
     loraName[e] = v;
+    flags[e] |= S_LORA_NAME;
   }
 
   void specKind(int e, String v) {
     specKind[e] = v;
+    flags[e] |= S_SPEC_KIND;
   }
 
   void locality(int e, String v) {
     locality[e] = v;
+    flags[e] |= S_LOCALITY;
   }
 
   void ownership(int e, String v) {
     ownership[e] = v;
+    flags[e] |= S_OWNERSHIP;
   }
 
   void session(int e, String v) {
     session[e] = v;
+    flags[e] |= S_SESSION;
   }
 
   void cacheSalt(int e, String v) {
     cacheSalt[e] = v;
+    flags[e] |= S_SALT;
   }
 
   /** Extra keys whose entries are all nil ({@code n} of them): no list is built. */
   void extraNils(int e, int n) {
     extra[e] = NO_EXTRA;
     extraNils[e] = n;
+    flags[e] |= S_EXTRA;
   }
 
   void extra(int e, List<List<Object>> v) {
     extra[e] = v;
+    flags[e] |= S_EXTRA;
   }
 
   private void grow(int n) {
@@ -387,32 +399,32 @@ public final class EventBuffer {
           flag(e, LORA_ID);
           loraId[e] = s.loraId();
         }
-        medium[e] = s.medium();
-        loraName[e] = s.loraName();
-        extra[e] = s.extraKeys();
+        medium(e, s.medium());
+        loraName(e, s.loraName());
+        extra(e, s.extraKeys());
         if (s.groupIdx() != null) {
           flag(e, GROUP);
           group[e] = s.groupIdx();
         }
-        specKind[e] = s.kvCacheSpecKind();
+        specKind(e, s.kvCacheSpecKind());
         if (s.kvCacheSpecSlidingWindow() != null) {
           flag(e, WINDOW);
           window[e] = s.kvCacheSpecSlidingWindow();
         }
-        locality[e] = s.locality();
-        ownership[e] = s.ownership();
-        session[e] = s.sessionId();
-        cacheSalt[e] = s.cacheSalt();
+        locality(e, s.locality());
+        ownership(e, s.ownership());
+        session(e, s.sessionId());
+        cacheSalt(e, s.cacheSalt());
       } else if (ev instanceof BlockRemoved r) {
         int e = begin(REMOVED);
         putHashes(e, r.blockHashes());
-        medium[e] = r.medium();
+        medium(e, r.medium());
         if (r.groupIdx() != null) {
           flag(e, GROUP);
           group[e] = r.groupIdx();
         }
-        locality[e] = r.locality();
-        ownership[e] = r.ownership();
+        locality(e, r.locality());
+        ownership(e, r.ownership());
       } else {
         begin(CLEARED);
       }
@@ -436,7 +448,7 @@ public final class EventBuffer {
           int[] t = has(e, TOKENS_UNSUPPORTED) ? null
               : Arrays.copyOfRange(tokens, tokenStart[e], tokenStart[e] + tokenCount[e]);
           List<List<Object>> x;
-          if (extra[e] == NO_EXTRA) {
+          if ((flags[e] & S_EXTRA) != 0 && extra[e] == NO_EXTRA) {
             x = new ArrayList<>(extraNils[e]);
             for (int i = 0; i < extraNils[e]; i++) {
               x.add(null);
@@ -445,12 +457,12 @@ public final class EventBuffer {
             x = extraKeys(e);
           }
           events.add(new BlockStored(h, has(e, PARENT) ? parent[e] : null, t, blockSize[e],
-              has(e, LORA_ID) ? loraId[e] : null, medium[e], loraName[e], x, has(e, GROUP) ? group[e] : null,
-              specKind[e], has(e, WINDOW) ? window[e] : null, locality[e], ownership[e], session[e],
-              cacheSalt[e]));
+              has(e, LORA_ID) ? loraId[e] : null, medium(e), loraName(e), x, has(e, GROUP) ? group[e] : null,
+              specKind(e), has(e, WINDOW) ? window[e] : null, locality(e), ownership(e), sessionId(e),
+              cacheSalt(e)));
         }
-        case REMOVED -> events.add(new BlockRemoved(h, medium[e], has(e, GROUP) ? group[e] : null, locality[e],
-            ownership[e]));
+        case REMOVED -> events.add(new BlockRemoved(h, medium(e), has(e, GROUP) ? group[e] : null, locality(e),
+            ownership(e)));
         default -> events.add(AllBlocksCleared.INSTANCE);
       }
     }

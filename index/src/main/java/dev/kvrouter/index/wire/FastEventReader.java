@@ -2,6 +2,9 @@ package dev.kvrouter.index.wire;
 
 import static dev.kvrouter.index.wire.WireKeys.*;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -27,19 +30,7 @@ public final class FastEventReader {
   /** Extra keys nest at most this deep here (a multimodal {@code [identifier, offset]} pair is depth 2). */
   private static final int MAX_DEPTH = 4;
 
-  private static final int K_UNKNOWN = -1;
-  /** Key codes by key length, so a key costs one or two comparisons. */
-  private static final int[][] KEYS_BY_LENGTH = new int[32][];
-
-  static {
-    for (int code = 0; code < KEYS.length; code++) {
-      int len = KEYS[code].length;
-      int[] old = KEYS_BY_LENGTH[len] == null ? new int[0] : KEYS_BY_LENGTH[len];
-      int[] n = Arrays.copyOf(old, old.length + 1);
-      n[old.length] = code;
-      KEYS_BY_LENGTH[len] = n;
-    }
-  }
+  private static final int K_UNKNOWN = WireKeyTable.UNKNOWN;
 
   /** Thrown (preallocated, no stack trace) to abandon the fast path. */
   @SuppressWarnings("serial")
@@ -50,6 +41,9 @@ public final class FastEventReader {
   }
 
   private static final Bail BAIL = new Bail();
+
+  private static final VarHandle BE_INT = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
+  private static final VarHandle BE_LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
   private final SmallStrings strings = new SmallStrings();
   private byte[] b;
@@ -174,10 +168,10 @@ public final class FastEventReader {
       return false;
     }
     int tagLen = strHeader();
-    int tag = pos;
+    int tag = WireKeyTable.tag(b, pos, tagLen);
     pos += tagLen;
     int read;
-    if (equalsAt(T_STORED, tag, tagLen)) {
+    if (tag == WireKeyTable.STORED) {
       int e = out.begin(EventBuffer.STORED);
       if (n > 1) {
         hashes(e);
@@ -217,7 +211,7 @@ public final class FastEventReader {
         nullableInt(e, EventBuffer.WINDOW);
       }
       read = Math.min(n, 12);
-    } else if (equalsAt(T_REMOVED, tag, tagLen)) {
+    } else if (tag == WireKeyTable.REMOVED) {
       int e = out.begin(EventBuffer.REMOVED);
       if (n > 1) {
         hashes(e);
@@ -229,7 +223,7 @@ public final class FastEventReader {
         nullableInt(e, EventBuffer.GROUP);
       }
       read = Math.min(n, 4);
-    } else if (equalsAt(T_CLEARED, tag, tagLen)) {
+    } else if (tag == WireKeyTable.CLEARED) {
       out.begin(EventBuffer.CLEARED);
       read = 1;
     } else {
@@ -253,10 +247,9 @@ public final class FastEventReader {
             type = 3;
           } else {
             int len = strHeader();
-            int at = pos;
+            int t = WireKeyTable.tag(b, pos, len);
             pos += len;
-            type = equalsAt(T_STORED, at, len) ? 0 : equalsAt(T_REMOVED, at, len) ? 1
-                : equalsAt(T_CLEARED, at, len) ? 2 : 3;
+            type = t == WireKeyTable.UNKNOWN ? 3 : t; // STORED 0, REMOVED 1, CLEARED 2
           }
         }
         case K_HASHES -> hashes(e);
@@ -348,6 +341,11 @@ public final class FastEventReader {
   /** A block hash: any integer (its two's-complement bits), or {@code bin} (its last 8 bytes, big-endian). */
   private long hash() {
     int m = peek();
+    if ((m == 0xCF || m == 0xD3) && pos + 9 <= end) { // uint64 / int64, the usual form: one 8-byte read
+      long v = (long) BE_LONG.get(b, pos + 1);
+      pos += 9;
+      return v;
+    }
     if (m >= 0xC4 && m <= 0xC6) {
       pos++;
       int len = m == 0xC4 ? u8() : m == 0xC5 ? u16() : u32();
@@ -376,6 +374,21 @@ public final class FastEventReader {
     int limit = end;
     int i = 0;
     for (; i < n; i++) {
+      if (p + 5 <= limit) {
+        // uint16 (0xCD) and uint32 (0xCE) without a branch between them: a large vocabulary mixes the two at
+        // random, so that branch was mispredicted about every other token. Four bytes are read either way and a
+        // uint16 keeps the upper two.
+        int u = (buf[p] & 0xFF) - 0xCD; // 0: uint16, 1: uint32
+        if ((u & ~1) == 0) {
+          int v = (int) BE_INT.get(buf, p + 1) >>> ((1 - u) << 4);
+          if (v < 0) {
+            throw BAIL; // uint32 beyond int: the general decoder rejects the batch
+          }
+          t[start + i] = v;
+          p += 3 + (u << 1);
+          continue;
+        }
+      }
       if (p >= limit) {
         throw BAIL;
       }
@@ -753,18 +766,7 @@ public final class FastEventReader {
     int len = strHeader();
     int at = pos;
     pos += len;
-    if (len < KEYS_BY_LENGTH.length && KEYS_BY_LENGTH[len] != null) {
-      for (int code : KEYS_BY_LENGTH[len]) {
-        if (equalsAt(KEYS[code], at, len)) {
-          return code;
-        }
-      }
-    }
-    return K_UNKNOWN;
-  }
-
-  private boolean equalsAt(byte[] expected, int at, int len) {
-    return expected.length == len && Arrays.equals(expected, 0, len, b, at, at + len);
+    return WireKeyTable.key(b, at, len);
   }
 
   /** Skips {@code count} values of any type (bounded by the payload: each value takes at least one byte). */

@@ -1,20 +1,48 @@
 package dev.kvrouter.index.wire;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 /**
  * A tiny direct-mapped cache from UTF-8 bytes to String for the few values that repeat in every event
- * ({@code "GPU"}, {@code "full_attention"}, adapter names), so decoding them does not allocate. Not thread-safe:
- * one per reader.
+ * ({@code "GPU"}, {@code "full_attention"}, adapter names), so decoding them does not allocate and a repeated value
+ * is the same instance. Strings of up to 8 bytes (the media) are keyed by their bytes as one long, so a hit is one
+ * comparison. Not thread-safe: one per reader.
  */
 final class SmallStrings {
   private static final int SIZE = 64;
   private static final int MAX_LEN = 64;
+  private static final VarHandle LE_LONG = MethodHandles.byteArrayViewVarHandle(long[].class,
+      ByteOrder.LITTLE_ENDIAN);
+
   private final byte[][] keys = new byte[SIZE][];
   private final String[] values = new String[SIZE];
+  /** Short strings: per slot the bytes as a little-endian word, the length, the string. */
+  private final long[] shortWords = new long[SIZE];
+  private final int[] shortLens = new int[SIZE];
+  private final String[] shortValues = new String[SIZE];
 
   String get(byte[] buf, int off, int len) {
+    if (len <= 8 && off + 8 <= buf.length) {
+      long w = (long) LE_LONG.get(buf, off);
+      if (len < 8) {
+        w &= (1L << (len << 3)) - 1;
+      }
+      long h = (w ^ len) * 0x9E3779B97F4A7C15L;
+      int slot = (int) (h >>> 58); // SIZE = 64
+      String v = shortValues[slot];
+      if (v != null && shortWords[slot] == w && shortLens[slot] == len) {
+        return v;
+      }
+      v = new String(buf, off, len, StandardCharsets.UTF_8);
+      shortWords[slot] = w;
+      shortLens[slot] = len;
+      shortValues[slot] = v;
+      return v;
+    }
     if (len > MAX_LEN) {
       return new String(buf, off, len, StandardCharsets.UTF_8);
     }

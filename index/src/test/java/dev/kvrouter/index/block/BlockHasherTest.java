@@ -161,4 +161,42 @@ class BlockHasherTest {
     assertThatThrownBy(() -> BlockHasher.hashFullBlocks(1, new int[4], 4, 0))
         .isInstanceOf(IllegalArgumentException.class);
   }
+
+  /**
+   * The in-place XXH3 of short blocks (even block sizes up to 30 tokens) against the library hashing the
+   * documented byte layout, for every block size on both sides of that path, with and without an extra, at
+   * offsets into a longer array, over random and extreme token values.
+   */
+  @Test
+  void everyBlockSizeHashesTheDocumentedBytesWithXxh3() {
+    net.openhft.hashing.LongHashFunction xxh3 = net.openhft.hashing.LongHashFunction.xx3(BlockHasher.CHAIN_SEED);
+    java.util.SplittableRandom r = new java.util.SplittableRandom(3);
+    int[] extremes = {0, 1, -1, Integer.MAX_VALUE, Integer.MIN_VALUE, 65535, 65536, 151_935};
+    int checked = 0;
+    for (int bs = 1; bs <= 40; bs++) {
+      for (int round = 0; round < 50; round++) {
+        int off = r.nextInt(5);
+        int[] t = new int[off + bs + r.nextInt(3)];
+        for (int i = 0; i < t.length; i++) {
+          t[i] = round % 5 == 0 ? extremes[r.nextInt(extremes.length)] : r.nextInt(152_000);
+        }
+        long parent = round == 1 ? 0 : r.nextLong();
+        long extra = round % 2 == 0 ? 0 : (round == 3 ? -1L : r.nextLong() | 1);
+        java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate(8 + 4 * bs + (extra != 0 ? 8 : 0))
+            .order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        bytes.putLong(parent);
+        for (int i = 0; i < bs; i++) {
+          bytes.putInt(t[off + i]);
+        }
+        if (extra != 0) {
+          bytes.putLong(extra);
+        }
+        long expected = xxh3.hashBytes(bytes.array());
+        assertThat(BlockHasher.blockHash(parent, t, off, bs, extra))
+            .as("block size %d, round %d", bs, round).isEqualTo(expected);
+        checked++;
+      }
+    }
+    assertThat(checked).isEqualTo(2000);
+  }
 }

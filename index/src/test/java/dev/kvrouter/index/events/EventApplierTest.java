@@ -84,6 +84,53 @@ class EventApplierTest {
     assertThat(matched(req)).isEqualTo(1);
   }
 
+  /**
+   * Within one batch, what earlier events did to a store's parent (re-pointed it, removed it, cleared the worker)
+   * decides the store's identity, exactly as when each event comes in a batch of its own: the applier touches a
+   * batch's slots ahead of its writes, and any work done ahead must not use the parents as they were before the
+   * batch (a batch-wide pre-hash was tried and dropped; this pins the behaviour for the next attempt).
+   */
+  @Test
+  void storesHashedAheadFollowWhatEarlierEventsOfTheBatchDidToTheirParent() {
+    int[] a = tokens(3 * BS, 11);
+    int[] b = tokens(3 * BS, 12);
+    int[] child = tokens(2 * BS, 13);
+    long[] viaA = requestHashes(null, null, concat(a, child));
+    long[] viaB = requestHashes(null, null, concat(b, child));
+    // 1. the parent (engine 202, known from an earlier batch) is re-pointed to other content earlier in the batch,
+    // and another store comes between: the child chains from b, not from the a its handle named when the batch came
+    apply(BlockStored.of(engine(3, 200), null, a, BS, "GPU"));
+    assertThat(apply(
+        BlockStored.of(engine(3, 200), null, b, BS, "GPU"),
+        BlockStored.of(engine(1, 250), null, tokens(BS, 15), BS, "GPU"),
+        BlockStored.of(engine(2, 300), 202L, child, BS, "GPU"))).isZero();
+    assertThat(matched(viaB)).isEqualTo(5);
+    assertThat(matched(viaA)).isZero(); // re-pointed handles drop the blocks they named
+    // 2. the parent is removed within the batch before the child: unknown parent, nothing stored
+    apply(BlockStored.of(engine(3, 400), null, a, BS, "GPU"));
+    assertThat(apply(
+        BlockRemoved.of("GPU", 402),
+        BlockStored.of(engine(2, 500), 402L, child, BS, "GPU"))).isEqualTo(1);
+    // 3. a clear between a known parent and its child: the child's parent is gone
+    assertThat(apply(
+        AllBlocksCleared.INSTANCE,
+        BlockStored.of(engine(2, 600), 202L, child, BS, "GPU"))).isEqualTo(1);
+    assertThat(matched(viaB)).isZero();
+    // 4. a chain of three events in one batch, the middle one from a handle stored in an earlier batch
+    apply(BlockStored.of(engine(3, 700), null, a, BS, "GPU"));
+    int[] more = tokens(BS, 14);
+    assertThat(apply(
+        BlockStored.of(engine(2, 800), 702L, child, BS, "GPU"),
+        BlockStored.of(new long[] {900}, 801L, more, BS, "GPU"))).isZero();
+    assertThat(matched(requestHashes(null, null, concat(concat(a, child), more)))).isEqualTo(6);
+  }
+
+  private static int[] concat(int[] x, int[] y) {
+    int[] r = Arrays.copyOf(x, x.length + y.length);
+    System.arraycopy(y, 0, r, x.length, y.length);
+    return r;
+  }
+
   @Test
   void saltsAndLoraFromExtraKeysSelectTheNamespace() {
     int[] t = tokens(2 * BS, 2);

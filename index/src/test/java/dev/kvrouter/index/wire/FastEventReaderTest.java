@@ -132,6 +132,89 @@ class FastEventReaderTest {
     assertThat(b.dataParallelRank()).isEqualTo(5);
   }
 
+  /**
+   * Map events whose keys come in a different order from one event to the next, with unknown keys of the same
+   * length as known ones and repeated keys, so the reader's guess of the next key is often wrong; and token ids in
+   * every msgpack integer form (fixint, uint8/16/32, negative, beyond int), some arrays ending the payload.
+   */
+  @Test
+  void shuffledKeysLookalikeKeysAndEveryTokenFormAreReadLikeTheDecoder() throws Exception {
+    SplittableRandom r = new SplittableRandom(17);
+    String[] lookalikes = {"typo", "block_hashez", "token_idz", "mediun", "lora_namf", "block_sizd", "Type"};
+    long[] tokenValues = {0, 5, 127, 128, 255, 256, 65_535, 65_536, 151_935, Integer.MAX_VALUE, -1, -200,
+        1L << 31, (1L << 32) - 1};
+    int taken = 0;
+    for (int round = 0; round < 400; round++) {
+      org.msgpack.core.MessageBufferPacker p = org.msgpack.core.MessagePack.newDefaultBufferPacker();
+      int events = 1 + r.nextInt(8);
+      p.packArrayHeader(2);
+      p.packDouble(1.7e9);
+      p.packArrayHeader(events);
+      for (int e = 0; e < events; e++) {
+        boolean stored = r.nextInt(3) > 0;
+        List<Runnable> fields = new ArrayList<>();
+        fields.add(() -> pack(p, "type", q -> q.packString(stored ? "BlockStored" : "BlockRemoved")));
+        int blocks = 1 + r.nextInt(3);
+        fields.add(() -> pack(p, "block_hashes", q -> {
+          q.packArrayHeader(blocks);
+          for (int i = 0; i < blocks; i++) {
+            q.packLong(r.nextLong());
+          }
+        }));
+        fields.add(() -> pack(p, "medium", q -> q.packString(r.nextBoolean() ? "GPU" : "CPU")));
+        if (stored) {
+          fields.add(() -> pack(p, "parent_block_hash", q -> {
+            if (r.nextBoolean()) {
+              q.packNil();
+            } else {
+              q.packLong(r.nextLong());
+            }
+          }));
+          fields.add(() -> pack(p, "token_ids", q -> {
+            int n = blocks * 4;
+            q.packArrayHeader(n);
+            for (int i = 0; i < n; i++) {
+              long v = r.nextInt(10) == 0 ? tokenValues[r.nextInt(tokenValues.length)] : r.nextInt(152_000);
+              q.packLong(v);
+            }
+          }));
+          fields.add(() -> pack(p, "block_size", q -> q.packInt(4)));
+          fields.add(() -> pack(p, "lora_name", q -> q.packNil()));
+        }
+        for (int k = r.nextInt(3); k > 0; k--) {
+          String key = lookalikes[r.nextInt(lookalikes.length)];
+          fields.add(() -> pack(p, key, q -> q.packInt(7)));
+        }
+        if (r.nextInt(4) == 0) {
+          fields.add(fields.get(r.nextInt(fields.size()))); // a repeated key
+        }
+        if (r.nextBoolean()) {
+          java.util.Collections.shuffle(fields, new java.util.Random(r.nextLong()));
+        }
+        p.packMapHeader(fields.size());
+        fields.forEach(Runnable::run);
+      }
+      if (agree(p.toByteArray(), "shuffled round " + round)) {
+        taken++;
+      }
+    }
+    // most rounds have no token beyond int, and nothing else here is outside the fast path
+    assertThat(taken).isGreaterThan(200);
+  }
+
+  private interface Value {
+    void pack(org.msgpack.core.MessagePacker p) throws java.io.IOException;
+  }
+
+  private static void pack(org.msgpack.core.MessagePacker p, String key, Value v) {
+    try {
+      p.packString(key);
+      v.pack(p);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
   private static EventBatch randomBatch(SplittableRandom r, WireLayout layout, int maxEvents) {
     List<KvEvent> events = new ArrayList<>();
     int n = r.nextInt(maxEvents + 1);
