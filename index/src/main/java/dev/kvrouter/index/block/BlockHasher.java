@@ -79,9 +79,6 @@ public final class BlockHasher {
    */
   public static long blockHash(long parent, int[] tokens, int off, int blockSize, long extra, byte[] buf) {
     int n = 8 + 4 * blockSize + (extra != 0 ? 8 : 0);
-    if (n > 16 && n <= 128 && (blockSize & 1) == 0) {
-      return shortBlockHash(parent, tokens, off, blockSize >>> 1, extra, n);
-    }
     LE_LONG.set(buf, 0, parent);
     int p = 8;
     for (int i = off, end = off + blockSize; i < end; i++, p += 4) {
@@ -91,66 +88,6 @@ public final class BlockHasher {
       LE_LONG.set(buf, p, extra);
     }
     return XXH3.hashBytes(buf, 0, n);
-  }
-
-  // XXH3_64 of the same bytes computed from the tokens in place, for inputs of 17..128 bytes whose length is a
-  // multiple of 8 (an even block size of up to 30 tokens: vLLM's 16 gives 72 or 80 bytes). Every 8-byte word XXH3
-  // reads there starts at a multiple of 8, so it is the parent, two consecutive tokens, or the extra value, and
-  // nothing has to be copied into a byte buffer first. The algorithm and constants are XXH3's (xxhash.h,
-  // XXH3_len_17to128_64b with a seed and the default secret); BlockHasherTest checks this path against the
-  // library for every length it covers.
-
-  private static final long PRIME64_1 = 0x9E3779B185EBCA87L;
-  /** XXH3's default secret, its first 128 bytes as little-endian words (all this path reads). */
-  private static final long[] SECRET = {
-    0xBE4BA423396CFEB8L, 0x1CAD21F72C81017CL, 0xDB979083E96DD4DEL, 0x1F67B3B7A4A44072L,
-    0x78E5C0CC4EE679CBL, 0x2172FFCC7DD05A82L, 0x8E2443F7744608B8L, 0x4C263A81E69035E0L,
-    0xCB00C391BB52283CL, 0xA32E531B8B65D088L, 0x4EF90DA297486471L, 0xD8ACDEA946EF1938L,
-    0x3F349CE33F76FAA8L, 0x1D4F0BC7C7BBDCF9L, 0x3159B4CD4BE0518AL, 0x647378D9C97E9FC8L
-  };
-
-  /** {@code n} = 8 + 8 * pairs (+ 8 with an extra), 17..128. */
-  private static long shortBlockHash(long parent, int[] tokens, int off, int pairs, long extra, int n) {
-    int last = (n >>> 3) - 1; // index of the last input word
-    long acc = n * PRIME64_1;
-    if (n > 32) {
-      if (n > 64) {
-        if (n > 96) {
-          acc += mix(parent, tokens, off, pairs, extra, 6, 12);
-          acc += mix(parent, tokens, off, pairs, extra, last - 7, 14);
-        }
-        acc += mix(parent, tokens, off, pairs, extra, 4, 8);
-        acc += mix(parent, tokens, off, pairs, extra, last - 5, 10);
-      }
-      acc += mix(parent, tokens, off, pairs, extra, 2, 4);
-      acc += mix(parent, tokens, off, pairs, extra, last - 3, 6);
-    }
-    acc += mix(parent, tokens, off, pairs, extra, 0, 0);
-    acc += mix(parent, tokens, off, pairs, extra, last - 1, 2);
-    acc ^= acc >>> 37; // avalanche
-    acc *= 0x165667919E3779F9L;
-    return acc ^ (acc >>> 32);
-  }
-
-  /** XXH3_mix16B of input words {@code w, w + 1} with secret words {@code s, s + 1}. */
-  private static long mix(long parent, int[] tokens, int off, int pairs, long extra, int w, int s) {
-    long lo = word(parent, tokens, off, pairs, extra, w) ^ (SECRET[s] + CHAIN_SEED);
-    long hi = word(parent, tokens, off, pairs, extra, w + 1) ^ (SECRET[s + 1] - CHAIN_SEED);
-    // the 128-bit product folded to 64 bits (unsigned high half from the signed one)
-    long high = Math.multiplyHigh(lo, hi) + ((lo >> 63) & hi) + ((hi >> 63) & lo);
-    return (lo * hi) ^ high;
-  }
-
-  /** Input word {@code w}: the parent, a pair of tokens (little-endian), or the extra value. */
-  private static long word(long parent, int[] tokens, int off, int pairs, long extra, int w) {
-    if (w == 0) {
-      return parent;
-    }
-    if (w > pairs) {
-      return extra;
-    }
-    int i = off + 2 * (w - 1);
-    return (tokens[i] & 0xFFFFFFFFL) | ((long) tokens[i + 1] << 32);
   }
 
   /**

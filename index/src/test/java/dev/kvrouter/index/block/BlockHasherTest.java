@@ -163,9 +163,9 @@ class BlockHasherTest {
   }
 
   /**
-   * The in-place XXH3 of short blocks (even block sizes up to 30 tokens) against the library hashing the
-   * documented byte layout, for every block size on both sides of that path, with and without an extra, at
-   * offsets into a longer array, over random and extreme token values.
+   * The block hash is XXH3-64 (seeded) of exactly the documented byte layout (parent, tokens little-endian, the
+   * extra when non-zero), for every block size from 1 to 40, with and without an extra, at offsets into a longer
+   * array, over random and extreme token values: the identity the request and event paths share.
    */
   @Test
   void everyBlockSizeHashesTheDocumentedBytesWithXxh3() {
