@@ -59,9 +59,13 @@ public class IndexLookupBenchmark {
   @Param({"staggered"})
   public String shape;
 
-  /** {@code IndexConfig.prefixJump}: 0 reads every block, else the jump search's stride. */
-  @Param({"0"})
-  public int jump;
+  /**
+   * {@code IndexConfig.prefixJump}: 0 reads every block, else the jump search's stride; {@code default} runs the
+   * product's default configuration ({@code IndexConfig.defaults()}, what {@code kvrouter.yaml} gets without
+   * {@code events.prefix_jump}).
+   */
+  @Param({"default"})
+  public String jump;
 
   /** The concurrent writer's rate in block events per second, 0 for flat out. */
   @Param({"0"})
@@ -87,7 +91,7 @@ public class IndexLookupBenchmark {
 
   @Setup(Level.Trial)
   public void setup() {
-    fixture = new LookupFixture(workers, blocks, background, shape, jump, churnInside(churn));
+    fixture = new LookupFixture(workers, blocks, background, shape, LookupFixture.jump(jump), churnInside(churn));
     cursor = fixture.index.newCursor();
     out = new PrefixMatches();
     writer = new PacedWriter(fixture, LookupFixture.WriteTarget.of(writeTarget), writeRate);

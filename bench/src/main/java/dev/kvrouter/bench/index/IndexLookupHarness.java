@@ -57,7 +57,8 @@ public final class IndexLookupHarness {
     boolean pin = args.length > 1 && args[1].equals("pin");
     Path out = args.length > 2 && !args[2].equals("-") ? Path.of(args[2]) : null;
     String shape = args.length > 3 ? args[3] : "staggered";
-    int jump = args.length > 4 ? Integer.parseInt(args[4]) : 0;
+    String jumpArg = args.length > 4 ? args[4] : "default";
+    int jump = LookupFixture.jump(jumpArg);
     String scenarios = args.length > 5 ? args[5] : "alone,w:0:request,naive,alone,w:0:request";
     String churn = args.length > 6 ? args[6] : "extra";
     LookupFixture f = new LookupFixture(64, 128, 1_000_000, shape, jump,
@@ -65,7 +66,8 @@ public final class IndexLookupHarness {
     List<String> results = new ArrayList<>();
     for (String scenario : scenarios.split(",")) {
       results.add(run(f, scenario.trim(), seconds / 2, pin).replace("{\"scenario\"",
-          "{\"shape\": \"" + shape + "\", \"jump\": " + jump + ", \"churn\": \"" + churn + "\", \"scenario\""));
+          "{\"shape\": \"" + shape + "\", \"jump\": " + f.index.config().prefixJump() + ", \"jumpParam\": \""
+              + jumpArg + "\", \"churn\": \"" + churn + "\", \"scenario\""));
     }
     String json = "[\n  " + String.join(",\n  ", results) + "\n]\n";
     System.out.print(json);
