@@ -76,7 +76,25 @@ public final class IndexLookupHarness {
     }
   }
 
+  private static int coldBytes;
+  private static long[] evictBuffer = new long[0];
+
+  /** Reads {@code bytes} of a private buffer, one load per cache line, pushing the index's lines out of cache. */
+  private static long evict(int bytes) {
+    int n = bytes / 8;
+    if (evictBuffer.length < n) {
+      evictBuffer = new long[n];
+    }
+    long[] b = evictBuffer;
+    long x = 0;
+    for (int i = 0; i < n; i += 8) {
+      x += b[i]++;
+    }
+    return x;
+  }
+
   private static String run(LookupFixture f, String scenario, double seconds, boolean pin) throws Exception {
+    coldBytes = 0;
     ThreadMXBean mx = ManagementFactory.getThreadMXBean();
     AtomicBoolean stop = new AtomicBoolean();
     AtomicLong writes = new AtomicLong();
@@ -109,6 +127,10 @@ public final class IndexLookupHarness {
       for (int i = 0; i < LookupFixture.CHURN_WORKERS * f.blocks / 2; i++) {
         f.writeNext(LookupFixture.WriteTarget.REQUEST);
       }
+    } else if (parts[0].equals("cold")) {
+      // before each timed lookup, the reader reads parts[1] KiB of its own (outside the timing): what a lookup
+      // costs when another process on this core or its hyperthread sibling has evicted the index's lines
+      coldBytes = Integer.parseInt(parts[1]) * 1024;
     } else if (!parts[0].equals("alone") && !parts[0].equals("naive")) {
       throw new IllegalArgumentException("unknown scenario " + scenario);
     }
@@ -155,6 +177,9 @@ public final class IndexLookupHarness {
       long c0 = mx.getCurrentThreadCpuTime();
       long t0 = System.nanoTime();
       for (int k = 0; k < CHUNK; k++) {
+        if (coldBytes > 0) {
+          sink += evict(coldBytes);
+        }
         long s = System.nanoTime();
         sink += naive ? f.naiveLookup() : lookup(f, cursor, matches);
         buf[k] = System.nanoTime() - s;
