@@ -84,6 +84,9 @@ class VirtualRunTest {
     assertThat(a.cache().servedShare()).isGreaterThan(b.cache().servedShare() + 0.05);
     assertThat(ours.truth().withinShare()).isGreaterThanOrEqualTo(0.99);
     assertThat(a.counts().failed()).isZero();
+    // evicting like vLLM (a request's blocks tail first) never looks like an engine that evicts parents first
+    assertThat(ours.events().get("removed_blocks")).isPositive();
+    assertThat(ours.events().get("not_prefix_closed_workers")).isZero();
   }
 
   @Test
