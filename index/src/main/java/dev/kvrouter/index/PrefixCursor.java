@@ -564,6 +564,7 @@ public final class PrefixCursor {
       extract(disk, diskSeen[w], w, diskTop, diskCount);
     }
     WorkerId[] ids = index.idsByOrdinal();
+    out.names(ids);
     out.ensureCapacity(candidateCount);
     int staleAt = -1;
     long stale = 0;
@@ -582,7 +583,7 @@ public final class PrefixCursor {
       int m = realLen[ord];
       int cc = (cpuSeen[w] & bit) == 0 ? 0 : cpuCount[ord];
       int dc = (diskSeen[w] & bit) == 0 ? 0 : diskCount[ord];
-      out.add(id, ord, m, m - cc - dc, cc, dc, predLen[ord], (stale & bit) != 0);
+      out.add(ord, m, m - cc - dc, cc, dc, predLen[ord], (stale & bit) != 0);
     }
   }
 

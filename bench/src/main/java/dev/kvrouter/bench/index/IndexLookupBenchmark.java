@@ -71,6 +71,13 @@ public class IndexLookupBenchmark {
   @Param({"0"})
   public long writeRate;
 
+  /**
+   * How the paced writer waits between batches: {@code spin} (batches of 16, busy-waiting: the historic writer) or
+   * {@code park} (batches of 160, parked between them, as an event thread waits in {@code poll}; {@link PacedWriter}).
+   */
+  @Param({"spin"})
+  public String writeIdle;
+
   /** Which blocks the concurrent writer touches: {@code request} or {@code background} ({@link LookupFixture}). */
   @Param({"request"})
   public String writeTarget;
@@ -94,7 +101,7 @@ public class IndexLookupBenchmark {
     fixture = new LookupFixture(workers, blocks, background, shape, LookupFixture.jump(jump), churnInside(churn));
     cursor = fixture.index.newCursor();
     out = new PrefixMatches();
-    writer = new PacedWriter(fixture, LookupFixture.WriteTarget.of(writeTarget), writeRate);
+    writer = PacedWriter.of(fixture, LookupFixture.WriteTarget.of(writeTarget), writeRate, writeIdle);
   }
 
   static boolean churnInside(String churn) {
@@ -136,6 +143,14 @@ public class IndexLookupBenchmark {
   @GroupThreads(1)
   public int write() {
     return writer.step();
+  }
+
+  /** The lookup without filling the answer ({@code longestHeldPrefix}): what {@code PrefixCursor.finish} costs. */
+  @Benchmark
+  @Group("aloneNoAnswer")
+  @GroupThreads(1)
+  public int longestOnly() {
+    return fixture.index.longestHeldPrefix(cursor, fixture.request, blocks);
   }
 
   @Benchmark

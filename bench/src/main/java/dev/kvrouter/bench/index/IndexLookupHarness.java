@@ -31,7 +31,10 @@ import org.HdrHistogram.Histogram;
  *   <li>{@code alone}: lookups only; {@code naive}: the {@code ConcurrentHashMap} yardstick;
  *   <li>{@code w:RATE:TARGET}: a writer thread applies events at RATE events/s (0 = flat out) through
  *       {@link PacedWriter}, TARGET {@code request} (every other op on the request's own blocks) or
- *       {@code background} (never the request's blocks);
+ *       {@code background} (never the request's blocks); {@code p:RATE:TARGET} the same with the writer parked
+ *       between batches of 160 ({@link PacedWriter#parking}), as an event thread waits in {@code poll};
+ *   <li>{@code cold:KIB}: before each timed lookup the reader reads KIB KiB of its own (a lookup whose index lines
+ *       another process on the core has evicted);
  *   <li>{@code spin}: a second thread spins on {@code System.nanoTime} without touching the index (what a busy
  *       neighbour core costs by itself);
  *   <li>{@code frozen}: the request writer stops half-way through its cycle (churn workers hold half the request)
@@ -102,9 +105,9 @@ public final class IndexLookupHarness {
     long rate = -1;
     PacedWriter paced = null;
     Runnable background = null;
-    if (parts[0].equals("w")) {
+    if (parts[0].equals("w") || parts[0].equals("p")) {
       rate = Long.parseLong(parts[1]);
-      paced = new PacedWriter(f, LookupFixture.WriteTarget.of(parts[2]), rate);
+      paced = PacedWriter.of(f, LookupFixture.WriteTarget.of(parts[2]), rate, parts[0].equals("p") ? "park" : "spin");
       PacedWriter p = paced;
       background = () -> {
         long n = 0;
