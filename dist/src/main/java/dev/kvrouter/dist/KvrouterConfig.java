@@ -37,7 +37,7 @@ public record KvrouterConfig(
     Observability observability) {
 
   public KvrouterConfig {
-    events = events == null ? new Events(null, 0, 0, 0, 0, 0, null, 0) : events;
+    events = events == null ? new Events(null, 0, 0, 0, 0, 0, null, null, null) : events;
     server = server == null ? new Server(null, 0, 0, 0, null) : server;
     models = models == null ? List.of() : java.util.Collections.unmodifiableList(new ArrayList<>(models));
     workers = workers == null ? new Workers(null, 0) : workers;
@@ -220,13 +220,18 @@ public record KvrouterConfig(
    * @param staleRecoveryMs a stale worker view is trusted again after this long without new trouble (0 = only
    *     after a replay, a clear or a restart)
    * @param earlyStop stop tokenizing once no worker can hold the next block (default true)
-   * @param prefixJump 0 (default): lookups walk a request's blocks one by one; N >= 2: jump search with stride N,
-   *     which trusts each worker's cached blocks to be prefix-closed (vLLM and SGLang evict leaf first) and still
-   *     walks workers whose view may have holes (stale, evicted by the router, CPU/disk blocks)
+   * @param prefixJump N >= 2 (default 16): jump search with stride N, which trusts each worker's cached blocks to be
+   *     prefix-closed (vLLM and SGLang evict leaf first) and still walks workers whose view may have holes (stale,
+   *     lost events, evicted by the router, CPU/disk blocks) or whose events show their engine is not prefix-closed;
+   *     0: every lookup walks a request's blocks one by one
+   * @param walkModels models whose workers are always walked (engines known to evict a block before its children
+   *     without a detectable signature)
    */
   public record Events(Boolean enabled, long maxIndexEntries, int predictedTtlMs, int approximateTtlMs,
-      int subscriberThreads, int staleRecoveryMs, Boolean earlyStop, int prefixJump) {
+      int subscriberThreads, int staleRecoveryMs, Boolean earlyStop, Integer prefixJump, List<String> walkModels) {
     public Events {
+      prefixJump = prefixJump == null ? IndexConfig.DEFAULT_JUMP : prefixJump;
+      walkModels = walkModels == null ? List.of() : List.copyOf(walkModels);
       enabled = enabled == null || enabled;
       maxIndexEntries = maxIndexEntries == 0 ? 8_000_000L : maxIndexEntries;
       predictedTtlMs = predictedTtlMs == 0 ? 5_000 : predictedTtlMs;
@@ -333,7 +338,14 @@ public record KvrouterConfig(
       errors.add("events: durations must not be negative");
     }
     if (events.prefixJump() < 0 || events.prefixJump() == 1 || events.prefixJump() > IndexConfig.MAX_JUMP) {
-      errors.add("events.prefix_jump: must be 0 (exact walk) or 2.." + IndexConfig.MAX_JUMP);
+      errors.add("events.prefix_jump: must be 0 (exact walk) or 2.." + IndexConfig.MAX_JUMP + " (jump search"
+          + " stride; default " + IndexConfig.DEFAULT_JUMP + "), was " + events.prefixJump());
+    }
+    for (int i = 0; i < events.walkModels().size(); i++) {
+      String m = events.walkModels().get(i);
+      if (m == null || m.isBlank()) {
+        errors.add("events.walk_models[" + i + "]: must be a model name");
+      }
     }
     if (events.subscriberThreads() < 1 || events.subscriberThreads() > 64) {
       errors.add("events.subscriber_threads: must be 1..64");

@@ -262,6 +262,7 @@ public final class KvrouterRuntime implements AutoCloseable {
     }
     KvIndex idx = index;
     EventSubscriber sub = events;
+    Set<String> walkModels = Set.copyOf(e.walkModels());
     indexListener = fleet -> {
       List<EventSource> sources = new ArrayList<>();
       Set<WorkerId> owners = new HashSet<>();
@@ -276,7 +277,8 @@ public final class KvrouterRuntime implements AutoCloseable {
           var ev = w.events();
           sources.add(new EventSource(id, w.model(), blockSize, ZmqFrames.offsetEndpoint(ev.endpoint(),
               id.dpRank()), ev.replayEndpoint() == null ? null
-              : ZmqFrames.offsetEndpoint(ev.replayEndpoint(), id.dpRank()), ev.topic(), ev.bind()));
+              : ZmqFrames.offsetEndpoint(ev.replayEndpoint(), id.dpRank()), ev.topic(), ev.bind(),
+              walkModels.contains(w.model())));
         }
       }
       if (sub != null) {

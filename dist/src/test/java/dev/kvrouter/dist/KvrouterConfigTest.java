@@ -31,12 +31,29 @@ class KvrouterConfigTest {
   }
 
   @Test
-  void prefixJumpIsOffByDefaultAndValidated() {
-    assertThat(KvrouterConfig.defaults().events().prefixJump()).isZero();
-    assertThat(KvrouterConfig.parse("events: {prefix_jump: 16}\n", "k.yaml").events().prefixJump()).isEqualTo(16);
+  void prefixJumpIsSixteenByDefaultZeroTurnsItOffAndItIsValidated() {
+    assertThat(KvrouterConfig.defaults().events().prefixJump()).isEqualTo(16);
+    assertThat(KvrouterConfig.parse("events: {enabled: true}\n", "k.yaml").events().prefixJump()).isEqualTo(16);
+    assertThat(KvrouterConfig.parse("events: {prefix_jump: 0}\n", "k.yaml").events().prefixJump()).isZero();
+    assertThat(KvrouterConfig.parse("events: {prefix_jump: 8}\n", "k.yaml").events().prefixJump()).isEqualTo(8);
     assertThatThrownBy(() -> KvrouterConfig.parse("events: {prefix_jump: 1}\n", "k.yaml"))
         .isInstanceOf(KvrouterConfig.InvalidConfig.class)
-        .hasMessageContaining("k.yaml: events.prefix_jump: must be 0 (exact walk) or 2..1024");
+        .hasMessageContaining("k.yaml: events.prefix_jump: must be 0 (exact walk) or 2..1024 (jump search stride;"
+            + " default 16), was 1");
+    assertThatThrownBy(() -> KvrouterConfig.parse("events: {prefix_jump: 4096}\n", "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class).hasMessageContaining("was 4096");
+    assertThatThrownBy(() -> KvrouterConfig.parse("events: {prefix_jump: fast}\n", "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class).hasMessageContaining("k.yaml: events.prefix_jump");
+  }
+
+  @Test
+  void walkModelsDefaultToNoneAndRejectBlankNames() {
+    assertThat(KvrouterConfig.defaults().events().walkModels()).isEmpty();
+    assertThat(KvrouterConfig.parse("events: {walk_models: [google/gemma-3-27b-it]}\n", "k.yaml").events()
+        .walkModels()).containsExactly("google/gemma-3-27b-it");
+    assertThatThrownBy(() -> KvrouterConfig.parse("events: {walk_models: ['']}\n", "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .hasMessageContaining("k.yaml: events.walk_models[0]: must be a model name");
   }
 
   @Test

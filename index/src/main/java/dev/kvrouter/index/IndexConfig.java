@@ -18,8 +18,9 @@ import java.util.Objects;
  * @param prefixJump 0 for the exact block-by-block lookup walk; else the stride of a jump search (probe every
  *     {@code prefixJump}-th block, binary-search where workers drop out) that trusts each worker's cached blocks
  *     to be prefix-closed, as vLLM's and SGLang's leaf-first eviction keeps them; workers whose view may have
- *     holes (stale, evicted here, CPU/disk tiers, handle conflicts) are still walked block by block (see
- *     {@link PrefixCursor})
+ *     holes (stale, lost events since the last clear, evicted here, CPU/disk tiers, handle conflicts) or whose
+ *     engine showed it is not prefix-closed ({@link WorkerView#markNotPrefixClosed}) are still walked block by
+ *     block (see {@link PrefixCursor}); default {@value #DEFAULT_JUMP}
  */
 public record IndexConfig(
     long maxEntries,
@@ -48,9 +49,16 @@ public record IndexConfig(
   /** Largest jump stride (keeps the binary search's stack small). */
   public static final int MAX_JUMP = 1024;
 
-  /** 8M residencies (about 0.5 GB), 256 stripes, 5 s / 120 s prediction TTLs, 1M predicted entries. */
+  /** The default jump stride: 16 probes cover a 256-block prompt; 128-block prompts take 8 plus bisections. */
+  public static final int DEFAULT_JUMP = 16;
+
+  /**
+   * 8M residencies (about 0.5 GB), 256 stripes, 5 s / 120 s prediction TTLs, 1M predicted entries, jump search at
+   * stride {@value #DEFAULT_JUMP}.
+   */
   public static IndexConfig defaults() {
-    return new IndexConfig(8_000_000L, 16_384, 256, Duration.ofSeconds(5), Duration.ofSeconds(120), 1 << 20, 4096, 0);
+    return new IndexConfig(8_000_000L, 16_384, 256, Duration.ofSeconds(5), Duration.ofSeconds(120), 1 << 20, 4096,
+        DEFAULT_JUMP);
   }
 
   public IndexConfig withMaxEntries(long max, int minPerWorker) {

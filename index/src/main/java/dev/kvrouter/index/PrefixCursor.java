@@ -25,9 +25,11 @@ import java.util.Arrays;
  * SGLang's radix cache evicts leaves only. The index keeps them so too: a store whose parent is unknown is dropped
  * with its descendants, and predictions expire and are evicted tail first ({@link PredictedBlocks}). What can
  * break closure is marked per worker ({@link WorkerView#open()}) and makes the lookup walk every block instead: a
- * stale view (lost events), our own share eviction (any block), handle conflicts, CPU/disk blocks (the offload
- * tier evicts in its own order, and tier counts need every block). An engine that evicts a parent before its
- * child with no event lost is the one case it cannot see: that worker's answer is then too long.
+ * stale view or lost events since the last clear, our own share eviction (any block), handle conflicts, CPU/disk
+ * blocks (the offload tier evicts in its own order, and tier counts need every block), and evidence that the
+ * engine evicts parents first ({@link WorkerView#notPrefixClosed()}: hybrid-model signatures in its events, a
+ * sampled parent check, configuration). Until the sampled check has caught such an engine, its answers can be too
+ * long (docs/index.md, "Jump search and prefix closure").
  *
  * <p>Reusable and not thread-safe: one per request thread ({@link KvIndex#newCursor()}). Never blocks and does
  * not allocate once its arrays have grown to the fleet size.
@@ -562,6 +564,7 @@ public final class PrefixCursor {
       extract(disk, diskSeen[w], w, diskTop, diskCount);
     }
     WorkerId[] ids = index.idsByOrdinal();
+    out.names(ids);
     out.ensureCapacity(candidateCount);
     int staleAt = -1;
     long stale = 0;
@@ -580,7 +583,7 @@ public final class PrefixCursor {
       int m = realLen[ord];
       int cc = (cpuSeen[w] & bit) == 0 ? 0 : cpuCount[ord];
       int dc = (diskSeen[w] & bit) == 0 ? 0 : diskCount[ord];
-      out.add(id, ord, m, m - cc - dc, cc, dc, predLen[ord], (stale & bit) != 0);
+      out.add(ord, m, m - cc - dc, cc, dc, predLen[ord], (stale & bit) != 0);
     }
   }
 

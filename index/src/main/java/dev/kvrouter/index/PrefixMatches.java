@@ -19,7 +19,12 @@ public final class PrefixMatches {
 
   private int size;
   private int blocks;
-  private WorkerId[] workers = new WorkerId[8];
+  /**
+   * The index's ids by ordinal when the answer was made (a copy-on-write array, never mutated): workers are named
+   * through it and {@link #ordinals} rather than stored one by one, because a reference store into this long-lived
+   * array costs a GC write barrier with a StoreLoad fence each (G1), half of a 64-worker lookup's time.
+   */
+  private WorkerId[] ids = new WorkerId[0];
   private int[] ordinals = new int[8];
   private int[] matched = new int[8];
   private int[] gpu = new int[8];
@@ -40,7 +45,7 @@ public final class PrefixMatches {
 
   public WorkerId worker(int i) {
     check(i);
-    return workers[i];
+    return ids[ordinals[i]];
   }
 
   /** The worker's ordinal in the index (stable while it is registered). */
@@ -90,7 +95,7 @@ public final class PrefixMatches {
   /** Position of {@code worker} in this answer, or -1 if it holds no leading block. */
   public int indexOf(WorkerId worker) {
     for (int i = 0; i < size; i++) {
-      if (workers[i].equals(worker)) {
+      if (ids[ordinals[i]].equals(worker)) {
         return i;
       }
     }
@@ -111,15 +116,19 @@ public final class PrefixMatches {
     blocks = examined;
   }
 
+  /** Names the ordinals of the answer being built: the index's ids-by-ordinal array, which is never mutated. */
+  void names(WorkerId[] idsByOrdinal) {
+    ids = idsByOrdinal;
+  }
+
   /** Makes room for {@code n} workers, so the adds of one answer never grow the arrays. */
   void ensureCapacity(int n) {
-    if (n > workers.length) {
-      grow(Math.max(n, workers.length * 2));
+    if (n > ordinals.length) {
+      grow(Math.max(n, ordinals.length * 2));
     }
   }
 
   private void grow(int n) {
-    workers = Arrays.copyOf(workers, n);
     ordinals = Arrays.copyOf(ordinals, n);
     matched = Arrays.copyOf(matched, n);
     gpu = Arrays.copyOf(gpu, n);
@@ -129,11 +138,11 @@ public final class PrefixMatches {
     stale = Arrays.copyOf(stale, n);
   }
 
-  void add(WorkerId w, int ord, int m, int g, int c, int d, int p, boolean s) {
-    if (size == workers.length) {
+  /** Adds ordinal {@code ord}, which must be named (non-null) in the array given to {@link #names}. */
+  void add(int ord, int m, int g, int c, int d, int p, boolean s) {
+    if (size == ordinals.length) {
       grow(size * 2);
     }
-    workers[size] = w;
     ordinals[size] = ord;
     matched[size] = m;
     gpu[size] = g;
@@ -154,7 +163,7 @@ public final class PrefixMatches {
   public String toString() {
     StringBuilder b = new StringBuilder("PrefixMatches[blocks=").append(blocks);
     for (int i = 0; i < size; i++) {
-      b.append(", ").append(workers[i]).append("={matched=").append(matched[i]).append(" gpu=").append(gpu[i])
+      b.append(", ").append(ids[ordinals[i]]).append("={matched=").append(matched[i]).append(" gpu=").append(gpu[i])
           .append(" cpu=").append(cpu[i]).append(" disk=").append(disk[i]).append(" predicted=")
           .append(predicted[i]).append(stale[i] ? " stale" : "").append('}');
     }

@@ -16,10 +16,23 @@ import java.util.Objects;
  * <p>Reference counting: vLLM does not de-duplicate identical blocks, so one worker can store the same block
  * twice and remove it twice. The table keeps one bit per (worker, tier, block); the second and later stores
  * are counted aside ({@code dups}) and a remove only clears the bit when no duplicate remains.
+ *
+ * <p>Prefix closure ({@link IndexConfig#prefixJump}): the lookup's jump search skips blocks of workers whose view
+ * is prefix-closed (holding block k implies holding its parent). What may break that is tracked here, in three
+ * kinds: {@link #stale()} (events lost right now), {@code holes} (this view's own doing: the router's share
+ * eviction, handle conflicts, CPU/disk blocks, lost events since the last clear; until {@link #clear}) and
+ * {@link #notPrefixClosed()} (evidence that the engine itself removes a parent before its child, or was
+ * configured so; kept until the worker leaves the index). A worker with any of them is read block by block.
+ * The engine evidence comes from the event applier (hybrid-model signatures) and from a sampled check here: for
+ * one GPU block in {@value #LINK_SAMPLE} (by our hash) the view remembers its parent, and when that block leaves
+ * the GPU tier while its parent is already gone, the engine removed a parent before its child.
  */
 public final class WorkerView {
 
   private static final long[] DUP_SALT = {0, 0x243F6A8885A308D3L, 0x13198A2E03707344L, 0, 0xA4093822299F31D0L};
+  /** One GPU block in this many (by our hash, which is uniform) has its parent link kept for the closure check. */
+  static final int LINK_SAMPLE = 64;
+  private static final long LINK_MASK = LINK_SAMPLE - 1;
 
   private final KvIndex index;
   private final BlockTable table;
@@ -35,6 +48,14 @@ public final class WorkerView {
    * whether a lookup's jump search may skip this worker's blocks ({@link KvIndex#openWord}).
    */
   private volatile boolean holes;
+  /** Events were lost since the last {@link #clear}: removes may be missing, leaving blocks without parents. */
+  private volatile boolean lossSinceClear;
+  /** Why the engine's views are not prefix-closed (sticky until the worker leaves the index), or null. */
+  private volatile String notClosed;
+  /** Sampled GPU blocks (our hash) to their parent's hash, for the closure check; writer thread only. */
+  private final LongLongMap links = new LongLongMap();
+  private volatile long duplicateStores;
+  private volatile long holesSeen;
   private volatile boolean retired;
   private volatile boolean eventStream;
   private volatile long evictions;
@@ -122,8 +143,21 @@ public final class WorkerView {
     int before = table.add(ourHash, ordinal, bit);
     if ((before & bit) != 0) {
       dups.add(dupKey(ourHash, bit), 1);
+      duplicateStores++;
     }
     SIZE.setRelease(this, handles.size());
+  }
+
+  /**
+   * {@link #store(long, long, Tier)} for a block whose parent is {@code parentHash} (our hash): the form event
+   * appliers use for every block but a chain's first, so the view can check that the engine removes children
+   * before parents (sampled, see the class notes).
+   */
+  public void store(long engineHash, long ourHash, Tier tier, long parentHash) {
+    store(engineHash, ourHash, tier);
+    if ((ourHash & LINK_MASK) == 0 && tier == Tier.GPU && notClosed == null) {
+      links.put(ourHash, parentHash);
+    }
   }
 
   /**
@@ -178,6 +212,9 @@ public final class WorkerView {
       }
     }
     int after = table.remove(ourHash, ordinal, bit);
+    if ((ourHash & LINK_MASK) == 0 && bit == BlockTable.GPU && (after & BlockTable.GPU) == 0) {
+      checkParent(ourHash);
+    }
     if ((after & BlockTable.REAL) == 0) {
       if (slot >= 0) {
         handles.removeAt(slot);
@@ -187,6 +224,23 @@ public final class WorkerView {
       SIZE.setRelease(this, handles.size());
     }
     return true;
+  }
+
+  /** A sampled block left the GPU tier: its parent must still be there unless the engine evicts parents first. */
+  private void checkParent(long ourHash) {
+    if (links.size() == 0 || !links.containsKey(ourHash)) {
+      return;
+    }
+    long parent = links.get(ourHash, 0L);
+    links.remove(ourHash);
+    if ((table.tiers(parent, ordinal) & BlockTable.GPU) == 0) {
+      holesSeen++;
+      if (holes || lossSinceClear || stale) {
+        markHoles(); // may be our own doing (share eviction, conflicts, lost events): not the engine's evidence
+      } else {
+        markNotPrefixClosed("the engine removed a block before one of its children");
+      }
+    }
   }
 
   /** Forgets every block of this worker in every tier ({@code AllBlocksCleared}, restart, purge). */
@@ -201,9 +255,11 @@ public final class WorkerView {
     }
     handles.clear();
     dups.clear();
+    links.clear();
     SIZE.setRelease(this, 0);
-    if (holes) {
+    if (holes || lossSinceClear) {
       holes = false; // nothing held: closed again
+      lossSinceClear = false;
       publishOpen();
     }
   }
@@ -213,19 +269,53 @@ public final class WorkerView {
     publishOpen();
   }
 
-  /** Sets the index's open bit from both flags; serialized, so the last call sees every earlier flag write. */
+  /** Sets the index's open bit from the flags; serialized, so the last call sees every earlier flag write. */
   private synchronized void publishOpen() {
     if (!retired) {
-      index.setOpenBit(ordinal, stale || holes);
+      index.setOpenBit(ordinal, open());
     }
   }
 
   /**
-   * Whether a lookup must read every block of this worker (it is stale, or may hold a block without its parent,
-   * or holds CPU/disk blocks) instead of trusting its blocks to be prefix-closed.
+   * Whether a lookup must read every block of this worker (it is stale, may hold a block without its parent,
+   * holds CPU/disk blocks, lost events since its last clear, or its engine is not prefix-closed) instead of
+   * trusting its blocks to be prefix-closed.
    */
   public boolean open() {
-    return stale || holes;
+    return stale || holes || lossSinceClear || notClosed != null;
+  }
+
+  /**
+   * Records evidence that this worker's engine does not keep its cached blocks prefix-closed (it may remove a
+   * parent before its child with no event lost), or that it was configured so: lookups read every block of this
+   * worker from now on, until it leaves the index. Idempotent; the first reason is kept. Any thread.
+   */
+  public void markNotPrefixClosed(String reason) {
+    Objects.requireNonNull(reason, "reason");
+    synchronized (this) {
+      if (notClosed != null) {
+        return;
+      }
+      notClosed = reason;
+    }
+    org.slf4j.LoggerFactory.getLogger(WorkerView.class).warn(
+        "{}: lookups read every block of this worker from now on: {}", id, reason);
+    publishOpen();
+  }
+
+  /** Why this worker's engine is treated as not prefix-closed, or null (see {@link #markNotPrefixClosed}). */
+  public String notPrefixClosed() {
+    return notClosed;
+  }
+
+  /** Stores of a block this worker already held in the same tier (reference-counted duplicates). */
+  public long duplicateStores() {
+    return duplicateStores;
+  }
+
+  /** Sampled blocks that left the GPU tier after their parent (see the class notes). */
+  public long holesSeen() {
+    return holesSeen;
   }
 
   /**
@@ -261,6 +351,9 @@ public final class WorkerView {
   /** Set by the event plane; lookups report it per worker so the router can fall back visibly. */
   public void setStale(boolean value) {
     stale = value;
+    if (value) {
+      lossSinceClear = true; // lost removes may leave blocks whose parents go later: walk until the next clear
+    }
     if (!retired) {
       index.setStaleBit(ordinal, value);
     }
@@ -314,6 +407,9 @@ public final class WorkerView {
 
   private void dropAll(long ourHash) {
     table.remove(ourHash, ordinal, BlockTable.REAL);
+    if ((ourHash & LINK_MASK) == 0 && links.size() > 0) {
+      links.remove(ourHash);
+    }
     for (int bit = BlockTable.GPU; bit <= BlockTable.DISK; bit <<= 1) {
       long dk = dupKey(ourHash, bit);
       int n = dups.get(dk);
@@ -336,7 +432,7 @@ public final class WorkerView {
   }
 
   long footprintBytes() {
-    return 64 + handles.footprintBytes() + dups.footprintBytes();
+    return 64 + handles.footprintBytes() + dups.footprintBytes() + links.footprintBytes();
   }
 
   @Override

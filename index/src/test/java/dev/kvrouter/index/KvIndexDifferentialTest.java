@@ -23,6 +23,12 @@ import org.junit.jupiter.api.Timeout;
  * a serial lane checked after every operation, a concurrent lane (writer threads per worker, reader threads
  * looking up and predicting) checked at quiescent checkpoints, and a progress lane that pins down what an
  * optimistic read may return while a writer runs. Failures print the seed and step.
+ *
+ * <p>The histories here are arbitrary (any block removed in any order, parents before children), which only a walk
+ * answers exactly. The serial lane runs them twice: with the walk ({@code prefixJump} 0) on unmarked workers, and
+ * with the default configuration (jump search) on workers marked not prefix-closed
+ * ({@link WorkerView#markNotPrefixClosed}), which must then be read block by block whatever they evict; the
+ * concurrent lane runs the default configuration with marked workers.
  */
 @Timeout(120)
 class KvIndexDifferentialTest {
@@ -69,14 +75,32 @@ class KvIndexDifferentialTest {
   @Test
   void serialLaneMatchesTheModelAfterEveryOperation() {
     for (long seed = 1; seed <= 12; seed++) {
-      runSerial(seed, 3000);
+      runSerial(seed, 3000, false);
     }
   }
 
-  private void runSerial(long seed, int steps) {
+  /** Default configuration (jump search on): workers marked not prefix-closed get exact answers on any history. */
+  @Test
+  void workersMarkedNotPrefixClosedMatchTheModelUnderTheDefaultJumpSearch() {
+    assertThat(IndexConfig.defaults().prefixJump()).isEqualTo(IndexConfig.DEFAULT_JUMP).isPositive();
+    for (long seed = 1; seed <= 12; seed++) {
+      runSerial(seed, 3000, true);
+    }
+  }
+
+  /** A view the test marks as an engine that evicts parents first (idempotent; survives clears, not removal). */
+  private static WorkerView marked(WorkerView v, boolean mark) {
+    if (mark) {
+      v.markNotPrefixClosed("test: arbitrary eviction order");
+    }
+    return v;
+  }
+
+  private void runSerial(long seed, int steps, boolean markAll) {
     SplittableRandom r = new SplittableRandom(seed);
     TestClock clock = new TestClock();
-    KvIndex index = new KvIndex(config(1 << r.nextInt(5)), clock);
+    IndexConfig cfg = config(1 << r.nextInt(5));
+    KvIndex index = new KvIndex(markAll ? cfg : cfg.withPrefixJump(0), clock);
     ReferenceIndex ref = new ReferenceIndex();
     WorkerId[] workers = new WorkerId[2 + r.nextInt(70)]; // up to 71 workers: more than one ordinal word
     for (int i = 0; i < workers.length; i++) {
@@ -94,10 +118,14 @@ class KvIndexDifferentialTest {
       if (op < 35) {
         int start = r.nextInt(doc.length);
         int len = 1 + r.nextInt(doc.length - start);
-        WorkerView v = index.register(w);
+        WorkerView v = marked(index.register(w), markAll);
         ref.register(w);
         for (int i = start; i < start + len; i++) {
-          v.store(engineHash(w, doc[i]), doc[i], tier);
+          if (i > 0) {
+            v.store(engineHash(w, doc[i]), doc[i], tier, doc[i - 1]);
+          } else {
+            v.store(engineHash(w, doc[i]), doc[i], tier);
+          }
           ref.store(w, engineHash(w, doc[i]), doc[i], tier);
         }
       } else if (op < 65) {
@@ -125,7 +153,7 @@ class KvIndexDifferentialTest {
         index.remove(w);
         ref.remove(w);
       } else if (op < 87) {
-        WorkerView v = index.register(w);
+        WorkerView v = marked(index.register(w), markAll);
         ref.register(w);
         boolean s = r.nextBoolean();
         v.setStale(s);
@@ -143,6 +171,9 @@ class KvIndexDifferentialTest {
       }
       if (index.view(w) != null) {
         assertThat(index.view(w).size()).as(at + " handles of " + w).isEqualTo(ref.size(w));
+        if (markAll && index.view(w).notPrefixClosed() != null) {
+          assertThat(index.view(w).open()).as(at + " marked view is walked").isTrue();
+        }
       }
     }
   }
@@ -171,7 +202,7 @@ class KvIndexDifferentialTest {
     WorkerId[] workers = new WorkerId[writers * 4];
     for (int i = 0; i < workers.length; i++) {
       workers[i] = new WorkerId("w" + i, i % 2);
-      index.register(workers[i]).setEventStream(true);
+      marked(index.register(workers[i]), true).setEventStream(true);
       ref.register(workers[i]);
       ref.setEventStream(workers[i], true);
     }

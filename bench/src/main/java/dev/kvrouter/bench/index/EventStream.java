@@ -13,7 +13,7 @@ import java.util.SplittableRandom;
 /**
  * A cyclic, steady-state engine event stream for benchmarks: each batch stores {@code storesPerBatch} new
  * blocks (chained, several per event, as vLLM stores a request's newly full blocks) and removes the blocks
- * stored {@code window} batches earlier, so the index size stays constant and the cycle can repeat forever.
+ * stored {@code window} batches earlier (tail first), so the index size stays constant and the cycle can repeat forever.
  */
 final class EventStream {
 
@@ -53,9 +53,11 @@ final class EventStream {
         evs.add(BlockStored.of(eh, parent, tokens, blockSize, "GPU"));
       }
       if (window > 0) {
+        // tail first, as vLLM frees a request's blocks (head first would look like an engine that evicts parents
+        // before their children, which the index's prefix-closure check flags)
         long[] old = hashes[Math.floorMod(b - window, cycle)];
-        for (long h : old) {
-          evs.add(BlockRemoved.of("GPU", h));
+        for (int i = old.length - 1; i >= 0; i--) {
+          evs.add(BlockRemoved.of("GPU", old[i]));
         }
       }
       batches[b] = EventBatch.of(1.7e9 + b, 0, evs);

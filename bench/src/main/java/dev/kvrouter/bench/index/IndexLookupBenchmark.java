@@ -59,13 +59,24 @@ public class IndexLookupBenchmark {
   @Param({"staggered"})
   public String shape;
 
-  /** {@code IndexConfig.prefixJump}: 0 reads every block, else the jump search's stride. */
-  @Param({"0"})
-  public int jump;
+  /**
+   * {@code IndexConfig.prefixJump}: 0 reads every block, else the jump search's stride; {@code default} runs the
+   * product's default configuration ({@code IndexConfig.defaults()}, what {@code kvrouter.yaml} gets without
+   * {@code events.prefix_jump}).
+   */
+  @Param({"default"})
+  public String jump;
 
   /** The concurrent writer's rate in block events per second, 0 for flat out. */
   @Param({"0"})
   public long writeRate;
+
+  /**
+   * How the paced writer waits between batches: {@code spin} (batches of 16, busy-waiting: the historic writer) or
+   * {@code park} (batches of 160, parked between them, as an event thread waits in {@code poll}; {@link PacedWriter}).
+   */
+  @Param({"spin"})
+  public String writeIdle;
 
   /** Which blocks the concurrent writer touches: {@code request} or {@code background} ({@link LookupFixture}). */
   @Param({"request"})
@@ -87,10 +98,10 @@ public class IndexLookupBenchmark {
 
   @Setup(Level.Trial)
   public void setup() {
-    fixture = new LookupFixture(workers, blocks, background, shape, jump, churnInside(churn));
+    fixture = new LookupFixture(workers, blocks, background, shape, LookupFixture.jump(jump), churnInside(churn));
     cursor = fixture.index.newCursor();
     out = new PrefixMatches();
-    writer = new PacedWriter(fixture, LookupFixture.WriteTarget.of(writeTarget), writeRate);
+    writer = PacedWriter.of(fixture, LookupFixture.WriteTarget.of(writeTarget), writeRate, writeIdle);
   }
 
   static boolean churnInside(String churn) {
@@ -132,6 +143,14 @@ public class IndexLookupBenchmark {
   @GroupThreads(1)
   public int write() {
     return writer.step();
+  }
+
+  /** The lookup without filling the answer ({@code longestHeldPrefix}): what {@code PrefixCursor.finish} costs. */
+  @Benchmark
+  @Group("aloneNoAnswer")
+  @GroupThreads(1)
+  public int longestOnly() {
+    return fixture.index.longestHeldPrefix(cursor, fixture.request, blocks);
   }
 
   @Benchmark

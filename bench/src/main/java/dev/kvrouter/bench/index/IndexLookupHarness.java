@@ -31,7 +31,10 @@ import org.HdrHistogram.Histogram;
  *   <li>{@code alone}: lookups only; {@code naive}: the {@code ConcurrentHashMap} yardstick;
  *   <li>{@code w:RATE:TARGET}: a writer thread applies events at RATE events/s (0 = flat out) through
  *       {@link PacedWriter}, TARGET {@code request} (every other op on the request's own blocks) or
- *       {@code background} (never the request's blocks);
+ *       {@code background} (never the request's blocks); {@code p:RATE:TARGET} the same with the writer parked
+ *       between batches of 160 ({@link PacedWriter#parking}), as an event thread waits in {@code poll};
+ *   <li>{@code cold:KIB}: before each timed lookup the reader reads KIB KiB of its own (a lookup whose index lines
+ *       another process on the core has evicted);
  *   <li>{@code spin}: a second thread spins on {@code System.nanoTime} without touching the index (what a busy
  *       neighbour core costs by itself);
  *   <li>{@code frozen}: the request writer stops half-way through its cycle (churn workers hold half the request)
@@ -57,7 +60,8 @@ public final class IndexLookupHarness {
     boolean pin = args.length > 1 && args[1].equals("pin");
     Path out = args.length > 2 && !args[2].equals("-") ? Path.of(args[2]) : null;
     String shape = args.length > 3 ? args[3] : "staggered";
-    int jump = args.length > 4 ? Integer.parseInt(args[4]) : 0;
+    String jumpArg = args.length > 4 ? args[4] : "default";
+    int jump = LookupFixture.jump(jumpArg);
     String scenarios = args.length > 5 ? args[5] : "alone,w:0:request,naive,alone,w:0:request";
     String churn = args.length > 6 ? args[6] : "extra";
     LookupFixture f = new LookupFixture(64, 128, 1_000_000, shape, jump,
@@ -65,7 +69,8 @@ public final class IndexLookupHarness {
     List<String> results = new ArrayList<>();
     for (String scenario : scenarios.split(",")) {
       results.add(run(f, scenario.trim(), seconds / 2, pin).replace("{\"scenario\"",
-          "{\"shape\": \"" + shape + "\", \"jump\": " + jump + ", \"churn\": \"" + churn + "\", \"scenario\""));
+          "{\"shape\": \"" + shape + "\", \"jump\": " + f.index.config().prefixJump() + ", \"jumpParam\": \""
+              + jumpArg + "\", \"churn\": \"" + churn + "\", \"scenario\""));
     }
     String json = "[\n  " + String.join(",\n  ", results) + "\n]\n";
     System.out.print(json);
@@ -74,7 +79,25 @@ public final class IndexLookupHarness {
     }
   }
 
+  private static int coldBytes;
+  private static long[] evictBuffer = new long[0];
+
+  /** Reads {@code bytes} of a private buffer, one load per cache line, pushing the index's lines out of cache. */
+  private static long evict(int bytes) {
+    int n = bytes / 8;
+    if (evictBuffer.length < n) {
+      evictBuffer = new long[n];
+    }
+    long[] b = evictBuffer;
+    long x = 0;
+    for (int i = 0; i < n; i += 8) {
+      x += b[i]++;
+    }
+    return x;
+  }
+
   private static String run(LookupFixture f, String scenario, double seconds, boolean pin) throws Exception {
+    coldBytes = 0;
     ThreadMXBean mx = ManagementFactory.getThreadMXBean();
     AtomicBoolean stop = new AtomicBoolean();
     AtomicLong writes = new AtomicLong();
@@ -82,9 +105,9 @@ public final class IndexLookupHarness {
     long rate = -1;
     PacedWriter paced = null;
     Runnable background = null;
-    if (parts[0].equals("w")) {
+    if (parts[0].equals("w") || parts[0].equals("p")) {
       rate = Long.parseLong(parts[1]);
-      paced = new PacedWriter(f, LookupFixture.WriteTarget.of(parts[2]), rate);
+      paced = PacedWriter.of(f, LookupFixture.WriteTarget.of(parts[2]), rate, parts[0].equals("p") ? "park" : "spin");
       PacedWriter p = paced;
       background = () -> {
         long n = 0;
@@ -107,6 +130,10 @@ public final class IndexLookupHarness {
       for (int i = 0; i < LookupFixture.CHURN_WORKERS * f.blocks / 2; i++) {
         f.writeNext(LookupFixture.WriteTarget.REQUEST);
       }
+    } else if (parts[0].equals("cold")) {
+      // before each timed lookup, the reader reads parts[1] KiB of its own (outside the timing): what a lookup
+      // costs when another process on this core or its hyperthread sibling has evicted the index's lines
+      coldBytes = Integer.parseInt(parts[1]) * 1024;
     } else if (!parts[0].equals("alone") && !parts[0].equals("naive")) {
       throw new IllegalArgumentException("unknown scenario " + scenario);
     }
@@ -153,6 +180,9 @@ public final class IndexLookupHarness {
       long c0 = mx.getCurrentThreadCpuTime();
       long t0 = System.nanoTime();
       for (int k = 0; k < CHUNK; k++) {
+        if (coldBytes > 0) {
+          sink += evict(coldBytes);
+        }
         long s = System.nanoTime();
         sink += naive ? f.naiveLookup() : lookup(f, cursor, matches);
         buf[k] = System.nanoTime() - s;

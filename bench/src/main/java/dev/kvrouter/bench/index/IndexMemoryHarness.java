@@ -19,7 +19,8 @@ import java.util.SplittableRandom;
  * Memory per indexed block: heap used after full GCs, before and after filling an index with
  * {@code residencies} (worker, block) pairs from events, spread over {@code workers} workers, each distinct
  * block held by {@code sharing} workers. Everything the index keeps per block is counted: the shared table,
- * the per-worker engine-hash handles, the overflow bitsets of shared blocks.
+ * the per-worker engine-hash handles, the overflow bitsets of shared blocks, the sampled parent links of the
+ * prefix-closure check (blocks are stored as chains of 128 with their parents, as events store them).
  *
  * <p>Run: {@code java -Xmx8g -XX:+UseParallelGC -cp bench/target/benchmarks.jar
  * dev.kvrouter.bench.index.IndexMemoryHarness 10000000 64 1 bench/results/index-memory.json}
@@ -45,12 +46,21 @@ public final class IndexMemoryHarness {
     SplittableRandom r = new SplittableRandom(1);
     long distinct = residencies / sharing;
     long t0 = System.nanoTime();
+    long[] parent = new long[workers];
+    int[] chain = new int[workers];
     for (long b = 0; b < distinct; b++) {
       long ours = r.nextLong();
       int first = (int) (b % workers);
       for (int k = 0; k < sharing; k++) {
         int w = (first + k * (workers / sharing)) % workers;
-        views[w].store(ours ^ (0x9E3779B97F4A7C15L * (w + 1)), ours, Tier.GPU);
+        // chains of 128 blocks per worker, stored as the event applier stores them (with their parent, so the
+        // prefix-closure check keeps its sampled links)
+        if (chain[w]++ % 128 == 0) {
+          views[w].store(ours ^ (0x9E3779B97F4A7C15L * (w + 1)), ours, Tier.GPU);
+        } else {
+          views[w].store(ours ^ (0x9E3779B97F4A7C15L * (w + 1)), ours, Tier.GPU, parent[w]);
+        }
+        parent[w] = ours;
       }
     }
     long buildNanos = System.nanoTime() - t0;

@@ -30,6 +30,13 @@ import java.util.concurrent.ConcurrentHashMap;
 final class LookupFixture {
 
   static final int CHURN_WORKERS = 8;
+  /** {@code jump} value meaning "as {@link IndexConfig#defaults()} configures it". */
+  static final int DEFAULT_JUMP = -1;
+
+  /** A benchmark's jump parameter: {@code default} (the product's default configuration) or a stride. */
+  static int jump(String param) {
+    return param.equals("default") ? DEFAULT_JUMP : Integer.parseInt(param);
+  }
 
   final KvIndex index;
   final long[] request;
@@ -50,7 +57,7 @@ final class LookupFixture {
   }
 
   /**
-   * @param jump {@link IndexConfig#prefixJump} (0: the exact walk)
+   * @param jump {@link IndexConfig#prefixJump} (0: the exact walk; {@link #DEFAULT_JUMP}: the product default)
    * @param churnInside the writer's churn workers are the last {@value #CHURN_WORKERS} of the {@code workers}
    *     (the fleet stays at {@code workers}, one ordinal word for 64), not 8 more workers (ordinals 64 to 71 for
    *     64 workers: with the writer, lookups then have candidates in two ordinal words)
@@ -59,8 +66,8 @@ final class LookupFixture {
     this.blocks = blocks;
     this.tailFirst = !shape.equals("staggered");
     SplittableRandom r = new SplittableRandom(7);
-    index = new KvIndex(IndexConfig.defaults().withMaxEntries(64_000_000L, 1 << 20).withPrefixJump(jump),
-        Clock.systemUTC());
+    IndexConfig config = IndexConfig.defaults().withMaxEntries(64_000_000L, 1 << 20);
+    index = new KvIndex(jump == DEFAULT_JUMP ? config : config.withPrefixJump(jump), Clock.systemUTC());
     request = new long[blocks];
     for (int i = 0; i < blocks; i++) {
       request[i] = r.nextLong();
@@ -160,15 +167,23 @@ final class LookupFixture {
       i = blocks - 1 - i;
     }
     long ours;
+    long parent;
     if (target == WriteTarget.REQUEST && (k & 1) == 0) {
       ours = request[i];
+      parent = i == 0 ? 0 : request[i - 1];
     } else {
       // a chain of its own per churn worker (one holder per block, as most blocks in a fleet)
       long cycle = round / (2L * blocks);
       ours = churnBackground[(int) ((cycle * blocks + i) % churnBackground.length)] ^ (c * 0x9E3779B97F4A7C15L);
+      parent = i == 0 ? 0
+          : churnBackground[(int) ((cycle * blocks + i - 1) % churnBackground.length)] ^ (c * 0x9E3779B97F4A7C15L);
     }
     if (store) {
-      v.store(ours + 1, ours, Tier.GPU);
+      if (i == 0) {
+        v.store(ours + 1, ours, Tier.GPU);
+      } else {
+        v.store(ours + 1, ours, Tier.GPU, parent); // as the event applier stores (the closure check's links)
+      }
       return 1;
     }
     return v.remove(ours + 1, Tier.GPU) ? 1 : 0;

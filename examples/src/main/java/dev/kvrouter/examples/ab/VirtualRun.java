@@ -522,6 +522,8 @@ public final class VirtualRun {
           EventCounter.UNKNOWN_REMOVES, EventCounter.RESETS)) {
         events.merge(c.name().toLowerCase(java.util.Locale.ROOT), s.count(c), Long::sum);
       }
+      // the jump search (on by default) trusts views to be prefix-closed: the simulated vLLM frees tail first
+      events.merge("not_prefix_closed_workers", s.notPrefixClosed().isEmpty() ? 0L : 1L, Long::sum);
     }
     events.put("stale_transitions", staleTransitions[0]);
     List<String> notes = new ArrayList<>();

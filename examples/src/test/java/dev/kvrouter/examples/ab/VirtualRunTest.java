@@ -84,6 +84,20 @@ class VirtualRunTest {
     assertThat(a.cache().servedShare()).isGreaterThan(b.cache().servedShare() + 0.05);
     assertThat(ours.truth().withinShare()).isGreaterThanOrEqualTo(0.99);
     assertThat(a.counts().failed()).isZero();
+    assertThat(ours.events().get("not_prefix_closed_workers")).isZero();
+  }
+
+  /**
+   * The index's jump search (on by default) trusts each worker's blocks to be prefix-closed and walks workers whose
+   * events show otherwise: engines that free like vLLM (a request's blocks tail first) under cache pressure must
+   * never be taken for one.
+   */
+  @Test
+  void evictingLikeVllmNeverMarksAWorkerNotPrefixClosed() {
+    VirtualOutcome o = VirtualRun.run(SHARING, "kv_aware", SETUP.withNumGpuBlocks(384), null);
+    assertThat(o.events().get("removed_blocks")).isGreaterThan(1000);
+    assertThat(o.events().get("not_prefix_closed_workers")).isZero();
+    assertThat(o.ledger().zero()).isTrue();
   }
 
   @Test

@@ -48,6 +48,8 @@ public final class EventApplier {
 
   private static final String SALT_PREFIX = "kvr1:";
   private static final HexFormat HEX = HexFormat.of();
+  /** In-batch twin stores that mark a view not prefix-closed ({@link #twinInBatch}). */
+  static final int TWIN_EVIDENCE = 8;
 
   private final WorkerView view;
   private final String model;
@@ -58,6 +60,7 @@ public final class EventApplier {
   private String[] ids = new String[8];
   private int[] offsets = new int[8];
   private String foundSalt;
+  private long twins;
   private final byte[] hashScratch;
   /** The last medium seen and its tier ({@link #tier}); null means GPU. */
   private String lastMedium;
@@ -212,6 +215,7 @@ public final class EventApplier {
       ours = new long[Math.max(n, ours.length * 2)];
     }
     long[] o = ours;
+    long parentOfFirst = parent;
     for (int i = 0; i < n; i++) {
       long x = extra == null || i >= extra.size() ? 0L : extraFor(extra.get(i), lora, root && i == 0);
       parent = BlockHasher.blockHash(parent, tokens, tokenStart + i * blockSize, blockSize, x, hashScratch);
@@ -222,8 +226,16 @@ public final class EventApplier {
       sink += view.touchStore(engine[first + i], o[i]); // the event's misses overlap before its first locked write
     }
     touched += sink;
+    long dupsBefore = view.duplicateStores();
     for (int i = 0; i < n; i++) {
-      view.store(engine[first + i], o[i], tier);
+      if (root && i == 0) {
+        view.store(engine[first], o[0], tier);
+      } else {
+        view.store(engine[first + i], o[i], tier, i == 0 ? parentOfFirst : o[i - 1]);
+      }
+    }
+    if (view.duplicateStores() != dupsBefore && n > 0) {
+      twinInBatch(s, e);
     }
     health.inc(EventCounter.STORED_EVENTS);
     health.add(EventCounter.STORED_BLOCKS, n);
@@ -290,8 +302,40 @@ public final class EventApplier {
     return t;
   }
 
+  /**
+   * A store repeated blocks this worker already held. If an earlier store of the same batch begins with the same
+   * block, count a twin: a hybrid model (full attention plus sliding-window or Mamba groups) on a vLLM that sends
+   * no group information stores every block once per KV group in the same step, and its sliding-window copies
+   * are freed from the front, so the blocks this worker appears to hold are not prefix-closed. Once twins are at
+   * least {@value #TWIN_EVIDENCE} and a quarter of all stores (a hybrid model twins every store; a full-attention
+   * engine only when identical requests fill the same block in the same step), the view is marked.
+   */
+  private void twinInBatch(EventBuffer s, int e) {
+    if (view.notPrefixClosed() != null) {
+      return;
+    }
+    long[] hashes = s.hashes();
+    long h = hashes[s.hashStart(e)];
+    for (int k = 0; k < e; k++) {
+      if (s.kind(k) == EventBuffer.STORED && s.hashCount(k) > 0 && hashes[s.hashStart(k)] == h) {
+        twins++;
+        long stores = health.count(EventCounter.STORED_EVENTS) + 1;
+        if (twins >= TWIN_EVIDENCE && twins * 4 >= stores) {
+          view.markNotPrefixClosed(twins + " of " + stores + " stores repeat a store of the same batch (a hybrid"
+              + " model's KV groups without group_idx): its sliding-window blocks leave parents first");
+        }
+        return;
+      }
+    }
+  }
+
   /** Stores carry the group's kind; learn it so removes (which carry only the group index) can be filtered. */
   private boolean mainAttentionStore(Integer group, String kind) {
+    if (kind == null && group != null && group != 0 && view.notPrefixClosed() == null) {
+      // several KV groups and no kinds: group 0 is taken for full attention, but nothing says it is
+      view.markNotPrefixClosed("stores of KV group " + group + " without kv_cache_spec_kind: which group is full"
+          + " attention is unknown");
+    }
     if (kind != null) {
       if (group != null) {
         groupKinds.put(group, kind);

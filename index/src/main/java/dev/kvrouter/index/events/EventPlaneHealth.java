@@ -24,8 +24,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
  *
  * <p>Meters (Prometheus names): {@code kvrouter_events_<counter>_total{worker, dp_rank[, event|op|result|reason]}}
  * for every {@link EventCounter}, and gauges {@code kvrouter_events_last_event_age_seconds},
- * {@code kvrouter_events_lag_seconds}, {@code kvrouter_events_stale} (0/1), {@code kvrouter_index_worker_blocks}
- * per worker, plus {@code kvrouter_events_stale_workers} overall. A worker's meters go when it is removed.
+ * {@code kvrouter_events_lag_seconds}, {@code kvrouter_events_stale} (0/1), {@code kvrouter_index_worker_blocks},
+ * {@code kvrouter_index_worker_walked} and {@code kvrouter_index_worker_not_prefix_closed} (0/1) per worker, plus {@code kvrouter_events_stale_workers} overall. A worker's meters go when it is removed.
  *
  * <p>Registration happens on the worker's event thread; reads from anywhere.
  */
@@ -86,6 +86,13 @@ public final class EventPlaneHealth {
         .description("1 when the worker's event view may be wrong").register(registry));
     ms.add(Gauge.builder("kvrouter.index.worker.blocks", view, WorkerView::size).tags(tags)
         .description("blocks the index holds for the worker").register(registry));
+    ms.add(Gauge.builder("kvrouter.index.worker.walked", view, v -> v.open() ? 1 : 0).tags(tags)
+        .description("1 when lookups read every block of the worker instead of jump-searching it (stale, lost"
+            + " events since its last clear, CPU/disk blocks, router eviction, or not prefix-closed)")
+        .register(registry));
+    ms.add(Gauge.builder("kvrouter.index.worker.not.prefix.closed", view, v -> v.notPrefixClosed() != null ? 1 : 0)
+        .tags(tags).description("1 once the worker's events showed (or the configuration says) that its engine may"
+            + " remove a block before its children; kept until the worker leaves").register(registry));
     meters.put(id, ms);
     return h;
   }

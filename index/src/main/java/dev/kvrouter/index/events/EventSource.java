@@ -16,9 +16,18 @@ import java.util.Objects;
  * @param topic topic prefix to subscribe to ({@code ""} for all); with {@code bind}, several sources may share
  *     one endpoint and are told apart by their exact topic (llm-d's {@code kv@<pod>@<model>})
  * @param bind whether the router binds and engines connect (llm-d style) instead of connecting to the engine
+ * @param notPrefixClosed the engine is known (configured) not to keep its cached blocks prefix-closed, so lookups
+ *     read every block of this worker ({@link dev.kvrouter.index.WorkerView#markNotPrefixClosed})
  */
 public record EventSource(
-    WorkerId id, String model, int blockSize, String endpoint, String replayEndpoint, String topic, boolean bind) {
+    WorkerId id, String model, int blockSize, String endpoint, String replayEndpoint, String topic, boolean bind,
+    boolean notPrefixClosed) {
+
+  /** A source whose engine is trusted to keep its blocks prefix-closed until its events show otherwise. */
+  public EventSource(
+      WorkerId id, String model, int blockSize, String endpoint, String replayEndpoint, String topic, boolean bind) {
+    this(id, model, blockSize, endpoint, replayEndpoint, topic, bind, false);
+  }
 
   public EventSource {
     Objects.requireNonNull(id, "id");

@@ -301,6 +301,9 @@ public final class EventSubscriber implements AutoCloseable {
       }
       WorkerView view = index.register(source.id());
       view.setEventStream(true);
+      if (source.notPrefixClosed()) {
+        view.markNotPrefixClosed("configured (events.walk_models)");
+      }
       WorkerEventHealth h = health.register(view);
       EventApplier applier = new EventApplier(view, source.model(), source.blockSize(), h);
       ReplayClient replay = source.replayEndpoint() == null ? null

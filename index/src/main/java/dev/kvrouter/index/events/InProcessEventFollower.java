@@ -46,6 +46,9 @@ public final class InProcessEventFollower {
     Objects.requireNonNull(source, "source");
     view = index.register(source.id());
     view.setEventStream(true);
+    if (source.notPrefixClosed()) {
+      view.markNotPrefixClosed("configured (events.walk_models)");
+    }
     health = planeHealth.register(view);
     EventApplier applier = new EventApplier(view, source.model(), source.blockSize(), health);
     StreamFollower.Replayer r = replay == null ? null : (from, sink) -> replay.replay(from, sink::accept);

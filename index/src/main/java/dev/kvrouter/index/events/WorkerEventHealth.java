@@ -138,8 +138,9 @@ public final class WorkerEventHealth {
       c[i] = counters.get(i);
     }
     long last = lastEventMillis;
+    String notClosed = view.notPrefixClosed();
     return new Snapshot(id, c, last < 0 ? -1 : nowMillis - last, lagMillis, lastSeq, stale, staleReason,
-        view.size());
+        view.size(), view.open(), notClosed == null ? "" : notClosed);
   }
 
   /**
@@ -147,9 +148,11 @@ public final class WorkerEventHealth {
    *
    * @param lastEventAgeMillis time since the last batch, -1 if none yet (vLLM sends no heartbeats: an idle
    *     engine is silent, so age alone does not mean stale)
+   * @param walked lookups read every block of this worker instead of jump-searching it ({@link WorkerView#open})
+   * @param notPrefixClosed why the worker's engine is treated as not prefix-closed, {@code ""} if it is not
    */
   public record Snapshot(WorkerId worker, long[] counters, long lastEventAgeMillis, long lagMillis, long lastSeq,
-      boolean stale, String staleReason, int blocks) {
+      boolean stale, String staleReason, int blocks, boolean walked, String notPrefixClosed) {
 
     public long count(EventCounter c) {
       return counters[c.ordinal()];

@@ -257,4 +257,84 @@ class EventApplierTest {
     PrefixMatches after = index.lookup(request, request.length);
     assertThat(after.predictedBlocks(after.indexOf(w))).isEqualTo(2);
   }
+
+  // ----------------------------------------------------------------------------------------------------------
+  // Prefix closure evidence (the jump search, on by default, trusts each worker's blocks to be prefix-closed)
+
+  /** A two-group hybrid model on a vLLM without group_idx: every store arrives twice in its batch. */
+  private void storeTwice(long[] engine, Long parent, int[] t) {
+    BlockStored full = BlockStored.of(engine, parent, t, BS, "GPU");
+    BlockStored window = BlockStored.of(engine, parent, t, BS, "GPU");
+    applier.apply(new EventBatch(1.0, List.of(full, window), 0, 0));
+  }
+
+  @Test
+  void aHybridModelWithoutGroupInformationIsWalkedAndAnsweredExactly() {
+    assertThat(IndexConfig.defaults().prefixJump()).isPositive();
+    int chains = EventApplier.TWIN_EVIDENCE;
+    int[][] t = new int[chains][];
+    long[][] req = new long[chains][];
+    for (int c = 0; c < chains; c++) {
+      t[c] = tokens(8 * BS, 100 + c);
+      req[c] = requestHashes(null, null, t[c]);
+      storeTwice(engine(8, 1000L * (c + 1)), null, t[c]);
+      assertThat(view.notPrefixClosed()).as("after %d twinned stores", c + 1)
+          .isEqualTo(c + 1 < chains ? null : view.notPrefixClosed());
+    }
+    assertThat(view.notPrefixClosed()).contains("hybrid");
+    assertThat(view.open()).isTrue();
+    WorkerEventHealth.Snapshot snap = h.snapshot(0);
+    assertThat(snap.walked()).isTrue();
+    assertThat(snap.notPrefixClosed()).contains("hybrid");
+    // the sliding-window group frees blocks 0..5 from the front; then the request ends and full attention frees
+    // tail first: blocks 6 and 7 keep their window copies, 0..5 are gone: a hole the jump search cannot see
+    long[] e = engine(8, 1000L);
+    for (int i = 0; i < 6; i++) {
+      apply(BlockRemoved.of("GPU", e[i]));
+    }
+    for (int i = 7; i >= 0; i--) {
+      apply(BlockRemoved.of("GPU", e[i]));
+    }
+    assertThat(view.size()).isEqualTo(8 * (chains - 1) + 2); // chain 0's blocks 6 and 7 are still held
+    assertThat(matched(req[0])).isZero(); // block 0 is gone: exact, although blocks 6 and 7 are held
+    assertThat(matched(req[1])).isEqualTo(8);
+    // still walked after the engine clears its cache: the evidence is about the engine, not this view
+    apply(new AllBlocksCleared());
+    assertThat(view.open()).isTrue();
+  }
+
+  @Test
+  void aFullAttentionEngineWithOccasionalDuplicatesStaysJumpSearched() {
+    for (int c = 0; c < 60; c++) {
+      int[] t = tokens(4 * BS, 300 + c);
+      if (c % 10 == 0) {
+        storeTwice(engine(4, 1000L * (c + 1)), null, t); // identical requests filling the same blocks in one step
+      } else {
+        apply(BlockStored.of(engine(4, 1000L * (c + 1)), null, t, BS, "GPU"));
+      }
+      // and stored again in a later batch (vLLM does not de-duplicate): not a twin of the same batch
+      if (c % 3 == 0) {
+        apply(BlockStored.of(engine(4, 1000L * (c + 1)), null, t, BS, "GPU"));
+      }
+    }
+    assertThat(view.duplicateStores()).isPositive();
+    assertThat(view.notPrefixClosed()).isNull();
+    assertThat(view.open()).isFalse();
+  }
+
+  @Test
+  void kvGroupsWithKindsAreFilteredAndGroupsWithoutKindsAreWalked() {
+    int[] t = tokens(4 * BS, 500);
+    for (int c = 0; c < 2 * EventApplier.TWIN_EVIDENCE; c++) {
+      long[] e = engine(4, 1000L * (c + 1));
+      applier.apply(new EventBatch(1.0, List.of(
+          BlockStored.of(e, null, tokens(4 * BS, 500 + c), BS, "GPU").withGroup(0, "full_attention"),
+          BlockStored.of(e, null, tokens(4 * BS, 500 + c), BS, "GPU").withGroup(1, "sliding_window")), 0, 0));
+    }
+    assertThat(view.notPrefixClosed()).isNull(); // the window group is dropped: what is left is closed
+    assertThat(view.duplicateStores()).isZero();
+    apply(BlockStored.of(engine(4, 99_000), null, t, BS, "GPU").withGroup(2, null));
+    assertThat(view.notPrefixClosed()).contains("kv_cache_spec_kind");
+    assertThat(view.open()).isTrue();
+  }
 }
