@@ -60,6 +60,11 @@ public final class InFlight {
     return claimed.get();
   }
 
+  /** Decisions routed and not yet claimed nor expired. */
+  public long pending() {
+    return pending.estimatedSize();
+  }
+
   /** Decisions that expired or were evicted unclaimed since start. */
   public long unclaimed() {
     pending.cleanUp();

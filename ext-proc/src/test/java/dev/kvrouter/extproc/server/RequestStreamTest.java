@@ -275,6 +275,7 @@ class RequestStreamTest {
     // what the routing stream told Envoy is what Envoy forwards to the observer filter
     var metadata = sent.get(1).getDynamicMetadata();
     s.onCompleted();
+    assertThat(inFlight.pending()).as("routed, waiting for its observer").isEqualTo(1);
     ObserverStream obs = new ObserverStream(out, inFlight, listener);
     obs.onNext(ProcessingRequest.newBuilder().setMetadataContext(io.envoyproxy.envoy.config.core.v3.Metadata
             .newBuilder().putAllFilterMetadata(metadata.getFieldsMap().entrySet().stream().collect(
@@ -284,6 +285,7 @@ class RequestStreamTest {
         .build());
     assertThat(events).containsExactly("completed", "body first=true eos=true", "end aborted=false", "completed");
     assertThat(inFlight.claimed()).isEqualTo(1);
+    assertThat(inFlight.pending()).isZero();
   }
 
   @Test
