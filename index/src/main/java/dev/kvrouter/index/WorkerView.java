@@ -54,6 +54,13 @@ public final class WorkerView {
   private volatile String notClosed;
   /** Sampled GPU blocks (our hash) to their parent's hash, for the closure check; writer thread only. */
   private final LongLongMap links = new LongLongMap();
+  /**
+   * Our hashes of the blocks the event being applied removes together ({@link #removingTogether}); writer thread
+   * only. An engine that evicts a whole stretch at once (SGLang evicts a radix node, listing its pages head first)
+   * removes parent and child in one step: that is not a parent removed first.
+   */
+  private long[] together = new long[0];
+  private int togetherCount;
   private volatile long duplicateStores;
   private volatile long holesSeen;
   private volatile boolean retired;
@@ -226,6 +233,25 @@ public final class WorkerView {
     return true;
   }
 
+  /**
+   * Declares that the next {@link #remove} calls, up to {@link #removedTogether}, apply one engine event that
+   * removes {@code engineHashes[from, from + count)} at once. Writer thread only.
+   */
+  public void removingTogether(long[] engineHashes, int from, int count) {
+    if (together.length < count) {
+      together = new long[Math.max(count, 2 * together.length)];
+    }
+    for (int i = 0; i < count; i++) {
+      together[i] = handles.get(engineHashes[from + i], 0L);
+    }
+    togetherCount = count;
+  }
+
+  /** Ends what {@link #removingTogether} began. */
+  public void removedTogether() {
+    togetherCount = 0;
+  }
+
   /** A sampled block left the GPU tier: its parent must still be there unless the engine evicts parents first. */
   private void checkParent(long ourHash) {
     if (links.size() == 0 || !links.containsKey(ourHash)) {
@@ -233,7 +259,7 @@ public final class WorkerView {
     }
     long parent = links.get(ourHash, 0L);
     links.remove(ourHash);
-    if ((table.tiers(parent, ordinal) & BlockTable.GPU) == 0) {
+    if ((table.tiers(parent, ordinal) & BlockTable.GPU) == 0 && !removedInThisEvent(parent)) {
       holesSeen++;
       if (holes || lossSinceClear || stale) {
         markHoles(); // may be our own doing (share eviction, conflicts, lost events): not the engine's evidence
@@ -241,6 +267,15 @@ public final class WorkerView {
         markNotPrefixClosed("the engine removed a block before one of its children");
       }
     }
+  }
+
+  private boolean removedInThisEvent(long ourHash) {
+    for (int i = 0; i < togetherCount; i++) {
+      if (together[i] == ourHash) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Forgets every block of this worker in every tier ({@code AllBlocksCleared}, restart, purge). */

@@ -277,12 +277,19 @@ public final class EventApplier {
     }
     int removed = 0;
     long[] hashes = r.hashes();
-    for (int i = r.hashStart(e), end = i + r.hashCount(e); i < end; i++) {
+    int count = r.hashCount(e);
+    if (count > 1) {
+      view.removingTogether(hashes, r.hashStart(e), count); // one eviction: their order is not the engine's
+    }
+    for (int i = r.hashStart(e), end = i + count; i < end; i++) {
       if (view.remove(hashes[i], tier)) {
         removed++;
       } else {
         health.inc(EventCounter.UNKNOWN_REMOVES);
       }
+    }
+    if (count > 1) {
+      view.removedTogether();
     }
     health.inc(EventCounter.REMOVED_EVENTS);
     health.add(EventCounter.REMOVED_BLOCKS, removed);

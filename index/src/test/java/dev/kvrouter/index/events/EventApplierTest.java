@@ -337,4 +337,42 @@ class EventApplierTest {
     assertThat(view.notPrefixClosed()).contains("kv_cache_spec_kind");
     assertThat(view.open()).isTrue();
   }
+
+  /**
+   * SGLang evicts a radix node at once, one BlockRemoved listing its pages head first: parent and child leave in
+   * one step, which is not a parent removed first. The same removals one event per block, head first, are.
+   */
+  @Test
+  void pagesRemovedInOneEventAreNotEvidenceButParentsRemovedFirstAre() {
+    int chains = 24;
+    int blocks = 64;
+    long[][] e = new long[chains][];
+    int sampled = 0;
+    for (int c = 0; c < chains; c++) {
+      int[] t = tokens(blocks * BS, 700 + c);
+      e[c] = engine(blocks, 100_000L * (c + 1));
+      apply(BlockStored.of(e[c], null, t, BS, "GPU"));
+      long[] ours = requestHashes(null, null, t);
+      for (int b = 1; b < blocks; b++) {
+        sampled += (ours[b] & 63) == 0 ? 1 : 0; // the view keeps the parent of one block in 64 (by our hash)
+      }
+    }
+    assertThat(sampled).as("sampled blocks with a parent").isGreaterThan(3);
+    // the first half: leaf nodes first (the last 16 pages), then the rest of each chain, each node in one event
+    for (int c = 0; c < chains / 2; c++) {
+      apply(BlockRemoved.of("GPU", Arrays.copyOfRange(e[c], 48, blocks)));
+      apply(BlockRemoved.of("GPU", Arrays.copyOfRange(e[c], 0, 48)));
+    }
+    assertThat(view.holesSeen()).isZero();
+    assertThat(view.notPrefixClosed()).isNull();
+    assertThat(view.open()).isFalse();
+    // the second half: one block per event, head first
+    for (int c = chains / 2; c < chains; c++) {
+      for (long b : e[c]) {
+        apply(BlockRemoved.of("GPU", b));
+      }
+    }
+    assertThat(view.size()).isZero();
+    assertThat(view.notPrefixClosed()).contains("removed a block before one of its children");
+  }
 }
