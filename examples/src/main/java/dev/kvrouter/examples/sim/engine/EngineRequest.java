@@ -1,7 +1,9 @@
 package dev.kvrouter.examples.sim.engine;
 
 import dev.kvrouter.index.block.BlockHasher;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * The engine's mutable state of one request (vLLM's {@code Request} plus the cache manager's per-request
@@ -21,6 +23,8 @@ final class EngineRequest {
   final String loraName;
   final String cacheSalt;
   final long outputSeed;
+  /** Media items by position; empty for text. */
+  final MediaSpan[] media;
   private final int blockSize;
 
   /** Prompt then output tokens; capacity prompt + maxTokens. */
@@ -61,6 +65,7 @@ final class EngineRequest {
     this.loraName = spec.adapter();
     this.cacheSalt = spec.cacheSalt();
     this.outputSeed = spec.outputSeed();
+    this.media = spec.media().toArray(new MediaSpan[0]);
     this.blockSize = blockSize;
     this.tokens = Arrays.copyOf(spec.promptTokens(), numPromptTokens + maxTokens);
     this.numTokens = numPromptTokens;
@@ -75,7 +80,8 @@ final class EngineRequest {
     }
     while (numHashed <= i) {
       long parent = numHashed == 0 ? rootSeed : blockHashes[numHashed - 1];
-      blockHashes[numHashed] = BlockHasher.blockHash(parent, tokens, numHashed * blockSize, blockSize, 0L);
+      long extra = media.length == 0 ? 0L : mediaExtra(numHashed);
+      blockHashes[numHashed] = BlockHasher.blockHash(parent, tokens, numHashed * blockSize, blockSize, extra);
       numHashed++;
     }
     return blockHashes[i];
@@ -90,6 +96,38 @@ final class EngineRequest {
       blockHash(n - 1);
     }
     return blockHashes;
+  }
+
+  /**
+   * vLLM's multimodal extra keys of block {@code i} ({@code _gen_mm_extra_hash_keys}): {@code [identifier,
+   * offset - block_start]} of every item overlapping the block, in position order (the offset is negative for an
+   * item that began in an earlier block). Empty for a block no item overlaps.
+   */
+  List<List<Object>> mediaKeys(int i) {
+    int start = i * blockSize;
+    int end = start + blockSize;
+    List<List<Object>> out = new ArrayList<>(1);
+    for (MediaSpan m : media) {
+      if (m.offset() >= end) {
+        break;
+      }
+      if (m.end() > start) {
+        out.add(List.of(m.identifier(), (long) (m.offset() - start)));
+      }
+    }
+    return out;
+  }
+
+  /** The block's multimodal keys folded the way the router folds them ({@link BlockHasher#multimodalExtra}). */
+  private long mediaExtra(int i) {
+    List<List<Object>> keys = mediaKeys(i);
+    CharSequence[] ids = new CharSequence[keys.size()];
+    int[] offsets = new int[keys.size()];
+    for (int k = 0; k < ids.length; k++) {
+      ids[k] = (String) keys.get(k).get(0);
+      offsets[k] = (int) (long) (Long) keys.get(k).get(1);
+    }
+    return BlockHasher.multimodalExtra(ids, offsets, 0, ids.length);
   }
 
   void appendToken(int token) {

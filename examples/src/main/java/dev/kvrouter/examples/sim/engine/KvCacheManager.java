@@ -138,9 +138,12 @@ final class KvCacheManager {
     r.numCachedBlocks = full;
   }
 
-  /** vLLM's per-block extra hash keys: the LoRA name on every block, the cache salt on block 0 only. */
+  /**
+   * vLLM's per-block extra hash keys, in its order: the LoRA name on every block, the multimodal
+   * {@code [identifier, offset]} pairs of the items overlapping the block, the cache salt on block 0 only.
+   */
   private static List<List<Object>> extraKeys(EngineRequest r, int first, int end) {
-    if (r.loraName == null && r.cacheSalt == null) {
+    if (r.loraName == null && r.cacheSalt == null && r.media.length == 0) {
       return null;
     }
     List<List<Object>> out = new ArrayList<>(end - first);
@@ -148,6 +151,9 @@ final class KvCacheManager {
       List<Object> keys = new ArrayList<>(2);
       if (r.loraName != null) {
         keys.add(r.loraName);
+      }
+      if (r.media.length > 0) {
+        keys.addAll(r.mediaKeys(i));
       }
       if (r.cacheSalt != null && i == 0) {
         keys.add(r.cacheSalt);

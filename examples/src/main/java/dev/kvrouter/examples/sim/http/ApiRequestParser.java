@@ -98,8 +98,13 @@ final class ApiRequestParser {
       }
       seed = sd.asLong();
     }
-    List<int[]> prompts = chat ? List.of(chatPrompt(root)) : completionPrompts(root.get("prompt"));
-    return new ApiRequest(chat, model, adapter, prompts, maxTokens, stream, includeUsage, salt, seed);
+    if (chat) {
+      PromptEncoder.ChatTokens prompt = chatPrompt(root);
+      return new ApiRequest(true, model, adapter, List.of(prompt.tokens()), maxTokens, stream, includeUsage, salt,
+          seed, prompt.media());
+    }
+    return new ApiRequest(false, model, adapter, completionPrompts(root.get("prompt")), maxTokens, stream,
+        includeUsage, salt, seed, List.of());
   }
 
   private int maxTokens(JsonNode root, boolean chat) throws ApiException {
@@ -118,13 +123,15 @@ final class ApiRequestParser {
     return v.asInt();
   }
 
-  private int[] chatPrompt(JsonNode root) throws ApiException {
+  private PromptEncoder.ChatTokens chatPrompt(JsonNode root) throws ApiException {
     JsonNode messages = root.get("messages");
     if (messages == null || !messages.isArray() || messages.isEmpty()) {
       throw ApiException.badRequest("`messages` must be a non-empty list", "messages");
     }
     try {
-      return encoder.encodeChat(root);
+      return encoder.encodeChatPrompt(root);
+    } catch (PromptEncoder.BadInput e) {
+      throw ApiException.badRequest(e.getMessage(), "messages");
     } catch (PromptEncoder.Unsupported e) {
       throw new ApiException(new OpenAiError(501, "NotImplementedError", "not_implemented", e.getMessage(),
           "messages"));

@@ -2,12 +2,17 @@ package dev.kvrouter.examples.sim.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.kvrouter.examples.sim.engine.MediaSpan;
 import dev.kvrouter.extproc.model.ModelFiles;
 import dev.kvrouter.extproc.model.ModelSpec;
 import dev.kvrouter.extproc.model.ModelSpecs;
+import dev.kvrouter.extproc.model.MultimodalSpec;
+import dev.kvrouter.extproc.pipeline.MediaExpander;
 import dev.kvrouter.extproc.pipeline.PipelineResources;
 import dev.kvrouter.extproc.request.ChatPrompt;
 import dev.kvrouter.extproc.request.InferenceRequest;
+import dev.kvrouter.extproc.request.MultimodalItem;
+import dev.kvrouter.extproc.request.MultimodalPlacement;
 import dev.kvrouter.extproc.request.RequestBodyParser;
 import dev.kvrouter.extproc.template.ChatRequestFields;
 import dev.kvrouter.extproc.template.TemplateException;
@@ -30,6 +35,13 @@ import java.util.Map;
  * {@link VllmChatRenderer} and tokenized without special tokens (the template writes them), as vLLM does;
  * completion prompts get the tokenizer's special tokens (BOS for Llama 3), as vLLM's completions endpoint adds
  * them.
+ *
+ * <p>Media (chat content parts such as {@code image_url}) are expanded by the router's own {@link MediaExpander}
+ * when the model has a {@link MultimodalSpec}, so the prompt ids and each item's position are the router's; the
+ * engine then keys the blocks each item overlaps with {@code [identifier, offset]}, as vLLM does. The identifier is
+ * the part's {@code uuid} when the client gave one (vLLM uses it in place of its content hash); otherwise the
+ * worker uses its own content hash, which the router cannot know, as it cannot know vLLM's hash of the pixels.
+ * Media the model cannot take (no expansion for the modality) is refused with a 400, as vLLM refuses it.
  *
  * <p>Output text needs no detokenizer: the simulated model speaks a fixed passage whose words are each one token
  * (checked when the encoder is built), so each output id maps to its word.
@@ -76,9 +88,28 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
    * @throws IOException if the files are missing or cannot be loaded
    */
   public static PipelinePromptEncoder load(String model, Path tokenizer) throws IOException {
+    return load(model, tokenizer, null);
+  }
+
+  /**
+   * As {@link #load(String, Path)}, for a model whose media the router reproduces ({@code multimodal:} in the
+   * router's model config, e.g. {@code {preset: gemma3}}).
+   *
+   * @param multimodal the model's media expansion, or null for a text-only model (media requests get a 400)
+   */
+  public static PipelinePromptEncoder load(String model, Path tokenizer, MultimodalSpec multimodal)
+      throws IOException {
     List<String> problems = new ArrayList<>();
     Path abs = tokenizer.toAbsolutePath().normalize();
-    ModelSpec spec = ModelSpec.of(model, abs.toString());
+    if (multimodal != null) {
+      multimodal.validate("multimodal").forEach(problems::add);
+      if (!problems.isEmpty()) {
+        throw new IOException("invalid multimodal spec: " + String.join("; ", problems));
+      }
+    }
+    ModelSpec base = ModelSpec.of(model, abs.toString());
+    ModelSpec spec = new ModelSpec(base.name(), base.tokenizer(), base.tokenizerConfig(), base.chatTemplate(),
+        base.blockSize(), base.adapters(), base.tenancy(), base.preload(), multimodal);
     ModelFiles files = ModelSpecs.resolveFiles(spec, "tokenizer", abs.getParent() == null ? abs : abs.getParent(),
         problems);
     if (files == null || !problems.isEmpty() || !Files.isRegularFile(files.tokenizerJson())) {
@@ -107,6 +138,11 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
 
   @Override
   public int[] encodeChat(JsonNode request) {
+    return encodeChatPrompt(request).tokens();
+  }
+
+  @Override
+  public ChatTokens encodeChatPrompt(JsonNode request) {
     byte[] body;
     try {
       body = JSON.writeValueAsBytes(request);
@@ -119,7 +155,7 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
     } catch (RequestBodyParser.BadRequest e) {
       throw new Unsupported(e.error().message());
     }
-    return tokens(parsed);
+    return prompt(parsed);
   }
 
   /**
@@ -128,9 +164,25 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
    * {@code truncate_prompt_tokens} kept.
    *
    * @throws Unsupported when the model has no chat template, the request brings its own, or rendering fails
+   * @throws BadInput when the request holds media the model cannot take
    */
   public int[] tokens(InferenceRequest request) {
+    return prompt(request).tokens();
+  }
+
+  /**
+   * The chat prompt the engine prefills: {@link #tokens}, with media placeholders expanded and each item placed
+   * by the router's {@link MediaExpander}.
+   *
+   * @throws Unsupported when the model has no chat template, the request brings its own, or rendering fails
+   * @throws BadInput when the request holds media the model cannot take
+   */
+  public ChatTokens prompt(InferenceRequest request) {
     ChatPrompt chat = request.chat();
+    List<MultimodalItem> items = request.multimodal();
+    if (!items.isEmpty()) {
+      checkMedia(items, chat);
+    }
     VllmChatRenderer renderer = resources.chat(chat.tools() != null && !chat.tools().isEmpty());
     if (renderer == null) {
       throw new Unsupported("model " + model + " has no chat template");
@@ -147,12 +199,66 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
       throw new Unsupported("chat template failed: " + e.getMessage());
     }
     int[] ids = resources.tokenizer().encode(text, chat.addSpecialTokens());
+    if (!items.isEmpty()) {
+      return expand(ids, items);
+    }
     Integer keep = chat.truncatePromptTokens();
     if (keep != null && keep >= 0 && ids.length > keep) {
       ids = Arrays.copyOfRange(ids, ids.length - keep, ids.length);
     }
-    return ids;
+    return new ChatTokens(ids, List.of());
   }
+
+  /** Refuses media the model cannot take, as vLLM does (400), before any rendering. */
+  private void checkMedia(List<MultimodalItem> items, ChatPrompt chat) {
+    MediaExpander media = resources.media();
+    for (MultimodalItem item : items) {
+      if (media == null || !media.covers(List.of(item))) {
+        throw new BadInput("model " + model + " does not support " + item.modality().key() + " input (messages["
+            + item.message() + "].content[" + item.part() + "])");
+      }
+    }
+    // Both change the expansion or the positions in ways the router does not reproduce: refused, so that the
+    // simulator never serves a prompt whose blocks differ from the router's silently.
+    if (!chat.mmProcessorKwargs().isEmpty()) {
+      throw new BadInput("the simulated worker does not accept `mm_processor_kwargs`");
+    }
+    if (chat.truncatePromptTokens() != null) {
+      throw new BadInput("the simulated worker does not accept `truncate_prompt_tokens` with media");
+    }
+  }
+
+  /** The router's expansion of {@code ids}, with each item's engine identifier. */
+  private ChatTokens expand(int[] ids, List<MultimodalItem> items) {
+    MediaExpander.Expanded expanded;
+    try {
+      expanded = resources.media().expand(ids, items);
+    } catch (MediaExpander.Mismatch e) {
+      throw new BadInput("the prompt's media placeholders do not match its media items: " + e.getMessage());
+    }
+    List<MediaSpan> spans = new ArrayList<>(expanded.placements().size());
+    for (MultimodalPlacement p : expanded.placements()) {
+      spans.add(new MediaSpan(engineIdentifier(p.item()), p.offset(), p.length()));
+    }
+    return new ChatTokens(expanded.tokens(), spans);
+  }
+
+  /**
+   * The identifier the engine keys an item by: the client's uuid, as vLLM; otherwise a content hash of the
+   * engine's own (vLLM hashes the decoded media), deliberately not the router's derived identifier, so that, as
+   * with a real engine, the router cannot predict such blocks from the request.
+   */
+  static String engineIdentifier(MultimodalItem item) {
+    if (item.clientUuid()) {
+      return item.identifier();
+    }
+    String id = item.identifier();
+    return ENGINE_HASH_PREFIX + (id.startsWith(MultimodalItem.DERIVED_PREFIX)
+        ? id.substring(MultimodalItem.DERIVED_PREFIX.length()) : id);
+  }
+
+  /** Prefix of identifiers the simulated engine derives from media content (no client uuid). */
+  static final String ENGINE_HASH_PREFIX = "sim-mm:";
 
   @Override
   public String tokenText(int tokenId) {

@@ -1,6 +1,8 @@
 package dev.kvrouter.examples.sim.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.kvrouter.examples.sim.engine.MediaSpan;
+import java.util.List;
 
 /**
  * Turns text prompts into token ids exactly as the router does, so that the worker's prefix cache and the
@@ -24,6 +26,17 @@ public interface PromptEncoder {
    */
   int[] encodeChat(JsonNode request);
 
+  /**
+   * As {@link #encodeChat}, with the prompt's media items: their placeholders expanded into the model's token
+   * sequence and their positions, as vLLM's multimodal processor leaves them.
+   *
+   * @throws BadInput if the request holds media this model cannot take (vLLM answers such requests with 400)
+   * @throws UnsupportedOperationException if this encoder cannot render chat templates
+   */
+  default ChatTokens encodeChatPrompt(JsonNode request) {
+    return new ChatTokens(encodeChat(request), List.of());
+  }
+
   /** Text of one generated token, for response bodies. */
   String tokenText(int tokenId);
 
@@ -33,6 +46,25 @@ public interface PromptEncoder {
   /** An encoder for token-id-only workers: every text prompt is refused. */
   static PromptEncoder tokenIdsOnly() {
     return TokenIdsOnly.INSTANCE;
+  }
+
+  /**
+   * A chat prompt as the engine prefills it.
+   *
+   * @param tokens the prompt's token ids
+   * @param media its media items by position (empty for text)
+   */
+  record ChatTokens(int[] tokens, List<MediaSpan> media) {
+    public ChatTokens {
+      media = media == null ? List.of() : List.copyOf(media);
+    }
+  }
+
+  /** Thrown for a request the engine refuses as invalid (an unsupported modality, mismatched media); a 400. */
+  final class BadInput extends IllegalArgumentException {
+    public BadInput(String message) {
+      super(message);
+    }
   }
 
   /** Thrown when a prompt form cannot be handled; becomes a 400 (or 501 for chat templates). */

@@ -195,7 +195,7 @@ public final class SimHttpServer implements AutoCloseable {
       int[] p = prompts.get(i);
       engineIds[i] = name + "-" + seq + "-" + i;
       specs[i] = new RequestSpec(engineIds[i], p, req.maxTokens(), req.adapter(), req.cacheSalt(),
-          LongHashFunction.xx3(req.seed()).hashInts(p));
+          LongHashFunction.xx3(req.seed()).hashInts(p), req.media());
       String invalid = engine.validate(specs[i]);
       if (invalid != null) {
         throw ApiException.badRequest(invalid, "prompt");
