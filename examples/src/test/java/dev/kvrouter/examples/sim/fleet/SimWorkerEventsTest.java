@@ -6,6 +6,7 @@ import dev.kvrouter.examples.sim.engine.EngineConfig;
 import dev.kvrouter.examples.sim.http.FaultControl;
 import dev.kvrouter.examples.sim.http.PromptEncoder;
 import dev.kvrouter.examples.sim.timing.Presets;
+import dev.kvrouter.examples.sim.testing.Replayed;
 import dev.kvrouter.index.block.BlockHasher;
 import dev.kvrouter.index.block.CacheNamespace;
 import dev.kvrouter.index.wire.AllBlocksCleared;
@@ -103,27 +104,7 @@ class SimWorkerEventsTest {
   /** Asks the replay socket for everything from {@code from}; the reply ends with an empty payload. */
   private List<Msg> replay(long from) {
     try (ZMQ.Socket dealer = connecting(SocketType.DEALER, worker.replayEndpoint())) {
-      dealer.setReceiveTimeOut(5000);
-      dealer.sendMore(new byte[0]);
-      dealer.send(ZmqFrames.seqBytes(from));
-      List<Msg> out = new ArrayList<>();
-      for (int i = 0; i < 10_000; i++) {
-        List<byte[]> frames = new ArrayList<>();
-        byte[] f = dealer.recv(0);
-        assertThat(f).as("replay reply within timeout").isNotNull();
-        frames.add(f);
-        while (dealer.hasReceiveMore()) {
-          frames.add(dealer.recv(0));
-        }
-        // vLLM >= 0.26 layout: ["", topic, seq, payload]
-        byte[] payload = frames.get(frames.size() - 1);
-        long seq = ZmqFrames.readSeq(frames.get(frames.size() - 2));
-        if (payload.length == 0) {
-          return out;
-        }
-        out.add(new Msg(seq, decoder.decode(payload)));
-      }
-      throw new AssertionError("replay did not end");
+      return Replayed.from(dealer, from).stream().map(b -> new Msg(b.seq(), decoder.decode(b.payload()))).toList();
     }
   }
 

@@ -8,6 +8,7 @@ import dev.kvrouter.examples.sim.engine.EngineConfig;
 import dev.kvrouter.examples.sim.fleet.SimWorker;
 import dev.kvrouter.examples.sim.http.PipelinePromptEncoder;
 import dev.kvrouter.examples.sim.testing.Fixtures;
+import dev.kvrouter.examples.sim.testing.Replayed;
 import dev.kvrouter.examples.sim.timing.Presets;
 import dev.kvrouter.extproc.model.ModelRegistry;
 import dev.kvrouter.extproc.model.ModelSpec;
@@ -29,7 +30,6 @@ import dev.kvrouter.index.events.EventPlaneHealth;
 import dev.kvrouter.index.events.EventSource;
 import dev.kvrouter.index.events.InProcessEventFollower;
 import dev.kvrouter.index.wire.WireLayout;
-import dev.kvrouter.index.wire.ZmqFrames;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -149,41 +149,21 @@ class MediaEventsIndexTest {
         EventSource.connect(id, MODEL, BS, "inproc://w-mm", null), null, wall);
     try (ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER)) {
       dealer.setHandshakeIvl(500);
-      dealer.setReceiveTimeOut(5000);
       dealer.connect(worker.replayEndpoint());
-      dealer.sendMore(new byte[0]);
-      dealer.send(ZmqFrames.seqBytes(0));
-      int batches = 0;
-      for (int i = 0; i < 10_000; i++) {
-        List<byte[]> frames = new java.util.ArrayList<>();
-        byte[] f = dealer.recv(0);
-        assertThat(f).as("replay reply within timeout").isNotNull();
-        frames.add(f);
-        while (dealer.hasReceiveMore()) {
-          frames.add(dealer.recv(0));
-        }
-        byte[] payload = frames.get(frames.size() - 1);
-        if (payload.length == 0) {
-          assertThat(batches).isPositive();
-          assertThat(follower.health().count(EventCounter.UNKNOWN_PARENT)).isZero();
-          assertThat(follower.health().count(EventCounter.STORED_EVENTS)).isPositive();
-          return index;
-        }
-        follower.onLive(ZmqFrames.readSeq(frames.get(frames.size() - 2)), payload);
-        batches++;
+      List<Replayed.Batch> batches = Replayed.from(dealer, 0);
+      assertThat(batches).isNotEmpty();
+      for (Replayed.Batch batch : batches) {
+        follower.onLive(batch.seq(), batch.payload());
       }
     }
-    throw new AssertionError("replay did not end");
+    assertThat(follower.health().count(EventCounter.UNKNOWN_PARENT)).isZero();
+    assertThat(follower.health().count(EventCounter.STORED_EVENTS)).isPositive();
+    return index;
   }
 
   static int matched(KvIndex index, WorkerId w, long[] hashes) {
     PrefixMatches m = index.lookup(hashes, hashes.length);
-    int i = -1;
-    for (int k = 0; k < m.size(); k++) {
-      if (m.worker(k).equals(w)) {
-        i = k;
-      }
-    }
+    int i = m.indexOf(w);
     return i < 0 ? 0 : m.matchedBlocks(i);
   }
 
