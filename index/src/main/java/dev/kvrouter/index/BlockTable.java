@@ -387,14 +387,10 @@ final class BlockTable {
   /**
    * Reads the holders of {@code hash} into per-tier bitsets over ordinal words {@code [lo, hi]} (the words
    * outside are untouched): {@code g}, {@code c}, {@code d}, {@code p} for GPU, CPU, disk and predicted.
+   * Retries and locked reads are counted in {@code cursor} when one is given (lookups), not for null (tests).
    *
    * @return whether the block has any holder (in any word)
    */
-  boolean read(long hash, int lo, int hi, long[] g, long[] c, long[] d, long[] p) {
-    return read(hash, lo, hi, g, c, d, p, null);
-  }
-
-  /** {@link #read(long, int, int, long[], long[], long[], long[])}, counting retries in {@code cursor} if given. */
   boolean read(long hash, int lo, int hi, long[] g, long[] c, long[] d, long[] p, PrefixCursor cursor) {
     long key = key(hash);
     long mixed = spread(key);

@@ -14,7 +14,7 @@ class BlockTableTest {
     long[] c = new long[words];
     long[] d = new long[words];
     long[] p = new long[words];
-    boolean found = t.read(h, 0, words - 1, g, c, d, p);
+    boolean found = t.read(h, 0, words - 1, g, c, d, p, null);
     long any = 0;
     for (int w = 0; w < words; w++) {
       any |= g[w] | c[w] | d[w] | p[w];
@@ -54,7 +54,7 @@ class BlockTableTest {
     assertThat(t.size()).isEqualTo(1);
     assertThat(t.remove(h, 3, BlockTable.PREDICTED)).isZero();
     assertThat(t.size()).isZero();
-    assertThat(t.read(h, 0, 3, new long[4], new long[4], new long[4], new long[4])).isFalse();
+    assertThat(t.read(h, 0, 3, new long[4], new long[4], new long[4], new long[4], null)).isFalse();
   }
 
   @Test

@@ -81,7 +81,7 @@ class ConcurrentReadsTest {
       long[][] gcdp = new long[4][2];
       race.reader("reader-" + rd, () -> {
         for (int k = 0; k < watched; k++) {
-          assertThat(t.read(keys[k], 0, 1, gcdp[0], gcdp[1], gcdp[2], gcdp[3])).as("block %d found", k).isTrue();
+          assertThat(t.read(keys[k], 0, 1, gcdp[0], gcdp[1], gcdp[2], gcdp[3], null)).as("block %d found", k).isTrue();
           long[] want = new long[2];
           for (int o : holders[k]) {
             want[o >>> 6] |= 1L << o;
@@ -146,7 +146,7 @@ class ConcurrentReadsTest {
       race.reader("reader-" + rd, () -> {
         int k = next[0];
         next[0] = (k + 1) % watched;
-        assertThat(t.read(keys[k], 0, 0, gcdp[0], gcdp[1], gcdp[2], gcdp[3])).as("block %d found", k).isTrue();
+        assertThat(t.read(keys[k], 0, 0, gcdp[0], gcdp[1], gcdp[2], gcdp[3], null)).as("block %d found", k).isTrue();
         assertThat(gcdp[0][0]).as("holder of block %d", k).isEqualTo(1L << (k % 50));
       });
     }
