@@ -1,8 +1,5 @@
 package dev.kvrouter.index.wire;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
@@ -15,9 +12,6 @@ import java.util.Arrays;
 final class SmallStrings {
   private static final int SIZE = 64;
   private static final int MAX_LEN = 64;
-  private static final VarHandle LE_LONG = MethodHandles.byteArrayViewVarHandle(long[].class,
-      ByteOrder.LITTLE_ENDIAN);
-
   private final byte[][] keys = new byte[SIZE][];
   private final String[] values = new String[SIZE];
   /** Short strings: per slot the bytes as a little-endian word, the length, the string. */
@@ -27,10 +21,7 @@ final class SmallStrings {
 
   String get(byte[] buf, int off, int len) {
     if (len <= 8 && off + 8 <= buf.length) {
-      long w = (long) LE_LONG.get(buf, off);
-      if (len < 8) {
-        w &= (1L << (len << 3)) - 1;
-      }
+      long w = WireKeyTable.word(buf, off, len);
       long h = (w ^ len) * 0x9E3779B97F4A7C15L;
       int slot = (int) (h >>> 58); // SIZE = 64
       String v = shortValues[slot];

@@ -72,8 +72,8 @@ final class WireKeyTable {
     return UNKNOWN;
   }
 
-  /** The {@code n} (1..8) bytes at {@code at} as a little-endian long, zero above them. */
-  private static long word(byte[] buf, int at, int n) {
+  /** The {@code n} (0..8) bytes at {@code at} as a little-endian long, zero above them. */
+  static long word(byte[] buf, int at, int n) {
     if (at + 8 <= buf.length) {
       long v = (long) LE_LONG.get(buf, at);
       return n == 8 ? v : v & ((1L << (n << 3)) - 1);
