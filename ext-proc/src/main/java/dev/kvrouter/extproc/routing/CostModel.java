@@ -38,17 +38,8 @@ public final class CostModel {
   private CostModel() {}
 
   /**
-   * The formula on already-computed terms (Dynamo's {@code logit}), for a request that adds no prefill, on a
-   * worker whose decode reads are not counted.
-   */
-  public static double cost(double prefillBlocks, double decodeBlocks, long activeRequests, Weights w,
-      int workerWeight) {
-    return cost(prefillBlocks, 0, decodeBlocks, 0, activeRequests, w, workerWeight);
-  }
-
-  /**
-   * The formula on already-computed terms, {@code newBlocks} being the prefill the request adds itself and
-   * {@code readBlocks} the context blocks the worker's decode steps read.
+   * The formula on already-computed terms (Dynamo's {@code logit}), {@code newBlocks} being the prefill the
+   * request adds itself and {@code readBlocks} the context blocks the worker's decode steps read.
    */
   public static double cost(double prefillBlocks, double newBlocks, double decodeBlocks, double readBlocks,
       long activeRequests, Weights w, int workerWeight) {

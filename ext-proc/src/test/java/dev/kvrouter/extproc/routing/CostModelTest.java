@@ -48,9 +48,9 @@ class CostModelTest {
   void dynamosDocumentedThreeWorkerExampleOnTheFormula() {
     // docs: W1 cached 2 of 10 -> prefill 8, decode 10: 1.0 x 8 + 10 = 18; W2 5 + 5 = 10 (chosen); W3 2 + 9 = 11
     Weights w = Weights.DYNAMO;
-    assertThat(CostModel.cost(8, 10, 0, w, 1)).isEqualTo(18.0);
-    assertThat(CostModel.cost(5, 5, 0, w, 1)).isEqualTo(10.0);
-    assertThat(CostModel.cost(2, 9, 0, w, 1)).isEqualTo(11.0);
+    assertThat(CostModel.cost(8, 0, 10, 0, 0, w, 1)).isEqualTo(18.0);
+    assertThat(CostModel.cost(5, 0, 5, 0, 0, w, 1)).isEqualTo(10.0);
+    assertThat(CostModel.cost(2, 0, 9, 0, 0, w, 1)).isEqualTo(11.0);
   }
 
   /** Dynamo's documented example: 10-block request; 2, 5, 8 blocks cached; 10, 5, 9 active decode blocks. */
