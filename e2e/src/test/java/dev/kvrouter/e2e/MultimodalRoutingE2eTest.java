@@ -140,6 +140,7 @@ class MultimodalRoutingE2eTest {
         .isZero();
     assertOthersHoldNothing(d, first.worker());
 
+    awaitNoPredictions(); // the repeat's own
     Reply other = send(image(text, "https://example.com/chart.png", "chart-b"));
     int preImage = other.cached() / BS;
     assertThat(other.worker()).as("the text before the image is only on the holder").isEqualTo(first.worker());
@@ -240,6 +241,13 @@ class MultimodalRoutingE2eTest {
           return m != null && RouterMetrics.sum(m, "kvrouter_events_blocks_total", filter) >= target
               && RouterMetrics.sum(m, "kvrouter_index_predicted_entries", "") == 0;
         });
+  }
+
+  void awaitNoPredictions() throws Exception {
+    await("the router's predicted entries expire", () -> {
+      String m = stack.routerMetrics();
+      return m != null && RouterMetrics.sum(m, "kvrouter_index_predicted_entries", "") == 0;
+    });
   }
 
   static JsonNode candidate(JsonNode decision, String worker) {
