@@ -2,45 +2,105 @@ package dev.kvrouter.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.kvrouter.examples.fake.FakeWorker;
-import dev.kvrouter.extproc.model.ResourceState;
-import java.net.URI;
-import java.net.http.HttpRequest;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.AppenderBase;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvrouter.dist.KvrouterConfig;
+import dev.kvrouter.dist.KvrouterRuntime;
+import dev.kvrouter.examples.ab.EnvoyAbStack;
+import dev.kvrouter.examples.ab.RouterLauncher;
+import dev.kvrouter.examples.ab.RouterMetrics;
+import dev.kvrouter.examples.loadgen.JvmProbes;
+import dev.kvrouter.examples.report.RouterSnapshot;
+import dev.kvrouter.examples.sim.fleet.SimWorker;
+import dev.kvrouter.examples.sim.timing.Presets;
+import dev.kvrouter.extproc.decision.DecisionLog;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashSet;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
-import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+import org.slf4j.LoggerFactory;
 
 /**
- * Media requests through real Envoy, with the model configured as in a user's kvrouter.yaml
- * ({@code multimodal: {preset: gemma3}} on Gemma 3's real tokenizer and template): the router reproduces them
- * (no {@code multimodal} fallback), a repeat of the same image goes to the worker that holds it, and a different
- * image behind the same text shares only the blocks before the image.
+ * Media requests through real Envoy to three simulated vLLM workers serving Gemma 3 (its real tokenizer and
+ * template, {@code multimodal: {preset: gemma3}} in the router's kvrouter.yaml and in the workers), which publish
+ * their KV events ({@code BlockStored} with vLLM's {@code [identifier, offset]} extra keys) over ZMQ to the router's
+ * index.
+ *
+ * <p>The router's predicted entries live 1 ms ({@code events.predicted_ttl_ms: 1}), and before each repeat the test
+ * waits (bounded) until the worker's stores of the first request were applied and no prediction is left: every
+ * overlap the router then credits comes from the worker's events. Each decision is read from the router's decision
+ * record ({@code overlap.gpu} = blocks known from events, {@code overlap.predicted} = its own predictions), each
+ * cache hit from the worker's {@code usage.prompt_tokens_details.cached_tokens} (the engine's truth).
+ *
+ * <p>Each test uses its own text, so no other worker holds its pre-image blocks and the tests are independent.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
 class MultimodalRoutingE2eTest {
 
-  static final String TEXT = "Please describe the chart below in detail: the axes, the trend of each series, and any "
-      + "annotation written on it, then say what the data suggests about the cache hit rate of each worker.";
-  Stack stack;
+  static final String MODEL = "google/gemma-3-4b-it";
+  static final int BS = 16;
+  static final ObjectMapper JSON = new ObjectMapper();
+  static final Duration WAIT = Duration.ofSeconds(30);
+
+  final DecisionRecords records = new DecisionRecords();
+  EnvoyAbStack stack;
+  Logger decisionLogger;
 
   @BeforeAll
   void start() throws Exception {
-    var gemma = Stack.ROOT.resolve(".cache/tokenizers/gemma3");
-    assertThat(Files.exists(gemma.resolve("tokenizer.json")))
-        .as("%s is missing: run `bash scripts/fetch-tokenizers.sh`", gemma).isTrue();
-    stack = new Stack("envoy.yaml", 3, 0, "routing: {policy: kv_aware}", new Stack.Options(
-        "models:\n  - {name: " + Stack.MODEL + ", tokenizer: " + gemma + ", multimodal: {preset: gemma3}}\n",
-        Map.of(), y -> y));
-    // the model loads in the background at start; until then requests are (correctly) routed by load
-    assertThat(stack.runtime.models().await(Stack.MODEL, Duration.ofSeconds(60)))
-        .isInstanceOf(ResourceState.Ready.class);
+    Path gemma = Stack.ROOT.resolve(".cache/tokenizers/gemma3");
+    assertThat(gemma.resolve("tokenizer.json"))
+        .as("missing %s: run scripts/fetch-tokenizers.sh (CI fetches it before the tests)", gemma).isRegularFile();
+    assertThat(LoggerFactory.getLogger(DecisionLog.LOGGER)).as("decision records are read from logback")
+        .isInstanceOf(Logger.class);
+    decisionLogger = (Logger) LoggerFactory.getLogger(DecisionLog.LOGGER);
+    records.setContext(decisionLogger.getLoggerContext());
+    records.start();
+    decisionLogger.addAppender(records);
+
+    RouterLauncher inProcess = config -> {
+      KvrouterRuntime rt = KvrouterRuntime.start(KvrouterConfig.load(config), config.getParent(),
+          KvrouterRuntime.Mode.ALL);
+      var probe = JvmProbes.process();
+      return new RouterLauncher.Router() {
+        @Override
+        public RouterSnapshot snapshot() {
+          return probe.get();
+        }
+
+        @Override
+        public List<String> decisionRecords() {
+          return List.copyOf(records.lines);
+        }
+
+        @Override
+        public void close() {
+          rt.close();
+        }
+      };
+    };
+    Path dir = Files.createTempDirectory("kvrouter-e2e-multimodal");
+    stack = EnvoyAbStack.start(new EnvoyAbStack.Options(Stack.ROOT, 3, Presets.byId("llama3.1-8b-h100"), MODEL, gemma,
+        BS, 4096, 11, null, false, "routing: {policy: kv_aware, scrape: {interval_ms: 100}}", dir, 0, "gemma3",
+        "events: {predicted_ttl_ms: 1}\n"), inProcess);
   }
 
   @AfterAll
@@ -48,56 +108,218 @@ class MultimodalRoutingE2eTest {
     if (stack != null) {
       stack.close();
     }
-  }
-
-  static String body(String uuid) {
-    return "{\"model\":\"" + Stack.MODEL + "\",\"max_tokens\":2,\"messages\":[{\"role\":\"user\",\"content\":["
-        + "{\"type\":\"text\",\"text\":\"" + TEXT + "\"},{\"type\":\"image_url\",\"image_url\":{\"url\":"
-        + "\"https://example.com/chart.png\"},\"uuid\":\"" + uuid + "\"}]}]}";
-  }
-
-  String metrics() throws Exception {
-    return stack.http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + stack.adminPort + "/metrics"))
-        .timeout(Duration.ofSeconds(5)).GET().build(), HttpResponse.BodyHandlers.ofString()).body();
-  }
-
-  double chosenOverlapBlocks() throws Exception {
-    return LoadAccountingE2eTest.sample(metrics(), "kvrouter_routing_chosen_overlap_blocks_sum");
-  }
-
-  String send(String body) throws Exception {
-    HttpResponse<String> r = stack.post("/v1/chat/completions", body, Map.of());
-    assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
-    return r.headers().firstValue(FakeWorker.SERVED_BY).orElseThrow();
+    if (decisionLogger != null) {
+      decisionLogger.detachAppender(records);
+    }
+    records.stop();
   }
 
   @Test
-  void imagesAreReproducedAndRouteToTheirHolder() throws Exception {
-    String first = send(body("chart-a"));
-    Set<String> repeats = new HashSet<>();
-    double before = chosenOverlapBlocks();
-    repeats.add(send(body("chart-a")));
-    double sameImage = chosenOverlapBlocks() - before;
-    for (int i = 0; i < 4; i++) {
-      repeats.add(send(body("chart-a")));
+  void aRepeatedImageGoesToItsHolderOnTheWorkersEventsAndAnotherImageMatchesOnlyTheTextBeforeIt()
+      throws Exception {
+    String text = "Please describe the chart below in detail: the axes, the trend of each series, and any annotation "
+        + "written on it, then say what the data suggests about the cache hit rate of each worker.";
+    Map<String, Double> stored = storedBlocks();
+    Reply first = send(image(text, "https://example.com/chart.png", "chart-a"));
+    assertThat(first.cached()).isZero();
+    int blocks = first.prompt() / BS;
+    assertThat(first.prompt()).as("text plus Gemma 3's 260 image tokens").isGreaterThan(260);
+    awaitEventsOf(first, stored);
+
+    Reply again = send(image(text, "https://example.com/chart.png", "chart-a"));
+    assertThat(again.worker()).as("the repeat goes to the worker that holds the image").isEqualTo(first.worker());
+    assertThat(again.cached()).as("the worker serves every block but the one with the last token from cache")
+        .isEqualTo((again.prompt() - 1) / BS * BS);
+    JsonNode d = again.decision();
+    assertThat(d.get("prompt_tokens").asInt()).as("the router reproduced the worker's prompt").isEqualTo(
+        again.prompt());
+    JsonNode holder = candidate(d, first.worker());
+    assertThat(holder.get("overlap").get("gpu").asInt()).as("learned from the worker's events: every block")
+        .isEqualTo(blocks);
+    assertThat(holder.get("overlap").get("predicted").asInt()).as("no prediction of the router's was left")
+        .isZero();
+    assertOthersHoldNothing(d, first.worker());
+
+    awaitNoPredictions(); // the repeat's own
+    Reply other = send(image(text, "https://example.com/chart.png", "chart-b"));
+    int preImage = other.cached() / BS;
+    assertThat(other.worker()).as("the text before the image is only on the holder").isEqualTo(first.worker());
+    assertThat(preImage).as("another image: the worker hits only the blocks before it").isPositive()
+        .isLessThan(blocks);
+    JsonNode od = candidate(other.decision(), first.worker()).get("overlap");
+    assertThat(od.get("gpu").asInt()).as("the router credits exactly the pre-image blocks").isEqualTo(preImage);
+    assertThat(od.get("predicted").asInt()).isZero();
+  }
+
+  /**
+   * vLLM keys an image sent without a uuid by its own hash of the decoded pixels, which the router cannot compute
+   * (it never fetches media; its identifier for such an item is derived from the URL or bytes). So, once the
+   * router's own prediction has expired, it credits the holder with only the blocks before the image, while the
+   * worker itself serves the whole repeat from its cache. The request still goes to the holder here because the
+   * text before the image is only there. Within {@code predicted_ttl_ms} (5 s by default) the router's prediction,
+   * keyed by its own identifier, would match the whole repeat.
+   */
+  @Test
+  void withoutAUuidTheWorkerHitsItsCacheButTheRouterMatchesOnlyTheBlocksBeforeTheImage() throws Exception {
+    String text = "Look at this photograph of a server rack and list every cable colour you can see, from the top "
+        + "shelf to the bottom one, and say which of them look unplugged or loose.";
+    Map<String, Double> stored = storedBlocks();
+    Reply first = send(image(text, "https://example.com/rack.png", null));
+    assertThat(first.cached()).isZero();
+    int blocks = first.prompt() / BS;
+    awaitEventsOf(first, stored);
+
+    Reply again = send(image(text, "https://example.com/rack.png", null));
+    assertThat(again.worker()).isEqualTo(first.worker());
+    assertThat(again.cached()).as("the worker's own content hash hits every block but the last")
+        .isEqualTo((again.prompt() - 1) / BS * BS);
+    JsonNode overlap = candidate(again.decision(), first.worker()).get("overlap");
+    int credited = overlap.get("gpu").asInt();
+    assertThat(overlap.get("predicted").asInt()).isZero();
+    assertThat(credited).as("the router cannot name the engine's image blocks").isPositive().isLessThan(blocks);
+
+    // the same text with a uuid image the worker never saw: the engine's count of pre-image blocks
+    Reply named = send(image(text, "https://example.com/rack.png", "rack-1"));
+    assertThat(named.worker()).isEqualTo(first.worker());
+    assertThat(credited).as("exactly the blocks before the image").isEqualTo(named.cached() / BS);
+  }
+
+  @Test
+  void mediaTheModelCannotTakeIsRoutedByLoadVisiblyAndRefusedByTheWorker() throws Exception {
+    double before = RouterMetrics.sum(stack.routerMetrics(), "kvrouter_prompt_unavailable_total",
+        "reason=\"multimodal\"");
+    ObjectNode root = JSON.createObjectNode().put("model", MODEL).put("max_tokens", 2);
+    ArrayNode content = root.putArray("messages").addObject().put("role", "user").putArray("content");
+    content.addObject().put("type", "input_audio").putObject("input_audio").put("data", "AAAA").put("format", "wav");
+    HttpResponse<String> r = stack.post("/v1/chat/completions", JSON.writeValueAsString(root), Map.of());
+    assertThat(r.statusCode()).as(r.body()).isEqualTo(400);
+    assertThat(r.body()).contains("does not support audio input");
+    assertThat(RouterMetrics.sum(stack.routerMetrics(), "kvrouter_prompt_unavailable_total",
+        "reason=\"multimodal\"") - before).isEqualTo(1);
+  }
+
+  /** One chat request through Envoy: who served it, its usage, and the router's decision id. */
+  record Reply(String worker, int prompt, int cached, String decisionId, DecisionRecords records) {
+    /** The router's decision record of this request (bounded wait: it is logged before the request is forwarded). */
+    JsonNode decision() throws Exception {
+      return records.decision(decisionId);
     }
-    assertThat(repeats).as("every repeat of the image goes where it was first sent").containsExactly(first);
-    // 260 tokens per image plus the text: the whole prompt is credited to its holder
-    assertThat(sameImage).as("blocks the holder has of the repeat").isGreaterThanOrEqualTo(17);
+  }
 
-    double beforeOther = chosenOverlapBlocks();
-    send(body("chart-b"));
-    double otherImage = chosenOverlapBlocks() - beforeOther;
-    assertThat(otherImage).as("another image: only the text before it matches").isPositive().isLessThan(sameImage);
+  Reply send(ObjectNode body) throws Exception {
+    HttpResponse<String> r = stack.post("/v1/chat/completions", JSON.writeValueAsString(body), Map.of());
+    assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+    JsonNode usage = JSON.readTree(r.body()).get("usage");
+    return new Reply(r.headers().firstValue("x-kvrouter-served-by").orElseThrow(),
+        usage.get("prompt_tokens").asInt(), usage.get("prompt_tokens_details").get("cached_tokens").asInt(),
+        r.headers().firstValue("x-kvrouter-decision").orElseThrow(), records);
+  }
 
-    String m = metrics();
-    assertThat(LoadAccountingE2eTest.sample(m, "kvrouter_prompt_unavailable_total{reason=\"multimodal\""))
-        .as("media requests were reproduced, not routed by load").isZero();
-    // audio has no expansion for this model: routed by load, visibly
-    String audio = "{\"model\":\"" + Stack.MODEL + "\",\"max_tokens\":2,\"messages\":[{\"role\":\"user\",\"content\":"
-        + "[{\"type\":\"input_audio\",\"input_audio\":{\"data\":\"AAAA\",\"format\":\"wav\"}}]}]}";
-    send(audio);
-    assertThat(LoadAccountingE2eTest.sample(metrics(), "kvrouter_prompt_unavailable_total{reason=\"multimodal\""))
-        .isEqualTo(1);
+  /** Blocks the router applied from each worker's {@code BlockStored} events so far. */
+  Map<String, Double> storedBlocks() {
+    String m = stack.routerMetrics();
+    assertThat(m).as("router metrics").isNotNull();
+    Map<String, Double> out = new HashMap<>();
+    for (SimWorker w : stack.fleet().workers()) {
+      out.put(w.name(), RouterMetrics.sum(m, "kvrouter_events_blocks_total",
+          "op=\"stored\",worker=\"" + w.name() + "\""));
+    }
+    return out;
+  }
+
+  /**
+   * Waits until the router applied the stores of every block {@code reply}'s request added on its worker (its full
+   * blocks minus those the worker found cached) and no predicted entry is left. Bounded.
+   */
+  void awaitEventsOf(Reply reply, Map<String, Double> storedBefore) throws Exception {
+    int added = reply.prompt() / BS - reply.cached() / BS;
+    double target = storedBefore.get(reply.worker()) + added;
+    String filter = "op=\"stored\",worker=\"" + reply.worker() + "\"";
+    await("the router applies the " + added + " blocks " + reply.worker() + " stored and its predictions expire",
+        () -> {
+          String m = stack.routerMetrics();
+          return m != null && RouterMetrics.sum(m, "kvrouter_events_blocks_total", filter) >= target
+              && RouterMetrics.sum(m, "kvrouter_index_predicted_entries", "") == 0;
+        });
+  }
+
+  void awaitNoPredictions() throws Exception {
+    await("the router's predicted entries expire", () -> {
+      String m = stack.routerMetrics();
+      return m != null && RouterMetrics.sum(m, "kvrouter_index_predicted_entries", "") == 0;
+    });
+  }
+
+  static JsonNode candidate(JsonNode decision, String worker) {
+    for (JsonNode c : decision.get("candidates")) {
+      if (c.get("worker").asText().equals(worker)) {
+        return c;
+      }
+    }
+    throw new AssertionError("no candidate " + worker + " in " + decision);
+  }
+
+  static void assertOthersHoldNothing(JsonNode decision, String holder) {
+    for (JsonNode c : decision.get("candidates")) {
+      if (!c.get("worker").asText().equals(holder)) {
+        assertThat(c.get("overlap").get("gpu").asInt()).as("%s", c).isZero();
+      }
+    }
+  }
+
+  static ObjectNode image(String text, String url, String uuid) {
+    ObjectNode root = JSON.createObjectNode().put("model", MODEL).put("max_tokens", 2);
+    ArrayNode content = root.putArray("messages").addObject().put("role", "user").putArray("content");
+    content.addObject().put("type", "text").put("text", text);
+    ObjectNode part = content.addObject().put("type", "image_url");
+    part.putObject("image_url").put("url", url);
+    if (uuid != null) {
+      part.put("uuid", uuid);
+    }
+    return root;
+  }
+
+  static void await(String what, BooleanSupplier done) throws InterruptedException {
+    long deadline = System.nanoTime() + WAIT.toNanos();
+    while (!done.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("timed out after " + WAIT + " waiting until " + what);
+      }
+      Thread.sleep(50);
+    }
+  }
+
+  /** Decision records of the in-process router, captured from its {@code kvrouter.decisions} logger; bounded. */
+  static final class DecisionRecords extends AppenderBase<ILoggingEvent> {
+    static final int MAX = 2048;
+    final ConcurrentLinkedDeque<String> lines = new ConcurrentLinkedDeque<>();
+    final AtomicInteger size = new AtomicInteger();
+
+    @Override
+    protected void append(ILoggingEvent e) {
+      lines.addLast(e.getFormattedMessage());
+      if (size.incrementAndGet() > MAX) {
+        lines.pollFirst();
+        size.decrementAndGet();
+      }
+    }
+
+    JsonNode decision(String id) throws Exception {
+      Map<String, JsonNode> found = new HashMap<>();
+      await("the decision record " + id + " is logged", () -> {
+        for (String l : lines) {
+          if (l.contains("\"event\":\"decision\"") && l.contains("\"id\":\"" + id + "\"")) {
+            try {
+              found.put(id, JSON.readTree(l));
+            } catch (java.io.IOException e) {
+              throw new AssertionError(e);
+            }
+            return true;
+          }
+        }
+        return false;
+      });
+      return found.get(id);
+    }
   }
 }

@@ -3,6 +3,7 @@ package dev.kvrouter.examples.ab;
 import dev.kvrouter.examples.envoy.EnvoyProcess;
 import dev.kvrouter.examples.loadgen.WorkerTarget;
 import dev.kvrouter.examples.sim.fleet.FleetConfig;
+import dev.kvrouter.examples.sim.fleet.MultimodalModels;
 import dev.kvrouter.examples.sim.fleet.SimFleet;
 import dev.kvrouter.examples.sim.fleet.SimWorker;
 import dev.kvrouter.examples.sim.http.FaultControl;
@@ -51,10 +52,21 @@ public final class EnvoyAbStack implements AutoCloseable {
    * @param routingYaml the {@code routing:} section of kvrouter.yaml, one line
    * @param dir working directory (configs, logs)
    * @param kvOffloadingSizeGib GiB of vLLM's native CPU offload tier per worker (0: off)
+   * @param multimodalPreset the model's {@code multimodal:} preset (e.g. {@code gemma3}) for workers and router
+   *     alike, or null for a text-only model
+   * @param extraYaml further kvrouter.yaml sections (e.g. {@code events: {...}}), or empty
    */
   public record Options(Path root, int workers, Preset preset, String model, Path tokenizer, int blockSize,
       int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir,
-      double kvOffloadingSizeGib) {
+      double kvOffloadingSizeGib, String multimodalPreset, String extraYaml) {
+
+    /** A text-only model, no further sections. */
+    public Options(Path root, int workers, Preset preset, String model, Path tokenizer, int blockSize,
+        int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir,
+        double kvOffloadingSizeGib) {
+      this(root, workers, preset, model, tokenizer, blockSize, numGpuBlocks, seed, faults, policyHeader, routingYaml,
+          dir, kvOffloadingSizeGib, null, "");
+    }
 
     /** Without a CPU offload tier. */
     public Options(Path root, int workers, Preset preset, String model, Path tokenizer, int blockSize,
@@ -70,6 +82,7 @@ public final class EnvoyAbStack implements AutoCloseable {
       Objects.requireNonNull(tokenizer, "tokenizer");
       Objects.requireNonNull(dir, "dir");
       routingYaml = routingYaml == null ? "routing: {policy: kv_aware}" : routingYaml;
+      extraYaml = extraYaml == null ? "" : extraYaml;
     }
   }
 
@@ -99,9 +112,11 @@ public final class EnvoyAbStack implements AutoCloseable {
   public static EnvoyAbStack start(Options o, RouterLauncher launcher) throws Exception {
     Files.createDirectories(o.dir());
     Path abs = o.tokenizer().toAbsolutePath().normalize();
-    SimFleet fleet = SimFleet.start(new FleetConfig(o.workers(), "sim-", "127.0.0.1", 0, true, 0, 0, "",
+    FleetConfig fc = new FleetConfig(o.workers(), "sim-", "127.0.0.1", 0, true, 0, 0, "",
         WireLayout.VLLM_MAP, o.preset(), o.model(), List.of(), abs, o.blockSize(), o.numGpuBlocks(), 256, 8192, 0, 0,
-        true, o.seed(), o.faults(), 2, o.kvOffloadingSizeGib()));
+        true, o.seed(), o.faults(), 2, o.kvOffloadingSizeGib());
+    SimFleet fleet = SimFleet.start(o.multimodalPreset() == null ? fc
+        : fc.withMultimodal(MultimodalModels.preset(o.multimodalPreset())));
     RouterLauncher.Router router = null;
     EnvoyProcess envoy = null;
     try {
@@ -114,10 +129,12 @@ public final class EnvoyAbStack implements AutoCloseable {
       Files.writeString(config, String.format(
           "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: BUFFERED}%n"
               + "workers: {file: workers.yaml, poll_interval_ms: 200}%n"
-              + "models:%n  - {name: \"%s\", tokenizer: \"%s\", block_size: %d}%n"
+              + "models:%n  - {name: \"%s\", tokenizer: \"%s\", block_size: %d%s}%n"
               + "%s%n"
-              + "observability: {log_level: warn}%n",
-          extProc, xds, admin, o.model(), abs, o.blockSize(), o.routingYaml()));
+              + "observability: {log_level: warn}%n%s",
+          extProc, xds, admin, o.model(), abs, o.blockSize(),
+          o.multimodalPreset() == null ? "" : ", multimodal: {preset: " + o.multimodalPreset() + "}",
+          o.routingYaml(), o.extraYaml()));
       router = launcher.start(config);
       Path bin = EnvoyProcess.binary();
       String version = EnvoyProcess.version(bin);

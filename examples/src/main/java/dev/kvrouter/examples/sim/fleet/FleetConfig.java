@@ -3,6 +3,7 @@ package dev.kvrouter.examples.sim.fleet;
 import dev.kvrouter.examples.sim.engine.EngineConfig;
 import dev.kvrouter.examples.sim.http.FaultControl;
 import dev.kvrouter.examples.sim.timing.Preset;
+import dev.kvrouter.extproc.model.MultimodalSpec;
 import dev.kvrouter.index.wire.WireLayout;
 import java.nio.file.Path;
 import java.util.List;
@@ -39,6 +40,8 @@ import java.util.Objects;
  * @param writerThreads threads writing HTTP responses for the whole fleet
  * @param kvOffloadingSizeGib GiB of vLLM's native CPU offload tier per worker ({@code --kv-offloading-size}),
  *     0 = off
+ * @param multimodal the served model's media expansion (the router's {@code multimodal:} entry, e.g.
+ *     {@code {preset: gemma3}}), or {@code null} for a text-only model; needs {@code tokenizer}
  */
 public record FleetConfig(
     int workers,
@@ -64,7 +67,8 @@ public record FleetConfig(
     long seed,
     FaultControl.Update faults,
     int writerThreads,
-    double kvOffloadingSizeGib) {
+    double kvOffloadingSizeGib,
+    MultimodalSpec multimodal) {
 
   public FleetConfig {
     Objects.requireNonNull(namePrefix, "namePrefix");
@@ -88,6 +92,35 @@ public record FleetConfig(
     if (!(kvOffloadingSizeGib >= 0) || Double.isInfinite(kvOffloadingSizeGib)) {
       throw new IllegalArgumentException("kvOffloadingSizeGib must be a finite number >= 0");
     }
+    if (multimodal != null) {
+      List<String> problems = multimodal.validate("multimodal");
+      if (!problems.isEmpty()) {
+        throw new IllegalArgumentException(String.join("; ", problems));
+      }
+      if (tokenizer == null) {
+        throw new IllegalArgumentException("a multimodal model needs its tokenizer (media are expanded into its "
+            + "token ids)");
+      }
+    }
+  }
+
+  /** A text-only model. */
+  public FleetConfig(int workers, String namePrefix, String bind, int httpBasePort, boolean events,
+      int eventsBasePort, int replayBasePort, String topic, WireLayout layout, Preset preset, String model,
+      List<String> adapters, Path tokenizer, int blockSize, int numGpuBlocks, int maxNumSeqs, int maxNumBatchedTokens,
+      int maxModelLen, int longPrefillTokenThreshold, boolean enablePrefixCaching, long seed,
+      FaultControl.Update faults, int writerThreads, double kvOffloadingSizeGib) {
+    this(workers, namePrefix, bind, httpBasePort, events, eventsBasePort, replayBasePort, topic, layout, preset, model,
+        adapters, tokenizer, blockSize, numGpuBlocks, maxNumSeqs, maxNumBatchedTokens, maxModelLen,
+        longPrefillTokenThreshold, enablePrefixCaching, seed, faults, writerThreads, kvOffloadingSizeGib, null);
+  }
+
+  /** This fleet serving media too, expanded as {@code spec} says (see {@link MultimodalModels}). */
+  public FleetConfig withMultimodal(MultimodalSpec spec) {
+    return new FleetConfig(workers, namePrefix, bind, httpBasePort, events, eventsBasePort, replayBasePort, topic,
+        layout, preset, model, adapters, tokenizer, blockSize, numGpuBlocks, maxNumSeqs, maxNumBatchedTokens,
+        maxModelLen, longPrefillTokenThreshold, enablePrefixCaching, seed, faults, writerThreads, kvOffloadingSizeGib,
+        spec);
   }
 
   /** Without a CPU offload tier. */
@@ -98,7 +131,7 @@ public record FleetConfig(
       FaultControl.Update faults, int writerThreads) {
     this(workers, namePrefix, bind, httpBasePort, events, eventsBasePort, replayBasePort, topic, layout, preset, model,
         adapters, tokenizer, blockSize, numGpuBlocks, maxNumSeqs, maxNumBatchedTokens, maxModelLen,
-        longPrefillTokenThreshold, enablePrefixCaching, seed, faults, writerThreads, 0);
+        longPrefillTokenThreshold, enablePrefixCaching, seed, faults, writerThreads, 0, null);
   }
 
   private static void checkBase(String what, int base, int n) {
@@ -118,6 +151,11 @@ public record FleetConfig(
         .enablePrefixCaching(enablePrefixCaching)
         .seed(seed == 0 ? 0 : seed + i)
         .numCpuBlocks(preset.numCpuBlocks(blockSize, kvOffloadingSizeGib));
+    if (multimodal != null) {
+      // the served model is the multimodal one, not the timing preset's: its token ids (and the media soft
+      // tokens) go up to its own vocabulary
+      b.vocabSize(MultimodalModels.vocabSize(multimodal));
+    }
     if (numGpuBlocks > 0) {
       b.numGpuBlocks(numGpuBlocks);
     }
@@ -125,6 +163,11 @@ public record FleetConfig(
       b.maxModelLen(maxModelLen);
     }
     return b.build();
+  }
+
+  /** The served model name. */
+  public String servedModel() {
+    return model != null ? model : preset.model().name();
   }
 
   public String workerName(int i) {

@@ -6,6 +6,7 @@ import dev.kvrouter.xds.registry.Worker;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
@@ -38,9 +39,9 @@ public final class SimFleet implements AutoCloseable {
   /** Starts every worker; on failure stops the ones already started and rethrows. */
   public static SimFleet start(FleetConfig config) throws IOException {
     // The router's own tokenizer and chat renderer: workers tokenize exactly as the router hashes.
+    // With a multimodal spec, media are expanded by the router's own MediaExpander from the same spec.
     PromptEncoder encoder = config.tokenizer() == null ? PromptEncoder.tokenIdsOnly()
-        : PipelinePromptEncoder.load(config.model() != null ? config.model() : config.preset().model().name(),
-            config.tokenizer());
+        : PipelinePromptEncoder.load(config.servedModel(), config.tokenizer(), config.multimodal());
     SimFleet fleet = new SimFleet(config, encoder);
     try {
       for (int i = 0; i < config.workers(); i++) {
@@ -69,11 +70,16 @@ public final class SimFleet implements AutoCloseable {
     return config;
   }
 
-  /** The fleet as registry entries, labelled with the preset. */
+  /** The fleet as registry entries, labelled with the preset (and the multimodal preset, if any). */
   public List<Worker> registryEntries() {
+    Map<String, String> labels = new LinkedHashMap<>();
+    labels.put("preset", config.preset().id());
+    if (config.multimodal() != null) {
+      labels.put("multimodal", config.multimodal().preset() != null ? config.multimodal().preset() : "custom");
+    }
     List<Worker> out = new ArrayList<>();
     for (SimWorker w : workers) {
-      out.add(w.registryEntry(Map.of("preset", config.preset().id())));
+      out.add(w.registryEntry(labels));
     }
     return out;
   }

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.kvrouter.examples.sim.http.FaultControl;
 import dev.kvrouter.examples.sim.timing.Presets;
+import dev.kvrouter.extproc.model.MultimodalSpec;
 import dev.kvrouter.index.wire.WireLayout;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -74,6 +75,12 @@ public final class SimFleetMain implements Callable<Integer> {
 
   @Option(names = "--tokenizer", description = "Directory with the model's tokenizer.json, for text prompts.")
   Path tokenizer;
+
+  @Option(names = "--multimodal", paramLabel = "PRESET",
+      description = "Serve image chat requests of a multimodal model, expanded as the router's `multimodal: "
+          + "{preset: PRESET}` does (known: gemma3). Needs --tokenizer (that model's) and --model. Timing and KV "
+          + "capacity stay --preset's.")
+  String multimodal;
 
   @Option(names = "--block-size", defaultValue = "16", description = "KV block size in tokens.")
   int blockSize;
@@ -148,7 +155,15 @@ public final class SimFleetMain implements Callable<Integer> {
     return new FleetConfig(workers, namePrefix, bind, httpBasePort, events, eventsBasePort, replayBasePort, topic,
         wl, Presets.byId(preset), model, adapters, tokenizer, blockSize, numGpuBlocks, maxNumSeqs,
         maxNumBatchedTokens, maxModelLen, longPrefillTokenThreshold, enablePrefixCaching, seed, faults,
-        writerThreads, kvOffloadingSize);
+        writerThreads, kvOffloadingSize, multimodal == null ? null : multimodalSpec());
+  }
+
+  private MultimodalSpec multimodalSpec() {
+    if (tokenizer == null || model == null) {
+      throw new IllegalArgumentException("--multimodal needs --tokenizer (the multimodal model's tokenizer "
+          + "directory) and --model (its served name, as in the router's models: entry)");
+    }
+    return MultimodalModels.preset(multimodal);
   }
 
   @Override
@@ -173,6 +188,11 @@ public final class SimFleetMain implements Callable<Integer> {
     for (SimWorker w : fleet.workers()) {
       System.out.printf("  %s  http://%s:%d  events %s  replay %s%n", w.name(), fc.bind(), w.httpPort(),
           w.eventsEndpoint(), w.replayEndpoint());
+    }
+    if (fc.multimodal() != null) {
+      System.out.printf("  media: %s (router's kvrouter.yaml: models: [{name: \"%s\", tokenizer: %s, "
+          + "multimodal: {preset: %s}}])%n", fc.multimodal().preset(), fc.servedModel(),
+          fc.tokenizer().toAbsolutePath(), fc.multimodal().preset());
     }
     System.out.flush();
     stop.await();

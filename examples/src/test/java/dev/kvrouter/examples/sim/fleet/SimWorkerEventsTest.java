@@ -232,10 +232,19 @@ class SimWorkerEventsTest {
     start(WireLayout.VLLM_MAP);
     complete(seq(100, 1), null);
     assertThat(replay(0)).isNotEmpty();
-    faults("{\"crash_down_ms\":300}");
-    HttpResponse<String> down = CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
-        + worker.httpPort() + "/health")).build(), HttpResponse.BodyHandlers.ofString());
-    assertThat(down.statusCode()).isEqualTo(503);
+    // The crash runs on the engine thread after the admin call returns: poll until /health says so, well within
+    // the down time (generous, so a loaded machine does not miss the window).
+    faults("{\"crash_down_ms\":3000}");
+    int health = 0;
+    long downBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+    while (health != 503 && System.nanoTime() < downBy) {
+      health = CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + worker.httpPort() + "/health"))
+          .build(), HttpResponse.BodyHandlers.ofString()).statusCode();
+      if (health != 503) {
+        Thread.sleep(10);
+      }
+    }
+    assertThat(health).isEqualTo(503);
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
     while (!worker.engine().isUp() && System.nanoTime() < deadline) {
       Thread.sleep(20);
