@@ -280,13 +280,7 @@ class MultimodalRoutingE2eTest {
   }
 
   static void await(String what, BooleanSupplier done) throws InterruptedException {
-    long deadline = System.nanoTime() + WAIT.toNanos();
-    while (!done.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("timed out after " + WAIT + " waiting until " + what);
-      }
-      Thread.sleep(50);
-    }
+    Await.until(what, WAIT, done);
   }
 
   /** Decision records of the in-process router, captured from its {@code kvrouter.decisions} logger; bounded. */
