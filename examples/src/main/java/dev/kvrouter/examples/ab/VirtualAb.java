@@ -259,13 +259,13 @@ public final class VirtualAb implements Callable<Integer> {
           ? w.idealReuse(base.blockSize(), tokens)
           : w.idealReuse(base.blockSize());
       long fleetBlocks = (long) base.engineConfig(0).numGpuBlocks() * workers;
-      IdealReuse bounded = IdealReuse.compute(w.requests(), tokens, base.blockSize(), fleetBlocks);
+      IdealReuse bounded = IdealReuse.compute(w.requests(), tokens, w::answerTokens, base.blockSize(), fleetBlocks);
       // with vLLM's CPU tier: it is written on compute (inclusive of what the GPU computed), so a worker holds
       // at most max(GPU, CPU) distinct blocks; the fleet's as one LRU cache
       long fleetTierBlocks = (long) Math.max(base.engineConfig(0).numGpuBlocks(), base.engineConfig(0).numCpuBlocks())
           * workers;
       IdealReuse boundedTiers = fleetTierBlocks == fleetBlocks ? bounded
-          : IdealReuse.compute(w.requests(), tokens, base.blockSize(), fleetTierBlocks);
+          : IdealReuse.compute(w.requests(), tokens, w::answerTokens, base.blockSize(), fleetTierBlocks);
       for (long delay : delays) {
         for (double drop : drops) {
           EventFaults f = new EventFaults(drop, delay, 0, false);
@@ -315,6 +315,9 @@ public final class VirtualAb implements Callable<Integer> {
                 r.balance().meanLoadImbalance(),
                 o.truth().withinShare() * 100, r.counts().failed(),
                 java.util.Arrays.stream(o.busyShare()).average().orElse(0), o.wallSeconds());
+            if (o.sessions().dependentTurns() > 0) {
+              progress.printf(Locale.ROOT, "  %-12s %s%n", "", o.sessions());
+            }
             writeExtras(extras);
           }
           sections.add(WorkloadResult.of(label, w, ideal, results));
@@ -356,6 +359,7 @@ public final class VirtualAb implements Callable<Integer> {
     m.put("ledgerZero", o.ledger().zero());
     m.put("fallbacks", o.fallbacks());
     m.put("events", o.events());
+    m.put("sessions", o.sessions());
     // served from cache split by tier: vllm:prefix_cache_hits is the GPU part; cached_tokens adds CPU loads
     double prompt = 0;
     double gpuHit = 0;

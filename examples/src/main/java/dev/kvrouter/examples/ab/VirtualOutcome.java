@@ -17,10 +17,34 @@ import java.util.Map;
  * @param events the event plane: batches delivered, dropped by faults, gaps seen, replays, stale transitions
  * @param indexBytes the KV index's estimated footprint at the end
  * @param busyShare per worker, the share of the run (first arrival to last response) its engine spent in steps
+ * @param sessions closed-loop conversations: turns that waited for the previous answer
  */
 public record VirtualOutcome(RunData data, Truth truth, LedgerEnd ledger, double wallSeconds,
     double simulatedSeconds, long routerCpuNanos, Map<String, Long> fallbacks, Map<String, Long> events,
-    long indexBytes, double[] busyShare) {
+    long indexBytes, double[] busyShare, Sessions sessions) {
+
+  /**
+   * Closed-loop conversations: a turn is sent at its planned time or once the previous turn of its session
+   * finished, whichever is later.
+   *
+   * @param modelAnswers whether later turns resend the model's own answers (the engines generate the script)
+   * @param dependentTurns turns that wait for a previous turn (0 for an open-loop workload)
+   * @param heldBack turns whose planned time came while the previous turn was still running
+   * @param heldBackSeconds total time those turns were held past their planned time
+   * @param maxHeldBackSeconds the longest hold
+   * @param shortAnswers scripted answers that arrived short (failed or cut) and were resent as received
+   */
+  public record Sessions(boolean modelAnswers, long dependentTurns, long heldBack, double heldBackSeconds,
+      double maxHeldBackSeconds, long shortAnswers) {
+
+    @Override
+    public String toString() {
+      return String.format(java.util.Locale.ROOT,
+          "closed loop: %d of %d dependent turns held back for the previous answer, %.3f s in total (max %.3f s);"
+              + " %s answers%s", heldBack, dependentTurns, heldBackSeconds, maxHeldBackSeconds,
+          modelAnswers ? "model" : "fresh", shortAnswers == 0 ? "" : ", " + shortAnswers + " resent short");
+    }
+  }
 
   /**
    * @param withinBlock |predicted - actual| below one block

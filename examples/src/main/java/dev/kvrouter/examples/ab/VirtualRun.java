@@ -94,7 +94,17 @@ import org.HdrHistogram.Histogram;
  * </ul>
  *
  * <p>Virtual time: a request arrives at its workload arrival time, is routed and enters its engine at that
- * instant (the router's own latency is measured in wall time and reported, not added). Engines publish events at
+ * instant (the router's own latency is measured in wall time and reported, not added). A request that waits for
+ * another ({@link WorkloadRequest#after}, the previous turn of a closed-loop conversation) is sent at its arrival
+ * time or when that one finished or failed, whichever is later; the turns held back and for how long are counted
+ * ({@link VirtualOutcome.Sessions}).
+ *
+ * <p>Model answers: when the workload scripts answers ({@link Workload#scriptsAnswers}), the engines' output is
+ * {@link dev.kvrouter.examples.workload.TokenSpace#token} of the request's answer segment, so each engine
+ * generates the scripted answer token for token (a pure function of the request, like greedy decoding) and the
+ * later turns that resend it find its decode-filled blocks cached. A client resends what it received: if a turn
+ * fails or stops short, later prompts of its session carry the tokens that were streamed, not the script
+ * ({@link Prompt#withAnswersCut}). Engines publish events at
  * the end of each step. Everything is deterministic for a seed, apart from the wall-time measurements.
  *
  * <p>Single-threaded: the caller's thread runs the clock, the engines, the router and the event plane.
@@ -138,6 +148,20 @@ public final class VirtualRun {
   private final Map<String, Long> fallbacks = new TreeMap<>();
   private final long[] staleTransitions = new long[1];
   private int arrived;
+  /** Per request: index of the request waiting for it, or -1. */
+  private final int[] successor;
+  /** Per request: index of the request it waits for, or -1. */
+  private final int[] predecessor;
+  /** Per request: when it finished or failed, -1 before. */
+  private final long[] doneNanos;
+  /** Per request: its planned time passed while its predecessor was still running. */
+  private final boolean[] heldBack;
+  /** Scripted answers that arrived short (seed to tokens received): later prompts resend only those. */
+  private final Map<Long, Integer> receivedShort = new HashMap<>();
+  private long dependentTurns;
+  private long heldBackTurns;
+  private long heldBackNanos;
+  private long maxHeldBackNanos;
   private long fellBack;
   private int finished;
   private int inFlight;
@@ -222,8 +246,10 @@ public final class VirtualRun {
       }
     }
     PromptEncoder outputs = chat != null ? chat.encoder() : null;
-    fleet = new VirtualFleet(clock, names, configs, setup.preset().timingModel(),
-        outputs != null ? OutputTokens.cycling(outputs.outputVocabulary()) : OutputTokens.range(1000, 1000), null,
+    dev.kvrouter.examples.workload.TokenSpace space = workload.tokenSpace();
+    OutputTokens model = workload.scriptsAnswers() ? space::token
+        : outputs != null ? OutputTokens.cycling(outputs.outputVocabulary()) : OutputTokens.range(1000, 1000);
+    fleet = new VirtualFleet(clock, names, configs, setup.preset().timingModel(), model, null,
         setup.replayBufferSteps(), this::onBatch, setup.seed() * 131 + 17);
     self[0] = fleet;
     if (!setup.faults().equals(dev.kvrouter.examples.sim.events.EventFaults.NONE)) {
@@ -232,6 +258,33 @@ public final class VirtualRun {
       }
     }
     results = new RequestRecord[workload.size()];
+    int size = workload.size();
+    successor = new int[size];
+    predecessor = new int[size];
+    doneNanos = new long[size];
+    heldBack = new boolean[size];
+    java.util.Arrays.fill(successor, -1);
+    java.util.Arrays.fill(predecessor, -1);
+    java.util.Arrays.fill(doneNanos, -1);
+    Map<String, Integer> byId = new HashMap<>();
+    for (WorkloadRequest r : workload.requests()) {
+      byId.put(r.id(), r.index());
+    }
+    for (WorkloadRequest r : workload.requests()) {
+      if (r.after() == null) {
+        continue;
+      }
+      Integer p = byId.get(r.after());
+      if (p == null || p >= r.index()) {
+        throw new IllegalArgumentException(r.id() + " waits for " + r.after() + ", which is not an earlier request");
+      }
+      if (successor[p] >= 0) {
+        throw new IllegalArgumentException(r.after() + " has two requests waiting for it");
+      }
+      successor[p] = r.index();
+      predecessor[r.index()] = p;
+      dependentTurns++;
+    }
   }
 
   /**
@@ -255,7 +308,7 @@ public final class VirtualRun {
 
   private VirtualOutcome replay() {
     for (WorkloadRequest r : workload.requests()) {
-      clock.schedule(TimeUnit.MICROSECONDS.toNanos(r.arrivalMicros()), () -> arrive(r));
+      clock.schedule(TimeUnit.MICROSECONDS.toNanos(r.arrivalMicros()), () -> due(r));
     }
     long sampleNanos = setup.sampleInterval().toNanos();
     long scrapeNanos = setup.scrapeInterval().toNanos();
@@ -289,6 +342,40 @@ public final class VirtualRun {
     }
   }
 
+  /** The request's planned time: send it, or hold it until the request it waits for is done. */
+  private void due(WorkloadRequest r) {
+    int p = predecessor[r.index()];
+    if (p >= 0 && doneNanos[p] < 0) {
+      heldBack[r.index()] = true;
+      return;
+    }
+    arrive(r);
+  }
+
+  /**
+   * Request {@code i} finished or failed at {@code atNanos}; a held-back successor is sent then. Scheduled rather
+   * than called, since the engine is inside its step when it reports.
+   */
+  private void done(int i, long atNanos) {
+    doneNanos[i] = atNanos;
+    int s = successor[i];
+    if (s >= 0 && heldBack[s]) {
+      WorkloadRequest next = workload.requests().get(s);
+      long held = Math.max(0, atNanos - TimeUnit.MICROSECONDS.toNanos(next.arrivalMicros()));
+      heldBackTurns++;
+      heldBackNanos += held;
+      maxHeldBackNanos = Math.max(maxHeldBackNanos, held);
+      clock.schedule(atNanos, () -> arrive(next));
+    }
+  }
+
+  /** Records what the client received of a scripted answer, when it is less than the script. */
+  private void received(WorkloadRequest r, int tokens) {
+    if (r.answer() != null && tokens < r.answer().length()) {
+      receivedShort.put(r.answer().seed(), tokens);
+    }
+  }
+
   private void arrive(WorkloadRequest r) {
     arrived++;
     long c0 = cpu();
@@ -311,7 +398,7 @@ public final class VirtualRun {
       tokens = chat.encoder().tokens(prepared.request()); // the worker's own tokenization: not router work
       c0 = cpu();
     } else {
-      tokens = workload.promptTokens(r);
+      tokens = workload.promptTokens(r.prompt().withAnswersCut(receivedShort));
       long th = System.nanoTime();
       long[] hashes = BlockHasher.hashFullBlocks(root, tokens, tokens.length, setup.blockSize());
       long hashNanos = System.nanoTime() - th;
@@ -341,7 +428,8 @@ public final class VirtualRun {
       return;
     }
     int w = indexOf.get(d.chosen().name());
-    RequestSpec spec = new RequestSpec(r.id(), tokens, r.outputTokens(), null, null, r.index());
+    RequestSpec spec = new RequestSpec(r.id(), tokens, r.outputTokens(), null, null,
+        r.answer() != null ? r.answer().seed() : r.index());
     SimEngine engine = fleet.engine(w);
     String invalid = engine.validate(spec);
     if (invalid != null) {
@@ -397,6 +485,8 @@ public final class VirtualRun {
           micros(o.finishNanos() - sentNanos), 200, null, names.get(indexOf.get(decision.chosen().name())),
           decision.id(), o.promptTokens(), o.cachedTokens(), o.completionTokens(), chunks,
           maxGap < 0 ? -1 : micros(maxGap));
+      received(request, chunks);
+      done(request.index(), o.finishNanos());
       long predicted = decision.detail().predictedCachedTokens();
       records.outcome(decision, 200, false, new TruthCheck(predicted, o.cachedTokens(), setup.blockSize()),
           o.promptTokens(), (o.firstTokenNanos() - sentNanos) / 1e6, (o.finishNanos() - sentNanos) / 1e6);
@@ -423,6 +513,8 @@ public final class VirtualRun {
           decision.id(), -1, -1, -1, chunks, -1);
       finished++;
       lastEndNanos = Math.max(lastEndNanos, now);
+      received(request, chunks);
+      done(request.index(), now);
     }
   }
 
@@ -437,6 +529,8 @@ public final class VirtualRun {
         0, status, error, worker, decisionId, -1, -1, -1, 0, -1);
     finished++;
     lastEndNanos = Math.max(lastEndNanos, atNanos);
+    received(r, 0);
+    done(r.index(), atNanos);
   }
 
   private void onBatch(int worker, SequencedKvEventBatch b) {
@@ -538,6 +632,11 @@ public final class VirtualRun {
     if (!fallbacks.isEmpty()) {
       notes.add("fallbacks " + fallbacks);
     }
+    VirtualOutcome.Sessions sessions = new VirtualOutcome.Sessions(workload.scriptsAnswers(), dependentTurns,
+        heldBackTurns, heldBackNanos / 1e9, maxHeldBackNanos / 1e9, receivedShort.size());
+    if (dependentTurns > 0) {
+      notes.add(sessions.toString());
+    }
     RunData data = new RunData(policy, names, list, itl, lastEndNanos / 1000, counters, samples,
         setup.sampleInterval().toNanos() / 1000, new RouterSnapshot(0, -1, -1),
         new RouterSnapshot(routerCpu, -1, -1), -1, overhead, maxInFlight, notes);
@@ -546,7 +645,7 @@ public final class VirtualRun {
       busy[i] = lastEndNanos == 0 ? 0 : (double) stats.get(i).busyNanos() / lastEndNanos;
     }
     return new VirtualOutcome(data, truth, ledgerEnd, wall, clock.nanoTime() / 1e9, routerCpu, fallbacks, events,
-        index.footprintBytes(), busy);
+        index.footprintBytes(), busy, sessions);
   }
 
   private long cpu() {

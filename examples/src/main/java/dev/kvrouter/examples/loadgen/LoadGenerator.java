@@ -46,6 +46,11 @@ import org.slf4j.LoggerFactory;
  * in flight are capped by a semaphore; an arrival that finds it exhausted is recorded as {@code overflow}
  * rather than delayed, so a saturated target shows up as errors, not as a silently slower arrival rate.
  *
+ * <p>Conversations stay open loop here, and their later turns resend the answers the workload scripts, not what
+ * the worker generated: a multi-turn workload with {@code answers=model} (closed loop, {@link WorkloadRequest#after},
+ * {@link WorkloadRequest#answer}) runs as {@code answers=fresh,loop=open} would, and the run's notes say so. Only
+ * the virtual-time A/B ({@code ab.VirtualRun}) makes the engines generate the script and waits for each answer.
+ *
  * <p>One run at a time per instance; {@link #close()} stops the threads.
  */
 public final class LoadGenerator implements AutoCloseable {
@@ -133,6 +138,10 @@ public final class LoadGenerator implements AutoCloseable {
       long sampleMicros = config.sampleInterval().toNanos() / 1000;
       ScheduledFuture<?> sampler = timer.scheduleAtFixedRate(this::sample, 0, sampleMicros, TimeUnit.MICROSECONDS);
       long firstSend = -1;
+      if (requests.stream().anyMatch(r -> r.after() != null || r.answer() != null)) {
+        notes.add("through HTTP, conversations run open loop and resend the scripted answers, which the workers did "
+            + "not generate: fresh answers in effect (answers=model and loop=closed hold in the virtual A/B only)");
+      }
       long maxRunMicros = config.maxRunTime().toNanos() / 1000;
       try {
         for (int i = 0; i < requests.size(); i++) {

@@ -19,7 +19,13 @@ import java.util.function.Function;
  *       {@code sum(cached_tokens) / sum(prompt_tokens)} measured on the workers.
  * </ul>
  *
- * Requests arriving at the same instant count in workload order, so of N siblings the first misses and the rest
+ * <p>A request whose answer the workload scripts ({@link WorkloadRequest#answer}, a conversation that resends the
+ * model's own output) also leaves the blocks its output fills in the cache, as vLLM caches decode-filled blocks:
+ * the full blocks of prompt + output minus the last token, whose KV is never computed. A later turn that resends
+ * the answer then finds them. Those blocks count in {@code uniqueBlocks} (and take room in a finite cache) but
+ * not in {@code fullBlocks}, which counts prompt blocks only.
+ *
+ * <p>Requests arriving at the same instant count in workload order, so of N siblings the first misses and the rest
  * hit: an upper bound, since an engine computing the first may not have cached it when the others arrive.
  *
  * @param blockSize KV block size in tokens
@@ -42,19 +48,29 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
     return promptTokens == 0 ? 0 : cacheableHitTokens / (double) promptTokens;
   }
 
-  /** Computes the ideal reuse of prompts given as token arrays, in the list's order. */
+  /** Computes the ideal reuse of prompts given as token arrays, in the list's order; outputs are not cached. */
   public static IdealReuse compute(List<WorkloadRequest> requests, Function<WorkloadRequest, int[]> tokens,
       int blockSize) {
-    return compute(requests, tokens, blockSize, Long.MAX_VALUE);
+    return compute(requests, tokens, null, blockSize, Long.MAX_VALUE);
+  }
+
+  /** As {@link #compute(List, Function, Function, int, long)} without outputs. */
+  public static IdealReuse compute(List<WorkloadRequest> requests, Function<WorkloadRequest, int[]> tokens,
+      int blockSize, long capacityBlocks) {
+    return compute(requests, tokens, null, blockSize, capacityBlocks);
   }
 
   /**
    * The same with a finite cache of {@code capacityBlocks} blocks, least recently used evicted first: with the
    * whole fleet's KV capacity, the reuse a fleet that shared one cache could reach. When a workload's distinct
    * content is larger than the fleet's cache, this, not the infinite figure, bounds what any router can serve.
+   *
+   * @param outputs each request's output token ids when later prompts may contain them (the scripted answer), or
+   *     null (or a function answering null) when they never recur: the blocks prompt + output fill are cached
+   * @param capacityBlocks the cache's size in blocks, {@code Long.MAX_VALUE} for an infinite cache
    */
   public static IdealReuse compute(List<WorkloadRequest> requests, Function<WorkloadRequest, int[]> tokens,
-      int blockSize, long capacityBlocks) {
+      Function<WorkloadRequest, int[]> outputs, int blockSize, long capacityBlocks) {
     if (blockSize <= 0) {
       throw new IllegalArgumentException("blockSize must be positive, was " + blockSize);
     }
@@ -78,6 +94,20 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
       }
       for (int b = lead; b < blocks; b++) {
         seen.add(hashes[b]);
+      }
+      int[] out = outputs == null ? null : outputs.apply(r);
+      if (out != null && out.length > 1) {
+        // the engine computes KV for prompt + output minus the last sampled token and caches its full blocks
+        int n = t.length + out.length - 1;
+        int all = n / blockSize;
+        if (all > blocks) {
+          int[] both = java.util.Arrays.copyOf(t, n);
+          System.arraycopy(out, 0, both, t.length, out.length - 1);
+          long[] h = BlockHasher.hashFullBlocks(BlockHasher.CHAIN_SEED, both, n, blockSize);
+          for (int b = blocks; b < all; b++) {
+            seen.add(h[b]);
+          }
+        }
       }
       prompt += t.length;
       full += blocks;

@@ -6,10 +6,30 @@ import java.util.List;
 /**
  * Multi-turn chat sessions: each turn resends the whole conversation so far (a system prompt shared by every
  * session, then alternating user and assistant messages) plus a new user message, so turn k+1 extends turn k's
- * prompt. Sessions start at {@code rate} per second; the next turn of a session arrives an exponential think
- * time after the previous one (open loop: it does not wait for the answer, so keep {@code think} well above
- * the expected latency). The assistant message resent in later turns has the length the turn asked for, as a
- * client that keeps the model's answer would.
+ * prompt. Sessions start at {@code rate} per second; the next turn of a session is planned an exponential think
+ * time after the previous one's plan.
+ *
+ * <p>{@code answers} says what the assistant messages resent in later turns are:
+ * <ul>
+ *   <li>{@code model} (the default for {@code format=tokens}): the model's own answer to the previous turn, token
+ *       for token, as vLLM's multi-turn benchmark ({@code benchmark_serving_multi_turn.py}, {@code send_turn})
+ *       and every chat client keep it. Each request scripts its answer ({@link WorkloadRequest#answer}) and the
+ *       virtual-time driver makes the simulated engine generate exactly those tokens (a pure function of the
+ *       request, as greedy decoding is), so the worker that served turn k already holds the KV of its answer when
+ *       turn k+1 arrives. If a turn fails or is cut short, the driver resends what the client received
+ *       ({@link Prompt#withAnswersCut}). Through HTTP (the load generator), the workers pick their own tokens, so
+ *       there the resent answers are the scripted ones, not what the worker produced: fresh answers in effect.
+ *   <li>{@code fresh} (the default, and the only choice, for {@code format=chat}): an assistant message of the
+ *       length the turn asked for but of tokens the model never produced, so no worker holds its KV. Chat keeps
+ *       fresh answers because a rendered and re-tokenized answer (template markers, the generation prompt, word
+ *       text round trips) is not the token sequence the engine generated.
+ * </ul>
+ * The two give the same prompts for the same seed; only whether the engine's output matches them differs.
+ *
+ * <p>{@code loop}: {@code closed} (the default with model answers, which require it) sends a turn no earlier than
+ * the previous turn of its session finished (its planned time otherwise; {@link WorkloadRequest#after}), open loop
+ * across sessions, as vLLM's benchmark clients do. {@code open} (the default with fresh answers, the behaviour
+ * before model answers existed) sends every turn at its planned time whether or not the answer came back.
  *
  * <p>{@code context=a} (0, the default, turns it off) opens each session's first user message with a context of
  * its own (a pasted document, earlier history), lognormal with mean {@code a} and median 0.85 a, capped at
@@ -19,7 +39,8 @@ import java.util.List;
  * 120-160 tokens, answers of 80-120).
  *
  * <p>Options: {@code seed=1 sessions=60 rate=2 arrival=poisson turns=2..8 think=8 system=256 context=0
- * context_max=5000 user=32..256 output=32..256 format=chat vocab=1000..128000}.
+ * context_max=5000 user=32..256 output=32..256 format=chat vocab=1000..128000 answers=model|fresh
+ * loop=closed|open}.
  */
 public final class MultiTurnChatWorkload {
 
@@ -41,7 +62,27 @@ public final class MultiTurnChatWorkload {
     IntRange output = o.range("output", new IntRange(32, 256));
     Prompt.Format format = o.format(Prompt.Format.CHAT);
     TokenSpace space = o.tokenSpace();
+    String answers = o.string("answers", format == Prompt.Format.TOKENS ? "model" : "fresh");
+    boolean model = switch (answers) {
+      case "model" -> true;
+      case "fresh" -> false;
+      default -> throw new IllegalArgumentException(NAME + ": answers must be model or fresh, was " + answers);
+    };
+    String loop = o.string("loop", model ? "closed" : "open");
+    boolean closed = switch (loop) {
+      case "closed" -> true;
+      case "open" -> false;
+      default -> throw new IllegalArgumentException(NAME + ": loop must be closed or open, was " + loop);
+    };
     o.rejectUnknown(NAME);
+    if (model && format != Prompt.Format.TOKENS) {
+      throw new IllegalArgumentException(NAME + ": answers=model needs format=tokens (a chat answer does not "
+          + "round-trip through the template and tokenizer token for token); use answers=fresh");
+    }
+    if (model && !closed) {
+      throw new IllegalArgumentException(NAME + ": answers=model needs loop=closed (a client cannot resend an "
+          + "answer it has not received)");
+    }
     if (turns.min() < 1 || think < 0 || context < 0 || contextMax < 1) {
       throw new IllegalArgumentException(NAME + ": turns must be >= 1, think and context >= 0, context_max >= 1");
     }
@@ -60,6 +101,7 @@ public final class MultiTurnChatWorkload {
       }
       int sessionContext = context > 0 ? (int) Math.min(contextMax, Math.round(lognormal(rng, context))) : 0;
       long t = start;
+      String previous = null;
       for (int k = 0; k < n; k++) {
         if (k > 0) {
           t += Math.round(rng.nextExponential(think * 1e6));
@@ -70,8 +112,13 @@ public final class MultiTurnChatWorkload {
             : Message.of("user", said));
         int answer = Math.max(1, output.draw(rng));
         Prompt p = format == Prompt.Format.CHAT ? Prompt.chat(history) : Prompt.tokens(flatten(history));
-        out.add(new WorkloadRequest(0, NAME + "-" + s + "-" + k, t, "session-" + s, p, answer));
-        history.add(Message.of("assistant", new Segment(Rng.derive(seed, 12, s, k), answer)));
+        // the same segment either way: with model answers the engine generates it, with fresh ones nobody does
+        Segment reply = new Segment(Rng.derive(seed, 12, s, k), answer);
+        String id = NAME + "-" + s + "-" + k;
+        out.add(new WorkloadRequest(0, id, t, "session-" + s, p, answer, model ? reply : null,
+            closed && k > 0 ? previous : null));
+        previous = id;
+        history.add(Message.of("assistant", reply));
       }
     }
     return new Workload(NAME, o.effective(), space, out);

@@ -1,6 +1,8 @@
 package dev.kvrouter.examples.workload;
 
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -41,6 +43,35 @@ public record Prompt(Format format, List<Message> messages) {
       Objects.requireNonNull(m.role(), "chat messages need a role");
     }
     return new Prompt(Format.CHAT, messages);
+  }
+
+  /**
+   * This prompt as a client resends it when some earlier answers arrived shorter than scripted: every segment
+   * named in {@code received} (by seed, the scripted answers of earlier turns) is cut to the tokens received, 0 for
+   * a turn that failed before its first token. A shorter segment with the same seed is a prefix of the scripted
+   * one ({@link Segment}), so the history holds exactly what the engine streamed. Returns {@code this} when nothing
+   * is cut.
+   */
+  public Prompt withAnswersCut(Map<Long, Integer> received) {
+    if (received.isEmpty()) {
+      return this;
+    }
+    boolean changed = false;
+    List<Message> out = new ArrayList<>(messages.size());
+    for (Message m : messages) {
+      List<Segment> segs = new ArrayList<>(m.segments().size());
+      for (Segment s : m.segments()) {
+        Integer got = received.get(s.seed());
+        if (got != null && got < s.length()) {
+          segs.add(new Segment(s.seed(), Math.max(0, got)));
+          changed = true;
+        } else {
+          segs.add(s);
+        }
+      }
+      out.add(new Message(m.role(), segs));
+    }
+    return changed ? new Prompt(format, out) : this;
   }
 
   /** Content tokens: exact for token prompts; for chat, the segment tokens before any template is applied. */

@@ -26,6 +26,7 @@ public final class Workload {
   private final Map<String, Object> params;
   private final TokenSpace tokenSpace;
   private final List<WorkloadRequest> requests;
+  private final boolean scriptsAnswers;
   private final Map<Integer, IdealReuse> idealByBlockSize = new ConcurrentHashMap<>();
 
   /**
@@ -45,6 +46,7 @@ public final class Workload {
       numbered.add(r.index() == i ? r : r.withIndex(i, r.arrivalMicros()));
     }
     this.requests = List.copyOf(numbered);
+    this.scriptsAnswers = this.requests.stream().anyMatch(r -> r.answer() != null);
   }
 
   public String name() {
@@ -79,7 +81,11 @@ public final class Workload {
    * the few template tokens per message, and is what {@link #idealReuse(int)} uses for chat workloads.
    */
   public int[] promptTokens(WorkloadRequest r) {
-    Prompt p = r.prompt();
+    return promptTokens(r.prompt());
+  }
+
+  /** {@link #promptTokens(WorkloadRequest)} of a prompt of this workload, e.g. one with answers cut short. */
+  public int[] promptTokens(Prompt p) {
     boolean chat = p.format() == Prompt.Format.CHAT;
     int n = p.contentLength() + (chat ? 2 * p.messages().size() : 0);
     int[] t = new int[n];
@@ -98,6 +104,19 @@ public final class Workload {
     return t;
   }
 
+  /**
+   * The scripted answer's token ids ({@link WorkloadRequest#answer}), or {@code null} when the engine picks its
+   * own output: what an engine whose output is {@link TokenSpace#token}{@code (answer.seed(), i)} generates.
+   */
+  public int[] answerTokens(WorkloadRequest r) {
+    return r.answer() == null ? null : tokenSpace.tokens(r.answer());
+  }
+
+  /** Whether any request scripts its answer, i.e. later prompts resend the model's own output. */
+  public boolean scriptsAnswers() {
+    return scriptsAnswers;
+  }
+
   /** The chat messages of a chat prompt, text rendered by {@link ChatText}. */
   public List<ChatMessage> chatMessages(WorkloadRequest r) {
     if (r.prompt().format() != Prompt.Format.CHAT) {
@@ -110,9 +129,13 @@ public final class Workload {
     return out;
   }
 
-  /** Ideal reuse at {@code blockSize}, over {@link #promptTokens}; computed once per block size. */
+  /**
+   * Ideal reuse at {@code blockSize}, over {@link #promptTokens}, with the blocks scripted answers fill
+   * ({@link #answerTokens}) cached as the engine caches them; computed once per block size.
+   */
   public IdealReuse idealReuse(int blockSize) {
-    return idealByBlockSize.computeIfAbsent(blockSize, b -> IdealReuse.compute(requests, this::promptTokens, b));
+    return idealByBlockSize.computeIfAbsent(blockSize,
+        b -> IdealReuse.compute(requests, this::promptTokens, this::answerTokens, b, Long.MAX_VALUE));
   }
 
   /**
@@ -120,7 +143,7 @@ public final class Workload {
    * figure on chat workloads.
    */
   public IdealReuse idealReuse(int blockSize, Function<WorkloadRequest, int[]> tokenizer) {
-    return IdealReuse.compute(requests, tokenizer, blockSize);
+    return IdealReuse.compute(requests, tokenizer, this::answerTokens, blockSize, Long.MAX_VALUE);
   }
 
   /** Sum of content tokens over all prompts. */

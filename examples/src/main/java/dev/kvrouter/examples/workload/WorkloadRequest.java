@@ -9,13 +9,20 @@ import java.util.Objects;
  *
  * @param index position in arrival order (ties keep generation order)
  * @param id stable id, unique in the workload
- * @param arrivalMicros arrival time from the start of the run
+ * @param arrivalMicros arrival time from the start of the run: when the client plans to send it; a request with
+ *     {@code after} is sent no earlier than that request finished (closed loop)
  * @param sessionId conversation, sibling group or trace-less grouping key, or {@code null}
  * @param prompt the prompt as segments
  * @param outputTokens tokens to generate ({@code max_tokens}, sent with {@code ignore_eos})
+ * @param answer the model's answer as the workload scripts it ({@code outputTokens} long), or {@code null} when
+ *     the engine picks its own tokens. Later prompts of the session contain this segment, so a driver whose engine
+ *     generates exactly these tokens (the simulated model, as greedy decoding would) makes the resent history the
+ *     model's own answer
+ * @param after id of the request whose answer the client waits for before sending this one (the previous turn of
+ *     its conversation), or {@code null}: open loop
  */
 public record WorkloadRequest(int index, String id, long arrivalMicros, String sessionId, Prompt prompt,
-    int outputTokens) {
+    int outputTokens, Segment answer, String after) {
 
   public WorkloadRequest {
     Objects.requireNonNull(id, "id");
@@ -26,9 +33,22 @@ public record WorkloadRequest(int index, String id, long arrivalMicros, String s
     if (outputTokens < 1) {
       throw new IllegalArgumentException("outputTokens must be >= 1, was " + outputTokens);
     }
+    if (answer != null && answer.length() != outputTokens) {
+      throw new IllegalArgumentException("a scripted answer must be outputTokens (" + outputTokens + ") long, was "
+          + answer.length());
+    }
+    if (id.equals(after)) {
+      throw new IllegalArgumentException(id + " cannot wait for itself");
+    }
+  }
+
+  /** An open-loop request whose output the engine picks. */
+  public WorkloadRequest(int index, String id, long arrivalMicros, String sessionId, Prompt prompt,
+      int outputTokens) {
+    this(index, id, arrivalMicros, sessionId, prompt, outputTokens, null, null);
   }
 
   WorkloadRequest withIndex(int i, long arrival) {
-    return new WorkloadRequest(i, id, arrival, sessionId, prompt, outputTokens);
+    return new WorkloadRequest(i, id, arrival, sessionId, prompt, outputTokens, answer, after);
   }
 }

@@ -71,6 +71,25 @@ class LoadGeneratorTest {
   }
 
   @Test
+  void aModelAnswerConversationRunsOpenLoopThroughHttpAndSaysSo() throws Exception {
+    try (ScriptedWorker w = new ScriptedWorker("s1", 5, 1, 0);
+        LoadGenerator gen = new LoadGenerator(config(w.uri()))) {
+      warmUp(gen);
+      Workload wl = WorkloadCatalog.create("multi-turn:format=tokens,sessions=3,rate=20,turns=2..3,think=0.05,"
+          + "system=16,user=8,output=4");
+      assertThat(wl.scriptsAnswers()).isTrue();
+      RunData run = gen.run(wl, RunContext.builder("p").workers(List.of(w.target())).build());
+      assertThat(run.requests()).hasSize(wl.size());
+      assertThat(run.requests()).allSatisfy(r -> assertThat(r.error()).isNull());
+      assertThat(run.notes()).anySatisfy(n -> assertThat(n).contains("fresh answers in effect"));
+      RunData fresh = gen.run(WorkloadCatalog.create("multi-turn:format=tokens,sessions=3,rate=20,turns=2..3,"
+          + "think=0.05,system=16,user=8,output=4,answers=fresh"), RunContext.builder("p").workers(List.of(w.target()))
+          .build());
+      assertThat(fresh.notes()).noneSatisfy(n -> assertThat(n).contains("fresh answers in effect"));
+    }
+  }
+
+  @Test
   void arrivalsAreHonouredWhateverTheResponses() throws Exception {
     try (FakeWorker w = new FakeWorker("f1", "test/model", 5).start("127.0.0.1", 0);
         LoadGenerator gen = new LoadGenerator(config(URI.create("http://127.0.0.1:" + w.port())))) {
