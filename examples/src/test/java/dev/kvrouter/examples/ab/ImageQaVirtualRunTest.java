@@ -68,6 +68,8 @@ class ImageQaVirtualRunTest {
     InferenceRequest parsed = front.preparer().prepare(InferenceRequest.Kind.CHAT, body, body.length, null).request();
     List<MediaSpan> media = front.encoder().prompt(parsed).media();
     assertThat(media).hasSize(1);
+    assertThat(media.get(0).length()).as("the workload's stand-in is Gemma 3's expansion")
+        .isEqualTo(dev.kvrouter.examples.workload.ImagePart.STAND_IN_TOKENS);
     return media.get(0);
   }
 
@@ -216,6 +218,20 @@ class ImageQaVirtualRunTest {
     }
     assertThat(predictedPastTheImage).as("repeats within 5 s, matched by the router's URL-derived identifier")
         .isPositive();
+  }
+
+  @Test
+  void theSaturationSearchProbesThroughTheRequestPath() {
+    String spec = "image-qa:count=300,rate=50,images=20,per-request=1..2,system=48,question=8..24,output=16..32,"
+        + "uuid=yes,seed=4";
+    java.io.PrintStream quiet = new java.io.PrintStream(java.io.OutputStream.nullOutputStream());
+    SaturationSearch.Result r = SaturationSearch.find(spec, SETUP, List.of(0.9), List.of(), front, quiet);
+    assertThat(r.capacityRps()).isPositive();
+    assertThat(r.overload()).allMatch(p -> p.failed() == 0).anyMatch(p -> !p.keepsUp());
+    assertThat(r.points()).singleElement().satisfies(p -> assertThat(p.offeredRps() / r.capacityRps())
+        .isCloseTo(0.9, org.assertj.core.data.Offset.offset(0.02)));
+    assertThatThrownBy(() -> SaturationSearch.find(spec, SETUP, List.of(0.9), List.of(), null, quiet))
+        .as("token stand-ins cannot carry images").hasMessageContaining("multimodal");
   }
 
   @Test
