@@ -57,22 +57,12 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
     return promptTokens == 0 ? 0 : cacheableHitTokens / (double) promptTokens;
   }
 
-  /** Computes the ideal reuse of prompts given as token arrays, in the list's order; outputs are not cached. */
-  public static IdealReuse compute(List<WorkloadRequest> requests, Function<WorkloadRequest, int[]> tokens,
-      int blockSize) {
-    return compute(requests, tokens, null, blockSize, Long.MAX_VALUE);
-  }
-
-  /** As {@link #compute(List, Function, Function, int, long)} without outputs. */
-  public static IdealReuse compute(List<WorkloadRequest> requests, Function<WorkloadRequest, int[]> tokens,
-      int blockSize, long capacityBlocks) {
-    return compute(requests, tokens, null, blockSize, capacityBlocks);
-  }
-
   /**
-   * The same with a finite cache of {@code capacityBlocks} blocks, least recently used evicted first: with the
-   * whole fleet's KV capacity, the reuse a fleet that shared one cache could reach. When a workload's distinct
-   * content is larger than the fleet's cache, this, not the infinite figure, bounds what any router can serve.
+   * Computes the ideal reuse of prompts given as token arrays, in the list's order, in a cache of
+   * {@code capacityBlocks} blocks, least recently used evicted first. With an infinite cache this is the
+   * workload's ideal; with the whole fleet's KV capacity, the reuse a fleet that shared one cache could reach. When
+   * a workload's distinct content is larger than the fleet's cache, that, not the infinite figure, bounds what any
+   * router can serve.
    *
    * @param outputs each request's output token ids when later prompts may contain them (the scripted answer), or
    *     null (or a function answering null) when they never recur: the blocks prompt + output fill are cached
