@@ -113,7 +113,7 @@ class ImageQaWorkloadTest {
     // blocks 0-2 of "a at 4", blocks 1-2 of b, of a at 5 and of the text prompt
     assertThat(ideal.uniqueBlocks()).isEqualTo(3 + 2 + 2 + 2);
 
-    IdealReuse blind = IdealReuse.compute(requests, r -> prompts.get(r.index()).tokens(), 4);
+    IdealReuse blind = IdealReuse.compute(requests, r -> prompts.get(r.index()).tokens(), null, 4, Long.MAX_VALUE);
     assertThat(blind.reusedBlocks()).as("token ids alone would take every image for the same").isEqualTo(12);
   }
 
