@@ -4,6 +4,7 @@ import dev.kvrouter.examples.sim.http.PipelinePromptEncoder;
 import dev.kvrouter.extproc.model.ModelRegistry;
 import dev.kvrouter.extproc.model.ModelResources;
 import dev.kvrouter.extproc.model.ModelSpec;
+import dev.kvrouter.extproc.model.MultimodalSpec;
 import dev.kvrouter.extproc.model.ResourceState;
 import dev.kvrouter.extproc.request.RequestPreparer;
 import dev.kvrouter.extproc.tenancy.TenantIsolation;
@@ -36,9 +37,22 @@ public final class ChatFront implements AutoCloseable {
    * @throws IOException if the tokenizer cannot be loaded
    */
   public static ChatFront load(String model, Path tokenizer, int blockSize) throws IOException {
-    PipelinePromptEncoder encoder = PipelinePromptEncoder.load(model, tokenizer);
+    return load(model, tokenizer, blockSize, null);
+  }
+
+  /**
+   * As {@link #load(String, Path, int)} for a multimodal model: the router's model entry carries
+   * {@code multimodal} (as kvrouter.yaml's {@code multimodal: {preset: gemma3}}) and the worker expands media with
+   * the same spec, so both place every image at the same tokens.
+   *
+   * @param multimodal the model's media expansion, or null for a text model (media then fall back to load, and the
+   *     worker refuses them)
+   */
+  public static ChatFront load(String model, Path tokenizer, int blockSize, MultimodalSpec multimodal)
+      throws IOException {
+    PipelinePromptEncoder encoder = PipelinePromptEncoder.load(model, tokenizer, multimodal);
     ModelSpec spec = new ModelSpec(model, tokenizer.toAbsolutePath().toString(), null, null, blockSize, null, null,
-        true);
+        true, multimodal);
     // The registry hands out the encoder's own resources: the worker and the router tokenize with one instance.
     ModelResources shared = encoder.resources();
     ModelRegistry models = ModelRegistry.create(List.of(spec), tokenizer.toAbsolutePath().getParent(),

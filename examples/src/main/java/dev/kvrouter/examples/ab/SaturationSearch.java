@@ -101,6 +101,17 @@ public final class SaturationSearch {
    */
   public static Result find(String spec, VirtualSetup setup, List<Double> targets, List<Double> curve,
       PrintStream progress) {
+    return find(spec, setup, targets, curve, null, progress);
+  }
+
+  /**
+   * As {@link #find(String, VirtualSetup, List, List, PrintStream)}, chat prompts sent through the request path of
+   * {@code chat} (the model's template, tokenizer and media expansion), as the A/B then sends them.
+   *
+   * @param chat the request path for chat prompts, or null to probe with their token stand-ins
+   */
+  public static Result find(String spec, VirtualSetup setup, List<Double> targets, List<Double> curve,
+      ChatFront chat, PrintStream progress) {
     Objects.requireNonNull(spec, "spec");
     for (double t : targets) {
       if (!(t > 0 && t <= 2)) {
@@ -114,7 +125,7 @@ public final class SaturationSearch {
     int overloadedInARow = 0;
     double k = base;
     for (int i = 0; i <= MAX_DOUBLINGS && overloadedInARow < 2; i++, k *= 2) {
-      Probe p = probe(WorkloadCatalog.withLoad(spec, format(k)), k, setup, Double.NaN);
+      Probe p = probe(WorkloadCatalog.withLoad(spec, format(k)), k, setup, chat, Double.NaN);
       probes.add(p);
       progress.printf(Locale.ROOT, "  search %s=%s: %d requests arrive at %.1f req/s, complete at %.1f req/s%s, "
               + "RR TTFT p50 %.1f ms%n", knob, format(k), p.requests(), p.arrivalRps(), p.completedRps(),
@@ -143,7 +154,7 @@ public final class SaturationSearch {
     List<Probe> curvePoints = new ArrayList<>();
     for (double u : curve) {
       OperatingPoint op = solve(spec, knob, base, u, capacity);
-      Probe p = probe(op.spec(), op.knob(), setup, op.offeredRps() / capacity);
+      Probe p = probe(op.spec(), op.knob(), setup, chat, op.offeredRps() / capacity);
       curvePoints.add(p);
       progress.printf(Locale.ROOT, "  curve rho %.2f (%s=%s, %.1f req/s): RR TTFT p50 %.1f ms p99 %.1f ms, "
               + "E2E p50 %.1f ms, drain %.1f s%n", p.utilisation(), knob, format(op.knob()), p.offeredRps(),
@@ -164,13 +175,13 @@ public final class SaturationSearch {
     return new OperatingPoint(utilisation, WorkloadCatalog.withLoad(spec, format(k)), k, round(offered));
   }
 
-  private static Probe probe(String spec, double knob, VirtualSetup setup, double utilisation) {
+  private static Probe probe(String spec, double knob, VirtualSetup setup, ChatFront chat, double utilisation) {
     Workload w = WorkloadCatalog.create(spec);
     if (w.size() > MAX_PROBE_REQUESTS) {
       throw new IllegalStateException(spec + " has " + w.size() + " requests, over the search's bound of "
           + MAX_PROBE_REQUESTS + " (a multi-turn workload grows with its rate: give it fewer sessions)");
     }
-    VirtualOutcome o = VirtualRun.run(w, POLICY, setup, null);
+    VirtualOutcome o = VirtualRun.run(w, POLICY, setup, chat);
     PolicyResult r = PolicyResult.summarize(o.data(), null);
     long first = w.requests().isEmpty() ? 0 : w.requests().get(0).arrivalMicros();
     double arrivalSpan = (w.spanMicros() - first) / 1e6;

@@ -12,6 +12,8 @@ import dev.kvrouter.examples.report.WorkloadResult;
 import dev.kvrouter.examples.sim.events.EventFaults;
 import dev.kvrouter.examples.sim.timing.Presets;
 import dev.kvrouter.examples.workload.IdealReuse;
+import dev.kvrouter.examples.workload.MediaSpan;
+import dev.kvrouter.examples.workload.PromptIds;
 import dev.kvrouter.examples.workload.Prompt;
 import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadCatalog;
@@ -49,7 +51,12 @@ import picocli.CommandLine.Option;
  *
  * <p>With {@code --saturate 0.9,0.5} each workload's load is not the spec's own: {@link SaturationSearch} first
  * measures round-robin's capacity on it, and the A/B runs at each listed share of that capacity (the issue's
- * "load where round-robin is near saturation" is 0.9); {@code saturation.json} keeps the search.
+ * "load where round-robin is near saturation" is 0.9); {@code saturation.json} keeps the search. With
+ * {@code --tokenizer} the search's probes go through the request path as the A/B's runs do.
+ *
+ * <p>Images: {@code --multimodal gemma3} (with the model's {@code --tokenizer}) configures the router's model entry
+ * with {@code multimodal: {preset: gemma3}} and the workers with the same expansion, for workloads such as
+ * {@code image-qa}. The timing preset times image tokens as text tokens (no vision encoder cost).
  */
 @Command(name = "virtual-ab", mixinStandardHelpOptions = true,
     description = "A/B of routing policies in virtual time against simulated vLLM workers.")
@@ -116,6 +123,11 @@ public final class VirtualAb implements Callable<Integer> {
       description = "Tokenizer directory: chat workloads are rendered and tokenized by the request path.")
   Path tokenizer;
 
+  @Option(names = "--multimodal", paramLabel = "PRESET",
+      description = "The served model takes images, expanded as the router's `multimodal: {preset: PRESET}` (e.g. "
+          + "gemma3; needs --tokenizer of that model): the router's model entry and the workers use the same spec.")
+  String multimodal;
+
   @Option(names = "--seed", defaultValue = "1")
   long seed;
 
@@ -160,6 +172,13 @@ public final class VirtualAb implements Callable<Integer> {
     if (model != null) {
       base = base.withModel(model);
     }
+    if (multimodal != null) {
+      if (tokenizer == null) {
+        throw new CommandLine.ParameterException(new CommandLine(this),
+            "--multimodal needs --tokenizer (the multimodal model's tokenizer expands its media)");
+      }
+      base = base.withMultimodal(multimodal);
+    }
     base = base.withSampleInterval(Duration.ofMillis(sampleMs));
     WireLayout wl = layout.equalsIgnoreCase("none") ? null : WireLayout.valueOf(layout.toUpperCase(Locale.ROOT));
     List<String> specs = new ArrayList<>();
@@ -182,21 +201,21 @@ public final class VirtualAb implements Callable<Integer> {
     meta.put("replaySteps", replaySteps);
     meta.put("scrapeMs", scrapeMs);
     meta.put("weights", weights);
+    meta.put("multimodal", multimodal);
+    meta.put("tokenizer", tokenizer == null ? null : tokenizer.toString());
     meta.put("java", System.getProperty("java.version"));
     meta.put("cpus", Runtime.getRuntime().availableProcessors());
     meta.put("loadAverageAtStart", java.lang.management.ManagementFactory.getOperatingSystemMXBean()
         .getSystemLoadAverage());
-    if (saturate != null && !saturate.isEmpty()) {
-      if (tokenizer != null) {
-        throw new CommandLine.ParameterException(new CommandLine(this),
-            "--saturate searches with token prompts; it does not take --tokenizer");
+    try (ChatFront chat = tokenizer == null ? null
+        : ChatFront.load(base.model(), tokenizer, blockSize, base.multimodalSpec())) {
+      if (saturate != null && !saturate.isEmpty()) {
+        // with --tokenizer the probes go through the request path too, as the A/B's runs then do
+        specs = saturated(specs, base, chat, meta);
+        if (searchOnly) {
+          return 0;
+        }
       }
-      specs = saturated(specs, base, meta);
-      if (searchOnly) {
-        return 0;
-      }
-    }
-    try (ChatFront chat = tokenizer == null ? null : ChatFront.load(base.model(), tokenizer, blockSize)) {
       AbReport report = run(specs, base, wl, chat, meta, System.out);
       List<Path> files = charts ? ReportWriter.writeAll(report, out) : writeTables(report);
       System.out.println("report: " + files.get(0).toAbsolutePath() + " (+" + (files.size() - 1) + " files)");
@@ -205,13 +224,14 @@ public final class VirtualAb implements Callable<Integer> {
   }
 
   /** Searches every spec's saturation (round-robin), writes saturation.json, returns the specs to run. */
-  private List<String> saturated(List<String> specs, VirtualSetup base, Map<String, Object> meta) throws IOException {
+  private List<String> saturated(List<String> specs, VirtualSetup base, ChatFront chat, Map<String, Object> meta)
+      throws IOException {
     Files.createDirectories(out);
     List<SaturationSearch.Result> found = new ArrayList<>();
     List<String> chosen = new ArrayList<>();
     for (String spec : specs) {
       System.out.println("saturation search " + spec);
-      SaturationSearch.Result r = SaturationSearch.find(spec, base, saturate, saturationCurve, System.out);
+      SaturationSearch.Result r = SaturationSearch.find(spec, base, saturate, saturationCurve, chat, System.out);
       found.add(r);
       for (SaturationSearch.OperatingPoint p : r.points()) {
         System.out.printf(Locale.ROOT, "  rho %.2f: %s (%.1f req/s offered of %.1f)%n", p.utilisation(), p.spec(),
@@ -250,22 +270,24 @@ public final class VirtualAb implements Callable<Integer> {
     for (String spec : specs) {
       Workload w = WorkloadCatalog.create(spec);
       boolean chatPrompts = !w.requests().isEmpty() && w.requests().get(0).prompt().format() == Prompt.Format.CHAT;
-      // chat prompts are rendered and tokenized once, for both ideals
-      Map<WorkloadRequest, int[]> chatIds = new IdentityHashMap<>();
-      Function<WorkloadRequest, int[]> tokens = chat != null && chatPrompts
-          ? r -> chatIds.computeIfAbsent(r, x -> chat.encoder().tokens(parse(chat, w, x, base.model())))
-          : w::promptTokens;
+      // chat prompts are rendered, tokenized and their media expanded once, for both ideals; media blocks are
+      // keyed with the engine's identifiers (uuid, or its own content hash)
+      Map<WorkloadRequest, PromptIds> chatIds = new IdentityHashMap<>();
+      Function<WorkloadRequest, PromptIds> tokens = chat != null && chatPrompts
+          ? r -> chatIds.computeIfAbsent(r, x -> engineIds(chat, w, x, base.model()))
+          : w::promptIds;
       IdealReuse ideal = chat != null && chatPrompts
-          ? w.idealReuse(base.blockSize(), tokens)
+          ? IdealReuse.computeIds(w.requests(), tokens, w::answerTokens, base.blockSize(), Long.MAX_VALUE)
           : w.idealReuse(base.blockSize());
       long fleetBlocks = (long) base.engineConfig(0).numGpuBlocks() * workers;
-      IdealReuse bounded = IdealReuse.compute(w.requests(), tokens, w::answerTokens, base.blockSize(), fleetBlocks);
+      IdealReuse bounded = IdealReuse.computeIds(w.requests(), tokens, w::answerTokens, base.blockSize(),
+          fleetBlocks);
       // with vLLM's CPU tier: it is written on compute (inclusive of what the GPU computed), so a worker holds
       // at most max(GPU, CPU) distinct blocks; the fleet's as one LRU cache
       long fleetTierBlocks = (long) Math.max(base.engineConfig(0).numGpuBlocks(), base.engineConfig(0).numCpuBlocks())
           * workers;
       IdealReuse boundedTiers = fleetTierBlocks == fleetBlocks ? bounded
-          : IdealReuse.compute(w.requests(), tokens, w::answerTokens, base.blockSize(), fleetTierBlocks);
+          : IdealReuse.computeIds(w.requests(), tokens, w::answerTokens, base.blockSize(), fleetTierBlocks);
       for (long delay : delays) {
         for (double drop : drops) {
           EventFaults f = new EventFaults(drop, delay, 0, false);
@@ -328,6 +350,16 @@ public final class VirtualAb implements Callable<Integer> {
       }
     }
     return new AbReport(AbReport.SCHEMA, Instant.now().toString(), meta, ours, baseline, sections);
+  }
+
+  /** The prompt as the worker prefills it: its tokenization, and its media with the engine's identifiers. */
+  private static PromptIds engineIds(ChatFront chat, Workload w, WorkloadRequest r, String model) {
+    dev.kvrouter.examples.sim.http.PromptEncoder.ChatTokens t = chat.encoder().prompt(parse(chat, w, r, model));
+    List<MediaSpan> media = new ArrayList<>(t.media().size());
+    for (dev.kvrouter.examples.sim.engine.MediaSpan m : t.media()) {
+      media.add(new MediaSpan(m.identifier(), m.offset(), m.length()));
+    }
+    return new PromptIds(t.tokens(), media);
   }
 
   private static dev.kvrouter.extproc.request.InferenceRequest parse(ChatFront chat, Workload w,

@@ -11,6 +11,7 @@ import dev.kvrouter.examples.report.WorkerCounters;
 import dev.kvrouter.examples.sim.clock.VirtualClock;
 import dev.kvrouter.examples.sim.engine.EngineConfig;
 import dev.kvrouter.examples.sim.engine.EngineStats;
+import dev.kvrouter.examples.sim.engine.MediaSpan;
 import dev.kvrouter.examples.sim.engine.OutputTokens;
 import dev.kvrouter.examples.sim.engine.RequestFailure;
 import dev.kvrouter.examples.sim.engine.RequestObserver;
@@ -90,7 +91,10 @@ import org.HdrHistogram.Histogram;
  *   <li>block identities from {@link BlockHasher} over the request's namespace: directly for token-id prompts,
  *       through the request path ({@link RequestBodyParser}, chat template, tokenizer, {@link PromptPipeline})
  *       for chat prompts when a {@link ChatFront} is given, in which case the workers tokenize with the same
- *       resources.
+ *       resources. Images ({@link VirtualSetup#multimodal}) are expanded by the worker's encoder, which uses the
+ *       router's own {@code MediaExpander}, and the engine gets each item's position and identifier
+ *       ({@link RequestSpec#media}): its block keys and {@code BlockStored.extra_keys} are a real worker's, the
+ *       client's uuid or, without one, the engine's own content hash that the router cannot reproduce.
  * </ul>
  *
  * <p>Virtual time: a request arrives at its workload arrival time, is routed and enters its engine at that
@@ -180,6 +184,10 @@ public final class VirtualRun {
     this.policy = policy;
     this.setup = setup;
     this.chat = chat;
+    if (workload.hasImages() && (chat == null || setup.multimodal() == null)) {
+      throw new IllegalArgumentException(workload.name() + " sends images: it needs the request path of a multimodal "
+          + "model (a ChatFront loaded with the model's multimodal spec and VirtualSetup.withMultimodal)");
+    }
     this.records = new DecisionLog(decisionRecords == null ? line -> {} : decisionRecords, javaClock, 16,
         decisionRecords != null);
     int n = setup.workers();
@@ -380,6 +388,7 @@ public final class VirtualRun {
     arrived++;
     long c0 = cpu();
     int[] tokens;
+    List<MediaSpan> media = List.of();
     RouteRequest rr;
     PromptPipeline.Outcome prompt = null;
     if (chat != null && r.prompt().format() == Prompt.Format.CHAT) {
@@ -395,7 +404,16 @@ public final class VirtualRun {
           prompt.prompt(), prompt.unavailable(), 0, prompt.timings());
       long c1 = cpu();
       routerCpu += c1 - c0;
-      tokens = chat.encoder().tokens(prepared.request()); // the worker's own tokenization: not router work
+      // the worker's own tokenization and media expansion: not router work
+      PromptEncoder.ChatTokens engineView;
+      try {
+        engineView = chat.encoder().prompt(prepared.request());
+      } catch (PromptEncoder.BadInput e) {
+        throw new IllegalStateException(r.id() + ": the simulated worker refuses it (" + e.getMessage() + "); image "
+            + "workloads need a multimodal model (VirtualSetup.withMultimodal, ChatFront with its spec)", e);
+      }
+      tokens = engineView.tokens();
+      media = engineView.media();
       c0 = cpu();
     } else {
       tokens = workload.promptTokens(r.prompt().withAnswersCut(receivedShort));
@@ -429,7 +447,7 @@ public final class VirtualRun {
     }
     int w = indexOf.get(d.chosen().name());
     RequestSpec spec = new RequestSpec(r.id(), tokens, r.outputTokens(), null, null,
-        r.answer() != null ? r.answer().seed() : r.index());
+        r.answer() != null ? r.answer().seed() : r.index(), media);
     SimEngine engine = fleet.engine(w);
     String invalid = engine.validate(spec);
     if (invalid != null) {

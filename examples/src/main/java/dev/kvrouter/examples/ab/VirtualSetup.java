@@ -2,8 +2,10 @@ package dev.kvrouter.examples.ab;
 
 import dev.kvrouter.examples.sim.engine.EngineConfig;
 import dev.kvrouter.examples.sim.events.EventFaults;
+import dev.kvrouter.examples.sim.fleet.MultimodalModels;
 import dev.kvrouter.examples.sim.timing.Preset;
 import dev.kvrouter.examples.sim.timing.Presets;
+import dev.kvrouter.extproc.model.MultimodalSpec;
 import dev.kvrouter.index.wire.WireLayout;
 import java.time.Duration;
 import java.util.Objects;
@@ -33,6 +35,9 @@ import java.util.Objects;
  * @param staleRecovery quiet period after which a stale view is trusted again ({@code events.stale_recovery_ms})
  * @param seed seeds the engines, the event faults and the router's tie-breaks
  * @param kvOffloadingSizeGib per worker, GiB of vLLM's native CPU offload tier ({@code --kv-offloading-size}), 0 = off
+ * @param multimodal the served model's media expansion, a {@link MultimodalModels} preset name (the router's
+ *     {@code multimodal: {preset: <name>}}, e.g. {@code gemma3}), or null for a text model. The engines then check
+ *     prompt ids against that model's vocabulary; the timing stays the preset's (media tokens are timed as text)
  */
 public record VirtualSetup(
     int workers,
@@ -52,7 +57,8 @@ public record VirtualSetup(
     Duration predictedTtl,
     Duration staleRecovery,
     long seed,
-    double kvOffloadingSizeGib) {
+    double kvOffloadingSizeGib,
+    String multimodal) {
 
   public VirtualSetup {
     Objects.requireNonNull(preset, "preset");
@@ -72,6 +78,9 @@ public record VirtualSetup(
     if (!(kvOffloadingSizeGib >= 0) || Double.isInfinite(kvOffloadingSizeGib)) {
       throw new IllegalArgumentException("kvOffloadingSizeGib must be a finite number >= 0");
     }
+    if (multimodal != null) {
+      MultimodalModels.preset(multimodal); // refuses a name the router does not know
+    }
     if (layout == null && (faults.dropRate() > 0 || faults.reorderRate() > 0 || faults.stopped())) {
       throw new IllegalArgumentException("event drops and reordering need a wire layout (the sequence follower "
           + "is what notices them)");
@@ -87,7 +96,7 @@ public record VirtualSetup(
     return new VirtualSetup(8, Presets.byId("llama3.1-8b-h100"), EngineConfig.DEFAULT_BLOCK_SIZE, null,
         EngineConfig.DEFAULT_MAX_NUM_SEQS, EngineConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS, 0, 0, WireLayout.VLLM_MAP,
         10_000, EventFaults.NONE, Duration.ofMillis(250), Duration.ofMillis(250), null, Duration.ofSeconds(5),
-        Duration.ofSeconds(60), 1, 0);
+        Duration.ofSeconds(60), 1, 0, null);
   }
 
   public VirtualSetup withWorkers(int n) {
@@ -148,6 +157,21 @@ public record VirtualSetup(
     return toBuilder().kvOffloadingSizeGib(gib).build();
   }
 
+  /** Lifetime of the router's predicted entries ({@code events.predicted_ttl_ms}). */
+  public VirtualSetup withPredictedTtl(Duration d) {
+    return toBuilder().predictedTtl(d).build();
+  }
+
+  /** A multimodal model whose media are expanded as the router's {@code multimodal: {preset: <name>}}; null: text. */
+  public VirtualSetup withMultimodal(String preset) {
+    return toBuilder().multimodal(preset).build();
+  }
+
+  /** The media expansion of {@link #multimodal}, or null for a text model. */
+  public MultimodalSpec multimodalSpec() {
+    return multimodal == null ? null : MultimodalModels.preset(multimodal);
+  }
+
   private Builder toBuilder() {
     Builder b = new Builder();
     b.workers = workers;
@@ -168,6 +192,7 @@ public record VirtualSetup(
     b.staleRecovery = staleRecovery;
     b.seed = seed;
     b.kvOffloadingSizeGib = kvOffloadingSizeGib;
+    b.multimodal = multimodal;
     return b;
   }
 
@@ -191,6 +216,7 @@ public record VirtualSetup(
     Duration staleRecovery;
     long seed;
     double kvOffloadingSizeGib;
+    String multimodal;
 
     Builder workers(int v) { workers = v; return this; }
     Builder preset(Preset v) { preset = v; return this; }
@@ -207,13 +233,15 @@ public record VirtualSetup(
     Builder scrapeInterval(Duration v) { scrapeInterval = v; return this; }
     Builder weights(String v) { weights = v; return this; }
     Builder staleRecovery(Duration v) { staleRecovery = v; return this; }
+    Builder predictedTtl(Duration v) { predictedTtl = v; return this; }
+    Builder multimodal(String v) { multimodal = v; return this; }
     Builder seed(long v) { seed = v; return this; }
     Builder kvOffloadingSizeGib(double v) { kvOffloadingSizeGib = v; return this; }
 
     VirtualSetup build() {
       return new VirtualSetup(workers, preset, blockSize, model, maxNumSeqs, maxNumBatchedTokens, numGpuBlocks,
           maxModelLen, layout, replayBufferSteps, faults, sampleInterval, scrapeInterval, weights, predictedTtl,
-          staleRecovery, seed, kvOffloadingSizeGib);
+          staleRecovery, seed, kvOffloadingSizeGib, multimodal);
     }
   }
 
@@ -222,6 +250,10 @@ public record VirtualSetup(
     EngineConfig.Builder b = EngineConfig.fromPreset(preset, blockSize).model(model).maxNumSeqs(maxNumSeqs)
         .maxNumBatchedTokens(maxNumBatchedTokens).seed(seed * 1_000 + 1 + i)
         .numCpuBlocks(preset.numCpuBlocks(blockSize, kvOffloadingSizeGib));
+    if (multimodal != null) {
+      // the served model is the multimodal one: its ids (the image soft token too) go up to its own vocabulary
+      b.vocabSize(MultimodalModels.vocabSize(MultimodalModels.preset(multimodal)));
+    }
     if (numGpuBlocks > 0) {
       b.numGpuBlocks(numGpuBlocks);
     }

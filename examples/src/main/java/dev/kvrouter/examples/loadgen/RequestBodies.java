@@ -3,6 +3,7 @@ package dev.kvrouter.examples.loadgen;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
 import dev.kvrouter.examples.workload.ChatMessage;
+import dev.kvrouter.examples.workload.ImagePart;
 import dev.kvrouter.examples.workload.Prompt;
 import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadRequest;
@@ -14,7 +15,8 @@ import java.io.UncheckedIOException;
  * OpenAI request bodies for workload requests: token prompts as {@code /v1/completions} with a token-id
  * {@code prompt}, chat prompts as {@code /v1/chat/completions}. Always streaming with usage in the last chunk;
  * {@code ignore_eos} (a vLLM extension) makes the engine generate exactly {@code max_tokens}, as the trace
- * asks; temperature 0 keeps real engines deterministic.
+ * asks; temperature 0 keeps real engines deterministic. A chat message with images is sent as content parts: each
+ * image an {@code image_url} part (with the client's {@code uuid} beside it when it has one), then the text.
  */
 public final class RequestBodies {
 
@@ -40,7 +42,30 @@ public final class RequestBodies {
         for (ChatMessage m : w.chatMessages(r)) {
           g.writeStartObject();
           g.writeStringField("role", m.role());
-          g.writeStringField("content", m.content());
+          if (m.images().isEmpty()) {
+            g.writeStringField("content", m.content());
+          } else {
+            // vLLM's image part with its optional uuid beside image_url; the images first, then the text
+            g.writeArrayFieldStart("content");
+            for (ImagePart image : m.images()) {
+              g.writeStartObject();
+              g.writeStringField("type", "image_url");
+              g.writeObjectFieldStart("image_url");
+              g.writeStringField("url", image.url());
+              g.writeEndObject();
+              if (image.uuid() != null) {
+                g.writeStringField("uuid", image.uuid());
+              }
+              g.writeEndObject();
+            }
+            if (!m.content().isEmpty()) {
+              g.writeStartObject();
+              g.writeStringField("type", "text");
+              g.writeStringField("text", m.content());
+              g.writeEndObject();
+            }
+            g.writeEndArray();
+          }
           g.writeEndObject();
         }
         g.writeEndArray();

@@ -1,4 +1,18 @@
 package dev.kvrouter.examples.workload;
 
-/** A rendered chat message, ready for an OpenAI {@code messages} array. */
-public record ChatMessage(String role, String content) {}
+import java.util.List;
+
+/**
+ * A rendered chat message, ready for an OpenAI {@code messages} array: text only (a string {@code content}) or, with
+ * images, a content-part array of the images ({@code image_url}) followed by the text.
+ */
+public record ChatMessage(String role, List<ImagePart> images, String content) {
+
+  public ChatMessage {
+    images = images == null ? List.of() : List.copyOf(images);
+  }
+
+  public ChatMessage(String role, String content) {
+    this(role, List.of(), content);
+  }
+}

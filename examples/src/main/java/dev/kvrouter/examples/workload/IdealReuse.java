@@ -25,6 +25,15 @@ import java.util.function.Function;
  * the answer then finds them. Those blocks count in {@code uniqueBlocks} (and take room in a finite cache) but
  * not in {@code fullBlocks}, which counts prompt blocks only.
  *
+ * <p>Media: a prompt given as {@link PromptIds} with media items is hashed with the engine's own keys, vLLM's
+ * multimodal extra keys: every block overlapping an item carries {@code [identifier, offset - block_start]}
+ * ({@link BlockHasher#multimodalExtra}), so a block of an image equals another only for the same identity at the
+ * same offset, and, the chain being what it is, everything after a differing image differs too. The identity is
+ * the engine's: the client's {@code uuid}, or without one the engine's own content hash of the image. The ideal
+ * therefore credits repeats of an image sent without a uuid (they do repeat for the engine, which hashes the same
+ * pixels the same way), although the router cannot name those blocks from events: the gap between what kv_aware
+ * serves with and without uuids is the router's, not the workload's.
+ *
  * <p>Requests arriving at the same instant count in workload order, so of N siblings the first misses and the rest
  * hit: an upper bound, since an engine computing the first may not have cached it when the others arrive.
  *
@@ -61,6 +70,15 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
    */
   public static IdealReuse compute(List<WorkloadRequest> requests, Function<WorkloadRequest, int[]> tokens,
       Function<WorkloadRequest, int[]> outputs, int blockSize, long capacityBlocks) {
+    return computeIds(requests, r -> PromptIds.text(tokens.apply(r)), outputs, blockSize, capacityBlocks);
+  }
+
+  /**
+   * As {@link #compute(List, Function, Function, int, long)} over prompts with their media items: blocks that
+   * overlap an item are keyed as the engine keys them (see the class comment).
+   */
+  public static IdealReuse computeIds(List<WorkloadRequest> requests, Function<WorkloadRequest, PromptIds> prompts,
+      Function<WorkloadRequest, int[]> outputs, int blockSize, long capacityBlocks) {
     if (blockSize <= 0) {
       throw new IllegalArgumentException("blockSize must be positive, was " + blockSize);
     }
@@ -71,12 +89,18 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
     long hitTokens = 0;
     long[] hashes = new long[0];
     for (WorkloadRequest r : requests) {
-      int[] t = tokens.apply(r);
+      PromptIds ids = prompts.apply(r);
+      int[] t = ids.tokens();
       int blocks = t.length / blockSize;
-      if (hashes.length < blocks) {
-        hashes = new long[Math.max(blocks, hashes.length * 2)];
+      if (ids.media().isEmpty()) {
+        if (hashes.length < blocks) {
+          hashes = new long[Math.max(blocks, hashes.length * 2)];
+        }
+        BlockHasher.hashFullBlocks(BlockHasher.CHAIN_SEED, t, t.length, blockSize, hashes);
+      } else {
+        hashes = BlockHasher.hashBlocksWithExtras(BlockHasher.CHAIN_SEED, t, blockSize,
+            mediaExtras(ids.media(), blocks, blockSize));
       }
-      BlockHasher.hashFullBlocks(BlockHasher.CHAIN_SEED, t, t.length, blockSize, hashes);
       // chained identity: a seen block implies its whole prefix was seen, so hits are a leading run
       int lead = 0;
       while (lead < blocks && seen.touch(hashes[lead])) {
@@ -93,7 +117,8 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
         if (all > blocks) {
           int[] both = java.util.Arrays.copyOf(t, n);
           System.arraycopy(out, 0, both, t.length, out.length - 1);
-          long[] h = BlockHasher.hashFullBlocks(BlockHasher.CHAIN_SEED, both, n, blockSize);
+          long[] h = BlockHasher.hashBlocksWithExtras(BlockHasher.CHAIN_SEED, both, blockSize,
+              mediaExtras(ids.media(), all, blockSize));
           for (int b = blocks; b < all; b++) {
             seen.add(h[b]);
           }
@@ -106,6 +131,36 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
       hitTokens += (long) Math.min(lead, cacheable) * blockSize;
     }
     return new IdealReuse(blockSize, requests.size(), prompt, full, reused, hitTokens, seen.added());
+  }
+
+  /**
+   * Per block, vLLM's multimodal extra keys folded as the engine and the router fold them: {@code [identifier,
+   * offset - block_start]} of every item overlapping the block, in position order; 0 for a block no item overlaps.
+   */
+  static long[] mediaExtras(List<MediaSpan> media, int blocks, int blockSize) {
+    long[] extras = new long[blocks];
+    if (media.isEmpty()) {
+      return extras;
+    }
+    CharSequence[] ids = new CharSequence[media.size()];
+    int[] offsets = new int[media.size()];
+    for (int b = 0; b < blocks; b++) {
+      int start = b * blockSize;
+      int end = start + blockSize;
+      int k = 0;
+      for (MediaSpan m : media) {
+        if (m.offset() >= end) {
+          break;
+        }
+        if (m.end() > start) {
+          ids[k] = m.identifier();
+          offsets[k] = m.offset() - start;
+          k++;
+        }
+      }
+      extras[b] = BlockHasher.multimodalExtra(ids, offsets, 0, k);
+    }
+    return extras;
   }
 
   /** The blocks the ideal cache holds. */

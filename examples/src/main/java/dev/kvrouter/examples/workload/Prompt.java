@@ -32,6 +32,9 @@ public record Prompt(Format format, List<Message> messages) {
     if (messages.isEmpty()) {
       throw new IllegalArgumentException("a prompt needs at least one message");
     }
+    if (format == Format.TOKENS && messages.stream().anyMatch(m -> !m.images().isEmpty())) {
+      throw new IllegalArgumentException("images need a chat prompt");
+    }
   }
 
   public static Prompt tokens(List<Segment> segments) {
@@ -69,12 +72,24 @@ public record Prompt(Format format, List<Message> messages) {
           segs.add(s);
         }
       }
-      out.add(new Message(m.role(), segs));
+      out.add(new Message(m.role(), m.images(), segs));
     }
     return changed ? new Prompt(format, out) : this;
   }
 
-  /** Content tokens: exact for token prompts; for chat, the segment tokens before any template is applied. */
+  /** Images over all messages. */
+  public int imageCount() {
+    int n = 0;
+    for (Message m : messages) {
+      n += m.images().size();
+    }
+    return n;
+  }
+
+  /**
+   * Content tokens: exact for token prompts; for chat, the segment tokens before any template is applied (images
+   * not counted).
+   */
   public int contentLength() {
     int n = 0;
     for (Message m : messages) {

@@ -21,12 +21,15 @@ public final class Workload {
   private static final Map<String, Integer> ROLE_MARKERS = Map.of("system", 1, "user", 2, "assistant", 3);
   private static final int OTHER_ROLE_MARKER = 4;
   private static final int END_OF_MESSAGE = 5;
+  /** Stands in for every token of an image's expansion (as Gemma 3's soft tokens are all one id). */
+  static final int IMAGE_TOKEN = 6;
 
   private final String name;
   private final Map<String, Object> params;
   private final TokenSpace tokenSpace;
   private final List<WorkloadRequest> requests;
   private final boolean scriptsAnswers;
+  private final boolean hasImages;
   private final Map<Integer, IdealReuse> idealByBlockSize = new ConcurrentHashMap<>();
 
   /**
@@ -47,6 +50,7 @@ public final class Workload {
     }
     this.requests = List.copyOf(numbered);
     this.scriptsAnswers = this.requests.stream().anyMatch(r -> r.answer() != null);
+    this.hasImages = this.requests.stream().anyMatch(r -> r.prompt().imageCount() > 0);
   }
 
   public String name() {
@@ -86,13 +90,33 @@ public final class Workload {
 
   /** {@link #promptTokens(WorkloadRequest)} of a prompt of this workload, e.g. one with answers cut short. */
   public int[] promptTokens(Prompt p) {
+    return promptIds(p).tokens();
+  }
+
+  /**
+   * {@link #promptTokens(WorkloadRequest)} with its images: each image of a message is {@link
+   * ImagePart#STAND_IN_TOKENS} tokens {@value #IMAGE_TOKEN} after the role marker, placed with its
+   * {@link ImagePart#engineIdentity()}, so equal ids of different images never look like shared blocks.
+   */
+  public PromptIds promptIds(WorkloadRequest r) {
+    return promptIds(r.prompt());
+  }
+
+  /** {@link #promptIds(WorkloadRequest)} of a prompt of this workload. */
+  public PromptIds promptIds(Prompt p) {
     boolean chat = p.format() == Prompt.Format.CHAT;
-    int n = p.contentLength() + (chat ? 2 * p.messages().size() : 0);
+    int n = p.contentLength() + (chat ? 2 * p.messages().size() : 0) + p.imageCount() * ImagePart.STAND_IN_TOKENS;
     int[] t = new int[n];
+    List<MediaSpan> media = p.imageCount() == 0 ? List.of() : new ArrayList<>(p.imageCount());
     int off = 0;
     for (Message m : p.messages()) {
       if (chat) {
         t[off++] = ROLE_MARKERS.getOrDefault(m.role(), OTHER_ROLE_MARKER);
+      }
+      for (ImagePart image : m.images()) {
+        media.add(new MediaSpan(image.engineIdentity(), off, ImagePart.STAND_IN_TOKENS));
+        java.util.Arrays.fill(t, off, off + ImagePart.STAND_IN_TOKENS, IMAGE_TOKEN);
+        off += ImagePart.STAND_IN_TOKENS;
       }
       for (Segment s : m.segments()) {
         off = tokenSpace.fill(s, t, off);
@@ -101,7 +125,7 @@ public final class Workload {
         t[off++] = END_OF_MESSAGE;
       }
     }
-    return t;
+    return new PromptIds(t, media);
   }
 
   /**
@@ -110,6 +134,11 @@ public final class Workload {
    */
   public int[] answerTokens(WorkloadRequest r) {
     return r.answer() == null ? null : tokenSpace.tokens(r.answer());
+  }
+
+  /** Whether any request sends images (then it needs a multimodal model's request path to be served). */
+  public boolean hasImages() {
+    return hasImages;
   }
 
   /** Whether any request scripts its answer, i.e. later prompts resend the model's own output. */
@@ -124,18 +153,19 @@ public final class Workload {
     }
     List<ChatMessage> out = new ArrayList<>(r.prompt().messages().size());
     for (Message m : r.prompt().messages()) {
-      out.add(new ChatMessage(m.role(), ChatText.render(m.segments(), tokenSpace)));
+      out.add(new ChatMessage(m.role(), m.images(), ChatText.render(m.segments(), tokenSpace)));
     }
     return out;
   }
 
   /**
-   * Ideal reuse at {@code blockSize}, over {@link #promptTokens}, with the blocks scripted answers fill
-   * ({@link #answerTokens}) cached as the engine caches them; computed once per block size.
+   * Ideal reuse at {@code blockSize}, over {@link #promptIds} (image blocks keyed by the engine's identity of the
+   * image), with the blocks scripted answers fill ({@link #answerTokens}) cached as the engine caches them;
+   * computed once per block size.
    */
   public IdealReuse idealReuse(int blockSize) {
     return idealByBlockSize.computeIfAbsent(blockSize,
-        b -> IdealReuse.compute(requests, this::promptTokens, this::answerTokens, b, Long.MAX_VALUE));
+        b -> IdealReuse.computeIds(requests, this::promptIds, this::answerTokens, b, Long.MAX_VALUE));
   }
 
   /**

@@ -22,6 +22,7 @@ public final class WorkloadCatalog {
     BUILDERS.put(RagWorkload.NAME, RagWorkload::build);
     BUILDERS.put(BestOfNWorkload.NAME, BestOfNWorkload::build);
     BUILDERS.put(UniqueWorkload.NAME, UniqueWorkload::build);
+    BUILDERS.put(ImageQaWorkload.NAME, ImageQaWorkload::build);
   }
 
   private WorkloadCatalog() {}

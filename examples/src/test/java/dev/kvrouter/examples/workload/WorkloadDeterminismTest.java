@@ -27,7 +27,7 @@ class WorkloadDeterminismTest {
   @ParameterizedTest
   @ValueSource(strings = {"system-prompt:count=60", "system-prompt:count=60,format=tokens", "multi-turn:sessions=12",
       "multi-turn:sessions=12,format=tokens", "rag:count=60", "rag:count=60,format=chat", "best-of-n:groups=15",
-      "unique:count=60"})
+      "unique:count=60", "image-qa:count=60", "image-qa:count=60,uuid=mixed"})
   void sameSeedGivesTheSameRequestsAndAnotherSeedDoesNot(String spec) {
     List<String> a = fingerprint(WorkloadCatalog.create(spec + ",seed=7"));
     List<String> b = fingerprint(WorkloadCatalog.create(spec + ",seed=7"));
@@ -43,7 +43,7 @@ class WorkloadDeterminismTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"system-prompt", "multi-turn", "rag", "best-of-n", "unique"})
+  @ValueSource(strings = {"system-prompt", "multi-turn", "rag", "best-of-n", "unique", "image-qa"})
   void arrivalsAreSortedAndIndexed(String name) {
     Workload w = WorkloadCatalog.create(name);
     long last = 0;

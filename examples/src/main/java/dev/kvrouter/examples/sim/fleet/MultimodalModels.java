@@ -38,7 +38,7 @@ public final class MultimodalModels {
   }
 
   /** The vocabulary size the engine checks prompt ids against; 0 (not checked) for a spec without a preset. */
-  static int vocabSize(MultimodalSpec spec) {
+  public static int vocabSize(MultimodalSpec spec) {
     return spec.preset() == null ? 0 : VOCAB.getOrDefault(spec.preset(), 0);
   }
 }
