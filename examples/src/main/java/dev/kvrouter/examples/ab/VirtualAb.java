@@ -12,7 +12,6 @@ import dev.kvrouter.examples.report.WorkloadResult;
 import dev.kvrouter.examples.sim.events.EventFaults;
 import dev.kvrouter.examples.sim.timing.Presets;
 import dev.kvrouter.examples.workload.IdealReuse;
-import dev.kvrouter.examples.workload.MediaSpan;
 import dev.kvrouter.examples.workload.PromptIds;
 import dev.kvrouter.examples.workload.Prompt;
 import dev.kvrouter.examples.workload.Workload;
@@ -355,11 +354,7 @@ public final class VirtualAb implements Callable<Integer> {
   /** The prompt as the worker prefills it: its tokenization, and its media with the engine's identifiers. */
   private static PromptIds engineIds(ChatFront chat, Workload w, WorkloadRequest r, String model) {
     dev.kvrouter.examples.sim.http.PromptEncoder.ChatTokens t = chat.encoder().prompt(parse(chat, w, r, model));
-    List<MediaSpan> media = new ArrayList<>(t.media().size());
-    for (dev.kvrouter.examples.sim.engine.MediaSpan m : t.media()) {
-      media.add(new MediaSpan(m.identifier(), m.offset(), m.length()));
-    }
-    return new PromptIds(t.tokens(), media);
+    return new PromptIds(t.tokens(), t.media());
   }
 
   private static dev.kvrouter.extproc.request.InferenceRequest parse(ChatFront chat, Workload w,

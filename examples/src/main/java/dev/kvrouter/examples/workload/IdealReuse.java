@@ -1,5 +1,6 @@
 package dev.kvrouter.examples.workload;
 
+import dev.kvrouter.examples.sim.engine.MediaSpan;
 import dev.kvrouter.index.block.BlockHasher;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -139,26 +140,10 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
    */
   static long[] mediaExtras(List<MediaSpan> media, int blocks, int blockSize) {
     long[] extras = new long[blocks];
-    if (media.isEmpty()) {
-      return extras;
-    }
-    CharSequence[] ids = new CharSequence[media.size()];
-    int[] offsets = new int[media.size()];
-    for (int b = 0; b < blocks; b++) {
-      int start = b * blockSize;
-      int end = start + blockSize;
-      int k = 0;
-      for (MediaSpan m : media) {
-        if (m.offset() >= end) {
-          break;
-        }
-        if (m.end() > start) {
-          ids[k] = m.identifier();
-          offsets[k] = m.offset() - start;
-          k++;
-        }
+    if (!media.isEmpty()) {
+      for (int b = 0; b < blocks; b++) {
+        extras[b] = MediaSpan.blockExtra(media, b * blockSize, blockSize);
       }
-      extras[b] = BlockHasher.multimodalExtra(ids, offsets, 0, k);
     }
     return extras;
   }

@@ -1,5 +1,6 @@
 package dev.kvrouter.examples.workload;
 
+import dev.kvrouter.examples.sim.engine.MediaSpan;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;

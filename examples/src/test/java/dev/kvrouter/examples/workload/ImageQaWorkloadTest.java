@@ -1,5 +1,6 @@
 package dev.kvrouter.examples.workload;
 
+import dev.kvrouter.examples.sim.engine.MediaSpan;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

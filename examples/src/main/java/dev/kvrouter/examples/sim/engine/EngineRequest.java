@@ -118,16 +118,9 @@ final class EngineRequest {
     return out;
   }
 
-  /** The block's multimodal keys folded the way the router folds them ({@link BlockHasher#multimodalExtra}). */
+  /** The block's multimodal keys folded the way the router folds them ({@link MediaSpan#blockExtra}). */
   private long mediaExtra(int i) {
-    List<List<Object>> keys = mediaKeys(i);
-    CharSequence[] ids = new CharSequence[keys.size()];
-    int[] offsets = new int[keys.size()];
-    for (int k = 0; k < ids.length; k++) {
-      ids[k] = (String) keys.get(k).get(0);
-      offsets[k] = (int) (long) (Long) keys.get(k).get(1);
-    }
-    return BlockHasher.multimodalExtra(ids, offsets, 0, ids.length);
+    return MediaSpan.blockExtra(java.util.Arrays.asList(media), i * blockSize, blockSize);
   }
 
   void appendToken(int token) {

@@ -1,5 +1,7 @@
 package dev.kvrouter.examples.sim.engine;
 
+import dev.kvrouter.index.block.BlockHasher;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -22,5 +24,29 @@ public record MediaSpan(String identifier, int offset, int length) {
 
   public int end() {
     return offset + length;
+  }
+
+  /**
+   * The multimodal extra keys of the block {@code [start, start + blockSize)} folded the way the router folds them
+   * ({@link BlockHasher#multimodalExtra}): {@code [identifier, offset - start]} of every item of {@code media}
+   * (sorted by offset) that overlaps the block, in position order. The one definition the engine's block hashes and
+   * the workload's ideal reuse share.
+   */
+  public static long blockExtra(List<MediaSpan> media, int start, int blockSize) {
+    int end = start + blockSize;
+    CharSequence[] ids = new CharSequence[media.size()];
+    int[] offsets = new int[media.size()];
+    int k = 0;
+    for (MediaSpan m : media) {
+      if (m.offset >= end) {
+        break;
+      }
+      if (m.end() > start) {
+        ids[k] = m.identifier;
+        offsets[k] = m.offset - start;
+        k++;
+      }
+    }
+    return BlockHasher.multimodalExtra(ids, offsets, 0, k);
   }
 }
