@@ -34,6 +34,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
@@ -151,6 +152,8 @@ public final class LoadGenerator implements AutoCloseable {
     private final int[] predecessor;
     private final int[] successor;
     private final AtomicIntegerArray edge;
+    /** Per request: when it completed, failed or was given up (nanoTime), written before its successor's edge. */
+    private final AtomicLongArray doneNanos;
     private final LinkedBlockingQueue<Integer> released = new LinkedBlockingQueue<>();
     /** Scripted answers that came back short (seed to tokens received); written before the edge is marked done. */
     private final Map<Long, Integer> receivedShort = new ConcurrentHashMap<>();
@@ -174,6 +177,7 @@ public final class LoadGenerator implements AutoCloseable {
       this.predecessor = new int[n];
       this.successor = new int[n];
       this.edge = new AtomicIntegerArray(n);
+      this.doneNanos = new AtomicLongArray(n);
       this.held = new boolean[n];
       Arrays.fill(predecessor, -1);
       Arrays.fill(successor, -1);
@@ -284,7 +288,7 @@ public final class LoadGenerator implements AutoCloseable {
           held[next] = true;
           heldNow++;
         } else {
-          send(next, r, req != null ? req : build(r, cutPrompt(r)));
+          send(next, r, req != null ? req : build(r, cutPrompt(r)), r.arrivalMicros());
         }
         next++;
       }
@@ -327,21 +331,25 @@ public final class LoadGenerator implements AutoCloseable {
       return null;
     }
 
-    /** Sends held turn {@code i} now that its predecessor completed (send thread). */
+    /**
+     * Sends held turn {@code i} now that its predecessor completed (send thread). Its hold runs from its planned
+     * time to that completion, as in the virtual A/B; the rest (completion to send) is the driver's send lag.
+     */
     private void sendReleased(int i, long maxRunNanos) {
       heldNow--;
       WorkloadRequest r = requests.get(i);
-      long now = System.nanoTime();
-      long hold = Math.max(0, now - (t0 + r.arrivalMicros() * 1000));
+      long planned = t0 + r.arrivalMicros() * 1000;
+      long due = Math.max(planned, doneNanos.get(predecessor[i]));
+      long hold = due - planned;
       heldBackTurns++;
       heldBackNanos += hold;
       maxHeldBackNanos = Math.max(maxHeldBackNanos, hold);
-      if (now - t0 > maxRunNanos) {
-        records.set(i, RequestRecord.unsent(i, r.id(), r.sessionId(), r.arrivalMicros(), "not_sent"));
+      if (due - t0 > maxRunNanos) {
+        records.set(i, RequestRecord.unsent(i, r.id(), r.sessionId(), (due - t0) / 1000, "not_sent"));
         answered(i, 0);
         return;
       }
-      send(i, r, build(r, cutPrompt(r)));
+      send(i, r, build(r, cutPrompt(r)), (due - t0) / 1000);
     }
 
     /** The prompt as the client resends it: earlier answers cut to what it received of them. */
@@ -354,6 +362,7 @@ public final class LoadGenerator implements AutoCloseable {
      * answer: records a short scripted answer, then releases the turn waiting for it. Any thread.
      */
     private void answered(int i, int tokens) {
+      doneNanos.set(i, System.nanoTime());
       WorkloadRequest r = requests.get(i);
       if (r.answer() != null && tokens < r.answer().length()) {
         receivedShort.put(r.answer().seed(), Math.max(0, tokens));
@@ -396,9 +405,9 @@ public final class LoadGenerator implements AutoCloseable {
     }
 
     /** Sends request {@code i} now, or records it as {@code overflow} at the in-flight cap (send thread). */
-    private void send(int i, WorkloadRequest r, HttpRequest req) {
+    private void send(int i, WorkloadRequest r, HttpRequest req, long dueMicros) {
       if (!permits.tryAcquire()) {
-        records.set(i, RequestRecord.unsent(i, r.id(), r.sessionId(), r.arrivalMicros(), "overflow"));
+        records.set(i, RequestRecord.unsent(i, r.id(), r.sessionId(), dueMicros, "overflow"));
         answered(i, 0);
         return;
       }
@@ -407,7 +416,7 @@ public final class LoadGenerator implements AutoCloseable {
       if (firstSend < 0) {
         firstSend = sentNanos;
       }
-      StreamingExchange ex = new StreamingExchange(r, t0, sentNanos, itl, this::finished, System::nanoTime);
+      StreamingExchange ex = new StreamingExchange(r, dueMicros, t0, sentNanos, itl, this::finished, System::nanoTime);
       live.add(ex);
       java.util.concurrent.CompletableFuture<?> f;
       try {

@@ -36,6 +36,7 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
   private static final int MAX_ERROR_CHARS = 200;
 
   private final WorkloadRequest request;
+  private final long dueMicros;
   private final long t0Nanos;
   private final long sentNanos;
   private final Histogram itl;
@@ -72,6 +73,16 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
    */
   StreamingExchange(WorkloadRequest request, long t0Nanos, long sentNanos, Histogram itl,
       Consumer<StreamingExchange> onFinish, LongSupplier nanoClock) {
+    this(request, request.arrivalMicros(), t0Nanos, sentNanos, itl, onFinish, nanoClock);
+  }
+
+  /**
+   * @param dueMicros when the request was due (its arrival, or later for a closed-loop turn held for its
+   *     predecessor: when that one completed), recorded as its scheduled time so the send lag stays the driver's
+   */
+  StreamingExchange(WorkloadRequest request, long dueMicros, long t0Nanos, long sentNanos, Histogram itl,
+      Consumer<StreamingExchange> onFinish, LongSupplier nanoClock) {
+    this.dueMicros = dueMicros;
     this.nanoClock = nanoClock;
     this.request = request;
     this.t0Nanos = t0Nanos;
@@ -306,7 +317,7 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
       timeoutTask.cancel(false);
     }
     long sent = (sentNanos - t0Nanos) / 1000;
-    record = new RequestRecord(request.index(), request.id(), request.sessionId(), request.arrivalMicros(), sent,
+    record = new RequestRecord(request.index(), request.id(), request.sessionId(), dueMicros, sent,
         firstContentNanos < 0 ? -1 : (firstContentNanos - sentNanos) / 1000,
         (endNanos - sentNanos) / 1000, status, error, servedBy, decisionId, promptTokens,
         cachedTokens, completionTokens, contentChunks, itlMaxMicros);

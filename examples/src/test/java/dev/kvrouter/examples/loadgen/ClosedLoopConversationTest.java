@@ -89,6 +89,10 @@ class ClosedLoopConversationTest {
         RequestRecord prev = run.requests().get(p.index());
         // not sent before the previous turn's response ended, as the client saw it (same clock, same origin)
         assertThat(rec.sentMicros()).as(r.id()).isGreaterThanOrEqualTo(prev.sentMicros() + prev.e2eMicros());
+        // due at its plan or at the previous turn's completion, whichever is later; sent from then on
+        assertThat(rec.scheduledMicros()).isGreaterThanOrEqualTo(Math.max(r.arrivalMicros(),
+            prev.sentMicros() + prev.e2eMicros()));
+        assertThat(rec.sentMicros()).isGreaterThanOrEqualTo(rec.scheduledMicros());
         assertThat(prev.completionTokens()).isEqualTo(p.outputTokens());
         // the worker that served the previous turn cached its prompt and the answer it decoded, all but the last
         // token (whose KV is never computed), in full blocks; the new user message is not cached anywhere
