@@ -255,8 +255,8 @@ public final class LoadGenerator implements AutoCloseable {
     /**
      * The send thread's loop: every request in arrival order at its due time, and in between every held turn the
      * moment its predecessor completes. Bounded: each iteration either passes one planned request or sends one held
-     * turn (each at most once), and waiting for held turns once every planned request is past gives up after the
-     * request timeout plus the drain timeout.
+     * turn (each at most once), and waiting for held turns once every planned request is past gives up when none
+     * is released for the request timeout plus the drain timeout.
      */
     private void sendAll(long maxRunNanos) throws InterruptedException {
       boolean closed = dependentTurns > 0;
@@ -292,9 +292,11 @@ public final class LoadGenerator implements AutoCloseable {
         }
         next++;
       }
-      long giveUp = System.nanoTime() + config.requestTimeout().toNanos() + config.drainTimeout().toNanos();
+      // Every held turn's predecessor is in flight (it ends by its timeout) or itself held; a turn is released at
+      // most once, and one released past the run-time cap is not sent, so this ends by the cap plus a timeout.
+      long patience = config.requestTimeout().toNanos() + config.drainTimeout().toNanos();
       while (heldNow > 0) {
-        Integer ready = released.poll(Math.max(0, giveUp - System.nanoTime()), TimeUnit.NANOSECONDS);
+        Integer ready = released.poll(patience, TimeUnit.NANOSECONDS);
         if (ready == null) {
           break;
         }
@@ -309,8 +311,8 @@ public final class LoadGenerator implements AutoCloseable {
             left++;
           }
         }
-        notes.add(left + " turns still waiting for their previous turn after the request and drain timeouts: "
-            + "aborted");
+        notes.add(left + " turns still waiting for their previous turn when none was released for the request and "
+            + "drain timeouts: aborted");
       }
     }
 
