@@ -13,15 +13,22 @@ import dev.kvrouter.examples.loadgen.AbRunner;
 import dev.kvrouter.examples.loadgen.JvmProbes;
 import dev.kvrouter.examples.loadgen.LoadConfig;
 import dev.kvrouter.examples.loadgen.LoadGenerator;
+import dev.kvrouter.examples.loadgen.RunContext;
 import dev.kvrouter.examples.report.AbReport;
 import dev.kvrouter.examples.report.PolicyResult;
+import dev.kvrouter.examples.report.RequestRecord;
 import dev.kvrouter.examples.report.RouterSnapshot;
+import dev.kvrouter.examples.report.RunData;
 import dev.kvrouter.examples.sim.fleet.SimWorker;
 import dev.kvrouter.examples.sim.http.FaultControl;
+import dev.kvrouter.examples.sim.http.ScriptedOutput;
 import dev.kvrouter.examples.sim.timing.Presets;
 import dev.kvrouter.examples.workload.ChatText;
 import dev.kvrouter.examples.workload.Segment;
 import dev.kvrouter.examples.workload.TokenSpace;
+import dev.kvrouter.examples.workload.Workload;
+import dev.kvrouter.examples.workload.WorkloadCatalog;
+import dev.kvrouter.examples.workload.WorkloadRequest;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.net.http.HttpResponse;
@@ -57,7 +64,10 @@ import org.junit.jupiter.api.io.TempDir;
  *       no errors, and the router's predicted cached tokens match what the workers report within one block for
  *       at least 99% of requests (issue 4's truth check);
  *   <li>issue 4's acceptance: a repeated long prompt goes to the worker that holds it; a flood of one shared
- *       prefix spreads once the holder's queue costs more than the prefill it saves (cache_only does not).
+ *       prefix spreads once the holder's queue costs more than the prefill it saves (cache_only does not);
+ *   <li>multi-turn conversations with the model's own answers, closed loop: the workers generate the scripted
+ *       answers ({@code ScriptedOutput}), each later turn waits for the previous one and, routed by kv_aware to the
+ *       worker that answered it, finds the previous prompt and answer cached there.
  * </ul>
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -100,7 +110,8 @@ class AbSmokeE2eTest {
       };
     };
     stack = EnvoyAbStack.start(new EnvoyAbStack.Options(Stack.ROOT, 4, Presets.byId("qwen3-8b-h100"), MODEL,
-        tokenizer, 16, 0, 7, null, true, "routing: {policy: kv_aware, scrape: {interval_ms: 100}}", dir), inProcess);
+        tokenizer, 16, 0, 7, null, true, "routing: {policy: kv_aware, scrape: {interval_ms: 100}}", dir, 0, null, "",
+        new ScriptedOutput(TokenSpace.DEFAULT)), inProcess);
   }
 
   @AfterAll
@@ -183,6 +194,46 @@ class AbSmokeE2eTest {
     } finally {
       setSlowdown(1.0);
     }
+  }
+
+  @Test
+  @Order(4)
+  void conversationsResendTheModelsOwnAnswerAndKvAwareFindsItCached() throws Exception {
+    Workload wl = WorkloadCatalog.create("multi-turn:format=tokens,sessions=8,rate=4,turns=3,think=0.05,system=64,"
+        + "user=30..60,output=20..40,seed=9");
+    Map<String, WorkloadRequest> byId = new HashMap<>();
+    wl.requests().forEach(r -> byId.put(r.id(), r));
+    RunData run;
+    try (LoadGenerator gen = new LoadGenerator(LoadConfig.defaults(stack.uri(), MODEL)
+        .withMaxRunTime(Duration.ofSeconds(30)).withTimeouts(Duration.ofSeconds(30), Duration.ofSeconds(20))
+        .withSampleInterval(Duration.ofMillis(100)))) {
+      run = gen.run(wl, RunContext.builder("kv_aware").header(AbRunner.POLICY_HEADER, "kv_aware")
+          .workers(stack.targets()).build());
+    }
+    assertThat(run.requests()).as(run.notes().toString()).allSatisfy(r -> assertThat(r.error()).isNull());
+    assertThat(run.notes()).contains("model answers: all " + wl.size() + " streamed answers were the scripted tokens");
+    int dependent = 0;
+    int sameWorker = 0;
+    for (WorkloadRequest r : wl.requests()) {
+      if (r.after() == null) {
+        continue;
+      }
+      dependent++;
+      WorkloadRequest p = byId.get(r.after());
+      RequestRecord rec = run.requests().get(r.index());
+      RequestRecord prev = run.requests().get(p.index());
+      assertThat(rec.sentMicros()).as(r.id()).isGreaterThanOrEqualTo(prev.sentMicros() + prev.e2eMicros());
+      if (rec.servedBy().equals(prev.servedBy())) {
+        sameWorker++;
+        // the previous prompt and the answer the worker decoded, all but the last token, in full blocks
+        assertThat(rec.cachedTokens()).as(r.id())
+            .isGreaterThanOrEqualTo((p.prompt().contentLength() + p.outputTokens() - 1) / 16 * 16);
+      }
+    }
+    assertThat(dependent).isEqualTo(16);
+    assertThat(sameWorker).as("later turns kv_aware sent to the worker holding the conversation").isGreaterThan(12);
+    assertThat(run.notes()).anySatisfy(n -> assertThat(n).startsWith("closed loop: ")
+        .contains(" of 16 dependent turns held back"));
   }
 
   private Map<String, Integer> flood(String prefix, int seedBase, int n, String policy) throws Exception {

@@ -7,7 +7,11 @@ import dev.kvrouter.examples.loadgen.LoadConfig;
 import dev.kvrouter.examples.loadgen.LoadGenerator;
 import dev.kvrouter.examples.loadgen.PolicyPreparer;
 import dev.kvrouter.examples.report.RoutingOverhead;
+import dev.kvrouter.examples.sim.http.ScriptedOutput;
 import dev.kvrouter.examples.sim.timing.Presets;
+import dev.kvrouter.examples.workload.TokenSpace;
+import dev.kvrouter.examples.workload.Workload;
+import dev.kvrouter.examples.workload.WorkloadCatalog;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -23,8 +27,12 @@ import picocli.CommandLine.Option;
 /**
  * The A/B through real Envoy: starts simulated vLLM workers (HTTP + ZMQ events), the router in its own JVM (the
  * {@code kvrouter} command, with a {@code models:} entry for the real tokenizer) and Envoy (the shipped config,
- * with the trusted policy header let through), then runs every workload once per policy with the open-loop load
- * generator ({@link AbRunner}: caches reset between runs). Writes report.json, report.md, charts/ and
+ * with the trusted policy header let through), then runs every workload once per policy with the load generator
+ * ({@link AbRunner}: caches reset between runs; open loop, conversations closed loop). When a workload scripts its
+ * answers (multi-turn {@code format=tokens}, {@code answers=model}), the workers generate the answer a request's
+ * {@code seed} names ({@link ScriptedOutput} over the workload's token space), so later turns resend the model's
+ * own answer as in the virtual-time A/B; other workloads run against the same workers unchanged (a request
+ * without {@code seed} keeps its own output). Writes report.json, report.md, charts/ and
  * {@code envoy.json} (the truth check and decision counts per run, from the router's decision records).
  *
  * <p>Run with the dist module's class path (the router's main class must be on it), see docs/benchmarks/ab.md.
@@ -103,8 +111,14 @@ public final class EnvoyAb implements Callable<Integer> {
   public Integer call() throws Exception {
     Files.createDirectories(out);
     Path dir = Files.createTempDirectory("kvrouter-envoy-ab");
+    List<String> specs = new ArrayList<>();
+    for (String s : workloads) {
+      specs.add(AbRunner.withSeed(s, Long.toString(seed)));
+    }
+    ScriptedOutput scripted = scriptedOutput(specs);
     EnvoyAbStack.Options o = new EnvoyAbStack.Options(root.toAbsolutePath(), workers, Presets.byId(preset), model,
-        tokenizer, blockSize, numGpuBlocks, seed, null, true, "routing: {policy: kv_aware}", dir, kvOffloadingSizeGib);
+        tokenizer, blockSize, numGpuBlocks, seed, null, true, "routing: {policy: kv_aware}", dir, kvOffloadingSizeGib,
+        null, "", scripted);
     Map<String, Object> meta = new LinkedHashMap<>();
     meta.put("mode", "through-envoy");
     meta.put("command", "EnvoyAb " + String.join(" ", ProcessHandle.current().info().arguments()
@@ -113,6 +127,7 @@ public final class EnvoyAb implements Callable<Integer> {
     meta.put("preset", preset);
     meta.put("kvOffloadingSizeGib", kvOffloadingSizeGib);
     meta.put("tokenizer", tokenizer.toString());
+    meta.put("workerOutput", scripted == null ? "model" : scripted.toString());
     meta.put("cpus", Runtime.getRuntime().availableProcessors());
     meta.put("loadAverageAtStart", java.lang.management.ManagementFactory.getOperatingSystemMXBean()
         .getSystemLoadAverage());
@@ -120,10 +135,6 @@ public final class EnvoyAb implements Callable<Integer> {
     try (EnvoyAbStack stack = EnvoyAbStack.start(o, new ProcessRouterLauncher(routerJvm))) {
       meta.put("envoy", stack.envoyVersion());
       meta.put("numGpuBlocks", stack.fleet().config().engineConfig(0).numGpuBlocks());
-      List<String> specs = new ArrayList<>();
-      for (String s : workloads) {
-        specs.add(AbRunner.withSeed(s, Long.toString(seed)));
-      }
       LoadConfig load = LoadConfig.defaults(stack.uri(), model).withMaxInFlight(maxInFlight)
           .withMaxRunTime(Duration.ofSeconds(maxSeconds)).withSampleInterval(Duration.ofMillis(sampleMs));
       PolicyPreparer preparer = (policy, w, ctx) -> ctx.routerSnapshot(stack.router()::snapshot)
@@ -149,5 +160,27 @@ public final class EnvoyAb implements Callable<Integer> {
           .writeValueAsString(extras) + "\n");
     }
     return 0;
+  }
+
+  /**
+   * The workers' output for these workloads: scripted over the token space of those that script their answers
+   * (one space for all of them), else the default.
+   */
+  static ScriptedOutput scriptedOutput(List<String> specs) {
+    TokenSpace space = null;
+    for (String raw : specs) {
+      for (String spec : WorkloadCatalog.expand(raw)) {
+        Workload w = WorkloadCatalog.create(spec);
+        if (!w.scriptsAnswers()) {
+          continue;
+        }
+        if (space != null && !space.equals(w.tokenSpace())) {
+          throw new IllegalArgumentException("workloads that script their answers must share one token space (the "
+              + "workers generate from it), found " + space + " and " + w.tokenSpace());
+        }
+        space = w.tokenSpace();
+      }
+    }
+    return space == null ? null : new ScriptedOutput(space);
   }
 }

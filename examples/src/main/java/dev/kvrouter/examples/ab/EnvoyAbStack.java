@@ -7,6 +7,7 @@ import dev.kvrouter.examples.sim.fleet.MultimodalModels;
 import dev.kvrouter.examples.sim.fleet.SimFleet;
 import dev.kvrouter.examples.sim.fleet.SimWorker;
 import dev.kvrouter.examples.sim.http.FaultControl;
+import dev.kvrouter.examples.sim.http.ScriptedOutput;
 import dev.kvrouter.examples.sim.timing.Preset;
 import dev.kvrouter.index.wire.WireLayout;
 import java.io.IOException;
@@ -55,10 +56,20 @@ public final class EnvoyAbStack implements AutoCloseable {
    * @param multimodalPreset the model's {@code multimodal:} preset (e.g. {@code gemma3}) for workers and router
    *     alike, or null for a text-only model
    * @param extraYaml further kvrouter.yaml sections (e.g. {@code events: {...}}), or empty
+   * @param scriptedOutput the workers generate the answer a request's {@code seed} names ({@link ScriptedOutput}:
+   *     workloads that script their answers), or null for their default output
    */
   public record Options(Path root, int workers, Preset preset, String model, Path tokenizer, int blockSize,
       int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir,
-      double kvOffloadingSizeGib, String multimodalPreset, String extraYaml) {
+      double kvOffloadingSizeGib, String multimodalPreset, String extraYaml, ScriptedOutput scriptedOutput) {
+
+    /** With the workers' default output. */
+    public Options(Path root, int workers, Preset preset, String model, Path tokenizer, int blockSize,
+        int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir,
+        double kvOffloadingSizeGib, String multimodalPreset, String extraYaml) {
+      this(root, workers, preset, model, tokenizer, blockSize, numGpuBlocks, seed, faults, policyHeader, routingYaml,
+          dir, kvOffloadingSizeGib, multimodalPreset, extraYaml, null);
+    }
 
     /** A text-only model, no further sections. */
     public Options(Path root, int workers, Preset preset, String model, Path tokenizer, int blockSize,
@@ -114,7 +125,7 @@ public final class EnvoyAbStack implements AutoCloseable {
     Path abs = o.tokenizer().toAbsolutePath().normalize();
     FleetConfig fc = new FleetConfig(o.workers(), "sim-", "127.0.0.1", 0, true, 0, 0, "",
         WireLayout.VLLM_MAP, o.preset(), o.model(), List.of(), abs, o.blockSize(), o.numGpuBlocks(), 256, 8192, 0, 0,
-        true, o.seed(), o.faults(), 2, o.kvOffloadingSizeGib());
+        true, o.seed(), o.faults(), 2, o.kvOffloadingSizeGib()).withScriptedOutput(o.scriptedOutput());
     SimFleet fleet = SimFleet.start(o.multimodalPreset() == null ? fc
         : fc.withMultimodal(MultimodalModels.preset(o.multimodalPreset())));
     RouterLauncher.Router router = null;

@@ -170,6 +170,11 @@ public final class AbRunner {
             + "imbalance %.2f  errors %d%n",
         policy, r.ttftMs().p50(), r.ttftMs().p99(), r.e2eMs().p50(), r.cache().servedShare() * 100,
         r.cache().idealShare() * 100, r.balance().requestImbalance(), r.counts().failed());
+    for (String n : data.notes()) {
+      if (n.startsWith("closed loop:") || n.startsWith("model answers:")) {
+        progress.println("    " + n);
+      }
+    }
     return r;
   }
 

@@ -7,6 +7,8 @@ import dev.kvrouter.examples.report.RouterSnapshot;
 import dev.kvrouter.examples.report.RoutingOverhead;
 import dev.kvrouter.examples.report.RunData;
 import dev.kvrouter.examples.report.WorkerCounters;
+import dev.kvrouter.examples.workload.Prompt;
+import dev.kvrouter.examples.workload.Segment;
 import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadRequest;
 import java.net.URI;
@@ -14,6 +16,8 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -21,6 +25,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
@@ -28,6 +33,8 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
@@ -36,20 +43,35 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The open-loop HTTP driver: sends each request of a workload at its arrival time, whatever the state of earlier
- * ones, as a streaming OpenAI request, and records what came back ({@link RequestRecord}), the workers' counters
+ * The HTTP driver: sends each request of a workload at its arrival time, whatever the state of earlier ones (open
+ * loop), as a streaming OpenAI request, and records what came back ({@link RequestRecord}), the workers' counters
  * before and after, and their queues every {@code sampleInterval}.
  *
- * <p>Threads, all fixed whatever the request count: the caller's thread schedules the sends (it builds the next
- * body, then parks until its arrival time); the HTTP client's selector thread and {@code clientThreads}
- * executor threads read responses; one timer thread samples worker queues and fires request timeouts. Requests
- * in flight are capped by a semaphore; an arrival that finds it exhausted is recorded as {@code overflow}
- * rather than delayed, so a saturated target shows up as errors, not as a silently slower arrival rate.
+ * <p>Conversations run closed loop: a request that waits for another ({@link WorkloadRequest#after}, the previous
+ * turn of its session) is sent at its arrival time or when that one completed or failed, whichever is later, as
+ * vLLM's multi-turn benchmark client does; open loop across sessions and for every other request. A request that
+ * scripts its answer ({@link WorkloadRequest#answer}) carries the answer's seed as the OpenAI {@code seed}, which
+ * workers started with {@code --output-tokens workload} turn into exactly the scripted tokens, so a later turn
+ * resends the model's own answer. A later prompt resends what the client received: an earlier answer that came
+ * back short is cut to the tokens streamed (none for a failed or unsent turn; {@link Prompt#withAnswersCut}), as
+ * the virtual-time A/B ({@code ab.VirtualRun}) does. The run's notes count the held-back turns, their total and
+ * longest hold, the answers resent short, and how many streamed answers matched the script (a worker that picks
+ * its own tokens makes the resent answers fresh in effect, and the notes say so).
  *
- * <p>Conversations stay open loop here, and their later turns resend the answers the workload scripts, not what
- * the worker generated: a multi-turn workload with {@code answers=model} (closed loop, {@link WorkloadRequest#after},
- * {@link WorkloadRequest#answer}) runs as {@code answers=fresh,loop=open} would, and the run's notes say so. Only
- * the virtual-time A/B ({@code ab.VirtualRun}) makes the engines generate the script and waits for each answer.
+ * <p>Threads, all fixed whatever the request count: the caller's thread (the send thread) schedules and makes every
+ * send (it builds the next body, then waits until its arrival time); the HTTP client's selector thread and
+ * {@code clientThreads} executor threads read responses; one timer thread samples worker queues and fires request
+ * timeouts. Requests in flight are capped by a semaphore; an arrival that finds it exhausted is recorded as
+ * {@code overflow} rather than delayed, so a saturated target shows up as errors, not as a silently slower arrival
+ * rate (an overflowed turn counts as failed for its successor).
+ *
+ * <p>Closed-loop contract: the send thread alone sends, holds and counts holds. A completion (on an HTTP client or
+ * timer thread, or the send thread for a request never sent) first records what the client received of a scripted
+ * answer, then marks the waiting request's edge done; if the send thread had already marked it held, the
+ * completion hands its index to the send thread over a queue, and the send thread, which waits on that queue
+ * instead of parking whenever the workload has dependent requests, sends it. One compare-and-set per edge decides
+ * who came first, so a turn is sent exactly once and never before its predecessor completed; the queue hand-off
+ * orders the received-answer write before the send that reads it.
  *
  * <p>One run at a time per instance; {@link #close()} stops the threads.
  */
@@ -58,6 +80,12 @@ public final class LoadGenerator implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(LoadGenerator.class);
   /** Distinct failure details kept as notes per run. */
   private static final int MAX_ERROR_NOTES = 8;
+  /** Closed loop, per waiting request: neither its due time nor its predecessor's completion has come. */
+  private static final int EDGE_OPEN = 0;
+  /** Its due time came first: the completion releases it. */
+  private static final int EDGE_HELD = 1;
+  /** Its predecessor completed first: it is sent when due. */
+  private static final int EDGE_DONE = 2;
   /** Bound on queue samples kept per run (8 workers at 4 Hz for almost 9 hours). */
   private static final int MAX_LOAD_SAMPLES = 1_000_000;
 
@@ -120,6 +148,25 @@ public final class LoadGenerator implements AutoCloseable {
     private final AtomicLong lastEndNanos = new AtomicLong();
     private final AtomicLong peakHeap = new AtomicLong(-1);
     private long t0;
+    // Closed loop (see the class comment). predecessor/successor are fixed before the first send.
+    private final int[] predecessor;
+    private final int[] successor;
+    private final AtomicIntegerArray edge;
+    /** Per request: when it completed, failed or was given up (nanoTime), written before its successor's edge. */
+    private final AtomicLongArray doneNanos;
+    private final LinkedBlockingQueue<Integer> released = new LinkedBlockingQueue<>();
+    /** Scripted answers that came back short (seed to tokens received); written before the edge is marked done. */
+    private final Map<Long, Integer> receivedShort = new ConcurrentHashMap<>();
+    private final AtomicInteger answersAsScripted = new AtomicInteger();
+    private final AtomicInteger answersOffScript = new AtomicInteger();
+    private final AtomicInteger answersUnread = new AtomicInteger();
+    // Send thread only.
+    private final boolean[] held;
+    private int dependentTurns;
+    private int heldNow;
+    private long heldBackTurns;
+    private long heldBackNanos;
+    private long maxHeldBackNanos;
 
     Run(Workload workload, RunContext ctx) {
       this.workload = workload;
@@ -127,6 +174,33 @@ public final class LoadGenerator implements AutoCloseable {
       int n = config.maxRequests() > 0 ? Math.min(config.maxRequests(), workload.size()) : workload.size();
       this.requests = workload.requests().subList(0, n);
       this.records = new AtomicReferenceArray<>(n);
+      this.predecessor = new int[n];
+      this.successor = new int[n];
+      this.edge = new AtomicIntegerArray(n);
+      this.doneNanos = new AtomicLongArray(n);
+      this.held = new boolean[n];
+      Arrays.fill(predecessor, -1);
+      Arrays.fill(successor, -1);
+      Map<String, Integer> byId = new HashMap<>();
+      for (int i = 0; i < n; i++) {
+        byId.put(requests.get(i).id(), i);
+      }
+      for (int i = 0; i < n; i++) {
+        WorkloadRequest r = requests.get(i);
+        if (r.after() == null) {
+          continue;
+        }
+        Integer p = byId.get(r.after());
+        if (p == null || p >= i) {
+          throw new IllegalArgumentException(r.id() + " waits for " + r.after() + ", which is not an earlier request");
+        }
+        if (successor[p] >= 0) {
+          throw new IllegalArgumentException(r.after() + " has two requests waiting for it");
+        }
+        successor[p] = i;
+        predecessor[i] = p;
+        dependentTurns++;
+      }
     }
 
     RunData execute() throws InterruptedException {
@@ -137,36 +211,9 @@ public final class LoadGenerator implements AutoCloseable {
       lastEndNanos.set(t0);
       long sampleMicros = config.sampleInterval().toNanos() / 1000;
       ScheduledFuture<?> sampler = timer.scheduleAtFixedRate(this::sample, 0, sampleMicros, TimeUnit.MICROSECONDS);
-      long firstSend = -1;
-      if (requests.stream().anyMatch(r -> r.after() != null || r.answer() != null)) {
-        notes.add("through HTTP, conversations run open loop and resend the scripted answers, which the workers did "
-            + "not generate: fresh answers in effect (answers=model and loop=closed hold in the virtual A/B only)");
-      }
-      long maxRunMicros = config.maxRunTime().toNanos() / 1000;
+      long maxRunNanos = config.maxRunTime().toNanos();
       try {
-        for (int i = 0; i < requests.size(); i++) {
-          WorkloadRequest r = requests.get(i);
-          if (r.arrivalMicros() > maxRunMicros) {
-            for (int j = i; j < requests.size(); j++) {
-              WorkloadRequest u = requests.get(j);
-              records.set(j, RequestRecord.unsent(j, u.id(), u.sessionId(), u.arrivalMicros(), "not_sent"));
-            }
-            notes.add((requests.size() - i) + " requests not sent: past the run-time cap of " + config.maxRunTime());
-            break;
-          }
-          HttpRequest req = build(r);
-          parkUntil(t0 + r.arrivalMicros() * 1000);
-          if (!permits.tryAcquire()) {
-            records.set(i, RequestRecord.unsent(i, r.id(), r.sessionId(), r.arrivalMicros(), "overflow"));
-            continue;
-          }
-          maxInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
-          long sent = System.nanoTime();
-          if (firstSend < 0) {
-            firstSend = sent;
-          }
-          send(i, r, req, sent);
-        }
+        sendAll(maxRunNanos);
         drain();
       } finally {
         sampler.cancel(false);
@@ -193,6 +240,7 @@ public final class LoadGenerator implements AutoCloseable {
       }
       samples.sort(java.util.Comparator.comparingLong(LoadSample::atMicros));
       long duration = firstSend < 0 ? 0 : (end - firstSend) / 1000;
+      closedLoopNotes();
       List<String> n;
       synchronized (notes) {
         n = new ArrayList<>(notes);
@@ -201,19 +249,176 @@ public final class LoadGenerator implements AutoCloseable {
           samples, sampleMicros, routerBefore, routerAfter, peakHeap.get(), overhead, maxInFlight.get(), n);
     }
 
-    private HttpRequest build(WorkloadRequest r) {
+
+    private long firstSend = -1;
+
+    /**
+     * The send thread's loop: every request in arrival order at its due time, and in between every held turn the
+     * moment its predecessor completes. Bounded: each iteration either passes one planned request or sends one held
+     * turn (each at most once), and waiting for held turns once every planned request is past gives up when none
+     * is released for the request timeout plus the drain timeout.
+     */
+    private void sendAll(long maxRunNanos) throws InterruptedException {
+      boolean closed = dependentTurns > 0;
+      int n = requests.size();
+      int next = 0;
+      while (next < n) {
+        WorkloadRequest r = requests.get(next);
+        if (r.arrivalMicros() * 1000 > maxRunNanos) {
+          for (int j = next; j < n; j++) {
+            WorkloadRequest u = requests.get(j);
+            records.set(j, RequestRecord.unsent(j, u.id(), u.sessionId(), u.arrivalMicros(), "not_sent"));
+          }
+          notes.add((n - next) + " requests not sent: past the run-time cap of " + config.maxRunTime());
+          break; // the successors of these are among them: nothing to release
+        }
+        int p = predecessor[next];
+        // built before waiting when it cannot change any more: no predecessor, or its answer is in
+        HttpRequest req = p < 0 || edge.get(next) == EDGE_DONE ? build(r, cutPrompt(r)) : null;
+        long due = t0 + r.arrivalMicros() * 1000;
+        if (closed) {
+          Integer ready;
+          while ((ready = releasedUntil(due)) != null) {
+            sendReleased(ready, maxRunNanos);
+          }
+        } else {
+          parkUntil(due);
+        }
+        if (p >= 0 && edge.compareAndSet(next, EDGE_OPEN, EDGE_HELD)) {
+          held[next] = true;
+          heldNow++;
+        } else {
+          send(next, r, req != null ? req : build(r, cutPrompt(r)), r.arrivalMicros());
+        }
+        next++;
+      }
+      // Every held turn's predecessor is in flight (it ends by its timeout) or itself held; a turn is released at
+      // most once, and one released past the run-time cap is not sent, so this ends by the cap plus a timeout.
+      long patience = config.requestTimeout().toNanos() + config.drainTimeout().toNanos();
+      while (heldNow > 0) {
+        Integer ready = released.poll(patience, TimeUnit.NANOSECONDS);
+        if (ready == null) {
+          break;
+        }
+        sendReleased(ready, maxRunNanos);
+      }
+      if (heldNow > 0) {
+        int left = 0;
+        for (int i = 0; i < n; i++) {
+          if (held[i] && records.get(i) == null && edge.get(i) == EDGE_HELD) {
+            WorkloadRequest u = requests.get(i);
+            records.set(i, RequestRecord.unsent(i, u.id(), u.sessionId(), u.arrivalMicros(), "aborted"));
+            left++;
+          }
+        }
+        notes.add(left + " turns still waiting for their previous turn when none was released for the request and "
+            + "drain timeouts: aborted");
+      }
+    }
+
+    /** A released turn, as soon as one is, or null once {@code deadline} (nanoTime) has come. */
+    private Integer releasedUntil(long deadline) throws InterruptedException {
+      Integer r = released.poll();
+      if (r != null) {
+        return r;
+      }
+      long left = deadline - System.nanoTime();
+      if (left > 200_000) {
+        r = released.poll(left - 100_000, TimeUnit.NANOSECONDS);
+        if (r != null) {
+          return r;
+        }
+      }
+      parkUntil(deadline); // the last stretch spins for accuracy, as in open loop
+      return null;
+    }
+
+    /**
+     * Sends held turn {@code i} now that its predecessor completed (send thread). Its hold runs from its planned
+     * time to that completion, as in the virtual A/B; the rest (completion to send) is the driver's send lag.
+     */
+    private void sendReleased(int i, long maxRunNanos) {
+      heldNow--;
+      WorkloadRequest r = requests.get(i);
+      long planned = t0 + r.arrivalMicros() * 1000;
+      long due = Math.max(planned, doneNanos.get(predecessor[i]));
+      long hold = due - planned;
+      heldBackTurns++;
+      heldBackNanos += hold;
+      maxHeldBackNanos = Math.max(maxHeldBackNanos, hold);
+      if (due - t0 > maxRunNanos) {
+        records.set(i, RequestRecord.unsent(i, r.id(), r.sessionId(), (due - t0) / 1000, "not_sent"));
+        answered(i, 0);
+        return;
+      }
+      send(i, r, build(r, cutPrompt(r)), (due - t0) / 1000);
+    }
+
+    /** The prompt as the client resends it: earlier answers cut to what it received of them. */
+    private Prompt cutPrompt(WorkloadRequest r) {
+      return r.prompt().format() == Prompt.Format.TOKENS ? r.prompt().withAnswersCut(receivedShort) : r.prompt();
+    }
+
+    /**
+     * Request {@code i} completed, failed or was never sent, the client having received {@code tokens} of its
+     * answer: records a short scripted answer, then releases the turn waiting for it. Any thread.
+     */
+    private void answered(int i, int tokens) {
+      doneNanos.set(i, System.nanoTime());
+      WorkloadRequest r = requests.get(i);
+      if (r.answer() != null && tokens < r.answer().length()) {
+        receivedShort.put(r.answer().seed(), Math.max(0, tokens));
+      }
+      int s = successor[i];
+      if (s >= 0 && edge.getAndSet(s, EDGE_DONE) == EDGE_HELD) {
+        released.add(s);
+      }
+    }
+
+    private void closedLoopNotes() {
+      if (dependentTurns > 0) {
+        notes.add(String.format(java.util.Locale.ROOT,
+            "closed loop: %d of %d dependent turns held back for the previous answer, %.3f s in total (max %.3f s)"
+                + "%s", heldBackTurns, dependentTurns, heldBackNanos / 1e9, maxHeldBackNanos / 1e9,
+            receivedShort.isEmpty() ? "" : "; " + receivedShort.size() + " answers resent short"));
+      }
+      int scripted = answersAsScripted.get() + answersOffScript.get() + answersUnread.get();
+      if (scripted > 0) {
+        if (answersOffScript.get() + answersUnread.get() == 0) {
+          notes.add("model answers: all " + scripted + " streamed answers were the scripted tokens");
+        } else {
+          notes.add(String.format(java.util.Locale.ROOT, "model answers: %d of %d streamed answers were the scripted "
+              + "tokens, %d were other tokens, %d not token ids (workers not started with --output-tokens "
+              + "workload?); later turns resend the script, so those answers are fresh in effect",
+              answersAsScripted.get(), scripted, answersOffScript.get(), answersUnread.get()));
+        }
+      }
+    }
+
+    private HttpRequest build(WorkloadRequest r, Prompt prompt) {
       HttpRequest.Builder b = HttpRequest.newBuilder(endpoint(RequestBodies.path(r)))
           .timeout(config.requestTimeout())
           .header("content-type", "application/json")
           .header("accept", "text/event-stream")
-          .POST(HttpRequest.BodyPublishers.ofByteArray(RequestBodies.body(workload, r, config.model())));
+          .POST(HttpRequest.BodyPublishers.ofByteArray(RequestBodies.body(workload, r, prompt, config.model())));
       config.headers().forEach(b::header);
       ctx.headers().forEach(b::header);
       return b.build();
     }
 
-    private void send(int i, WorkloadRequest r, HttpRequest req, long sentNanos) {
-      StreamingExchange ex = new StreamingExchange(r, t0, sentNanos, itl, this::finished, System::nanoTime);
+    /** Sends request {@code i} now, or records it as {@code overflow} at the in-flight cap (send thread). */
+    private void send(int i, WorkloadRequest r, HttpRequest req, long dueMicros) {
+      if (!permits.tryAcquire()) {
+        records.set(i, RequestRecord.unsent(i, r.id(), r.sessionId(), dueMicros, "overflow"));
+        answered(i, 0);
+        return;
+      }
+      maxInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
+      long sentNanos = System.nanoTime();
+      if (firstSend < 0) {
+        firstSend = sentNanos;
+      }
+      StreamingExchange ex = new StreamingExchange(r, dueMicros, t0, sentNanos, itl, this::finished, System::nanoTime);
       live.add(ex);
       java.util.concurrent.CompletableFuture<?> f;
       try {
@@ -235,6 +440,18 @@ public final class LoadGenerator implements AutoCloseable {
     private void finished(StreamingExchange ex) {
       RequestRecord rec = ex.record();
       records.set(rec.index(), rec);
+      int[] streamed = ex.request().answer() == null ? null : ex.streamedAnswer();
+      if (ex.request().answer() != null && rec.contentChunks() > 0) {
+        if (streamed == null) {
+          answersUnread.incrementAndGet();
+        } else if (Arrays.equals(streamed, workload.tokenSpace().tokens(
+            new Segment(ex.request().answer().seed(), streamed.length)))) {
+          answersAsScripted.incrementAndGet();
+        } else {
+          answersOffScript.incrementAndGet();
+        }
+      }
+      answered(rec.index(), rec.ok() && rec.completionTokens() >= 0 ? rec.completionTokens() : rec.contentChunks());
       if (live.remove(ex)) {
         inFlight.decrementAndGet();
         permits.release();

@@ -33,11 +33,24 @@ public final class RequestBodies {
 
   /** The JSON body the load generator sends for {@code r} (also what the virtual-time A/B parses). */
   public static byte[] body(Workload w, WorkloadRequest r, String model) {
-    ByteArrayOutputStream out = new ByteArrayOutputStream(256 + r.prompt().contentLength() * 7);
+    return body(w, r, r.prompt(), model);
+  }
+
+  /**
+   * The body for {@code r} with {@code prompt} in place of its own, e.g. its prompt with earlier answers cut to what
+   * the client received ({@link Prompt#withAnswersCut}). A request that scripts its answer carries the answer's
+   * seed as the OpenAI {@code seed}: a worker started with {@code --output-tokens workload} generates exactly the
+   * script from it.
+   */
+  static byte[] body(Workload w, WorkloadRequest r, Prompt prompt, String model) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream(256 + prompt.contentLength() * 7);
     try (JsonGenerator g = JSON.createGenerator(out)) {
       g.writeStartObject();
       g.writeStringField("model", model);
-      if (r.prompt().format() == Prompt.Format.CHAT) {
+      if (prompt.format() == Prompt.Format.CHAT) {
+        if (prompt != r.prompt()) {
+          throw new IllegalArgumentException("chat prompts are sent as the workload wrote them");
+        }
         g.writeArrayFieldStart("messages");
         for (ChatMessage m : w.chatMessages(r)) {
           g.writeStartObject();
@@ -70,13 +83,16 @@ public final class RequestBodies {
         }
         g.writeEndArray();
       } else {
-        int[] t = w.promptTokens(r);
+        int[] t = w.promptTokens(prompt);
         g.writeFieldName("prompt");
         g.writeArray(t, 0, t.length);
       }
       g.writeNumberField("max_tokens", r.outputTokens());
       g.writeBooleanField("ignore_eos", true);
       g.writeNumberField("temperature", 0);
+      if (r.answer() != null) {
+        g.writeNumberField("seed", r.answer().seed());
+      }
       g.writeBooleanField("stream", true);
       g.writeObjectFieldStart("stream_options");
       g.writeBooleanField("include_usage", true);

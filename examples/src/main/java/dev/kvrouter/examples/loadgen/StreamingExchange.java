@@ -36,6 +36,7 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
   private static final int MAX_ERROR_CHARS = 200;
 
   private final WorkloadRequest request;
+  private final long dueMicros;
   private final long t0Nanos;
   private final long sentNanos;
   private final Histogram itl;
@@ -53,6 +54,10 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
   private long firstContentNanos = -1;
   private long lastContentNanos = -1;
   private int contentChunks;
+  /** The answer's token ids as streamed ({@code token_id:<id>} texts), only for a request that scripts one. */
+  private final int[] answerIds;
+  private int answerIdsRead;
+  private boolean answerUnreadable;
   private long itlMaxMicros = -1;
   private int promptTokens = -1;
   private int cachedTokens = -1;
@@ -68,12 +73,23 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
    */
   StreamingExchange(WorkloadRequest request, long t0Nanos, long sentNanos, Histogram itl,
       Consumer<StreamingExchange> onFinish, LongSupplier nanoClock) {
+    this(request, request.arrivalMicros(), t0Nanos, sentNanos, itl, onFinish, nanoClock);
+  }
+
+  /**
+   * @param dueMicros when the request was due (its arrival, or later for a closed-loop turn held for its
+   *     predecessor: when that one completed), recorded as its scheduled time so the send lag stays the driver's
+   */
+  StreamingExchange(WorkloadRequest request, long dueMicros, long t0Nanos, long sentNanos, Histogram itl,
+      Consumer<StreamingExchange> onFinish, LongSupplier nanoClock) {
+    this.dueMicros = dueMicros;
     this.nanoClock = nanoClock;
     this.request = request;
     this.t0Nanos = t0Nanos;
     this.sentNanos = sentNanos;
     this.itl = itl;
     this.onFinish = onFinish;
+    this.answerIds = request.answer() == null ? null : new int[request.answer().length()];
   }
 
   synchronized void attach(Future<?> send, Future<?> timeout) {
@@ -231,6 +247,9 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
       JsonNode text = c.has("delta") ? c.path("delta").path("content") : c.path("text");
       if (text.isTextual() && !text.asText().isEmpty()) {
         content(now);
+        if (answerIds != null) {
+          readAnswerIds(text.asText());
+        }
         break;
       }
     }
@@ -257,6 +276,38 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
     contentChunks++;
   }
 
+  private static final String TOKEN_ID = "token_id:";
+
+  /** Reads {@code token_id:<id>} texts (vLLM's {@code return_tokens_as_token_ids} rendering) into the answer. */
+  private void readAnswerIds(String text) {
+    int at = 0;
+    while (!answerUnreadable && at < text.length()) {
+      if (!text.startsWith(TOKEN_ID, at)) {
+        answerUnreadable = true;
+        return;
+      }
+      int from = at + TOKEN_ID.length();
+      int to = from;
+      while (to < text.length() && to - from < 10 && Character.isDigit(text.charAt(to))) {
+        to++;
+      }
+      if (to == from || answerIdsRead == answerIds.length) {
+        answerUnreadable = true;
+        return;
+      }
+      answerIds[answerIdsRead++] = (int) Math.min(Integer.MAX_VALUE, Long.parseLong(text, from, to, 10));
+      at = to;
+    }
+  }
+
+  /**
+   * The scripted answer's token ids as the worker streamed them, or {@code null} when the request scripts no
+   * answer or the stream's text was not {@code token_id:<id>} (a worker generating its own text).
+   */
+  synchronized int[] streamedAnswer() {
+    return answerIds == null || answerUnreadable ? null : java.util.Arrays.copyOf(answerIds, answerIdsRead);
+  }
+
   private void finish(String error, long endNanos) {
     if (finished) {
       return;
@@ -266,7 +317,7 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
       timeoutTask.cancel(false);
     }
     long sent = (sentNanos - t0Nanos) / 1000;
-    record = new RequestRecord(request.index(), request.id(), request.sessionId(), request.arrivalMicros(), sent,
+    record = new RequestRecord(request.index(), request.id(), request.sessionId(), dueMicros, sent,
         firstContentNanos < 0 ? -1 : (firstContentNanos - sentNanos) / 1000,
         (endNanos - sentNanos) / 1000, status, error, servedBy, decisionId, promptTokens,
         cachedTokens, completionTokens, contentChunks, itlMaxMicros);

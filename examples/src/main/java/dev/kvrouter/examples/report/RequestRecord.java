@@ -7,7 +7,8 @@ package dev.kvrouter.examples.report;
  * @param index the request's index in the workload
  * @param requestId the workload's request id
  * @param sessionId the workload's session or group, or null
- * @param scheduledMicros planned arrival, from the start of the run
+ * @param scheduledMicros planned arrival, from the start of the run; through HTTP, a closed-loop turn held for its
+ *     previous turn is due when that one completed (so sent minus scheduled stays the driver's own lag)
  * @param sentMicros when it was actually sent, from the start of the run; -1 if never sent
  * @param ttftMicros from send to the first chunk with content
  * @param e2eMicros from send to the end of the response (for a failed request: to the failure)

@@ -17,8 +17,10 @@ import java.util.List;
  *       virtual-time driver makes the simulated engine generate exactly those tokens (a pure function of the
  *       request, as greedy decoding is), so the worker that served turn k already holds the KV of its answer when
  *       turn k+1 arrives. If a turn fails or is cut short, the driver resends what the client received
- *       ({@link Prompt#withAnswersCut}). Through HTTP (the load generator), the workers pick their own tokens, so
- *       there the resent answers are the scripted ones, not what the worker produced: fresh answers in effect.
+ *       ({@link Prompt#withAnswersCut}). Through HTTP the load generator does the same, with each request's answer
+ *       seed as its OpenAI {@code seed}: simulated workers started with {@code --output-tokens workload} generate
+ *       the script from it (a worker that picks its own tokens makes the answers fresh in effect; the run's notes
+ *       say which).
  *   <li>{@code fresh} (the default, and the only choice, for {@code format=chat}): an assistant message of the
  *       length the turn asked for but of tokens the model never produced, so no worker holds its KV. Chat keeps
  *       fresh answers because a rendered and re-tokenized answer (template markers, the generation prompt, word

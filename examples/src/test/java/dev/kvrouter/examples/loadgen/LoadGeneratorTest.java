@@ -71,7 +71,7 @@ class LoadGeneratorTest {
   }
 
   @Test
-  void aModelAnswerConversationRunsOpenLoopThroughHttpAndSaysSo() throws Exception {
+  void modelAnswersFromAWorkerThatPicksItsOwnTokensAreFreshInEffectAndTheNotesSaySo() throws Exception {
     try (ScriptedWorker w = new ScriptedWorker("s1", 5, 1, 0);
         LoadGenerator gen = new LoadGenerator(config(w.uri()))) {
       warmUp(gen);
@@ -81,11 +81,15 @@ class LoadGeneratorTest {
       RunData run = gen.run(wl, RunContext.builder("p").workers(List.of(w.target())).build());
       assertThat(run.requests()).hasSize(wl.size());
       assertThat(run.requests()).allSatisfy(r -> assertThat(r.error()).isNull());
-      assertThat(run.notes()).anySatisfy(n -> assertThat(n).contains("fresh answers in effect"));
+      // the worker streams " t<i>", not the scripted token ids: the resent answers are not the model's own
+      assertThat(run.notes()).anySatisfy(n -> assertThat(n).contains("0 of " + wl.size() + " streamed answers were "
+          + "the scripted tokens").contains("fresh in effect"));
+      assertThat(run.notes()).anySatisfy(n -> assertThat(n).startsWith("closed loop: "));
       RunData fresh = gen.run(WorkloadCatalog.create("multi-turn:format=tokens,sessions=3,rate=20,turns=2..3,"
           + "think=0.05,system=16,user=8,output=4,answers=fresh"), RunContext.builder("p").workers(List.of(w.target()))
           .build());
-      assertThat(fresh.notes()).noneSatisfy(n -> assertThat(n).contains("fresh answers in effect"));
+      // open loop, no scripted answers: nothing to say
+      assertThat(fresh.notes()).noneSatisfy(n -> assertThat(n).containsAnyOf("fresh in effect", "closed loop"));
     }
   }
 

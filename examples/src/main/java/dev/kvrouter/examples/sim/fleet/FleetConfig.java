@@ -2,6 +2,7 @@ package dev.kvrouter.examples.sim.fleet;
 
 import dev.kvrouter.examples.sim.engine.EngineConfig;
 import dev.kvrouter.examples.sim.http.FaultControl;
+import dev.kvrouter.examples.sim.http.ScriptedOutput;
 import dev.kvrouter.examples.sim.timing.Preset;
 import dev.kvrouter.extproc.model.MultimodalSpec;
 import dev.kvrouter.index.wire.WireLayout;
@@ -42,6 +43,9 @@ import java.util.Objects;
  *     0 = off
  * @param multimodal the served model's media expansion (the router's {@code multimodal:} entry, e.g.
  *     {@code {preset: gemma3}}), or {@code null} for a text-only model; needs {@code tokenizer}
+ * @param scriptedOutput a request's {@code seed} names its output, tokens of a workload's token space
+ *     ({@link ScriptedOutput}; {@code kvrouter-sim --output-tokens workload:LO..HI}), or {@code null} for the
+ *     default readable output
  */
 public record FleetConfig(
     int workers,
@@ -68,7 +72,8 @@ public record FleetConfig(
     FaultControl.Update faults,
     int writerThreads,
     double kvOffloadingSizeGib,
-    MultimodalSpec multimodal) {
+    MultimodalSpec multimodal,
+    ScriptedOutput scriptedOutput) {
 
   public FleetConfig {
     Objects.requireNonNull(namePrefix, "namePrefix");
@@ -104,6 +109,26 @@ public record FleetConfig(
     }
   }
 
+  /** With the default output. */
+  public FleetConfig(int workers, String namePrefix, String bind, int httpBasePort, boolean events,
+      int eventsBasePort, int replayBasePort, String topic, WireLayout layout, Preset preset, String model,
+      List<String> adapters, Path tokenizer, int blockSize, int numGpuBlocks, int maxNumSeqs, int maxNumBatchedTokens,
+      int maxModelLen, int longPrefillTokenThreshold, boolean enablePrefixCaching, long seed,
+      FaultControl.Update faults, int writerThreads, double kvOffloadingSizeGib, MultimodalSpec multimodal) {
+    this(workers, namePrefix, bind, httpBasePort, events, eventsBasePort, replayBasePort, topic, layout, preset, model,
+        adapters, tokenizer, blockSize, numGpuBlocks, maxNumSeqs, maxNumBatchedTokens, maxModelLen,
+        longPrefillTokenThreshold, enablePrefixCaching, seed, faults, writerThreads, kvOffloadingSizeGib, multimodal,
+        null);
+  }
+
+  /** This fleet with a request's {@code seed} naming its output ({@link ScriptedOutput}), or the default (null). */
+  public FleetConfig withScriptedOutput(ScriptedOutput s) {
+    return new FleetConfig(workers, namePrefix, bind, httpBasePort, events, eventsBasePort, replayBasePort, topic,
+        layout, preset, model, adapters, tokenizer, blockSize, numGpuBlocks, maxNumSeqs, maxNumBatchedTokens,
+        maxModelLen, longPrefillTokenThreshold, enablePrefixCaching, seed, faults, writerThreads, kvOffloadingSizeGib,
+        multimodal, s);
+  }
+
   /** A text-only model. */
   public FleetConfig(int workers, String namePrefix, String bind, int httpBasePort, boolean events,
       int eventsBasePort, int replayBasePort, String topic, WireLayout layout, Preset preset, String model,
@@ -120,7 +145,7 @@ public record FleetConfig(
     return new FleetConfig(workers, namePrefix, bind, httpBasePort, events, eventsBasePort, replayBasePort, topic,
         layout, preset, model, adapters, tokenizer, blockSize, numGpuBlocks, maxNumSeqs, maxNumBatchedTokens,
         maxModelLen, longPrefillTokenThreshold, enablePrefixCaching, seed, faults, writerThreads, kvOffloadingSizeGib,
-        spec);
+        spec, scriptedOutput);
   }
 
   /** Without a CPU offload tier. */

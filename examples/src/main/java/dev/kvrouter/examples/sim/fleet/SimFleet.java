@@ -38,6 +38,11 @@ public final class SimFleet implements AutoCloseable {
 
   /** Starts every worker; on failure stops the ones already started and rethrows. */
   public static SimFleet start(FleetConfig config) throws IOException {
+    int vocab = config.engineConfig(0).vocabSize();
+    if (config.scriptedOutput() != null && vocab > 0 && config.scriptedOutput().space().maxIdExclusive() > vocab) {
+      throw new IllegalArgumentException("output tokens " + config.scriptedOutput() + " go beyond the model's "
+          + "vocabulary of " + vocab);
+    }
     // The router's own tokenizer and chat renderer: workers tokenize exactly as the router hashes.
     // With a multimodal spec, media are expanded by the router's own MediaExpander from the same spec.
     PromptEncoder encoder = config.tokenizer() == null ? PromptEncoder.tokenIdsOnly()
@@ -52,7 +57,7 @@ public final class SimFleet implements AutoCloseable {
             : null;
         SimWorker.Spec spec = new SimWorker.Spec(config.workerName(i), config.engineConfig(i),
             config.preset().timingModel(), config.preset().gpuMemoryUtilization(), config.bind(),
-            FleetConfig.port(config.httpBasePort(), i), events, config.faults());
+            FleetConfig.port(config.httpBasePort(), i), events, config.faults(), config.scriptedOutput());
         fleet.workers.add(SimWorker.start(spec, encoder, fleet.writer));
       }
     } catch (IOException | RuntimeException e) {

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.kvrouter.examples.sim.http.FaultControl;
+import dev.kvrouter.examples.sim.http.ScriptedOutput;
 import dev.kvrouter.examples.sim.timing.Presets;
 import dev.kvrouter.extproc.model.MultimodalSpec;
 import dev.kvrouter.index.wire.WireLayout;
@@ -82,6 +83,13 @@ public final class SimFleetMain implements Callable<Integer> {
           + "capacity stay --preset's.")
   String multimodal;
 
+  @Option(names = "--output-tokens", defaultValue = "model",
+      description = "What workers generate: model (readable text from the tokenizer's vocabulary, the default) or "
+          + "workload[:LO..HI] (a request's OpenAI `seed` names its answer: token i is the load generator's "
+          + "TokenSpace.token(seed, i) over ids LO..HI, default 1000..128000, rendered token_id:<id>; for "
+          + "multi-turn format=tokens workloads whose later turns resend the model's own answers).")
+  String outputTokens;
+
   @Option(names = "--block-size", defaultValue = "16", description = "KV block size in tokens.")
   int blockSize;
 
@@ -155,7 +163,8 @@ public final class SimFleetMain implements Callable<Integer> {
     return new FleetConfig(workers, namePrefix, bind, httpBasePort, events, eventsBasePort, replayBasePort, topic,
         wl, Presets.byId(preset), model, adapters, tokenizer, blockSize, numGpuBlocks, maxNumSeqs,
         maxNumBatchedTokens, maxModelLen, longPrefillTokenThreshold, enablePrefixCaching, seed, faults,
-        writerThreads, kvOffloadingSize, multimodal == null ? null : multimodalSpec());
+        writerThreads, kvOffloadingSize, multimodal == null ? null : multimodalSpec(),
+        ScriptedOutput.parse(outputTokens));
   }
 
   private MultimodalSpec multimodalSpec() {

@@ -9,6 +9,7 @@ import dev.kvrouter.examples.sim.events.KvEventSink;
 import dev.kvrouter.examples.sim.events.ZmqKvEventSink;
 import dev.kvrouter.examples.sim.http.FaultControl;
 import dev.kvrouter.examples.sim.http.PromptEncoder;
+import dev.kvrouter.examples.sim.http.ScriptedOutput;
 import dev.kvrouter.examples.sim.http.SimHttpServer;
 import dev.kvrouter.examples.sim.timing.TimingModel;
 import dev.kvrouter.index.wire.HashEncoding;
@@ -40,9 +41,18 @@ public final class SimWorker implements FaultControl, AutoCloseable {
    * @param httpPort HTTP port (0 = ephemeral)
    * @param events event publisher settings, or {@code null} for a worker that publishes no events
    * @param faults initial fault settings
+   * @param scriptedOutput a request's {@code seed} names its output tokens ({@link ScriptedOutput}), or
+   *     {@code null} for the default readable output
    */
   public record Spec(String name, EngineConfig engine, TimingModel timing, Double gpuMemoryUtilization,
-      String bind, int httpPort, Events events, FaultControl.Update faults) {
+      String bind, int httpPort, Events events, FaultControl.Update faults, ScriptedOutput scriptedOutput) {
+
+    /** With the default output. */
+    public Spec(String name, EngineConfig engine, TimingModel timing, Double gpuMemoryUtilization, String bind,
+        int httpPort, Events events, FaultControl.Update faults) {
+      this(name, engine, timing, gpuMemoryUtilization, bind, httpPort, events, faults, null);
+    }
+
     public Spec {
       Objects.requireNonNull(name, "name");
       Objects.requireNonNull(engine, "engine");
@@ -97,10 +107,12 @@ public final class SimWorker implements FaultControl, AutoCloseable {
         this.zmq = null;
         this.sink = KvEventSink.discarding();
       }
+      ScriptedOutput scripted = spec.scriptedOutput();
       this.engine = new SimEngine(spec.name(), spec.engine(), clock, spec.timing(), sink,
-          OutputTokens.cycling(encoder.outputVocabulary()));
+          scripted != null ? scripted.tokens() : OutputTokens.cycling(encoder.outputVocabulary()));
       this.http = new SimHttpServer(spec.name(), engine, encoder, this, writer,
-          new SimHttpServer.Options(spec.bind(), spec.httpPort(), 64 << 20, 4), spec.gpuMemoryUtilization());
+          new SimHttpServer.Options(spec.bind(), spec.httpPort(), 64 << 20, 4), spec.gpuMemoryUtilization(),
+          scripted);
       http.start();
       apply(spec.faults());
     } catch (IOException | RuntimeException e) {

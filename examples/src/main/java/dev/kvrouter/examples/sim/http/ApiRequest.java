@@ -15,7 +15,8 @@ import java.util.List;
  * @param includeUsage {@code stream_options.include_usage}
  * @param cacheSalt vLLM's {@code cache_salt}, or {@code null}
  * @param seed the request's {@code seed}, or 0
+ * @param seeded whether the request carried a {@code seed}
  * @param media the chat prompt's media items by position (empty for text and for completions)
  */
 record ApiRequest(boolean chat, String model, String adapter, List<int[]> prompts, int maxTokens, boolean stream,
-    boolean includeUsage, String cacheSalt, long seed, List<MediaSpan> media) {}
+    boolean includeUsage, String cacheSalt, long seed, boolean seeded, List<MediaSpan> media) {}

@@ -91,20 +91,22 @@ final class ApiRequestParser {
       salt = cs.asText();
     }
     long seed = 0;
+    boolean seeded = false;
     JsonNode sd = root.get("seed");
     if (sd != null && !sd.isNull()) {
       if (!sd.canConvertToLong()) {
         throw ApiException.badRequest("`seed` must be an integer", "seed");
       }
       seed = sd.asLong();
+      seeded = true;
     }
     if (chat) {
       PromptEncoder.ChatTokens prompt = chatPrompt(root);
       return new ApiRequest(true, model, adapter, List.of(prompt.tokens()), maxTokens, stream, includeUsage, salt,
-          seed, prompt.media());
+          seed, seeded, prompt.media());
     }
     return new ApiRequest(false, model, adapter, completionPrompts(root.get("prompt")), maxTokens, stream,
-        includeUsage, salt, seed, List.of());
+        includeUsage, salt, seed, seeded, List.of());
   }
 
   private int maxTokens(JsonNode root, boolean chat) throws ApiException {

@@ -84,12 +84,23 @@ public final class SimHttpServer implements AutoCloseable {
   private final Options options;
   private final ApiRequestParser parser;
   private final MetricsRenderer metrics;
+  private final ScriptedOutput scripted;
+  private final PromptEncoder responseText;
   private final AtomicLong requestCounter = new AtomicLong();
   private HttpServer server;
   private ThreadPoolExecutor handlers;
 
   public SimHttpServer(String name, SimEngine engine, PromptEncoder encoder, FaultControl faults, Executor writer,
       Options options, Double gpuMemoryUtilization) {
+    this(name, engine, encoder, faults, writer, options, gpuMemoryUtilization, null);
+  }
+
+  /**
+   * @param scripted a request's {@code seed} names its output ({@link ScriptedOutput}; the engine must have been
+   *     built with its {@link ScriptedOutput#tokens()}), or {@code null} for the default output
+   */
+  public SimHttpServer(String name, SimEngine engine, PromptEncoder encoder, FaultControl faults, Executor writer,
+      Options options, Double gpuMemoryUtilization, ScriptedOutput scripted) {
     this.name = Objects.requireNonNull(name, "name");
     this.engine = Objects.requireNonNull(engine, "engine");
     this.encoder = Objects.requireNonNull(encoder, "encoder");
@@ -98,6 +109,8 @@ public final class SimHttpServer implements AutoCloseable {
     this.options = Objects.requireNonNull(options, "options");
     this.parser = new ApiRequestParser(engine.config(), encoder);
     this.metrics = new MetricsRenderer(engine.config(), gpuMemoryUtilization);
+    this.scripted = scripted;
+    this.responseText = scripted == null ? encoder : scripted.rendering(encoder);
   }
 
   public SimHttpServer start() throws IOException {
@@ -194,14 +207,18 @@ public final class SimHttpServer implements AutoCloseable {
     for (int i = 0; i < specs.length; i++) {
       int[] p = prompts.get(i);
       engineIds[i] = name + "-" + seq + "-" + i;
-      specs[i] = new RequestSpec(engineIds[i], p, req.maxTokens(), req.adapter(), req.cacheSalt(),
-          LongHashFunction.xx3(req.seed()).hashInts(p), req.media());
+      long outputSeed = LongHashFunction.xx3(req.seed()).hashInts(p);
+      if (scripted != null) {
+        outputSeed = scripted.outputSeed(req, outputSeed);
+      }
+      specs[i] = new RequestSpec(engineIds[i], p, req.maxTokens(), req.adapter(), req.cacheSalt(), outputSeed,
+          req.media());
       String invalid = engine.validate(specs[i]);
       if (invalid != null) {
         throw ApiException.badRequest(invalid, "prompt");
       }
     }
-    ResponseStream rs = new ResponseStream(ex, req, id, System.currentTimeMillis() / 1000, engineIds, encoder,
+    ResponseStream rs = new ResponseStream(ex, req, id, System.currentTimeMillis() / 1000, engineIds, responseText,
         writer, engine::abort, name);
     for (int i = 0; i < specs.length; i++) {
       engine.submit(specs[i], rs.observer(i));
