@@ -63,29 +63,6 @@ public final class EnvoyAbStack implements AutoCloseable {
       int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir,
       double kvOffloadingSizeGib, String multimodalPreset, String extraYaml, ScriptedOutput scriptedOutput) {
 
-    /** With the workers' default output. */
-    public Options(Path root, int workers, Preset preset, String model, Path tokenizer, int blockSize,
-        int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir,
-        double kvOffloadingSizeGib, String multimodalPreset, String extraYaml) {
-      this(root, workers, preset, model, tokenizer, blockSize, numGpuBlocks, seed, faults, policyHeader, routingYaml,
-          dir, kvOffloadingSizeGib, multimodalPreset, extraYaml, null);
-    }
-
-    /** A text-only model, no further sections. */
-    public Options(Path root, int workers, Preset preset, String model, Path tokenizer, int blockSize,
-        int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir,
-        double kvOffloadingSizeGib) {
-      this(root, workers, preset, model, tokenizer, blockSize, numGpuBlocks, seed, faults, policyHeader, routingYaml,
-          dir, kvOffloadingSizeGib, null, "");
-    }
-
-    /** Without a CPU offload tier. */
-    public Options(Path root, int workers, Preset preset, String model, Path tokenizer, int blockSize,
-        int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir) {
-      this(root, workers, preset, model, tokenizer, blockSize, numGpuBlocks, seed, faults, policyHeader, routingYaml,
-          dir, 0);
-    }
-
     public Options {
       Objects.requireNonNull(root, "root");
       Objects.requireNonNull(preset, "preset");
