@@ -4,20 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.kvrouter.dist.KvrouterConfig;
-import dev.kvrouter.dist.KvrouterRuntime;
 import dev.kvrouter.examples.ab.EnvoyAbStack;
 import dev.kvrouter.examples.ab.RouterLauncher;
 import dev.kvrouter.examples.ab.RouterMetrics;
 import dev.kvrouter.examples.loadgen.AbRunner;
-import dev.kvrouter.examples.loadgen.JvmProbes;
 import dev.kvrouter.examples.loadgen.LoadConfig;
 import dev.kvrouter.examples.loadgen.LoadGenerator;
 import dev.kvrouter.examples.loadgen.RunContext;
 import dev.kvrouter.examples.report.AbReport;
 import dev.kvrouter.examples.report.PolicyResult;
 import dev.kvrouter.examples.report.RequestRecord;
-import dev.kvrouter.examples.report.RouterSnapshot;
 import dev.kvrouter.examples.report.RunData;
 import dev.kvrouter.examples.sim.fleet.SimWorker;
 import dev.kvrouter.examples.sim.http.FaultControl;
@@ -88,27 +84,7 @@ class AbSmokeE2eTest {
         .as("missing %s: run scripts/fetch-tokenizers.sh (CI fetches it before the tests)", tokenizer)
         .isRegularFile();
     dir = Files.createTempDirectory("kvrouter-ab-smoke");
-    RouterLauncher inProcess = config -> {
-      KvrouterRuntime rt = KvrouterRuntime.start(KvrouterConfig.load(config), config.getParent(),
-          KvrouterRuntime.Mode.ALL);
-      var probe = JvmProbes.process();
-      return new RouterLauncher.Router() {
-        @Override
-        public RouterSnapshot snapshot() {
-          return probe.get();
-        }
-
-        @Override
-        public List<String> decisionRecords() {
-          return List.of();
-        }
-
-        @Override
-        public void close() {
-          rt.close();
-        }
-      };
-    };
+    RouterLauncher inProcess = InProcessRouter.launcher(List::of);
     stack = EnvoyAbStack.start(new EnvoyAbStack.Options(Stack.ROOT, 4, Presets.byId("qwen3-8b-h100"), MODEL,
         tokenizer, 16, 0, 7, null, true, "routing: {policy: kv_aware, scrape: {interval_ms: 100}}", dir, 0, null, "",
         new ScriptedOutput(TokenSpace.DEFAULT)), inProcess);

@@ -9,13 +9,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.kvrouter.dist.KvrouterConfig;
-import dev.kvrouter.dist.KvrouterRuntime;
 import dev.kvrouter.examples.ab.EnvoyAbStack;
 import dev.kvrouter.examples.ab.RouterLauncher;
 import dev.kvrouter.examples.ab.RouterMetrics;
-import dev.kvrouter.examples.loadgen.JvmProbes;
-import dev.kvrouter.examples.report.RouterSnapshot;
 import dev.kvrouter.examples.sim.fleet.SimWorker;
 import dev.kvrouter.examples.sim.timing.Presets;
 import dev.kvrouter.extproc.decision.DecisionLog;
@@ -76,31 +72,11 @@ class MultimodalRoutingE2eTest {
     records.start();
     decisionLogger.addAppender(records);
 
-    RouterLauncher inProcess = config -> {
-      KvrouterRuntime rt = KvrouterRuntime.start(KvrouterConfig.load(config), config.getParent(),
-          KvrouterRuntime.Mode.ALL);
-      var probe = JvmProbes.process();
-      return new RouterLauncher.Router() {
-        @Override
-        public RouterSnapshot snapshot() {
-          return probe.get();
-        }
-
-        @Override
-        public List<String> decisionRecords() {
-          return List.copyOf(records.lines);
-        }
-
-        @Override
-        public void close() {
-          rt.close();
-        }
-      };
-    };
+    RouterLauncher inProcess = InProcessRouter.launcher(() -> List.copyOf(records.lines));
     Path dir = Files.createTempDirectory("kvrouter-e2e-multimodal");
     stack = EnvoyAbStack.start(new EnvoyAbStack.Options(Stack.ROOT, 3, Presets.byId("llama3.1-8b-h100"), MODEL, gemma,
         BS, 4096, 11, null, false, "routing: {policy: kv_aware, scrape: {interval_ms: 100}}", dir, 0, "gemma3",
-        "events: {predicted_ttl_ms: 1}\n"), inProcess);
+        "events: {predicted_ttl_ms: 1}\n", null), inProcess);
   }
 
   @AfterAll

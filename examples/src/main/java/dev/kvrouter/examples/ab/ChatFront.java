@@ -32,21 +32,13 @@ public final class ChatFront implements AutoCloseable {
   }
 
   /**
-   * Loads {@code tokenizer} for {@code model} with {@code blockSize}.
-   *
-   * @throws IOException if the tokenizer cannot be loaded
-   */
-  public static ChatFront load(String model, Path tokenizer, int blockSize) throws IOException {
-    return load(model, tokenizer, blockSize, null);
-  }
-
-  /**
-   * As {@link #load(String, Path, int)} for a multimodal model: the router's model entry carries
-   * {@code multimodal} (as kvrouter.yaml's {@code multimodal: {preset: gemma3}}) and the worker expands media with
-   * the same spec, so both place every image at the same tokens.
+   * Loads {@code tokenizer} for {@code model} with {@code blockSize}. For a multimodal model the router's model
+   * entry carries {@code multimodal} (as kvrouter.yaml's {@code multimodal: {preset: gemma3}}) and the worker
+   * expands media with the same spec, so both place every image at the same tokens.
    *
    * @param multimodal the model's media expansion, or null for a text model (media then fall back to load, and the
    *     worker refuses them)
+   * @throws IOException if the tokenizer cannot be loaded
    */
   public static ChatFront load(String model, Path tokenizer, int blockSize, MultimodalSpec multimodal)
       throws IOException {

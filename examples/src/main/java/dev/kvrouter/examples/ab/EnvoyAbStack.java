@@ -63,29 +63,6 @@ public final class EnvoyAbStack implements AutoCloseable {
       int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir,
       double kvOffloadingSizeGib, String multimodalPreset, String extraYaml, ScriptedOutput scriptedOutput) {
 
-    /** With the workers' default output. */
-    public Options(Path root, int workers, Preset preset, String model, Path tokenizer, int blockSize,
-        int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir,
-        double kvOffloadingSizeGib, String multimodalPreset, String extraYaml) {
-      this(root, workers, preset, model, tokenizer, blockSize, numGpuBlocks, seed, faults, policyHeader, routingYaml,
-          dir, kvOffloadingSizeGib, multimodalPreset, extraYaml, null);
-    }
-
-    /** A text-only model, no further sections. */
-    public Options(Path root, int workers, Preset preset, String model, Path tokenizer, int blockSize,
-        int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir,
-        double kvOffloadingSizeGib) {
-      this(root, workers, preset, model, tokenizer, blockSize, numGpuBlocks, seed, faults, policyHeader, routingYaml,
-          dir, kvOffloadingSizeGib, null, "");
-    }
-
-    /** Without a CPU offload tier. */
-    public Options(Path root, int workers, Preset preset, String model, Path tokenizer, int blockSize,
-        int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir) {
-      this(root, workers, preset, model, tokenizer, blockSize, numGpuBlocks, seed, faults, policyHeader, routingYaml,
-          dir, 0);
-    }
-
     public Options {
       Objects.requireNonNull(root, "root");
       Objects.requireNonNull(preset, "preset");
@@ -123,11 +100,10 @@ public final class EnvoyAbStack implements AutoCloseable {
   public static EnvoyAbStack start(Options o, RouterLauncher launcher) throws Exception {
     Files.createDirectories(o.dir());
     Path abs = o.tokenizer().toAbsolutePath().normalize();
-    FleetConfig fc = new FleetConfig(o.workers(), "sim-", "127.0.0.1", 0, true, 0, 0, "",
+    SimFleet fleet = SimFleet.start(new FleetConfig(o.workers(), "sim-", "127.0.0.1", 0, true, 0, 0, "",
         WireLayout.VLLM_MAP, o.preset(), o.model(), List.of(), abs, o.blockSize(), o.numGpuBlocks(), 256, 8192, 0, 0,
-        true, o.seed(), o.faults(), 2, o.kvOffloadingSizeGib()).withScriptedOutput(o.scriptedOutput());
-    SimFleet fleet = SimFleet.start(o.multimodalPreset() == null ? fc
-        : fc.withMultimodal(MultimodalModels.preset(o.multimodalPreset())));
+        true, o.seed(), o.faults(), 2, o.kvOffloadingSizeGib(),
+        o.multimodalPreset() == null ? null : MultimodalModels.preset(o.multimodalPreset()), o.scriptedOutput()));
     RouterLauncher.Router router = null;
     EnvoyProcess envoy = null;
     try {

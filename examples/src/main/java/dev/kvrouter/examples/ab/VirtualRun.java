@@ -22,6 +22,7 @@ import dev.kvrouter.examples.sim.events.SequencedKvEventBatch;
 import dev.kvrouter.examples.sim.http.PromptEncoder;
 import dev.kvrouter.examples.sim.replay.VirtualFleet;
 import dev.kvrouter.examples.workload.Prompt;
+import dev.kvrouter.examples.workload.SessionChain;
 import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadRequest;
 import dev.kvrouter.extproc.decision.DecisionLog;
@@ -152,20 +153,14 @@ public final class VirtualRun {
   private final Map<String, Long> fallbacks = new TreeMap<>();
   private final long[] staleTransitions = new long[1];
   private int arrived;
-  /** Per request: index of the request waiting for it, or -1. */
-  private final int[] successor;
-  /** Per request: index of the request it waits for, or -1. */
-  private final int[] predecessor;
+  /** Closed-loop edges and hold counts. */
+  private final SessionChain chain;
   /** Per request: when it finished or failed, -1 before. */
   private final long[] doneNanos;
   /** Per request: its planned time passed while its predecessor was still running. */
   private final boolean[] heldBack;
   /** Scripted answers that arrived short (seed to tokens received): later prompts resend only those. */
   private final Map<Long, Integer> receivedShort = new HashMap<>();
-  private long dependentTurns;
-  private long heldBackTurns;
-  private long heldBackNanos;
-  private long maxHeldBackNanos;
   private long fellBack;
   private int finished;
   private int inFlight;
@@ -267,32 +262,10 @@ public final class VirtualRun {
     }
     results = new RequestRecord[workload.size()];
     int size = workload.size();
-    successor = new int[size];
-    predecessor = new int[size];
+    chain = new SessionChain(workload.requests());
     doneNanos = new long[size];
     heldBack = new boolean[size];
-    java.util.Arrays.fill(successor, -1);
-    java.util.Arrays.fill(predecessor, -1);
     java.util.Arrays.fill(doneNanos, -1);
-    Map<String, Integer> byId = new HashMap<>();
-    for (WorkloadRequest r : workload.requests()) {
-      byId.put(r.id(), r.index());
-    }
-    for (WorkloadRequest r : workload.requests()) {
-      if (r.after() == null) {
-        continue;
-      }
-      Integer p = byId.get(r.after());
-      if (p == null || p >= r.index()) {
-        throw new IllegalArgumentException(r.id() + " waits for " + r.after() + ", which is not an earlier request");
-      }
-      if (successor[p] >= 0) {
-        throw new IllegalArgumentException(r.after() + " has two requests waiting for it");
-      }
-      successor[p] = r.index();
-      predecessor[r.index()] = p;
-      dependentTurns++;
-    }
   }
 
   /**
@@ -352,7 +325,7 @@ public final class VirtualRun {
 
   /** The request's planned time: send it, or hold it until the request it waits for is done. */
   private void due(WorkloadRequest r) {
-    int p = predecessor[r.index()];
+    int p = chain.predecessor(r.index());
     if (p >= 0 && doneNanos[p] < 0) {
       heldBack[r.index()] = true;
       return;
@@ -366,13 +339,10 @@ public final class VirtualRun {
    */
   private void done(int i, long atNanos) {
     doneNanos[i] = atNanos;
-    int s = successor[i];
+    int s = chain.successor(i);
     if (s >= 0 && heldBack[s]) {
       WorkloadRequest next = workload.requests().get(s);
-      long held = Math.max(0, atNanos - TimeUnit.MICROSECONDS.toNanos(next.arrivalMicros()));
-      heldBackTurns++;
-      heldBackNanos += held;
-      maxHeldBackNanos = Math.max(maxHeldBackNanos, held);
+      chain.held(Math.max(0, atNanos - TimeUnit.MICROSECONDS.toNanos(next.arrivalMicros())));
       clock.schedule(atNanos, () -> arrive(next));
     }
   }
@@ -650,9 +620,10 @@ public final class VirtualRun {
     if (!fallbacks.isEmpty()) {
       notes.add("fallbacks " + fallbacks);
     }
-    VirtualOutcome.Sessions sessions = new VirtualOutcome.Sessions(workload.scriptsAnswers(), dependentTurns,
-        heldBackTurns, heldBackNanos / 1e9, maxHeldBackNanos / 1e9, receivedShort.size());
-    if (dependentTurns > 0) {
+    VirtualOutcome.Sessions sessions = new VirtualOutcome.Sessions(workload.scriptsAnswers(),
+        chain.dependentTurns(), chain.heldBackTurns(), chain.heldBackNanos() / 1e9, chain.maxHeldBackNanos() / 1e9,
+        receivedShort.size());
+    if (chain.dependentTurns() > 0) {
       notes.add(sessions.toString());
     }
     RunData data = new RunData(policy, names, list, itl, lastEndNanos / 1000, counters, samples,

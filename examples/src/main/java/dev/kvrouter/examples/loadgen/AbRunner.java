@@ -30,9 +30,9 @@ import java.util.concurrent.TimeUnit;
  * Runs the same workloads (same seed, same requests) once per routing policy against one target and writes
  * the report. Per policy: reset every worker's prefix cache ({@code POST /reset_prefix_cache}) and wait for
  * the workers to go idle, so no policy inherits another's cache; let the {@link PolicyPreparer} ready the stack
- * and fill the run's context; run the open-loop driver with the policy in the trusted {@code x-kvrouter-policy}
- * header (unless disabled); summarize. The report is rewritten after every run, so an interrupted A/B keeps
- * what it measured.
+ * and fill the run's context; run the driver ({@link LoadGenerator}: open loop, conversations closed loop) with the
+ * policy in the trusted {@code x-kvrouter-policy} header (unless disabled); summarize. The report is rewritten
+ * after every run, so an interrupted A/B keeps what it measured.
  *
  * <pre>
  * java -cp examples/target/classes:... dev.kvrouter.examples.loadgen.AbRunner \

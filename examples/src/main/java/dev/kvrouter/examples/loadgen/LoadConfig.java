@@ -6,7 +6,7 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * How the open-loop driver sends a workload.
+ * How the HTTP driver ({@link LoadGenerator}) sends a workload.
  *
  * @param target base URL of the endpoint (Envoy's listener, or one worker), e.g. {@code http://127.0.0.1:10000}
  * @param model the {@code model} field of every request

@@ -9,6 +9,7 @@ import dev.kvrouter.examples.report.RunData;
 import dev.kvrouter.examples.report.WorkerCounters;
 import dev.kvrouter.examples.workload.Prompt;
 import dev.kvrouter.examples.workload.Segment;
+import dev.kvrouter.examples.workload.SessionChain;
 import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadRequest;
 import java.net.URI;
@@ -17,7 +18,6 @@ import java.net.http.HttpRequest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -148,9 +148,9 @@ public final class LoadGenerator implements AutoCloseable {
     private final AtomicLong lastEndNanos = new AtomicLong();
     private final AtomicLong peakHeap = new AtomicLong(-1);
     private long t0;
-    // Closed loop (see the class comment). predecessor/successor are fixed before the first send.
-    private final int[] predecessor;
-    private final int[] successor;
+    // Closed loop (see the class comment). The chain's edges are fixed before the first send; its hold counts are
+    // the send thread's.
+    private final SessionChain chain;
     private final AtomicIntegerArray edge;
     /** Per request: when it completed, failed or was given up (nanoTime), written before its successor's edge. */
     private final AtomicLongArray doneNanos;
@@ -162,11 +162,7 @@ public final class LoadGenerator implements AutoCloseable {
     private final AtomicInteger answersUnread = new AtomicInteger();
     // Send thread only.
     private final boolean[] held;
-    private int dependentTurns;
     private int heldNow;
-    private long heldBackTurns;
-    private long heldBackNanos;
-    private long maxHeldBackNanos;
 
     Run(Workload workload, RunContext ctx) {
       this.workload = workload;
@@ -174,33 +170,10 @@ public final class LoadGenerator implements AutoCloseable {
       int n = config.maxRequests() > 0 ? Math.min(config.maxRequests(), workload.size()) : workload.size();
       this.requests = workload.requests().subList(0, n);
       this.records = new AtomicReferenceArray<>(n);
-      this.predecessor = new int[n];
-      this.successor = new int[n];
+      this.chain = new SessionChain(requests);
       this.edge = new AtomicIntegerArray(n);
       this.doneNanos = new AtomicLongArray(n);
       this.held = new boolean[n];
-      Arrays.fill(predecessor, -1);
-      Arrays.fill(successor, -1);
-      Map<String, Integer> byId = new HashMap<>();
-      for (int i = 0; i < n; i++) {
-        byId.put(requests.get(i).id(), i);
-      }
-      for (int i = 0; i < n; i++) {
-        WorkloadRequest r = requests.get(i);
-        if (r.after() == null) {
-          continue;
-        }
-        Integer p = byId.get(r.after());
-        if (p == null || p >= i) {
-          throw new IllegalArgumentException(r.id() + " waits for " + r.after() + ", which is not an earlier request");
-        }
-        if (successor[p] >= 0) {
-          throw new IllegalArgumentException(r.after() + " has two requests waiting for it");
-        }
-        successor[p] = i;
-        predecessor[i] = p;
-        dependentTurns++;
-      }
     }
 
     RunData execute() throws InterruptedException {
@@ -259,7 +232,7 @@ public final class LoadGenerator implements AutoCloseable {
      * is released for the request timeout plus the drain timeout.
      */
     private void sendAll(long maxRunNanos) throws InterruptedException {
-      boolean closed = dependentTurns > 0;
+      boolean closed = chain.dependentTurns() > 0;
       int n = requests.size();
       int next = 0;
       while (next < n) {
@@ -272,7 +245,7 @@ public final class LoadGenerator implements AutoCloseable {
           notes.add((n - next) + " requests not sent: past the run-time cap of " + config.maxRunTime());
           break; // the successors of these are among them: nothing to release
         }
-        int p = predecessor[next];
+        int p = chain.predecessor(next);
         // built before waiting when it cannot change any more: no predecessor, or its answer is in
         HttpRequest req = p < 0 || edge.get(next) == EDGE_DONE ? build(r, cutPrompt(r)) : null;
         long due = t0 + r.arrivalMicros() * 1000;
@@ -341,11 +314,8 @@ public final class LoadGenerator implements AutoCloseable {
       heldNow--;
       WorkloadRequest r = requests.get(i);
       long planned = t0 + r.arrivalMicros() * 1000;
-      long due = Math.max(planned, doneNanos.get(predecessor[i]));
-      long hold = due - planned;
-      heldBackTurns++;
-      heldBackNanos += hold;
-      maxHeldBackNanos = Math.max(maxHeldBackNanos, hold);
+      long due = Math.max(planned, doneNanos.get(chain.predecessor(i)));
+      chain.held(due - planned);
       if (due - t0 > maxRunNanos) {
         records.set(i, RequestRecord.unsent(i, r.id(), r.sessionId(), (due - t0) / 1000, "not_sent"));
         answered(i, 0);
@@ -369,17 +339,18 @@ public final class LoadGenerator implements AutoCloseable {
       if (r.answer() != null && tokens < r.answer().length()) {
         receivedShort.put(r.answer().seed(), Math.max(0, tokens));
       }
-      int s = successor[i];
+      int s = chain.successor(i);
       if (s >= 0 && edge.getAndSet(s, EDGE_DONE) == EDGE_HELD) {
         released.add(s);
       }
     }
 
     private void closedLoopNotes() {
-      if (dependentTurns > 0) {
+      if (chain.dependentTurns() > 0) {
         notes.add(String.format(java.util.Locale.ROOT,
             "closed loop: %d of %d dependent turns held back for the previous answer, %.3f s in total (max %.3f s)"
-                + "%s", heldBackTurns, dependentTurns, heldBackNanos / 1e9, maxHeldBackNanos / 1e9,
+                + "%s", chain.heldBackTurns(), chain.dependentTurns(), chain.heldBackNanos() / 1e9,
+            chain.maxHeldBackNanos() / 1e9,
             receivedShort.isEmpty() ? "" : "; " + receivedShort.size() + " answers resent short"));
       }
       int scripted = answersAsScripted.get() + answersOffScript.get() + answersUnread.get();

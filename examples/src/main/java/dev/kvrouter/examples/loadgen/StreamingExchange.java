@@ -69,16 +69,9 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
   private String errorDetail;
 
   /**
-   * @param nanoClock the clock of every timestamp ({@code System::nanoTime}; tests pass their own)
-   */
-  StreamingExchange(WorkloadRequest request, long t0Nanos, long sentNanos, Histogram itl,
-      Consumer<StreamingExchange> onFinish, LongSupplier nanoClock) {
-    this(request, request.arrivalMicros(), t0Nanos, sentNanos, itl, onFinish, nanoClock);
-  }
-
-  /**
    * @param dueMicros when the request was due (its arrival, or later for a closed-loop turn held for its
    *     predecessor: when that one completed), recorded as its scheduled time so the send lag stays the driver's
+   * @param nanoClock the clock of every timestamp ({@code System::nanoTime}; tests pass their own)
    */
   StreamingExchange(WorkloadRequest request, long dueMicros, long t0Nanos, long sentNanos, Histogram itl,
       Consumer<StreamingExchange> onFinish, LongSupplier nanoClock) {

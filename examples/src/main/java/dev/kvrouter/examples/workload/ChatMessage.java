@@ -11,8 +11,4 @@ public record ChatMessage(String role, List<ImagePart> images, String content) {
   public ChatMessage {
     images = images == null ? List.of() : List.copyOf(images);
   }
-
-  public ChatMessage(String role, String content) {
-    this(role, List.of(), content);
-  }
 }

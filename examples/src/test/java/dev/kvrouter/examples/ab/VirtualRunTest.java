@@ -132,7 +132,7 @@ class VirtualRunTest {
     Workload chat = WorkloadCatalog.create("multi-turn:sessions=12,rate=4,turns=2..4,think=2,system=200,"
         + "user=20..60,output=8..16,seed=4");
     VirtualSetup qwen = SETUP.withPreset(Presets.byId("qwen3-8b-h100")).withNumGpuBlocks(4096);
-    try (ChatFront front = ChatFront.load(qwen.model(), Fixtures.tokenizer("qwen3"), 16)) {
+    try (ChatFront front = ChatFront.load(qwen.model(), Fixtures.tokenizer("qwen3"), 16, null)) {
       VirtualOutcome o = VirtualRun.run(chat, "kv_aware", qwen, front);
       assertThat(o.data().requests()).allMatch(RequestRecord::ok);
       // Every later turn repeats the conversation: the worker serves it from cache and the router predicted it.

@@ -32,7 +32,7 @@ class StreamingExchangeTest {
   private StreamingExchange exchange(int status, Map<String, List<String>> headers) {
     WorkloadRequest r = new WorkloadRequest(3, "req-3", 500, "s", Prompt.tokens(List.of(new Segment(1, 4))), 3);
     now.set(1_000_000_000L); // every exchange is sent at the same instant of the test clock
-    StreamingExchange ex = new StreamingExchange(r, 1_000_000_000L - 2_000_000, now.get(), itl,
+    StreamingExchange ex = new StreamingExchange(r, r.arrivalMicros(), 1_000_000_000L - 2_000_000, now.get(), itl,
         e -> done.set(e.record()), now::get);
     ex.apply(info(status, headers));
     ex.onSubscribe(new Flow.Subscription() {

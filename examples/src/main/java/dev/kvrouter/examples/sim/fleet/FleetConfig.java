@@ -109,46 +109,7 @@ public record FleetConfig(
     }
   }
 
-  /** With the default output. */
-  public FleetConfig(int workers, String namePrefix, String bind, int httpBasePort, boolean events,
-      int eventsBasePort, int replayBasePort, String topic, WireLayout layout, Preset preset, String model,
-      List<String> adapters, Path tokenizer, int blockSize, int numGpuBlocks, int maxNumSeqs, int maxNumBatchedTokens,
-      int maxModelLen, int longPrefillTokenThreshold, boolean enablePrefixCaching, long seed,
-      FaultControl.Update faults, int writerThreads, double kvOffloadingSizeGib, MultimodalSpec multimodal) {
-    this(workers, namePrefix, bind, httpBasePort, events, eventsBasePort, replayBasePort, topic, layout, preset, model,
-        adapters, tokenizer, blockSize, numGpuBlocks, maxNumSeqs, maxNumBatchedTokens, maxModelLen,
-        longPrefillTokenThreshold, enablePrefixCaching, seed, faults, writerThreads, kvOffloadingSizeGib, multimodal,
-        null);
-  }
-
-  /** This fleet with a request's {@code seed} naming its output ({@link ScriptedOutput}), or the default (null). */
-  public FleetConfig withScriptedOutput(ScriptedOutput s) {
-    return new FleetConfig(workers, namePrefix, bind, httpBasePort, events, eventsBasePort, replayBasePort, topic,
-        layout, preset, model, adapters, tokenizer, blockSize, numGpuBlocks, maxNumSeqs, maxNumBatchedTokens,
-        maxModelLen, longPrefillTokenThreshold, enablePrefixCaching, seed, faults, writerThreads, kvOffloadingSizeGib,
-        multimodal, s);
-  }
-
-  /** A text-only model. */
-  public FleetConfig(int workers, String namePrefix, String bind, int httpBasePort, boolean events,
-      int eventsBasePort, int replayBasePort, String topic, WireLayout layout, Preset preset, String model,
-      List<String> adapters, Path tokenizer, int blockSize, int numGpuBlocks, int maxNumSeqs, int maxNumBatchedTokens,
-      int maxModelLen, int longPrefillTokenThreshold, boolean enablePrefixCaching, long seed,
-      FaultControl.Update faults, int writerThreads, double kvOffloadingSizeGib) {
-    this(workers, namePrefix, bind, httpBasePort, events, eventsBasePort, replayBasePort, topic, layout, preset, model,
-        adapters, tokenizer, blockSize, numGpuBlocks, maxNumSeqs, maxNumBatchedTokens, maxModelLen,
-        longPrefillTokenThreshold, enablePrefixCaching, seed, faults, writerThreads, kvOffloadingSizeGib, null);
-  }
-
-  /** This fleet serving media too, expanded as {@code spec} says (see {@link MultimodalModels}). */
-  public FleetConfig withMultimodal(MultimodalSpec spec) {
-    return new FleetConfig(workers, namePrefix, bind, httpBasePort, events, eventsBasePort, replayBasePort, topic,
-        layout, preset, model, adapters, tokenizer, blockSize, numGpuBlocks, maxNumSeqs, maxNumBatchedTokens,
-        maxModelLen, longPrefillTokenThreshold, enablePrefixCaching, seed, faults, writerThreads, kvOffloadingSizeGib,
-        spec, scriptedOutput);
-  }
-
-  /** Without a CPU offload tier. */
+  /** A text-only model without a CPU offload tier, with the default output. */
   public FleetConfig(int workers, String namePrefix, String bind, int httpBasePort, boolean events,
       int eventsBasePort, int replayBasePort, String topic, WireLayout layout, Preset preset, String model,
       List<String> adapters, Path tokenizer, int blockSize, int numGpuBlocks, int maxNumSeqs, int maxNumBatchedTokens,
@@ -156,7 +117,7 @@ public record FleetConfig(
       FaultControl.Update faults, int writerThreads) {
     this(workers, namePrefix, bind, httpBasePort, events, eventsBasePort, replayBasePort, topic, layout, preset, model,
         adapters, tokenizer, blockSize, numGpuBlocks, maxNumSeqs, maxNumBatchedTokens, maxModelLen,
-        longPrefillTokenThreshold, enablePrefixCaching, seed, faults, writerThreads, 0, null);
+        longPrefillTokenThreshold, enablePrefixCaching, seed, faults, writerThreads, 0, null, null);
   }
 
   private static void checkBase(String what, int base, int n) {

@@ -47,12 +47,6 @@ public final class SimWorker implements FaultControl, AutoCloseable {
   public record Spec(String name, EngineConfig engine, TimingModel timing, Double gpuMemoryUtilization,
       String bind, int httpPort, Events events, FaultControl.Update faults, ScriptedOutput scriptedOutput) {
 
-    /** With the default output. */
-    public Spec(String name, EngineConfig engine, TimingModel timing, Double gpuMemoryUtilization, String bind,
-        int httpPort, Events events, FaultControl.Update faults) {
-      this(name, engine, timing, gpuMemoryUtilization, bind, httpPort, events, faults, null);
-    }
-
     public Spec {
       Objects.requireNonNull(name, "name");
       Objects.requireNonNull(engine, "engine");

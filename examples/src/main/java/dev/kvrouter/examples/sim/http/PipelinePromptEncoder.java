@@ -80,22 +80,15 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
   }
 
   /**
-   * Loads the model's tokenizer and chat template the way the router's model registry does.
+   * Loads the model's tokenizer and chat template the way the router's model registry does, with the media
+   * expansion of a model whose media the router reproduces ({@code multimodal:} in the router's model config, e.g.
+   * {@code {preset: gemma3}}).
    *
    * @param model the served model name (only for messages)
    * @param tokenizer a directory holding {@code tokenizer.json} (and {@code tokenizer_config.json}, optionally
    *     {@code chat_template.jinja}), or a {@code tokenizer.json}
-   * @throws IOException if the files are missing or cannot be loaded
-   */
-  public static PipelinePromptEncoder load(String model, Path tokenizer) throws IOException {
-    return load(model, tokenizer, null);
-  }
-
-  /**
-   * As {@link #load(String, Path)}, for a model whose media the router reproduces ({@code multimodal:} in the
-   * router's model config, e.g. {@code {preset: gemma3}}).
-   *
    * @param multimodal the model's media expansion, or null for a text-only model (media requests get a 400)
+   * @throws IOException if the files are missing or cannot be loaded
    */
   public static PipelinePromptEncoder load(String model, Path tokenizer, MultimodalSpec multimodal)
       throws IOException {

@@ -90,11 +90,6 @@ public final class SimHttpServer implements AutoCloseable {
   private HttpServer server;
   private ThreadPoolExecutor handlers;
 
-  public SimHttpServer(String name, SimEngine engine, PromptEncoder encoder, FaultControl faults, Executor writer,
-      Options options, Double gpuMemoryUtilization) {
-    this(name, engine, encoder, faults, writer, options, gpuMemoryUtilization, null);
-  }
-
   /**
    * @param scripted a request's {@code seed} names its output ({@link ScriptedOutput}; the engine must have been
    *     built with its {@link ScriptedOutput#tokens()}), or {@code null} for the default output

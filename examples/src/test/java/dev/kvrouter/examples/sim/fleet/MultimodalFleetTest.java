@@ -5,10 +5,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvrouter.examples.sim.media.MediaRequests;
 import dev.kvrouter.examples.sim.testing.Fixtures;
 import dev.kvrouter.xds.registry.Worker;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.net.URI;
@@ -53,14 +53,14 @@ class MultimodalFleetTest {
 
     try (SimFleet fleet = SimFleet.start(fc)) {
       SimWorker w = fleet.workers().get(0);
-      ObjectNode image = image("google/gemma-3-4b-it", "https://example.com/chart.png", "chart-a");
+      ObjectNode image = MediaRequests.image("google/gemma-3-4b-it", "https://example.com/chart.png", "chart-a");
       JsonNode first = chat(w, image, 200);
       int prompt = first.get("usage").get("prompt_tokens").asInt();
       assertThat(prompt).as("text plus Gemma 3's 260 image tokens").isGreaterThan(260);
       assertThat(cached(first)).isZero();
       assertThat(cached(chat(w, image, 200))).as("the same uuid again: every block but the last from cache")
           .isEqualTo((prompt - 1) / 16 * 16);
-      JsonNode audio = chat(w, audio("google/gemma-3-4b-it"), 400);
+      JsonNode audio = chat(w, MediaRequests.audio("google/gemma-3-4b-it"), 400);
       assertThat(audio.get("error").get("message").asText()).contains("does not support audio input");
 
       Worker entry = fleet.registryEntries().get(0);
@@ -77,7 +77,7 @@ class MultimodalFleetTest {
         "--max-model-len", "4096");
     assertThat(fc.multimodal()).isNull();
     try (SimFleet fleet = SimFleet.start(fc)) {
-      JsonNode r = chat(fleet.workers().get(0), image("gemma", "https://x/a.png", "a"), 400);
+      JsonNode r = chat(fleet.workers().get(0), MediaRequests.image("gemma", "https://x/a.png", "a"), 400);
       assertThat(r.get("error").get("message").asText()).contains("does not support image input");
     }
   }
@@ -131,26 +131,4 @@ class MultimodalFleetTest {
 
   static final ObjectMapper JSON = new ObjectMapper();
 
-  /** A user message: text, then one image part ({@code uuid} omitted when null). */
-  static ObjectNode image(String model, String url, String uuid) {
-    ObjectNode root = JSON.createObjectNode().put("model", model).put("max_tokens", 2);
-    ArrayNode content = root.putArray("messages").addObject().put("role", "user").putArray("content");
-    content.addObject().put("type", "text").put("text", "Describe the chart below: its axes, each series' trend "
-        + "and every annotation written on it.");
-    ObjectNode part = content.addObject().put("type", "image_url");
-    part.putObject("image_url").put("url", url);
-    if (uuid != null) {
-      part.put("uuid", uuid);
-    }
-    return root;
-  }
-
-  /** A user message with an {@code input_audio} part, which Gemma 3 cannot take. */
-  static ObjectNode audio(String model) {
-    ObjectNode root = JSON.createObjectNode().put("model", model);
-    ArrayNode content = root.putArray("messages").addObject().put("role", "user").putArray("content");
-    content.addObject().put("type", "text").put("text", "Transcribe this.");
-    content.addObject().put("type", "input_audio").putObject("input_audio").put("data", "AAAA").put("format", "wav");
-    return root;
-  }
 }

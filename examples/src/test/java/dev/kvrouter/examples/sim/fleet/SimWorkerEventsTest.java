@@ -59,7 +59,7 @@ class SimWorkerEventsTest {
     EngineConfig config = EngineConfig.builder(MODEL).blockSize(16).numGpuBlocks(64).maxModelLen(4096)
         .maxNumBatchedTokens(512).seed(5).build();
     worker = SimWorker.start(new SimWorker.Spec("w-ev", config, Presets.LLAMA_3_1_8B_H100.timingModel(), null,
-        "127.0.0.1", 0, new SimWorker.Events(0, 0, "kv@w-ev@m", layout), null), PromptEncoder.tokenIdsOnly(),
+        "127.0.0.1", 0, new SimWorker.Events(0, 0, "kv@w-ev@m", layout), null, null), PromptEncoder.tokenIdsOnly(),
         writer);
     return worker;
   }

@@ -44,7 +44,7 @@ class SimWorkerHttpTest {
     EngineConfig config = EngineConfig.fromPreset(Presets.LLAMA_3_1_8B_H100, 16).numGpuBlocks(2048)
         .adapters(List.of("alice-lora")).seed(11).build();
     worker = SimWorker.start(new SimWorker.Spec("w-http", config, Presets.LLAMA_3_1_8B_H100.timingModel(), 0.9,
-        "127.0.0.1", 0, new SimWorker.Events(0, 0, "", null), null), PromptEncoder.tokenIdsOnly(), writer);
+        "127.0.0.1", 0, new SimWorker.Events(0, 0, "", null), null, null), PromptEncoder.tokenIdsOnly(), writer);
     base = "http://127.0.0.1:" + worker.httpPort();
   }
 
@@ -132,7 +132,8 @@ class SimWorkerHttpTest {
     EngineConfig config = EngineConfig.fromPreset(Presets.LLAMA_3_1_8B_H100, 16).numGpuBlocks(256).seed(3).build();
     try (SimWorker slow = SimWorker.start(new SimWorker.Spec("w-slow", config,
         Presets.LLAMA_3_1_8B_H100.timingModel(), null, "127.0.0.1", 0, null,
-        new FaultControl.Update(null, null, null, null, 50.0, null)), PromptEncoder.tokenIdsOnly(), writer)) {
+        new FaultControl.Update(null, null, null, null, 50.0, null), null), PromptEncoder.tokenIdsOnly(),
+        writer)) {
       String body = "{\"model\":\"" + MODEL + "\",\"prompt\":[1,2,3],\"max_tokens\":5,\"stream\":true}";
       long start = System.nanoTime();
       List<Long> at = new ArrayList<>();

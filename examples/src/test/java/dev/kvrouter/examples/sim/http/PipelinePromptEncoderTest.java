@@ -36,7 +36,7 @@ class PipelinePromptEncoderTest {
   private static PipelinePromptEncoder encoder(String name) {
     return ENCODERS.computeIfAbsent(name, n -> {
       try {
-        return PipelinePromptEncoder.load("test/" + n, Fixtures.tokenizer(n));
+        return PipelinePromptEncoder.load("test/" + n, Fixtures.tokenizer(n), null);
       } catch (java.io.IOException e) {
         throw new AssertionError(e);
       }

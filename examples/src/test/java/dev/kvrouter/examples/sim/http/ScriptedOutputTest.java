@@ -47,7 +47,7 @@ class ScriptedOutputTest {
         Presets.LLAMA_3_1_8B_H100.timingModel(), null, "127.0.0.1", 0, null, null, new ScriptedOutput(space)),
         PromptEncoder.tokenIdsOnly(), writer);
         SimWorker plain = SimWorker.start(new SimWorker.Spec("w-plain", config,
-            Presets.LLAMA_3_1_8B_H100.timingModel(), null, "127.0.0.1", 0, null, null),
+            Presets.LLAMA_3_1_8B_H100.timingModel(), null, "127.0.0.1", 0, null, null, null),
             PromptEncoder.tokenIdsOnly(), writer)) {
       long seed = -7_123_456_789_012L;
       String seeded = "{\"model\":\"" + config.model() + "\",\"prompt\":[11,12,13,14,15],\"max_tokens\":6,"

@@ -86,7 +86,7 @@ class MediaEventsIndexTest {
     EngineConfig config = EngineConfig.builder(MODEL).blockSize(BS).numGpuBlocks(512).maxModelLen(4096)
         .maxNumBatchedTokens(2048).seed(9).build();
     worker = SimWorker.start(new SimWorker.Spec("w-mm", config, Presets.DEFAULT.timingModel(), null, "127.0.0.1", 0,
-        new SimWorker.Events(0, 0, "", WireLayout.VLLM_MAP), null), encoder, writer);
+        new SimWorker.Events(0, 0, "", WireLayout.VLLM_MAP), null, null), encoder, writer);
 
     // The router side loads its own copy of the model, as kvrouter.yaml configures it.
     ModelSpec spec = new ModelSpec(MODEL, gemma.resolve("tokenizer.json").toString(),

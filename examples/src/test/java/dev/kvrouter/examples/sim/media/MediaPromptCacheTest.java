@@ -41,7 +41,7 @@ class MediaPromptCacheTest {
   void load() throws Exception {
     vision = PipelinePromptEncoder.load(MODEL, Fixtures.tokenizer("gemma3"),
         new MultimodalSpec("gemma3", null, null, null, null));
-    textOnly = PipelinePromptEncoder.load(MODEL, Fixtures.tokenizer("gemma3"));
+    textOnly = PipelinePromptEncoder.load(MODEL, Fixtures.tokenizer("gemma3"), null);
   }
 
   @AfterAll

@@ -5,8 +5,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
-/** Chat request bodies with media parts, shared by the media tests. */
-final class MediaRequests {
+/** Chat request bodies with media parts, shared by the media and fleet tests. */
+public final class MediaRequests {
 
   static final ObjectMapper JSON = new ObjectMapper();
   static final String TEXT = "Please describe the chart below in detail: the axes, the trend of each series, and any "
@@ -15,7 +15,7 @@ final class MediaRequests {
   private MediaRequests() {}
 
   /** One user message: {@link #TEXT}, then an image part ({@code uuid} omitted when null). */
-  static ObjectNode image(String model, String url, String uuid) {
+  public static ObjectNode image(String model, String url, String uuid) {
     ObjectNode root = JSON.createObjectNode();
     root.put("model", model);
     root.put("max_tokens", 2);
@@ -30,7 +30,7 @@ final class MediaRequests {
   }
 
   /** One user message with {@link #TEXT} and an {@code input_audio} part. */
-  static ObjectNode audio(String model) {
+  public static ObjectNode audio(String model) {
     ObjectNode root = JSON.createObjectNode();
     root.put("model", model);
     ArrayNode content = root.putArray("messages").addObject().put("role", "user").putArray("content");
