@@ -276,17 +276,17 @@ public final class VirtualAb implements Callable<Integer> {
           ? r -> chatIds.computeIfAbsent(r, x -> engineIds(chat, w, x, base.model()))
           : w::promptIds;
       IdealReuse ideal = chat != null && chatPrompts
-          ? IdealReuse.computeIds(w.requests(), tokens, w::answerTokens, base.blockSize(), Long.MAX_VALUE)
+          ? IdealReuse.compute(w.requests(), tokens, w::answerTokens, base.blockSize(), Long.MAX_VALUE)
           : w.idealReuse(base.blockSize());
       long fleetBlocks = (long) base.engineConfig(0).numGpuBlocks() * workers;
-      IdealReuse bounded = IdealReuse.computeIds(w.requests(), tokens, w::answerTokens, base.blockSize(),
+      IdealReuse bounded = IdealReuse.compute(w.requests(), tokens, w::answerTokens, base.blockSize(),
           fleetBlocks);
       // with vLLM's CPU tier: it is written on compute (inclusive of what the GPU computed), so a worker holds
       // at most max(GPU, CPU) distinct blocks; the fleet's as one LRU cache
       long fleetTierBlocks = (long) Math.max(base.engineConfig(0).numGpuBlocks(), base.engineConfig(0).numCpuBlocks())
           * workers;
       IdealReuse boundedTiers = fleetTierBlocks == fleetBlocks ? bounded
-          : IdealReuse.computeIds(w.requests(), tokens, w::answerTokens, base.blockSize(), fleetTierBlocks);
+          : IdealReuse.compute(w.requests(), tokens, w::answerTokens, base.blockSize(), fleetTierBlocks);
       for (long delay : delays) {
         for (double drop : drops) {
           EventFaults f = new EventFaults(drop, delay, 0, false);

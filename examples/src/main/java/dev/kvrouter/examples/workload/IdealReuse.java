@@ -59,26 +59,17 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
   }
 
   /**
-   * Computes the ideal reuse of prompts given as token arrays, in the list's order, in a cache of
-   * {@code capacityBlocks} blocks, least recently used evicted first. With an infinite cache this is the
-   * workload's ideal; with the whole fleet's KV capacity, the reuse a fleet that shared one cache could reach. When
-   * a workload's distinct content is larger than the fleet's cache, that, not the infinite figure, bounds what any
-   * router can serve.
+   * Computes the ideal reuse of prompts (token ids with their media items), in the list's order, in a cache of
+   * {@code capacityBlocks} blocks, least recently used evicted first. Blocks that overlap a media item are keyed
+   * as the engine keys them (see the class comment). With an infinite cache this is the workload's ideal; with the
+   * whole fleet's KV capacity, the reuse a fleet that shared one cache could reach. When a workload's distinct
+   * content is larger than the fleet's cache, that, not the infinite figure, bounds what any router can serve.
    *
    * @param outputs each request's output token ids when later prompts may contain them (the scripted answer), or
    *     null (or a function answering null) when they never recur: the blocks prompt + output fill are cached
    * @param capacityBlocks the cache's size in blocks, {@code Long.MAX_VALUE} for an infinite cache
    */
-  public static IdealReuse compute(List<WorkloadRequest> requests, Function<WorkloadRequest, int[]> tokens,
-      Function<WorkloadRequest, int[]> outputs, int blockSize, long capacityBlocks) {
-    return computeIds(requests, r -> PromptIds.text(tokens.apply(r)), outputs, blockSize, capacityBlocks);
-  }
-
-  /**
-   * As {@link #compute(List, Function, Function, int, long)} over prompts with their media items: blocks that
-   * overlap an item are keyed as the engine keys them (see the class comment).
-   */
-  public static IdealReuse computeIds(List<WorkloadRequest> requests, Function<WorkloadRequest, PromptIds> prompts,
+  public static IdealReuse compute(List<WorkloadRequest> requests, Function<WorkloadRequest, PromptIds> prompts,
       Function<WorkloadRequest, int[]> outputs, int blockSize, long capacityBlocks) {
     if (blockSize <= 0) {
       throw new IllegalArgumentException("blockSize must be positive, was " + blockSize);

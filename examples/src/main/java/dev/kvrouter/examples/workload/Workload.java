@@ -9,7 +9,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.Function;
 
 /**
  * A fixed list of requests in arrival order, built deterministically from a seed by a generator
@@ -166,15 +165,7 @@ public final class Workload {
    */
   public IdealReuse idealReuse(int blockSize) {
     return idealByBlockSize.computeIfAbsent(blockSize,
-        b -> IdealReuse.computeIds(requests, this::promptIds, this::answerTokens, b, Long.MAX_VALUE));
-  }
-
-  /**
-   * Ideal reuse over token ids from elsewhere, e.g. the model's real chat template and tokenizer, for an exact
-   * figure on chat workloads.
-   */
-  public IdealReuse idealReuse(int blockSize, Function<WorkloadRequest, int[]> tokenizer) {
-    return IdealReuse.compute(requests, tokenizer, this::answerTokens, blockSize, Long.MAX_VALUE);
+        b -> IdealReuse.compute(requests, this::promptIds, this::answerTokens, b, Long.MAX_VALUE));
   }
 
   /** Sum of content tokens over all prompts. */

@@ -17,7 +17,7 @@ class IdealReuseTest {
     for (int i = 0; i < prompts.length; i++) {
       reqs.add(new WorkloadRequest(i, "r" + i, i, null, Prompt.tokens(List.of(new Segment(i, 0))), 1));
     }
-    return IdealReuse.compute(reqs, r -> prompts[r.index()], null, blockSize, capacity);
+    return IdealReuse.compute(reqs, r -> PromptIds.text(prompts[r.index()]), null, blockSize, capacity);
   }
 
   @Test

@@ -107,14 +107,15 @@ class ImageQaWorkloadTest {
     for (int i = 0; i < prompts.size(); i++) {
       requests.add(new WorkloadRequest(i, "r" + i, i, null, Prompt.tokens(List.of(new Segment(i, 1))), 1));
     }
-    IdealReuse ideal = IdealReuse.computeIds(requests, r -> prompts.get(r.index()), null, 4, Long.MAX_VALUE);
+    IdealReuse ideal = IdealReuse.compute(requests, r -> prompts.get(r.index()), null, 4, Long.MAX_VALUE);
     assertThat(ideal.fullBlocks()).isEqualTo(15);
     assertThat(ideal.reusedBlocks()).isEqualTo(3 + 1 + 1 + 1);
     assertThat(ideal.cacheableHitTokens()).isEqualTo(8 + 4 + 4 + 4);
     // blocks 0-2 of "a at 4", blocks 1-2 of b, of a at 5 and of the text prompt
     assertThat(ideal.uniqueBlocks()).isEqualTo(3 + 2 + 2 + 2);
 
-    IdealReuse blind = IdealReuse.compute(requests, r -> prompts.get(r.index()).tokens(), null, 4, Long.MAX_VALUE);
+    IdealReuse blind = IdealReuse.compute(requests, r -> PromptIds.text(prompts.get(r.index()).tokens()), null, 4,
+        Long.MAX_VALUE);
     assertThat(blind.reusedBlocks()).as("token ids alone would take every image for the same").isEqualTo(12);
   }
 
