@@ -1,6 +1,7 @@
 package dev.kvrouter.examples.ab;
 
 import dev.kvrouter.examples.report.RunData;
+import dev.kvrouter.examples.workload.SessionChain;
 import java.util.Map;
 
 /**
@@ -39,10 +40,9 @@ public record VirtualOutcome(RunData data, Truth truth, LedgerEnd ledger, double
 
     @Override
     public String toString() {
-      return String.format(java.util.Locale.ROOT,
-          "closed loop: %d of %d dependent turns held back for the previous answer, %.3f s in total (max %.3f s);"
-              + " %s answers%s", heldBack, dependentTurns, heldBackSeconds, maxHeldBackSeconds,
-          modelAnswers ? "model" : "fresh", shortAnswers == 0 ? "" : ", " + shortAnswers + " resent short");
+      return SessionChain.summary(heldBack, dependentTurns, heldBackSeconds, maxHeldBackSeconds) + "; "
+          + (modelAnswers ? "model" : "fresh") + " answers" + (shortAnswers == 0 ? "" : ", " + shortAnswers
+          + " resent short");
     }
   }
 

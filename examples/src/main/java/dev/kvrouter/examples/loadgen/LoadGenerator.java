@@ -347,11 +347,8 @@ public final class LoadGenerator implements AutoCloseable {
 
     private void closedLoopNotes() {
       if (chain.dependentTurns() > 0) {
-        notes.add(String.format(java.util.Locale.ROOT,
-            "closed loop: %d of %d dependent turns held back for the previous answer, %.3f s in total (max %.3f s)"
-                + "%s", chain.heldBackTurns(), chain.dependentTurns(), chain.heldBackNanos() / 1e9,
-            chain.maxHeldBackNanos() / 1e9,
-            receivedShort.isEmpty() ? "" : "; " + receivedShort.size() + " answers resent short"));
+        notes.add(chain.summary()
+            + (receivedShort.isEmpty() ? "" : "; " + receivedShort.size() + " answers resent short"));
       }
       int scripted = answersAsScripted.get() + answersOffScript.get() + answersUnread.get();
       if (scripted > 0) {

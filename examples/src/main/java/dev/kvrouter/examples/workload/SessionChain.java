@@ -3,6 +3,7 @@ package dev.kvrouter.examples.workload;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -97,5 +98,17 @@ public final class SessionChain {
   /** The longest hold. */
   public long maxHeldBackNanos() {
     return maxHeldBackNanos;
+  }
+
+  /** {@link #summary(long, long, double, double)} of the holds counted so far. */
+  public String summary() {
+    return summary(heldBackTurns, dependentTurns, heldBackNanos / 1e9, maxHeldBackNanos / 1e9);
+  }
+
+  /** The run notes' closed-loop line, the same in both drivers' reports; each appends what is its own. */
+  public static String summary(long heldBack, long dependent, double heldBackSeconds, double maxHeldBackSeconds) {
+    return String.format(Locale.ROOT,
+        "closed loop: %d of %d dependent turns held back for the previous answer, %.3f s in total (max %.3f s)",
+        heldBack, dependent, heldBackSeconds, maxHeldBackSeconds);
   }
 }
