@@ -94,20 +94,12 @@ public final class SaturationSearch {
   public record OperatingPoint(double utilisation, String spec, double knob, double offeredRps) {}
 
   /**
-   * Finds round-robin's capacity on {@code spec} and the specs at each of {@code targets}.
+   * Finds round-robin's capacity on {@code spec} and the specs at each of {@code targets}, chat prompts sent through
+   * the request path of {@code chat} (the model's template, tokenizer and media expansion), as the A/B then sends
+   * them.
    *
    * @param targets utilisations in (0, 2] for the A/B
    * @param curve utilisations at which to run round-robin for the record (may be empty)
-   */
-  public static Result find(String spec, VirtualSetup setup, List<Double> targets, List<Double> curve,
-      PrintStream progress) {
-    return find(spec, setup, targets, curve, null, progress);
-  }
-
-  /**
-   * As {@link #find(String, VirtualSetup, List, List, PrintStream)}, chat prompts sent through the request path of
-   * {@code chat} (the model's template, tokenizer and media expansion), as the A/B then sends them.
-   *
    * @param chat the request path for chat prompts, or null to probe with their token stand-ins
    */
   public static Result find(String spec, VirtualSetup setup, List<Double> targets, List<Double> curve,

@@ -63,7 +63,7 @@ class SaturationSearchTest {
   void capacityIsWhatRoundRobinCompletesUnderOverloadAndTheOperatingPointKeepsUp() {
     VirtualSetup small = VirtualSetup.defaults().withWorkers(2).withNumGpuBlocks(4096);
     String spec = "unique:count=300,rate=20,prompt=1024,output=16,seed=5";
-    SaturationSearch.Result r = SaturationSearch.find(spec, small, List.of(0.9, 0.5), List.of(0.5), QUIET);
+    SaturationSearch.Result r = SaturationSearch.find(spec, small, List.of(0.9, 0.5), List.of(0.5), null, QUIET);
 
     // the last two probes were overloaded, every one before kept up, and capacity is the larger overloaded figure
     List<SaturationSearch.Probe> probes = r.overload();
@@ -96,6 +96,6 @@ class SaturationSearchTest {
   @Test
   void rejectsTargetsOutsideTheRange() {
     assertThatThrownBy(() -> SaturationSearch.find("unique:count=10", VirtualSetup.defaults(), List.of(0.0),
-        List.of(), QUIET)).hasMessageContaining("(0, 2]");
+        List.of(), null, QUIET)).hasMessageContaining("(0, 2]");
   }
 }
