@@ -7,19 +7,26 @@ import dev.kvrouter.examples.loadgen.LoadConfig;
 import dev.kvrouter.examples.loadgen.LoadGenerator;
 import dev.kvrouter.examples.loadgen.PolicyPreparer;
 import dev.kvrouter.examples.report.RoutingOverhead;
+import dev.kvrouter.examples.sim.fleet.MultimodalModels;
 import dev.kvrouter.examples.sim.http.ScriptedOutput;
 import dev.kvrouter.examples.sim.timing.Presets;
+import dev.kvrouter.examples.workload.IdealReuse;
+import dev.kvrouter.examples.workload.PromptIds;
 import dev.kvrouter.examples.workload.TokenSpace;
 import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadCatalog;
+import dev.kvrouter.examples.workload.WorkloadRequest;
+import dev.kvrouter.extproc.model.MultimodalSpec;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.function.Function;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -34,6 +41,13 @@ import picocli.CommandLine.Option;
  * own answer as in the virtual-time A/B; other workloads run against the same workers unchanged (a request
  * without {@code seed} keeps its own output). Writes report.json, report.md, charts/ and
  * {@code envoy.json} (the truth check and decision counts per run, from the router's decision records).
+ *
+ * <p>Images: {@code --multimodal gemma3} (with the model's {@code --tokenizer} and {@code --model}) starts the
+ * workers as that model's multimodal workers and gives the router's model entry {@code multimodal: {preset:
+ * gemma3}}, for workloads such as {@code image-qa}. The ideal reuse beside every result is the virtual A/B's: the
+ * prompts as the workers prefill them ({@link ChatFront#engineIds}, chat rendered and tokenized with the model's
+ * template and tokenizer, media keyed by the engine's identifiers), with an infinite cache (report.json) and with
+ * the fleet's KV capacity as one LRU cache (envoy.json).
  *
  * <p>Run with the dist module's class path (the router's main class must be on it), see docs/benchmarks/ab.md.
  */
@@ -55,6 +69,11 @@ public final class EnvoyAb implements Callable<Integer> {
 
   @Option(names = "--tokenizer", defaultValue = ".cache/tokenizers/qwen3")
   Path tokenizer;
+
+  @Option(names = "--multimodal", paramLabel = "PRESET",
+      description = "The served model takes images, expanded as the router's `multimodal: {preset: PRESET}` (e.g. "
+          + "gemma3; needs that model's --tokenizer and --model).")
+  String multimodal;
 
   @Option(names = "--block-size", defaultValue = "16")
   int blockSize;
@@ -116,9 +135,20 @@ public final class EnvoyAb implements Callable<Integer> {
       specs.add(AbRunner.withSeed(s, Long.toString(seed)));
     }
     ScriptedOutput scripted = scriptedOutput(specs);
+    MultimodalSpec media = multimodal == null ? null : MultimodalModels.preset(multimodal);
+    if (media == null) {
+      for (String raw : specs) {
+        for (String spec : WorkloadCatalog.expand(raw)) {
+          if (WorkloadCatalog.create(spec).hasImages()) {
+            throw new CommandLine.ParameterException(new CommandLine(this), spec + " sends images: run it with "
+                + "--multimodal gemma3 --tokenizer .cache/tokenizers/gemma3 --model google/gemma-3-4b-it");
+          }
+        }
+      }
+    }
     EnvoyAbStack.Options o = new EnvoyAbStack.Options(root.toAbsolutePath(), workers, Presets.byId(preset), model,
         tokenizer, blockSize, numGpuBlocks, seed, null, true, "routing: {policy: kv_aware}", dir, kvOffloadingSizeGib,
-        null, "", scripted);
+        multimodal, "", scripted);
     Map<String, Object> meta = new LinkedHashMap<>();
     meta.put("mode", "through-envoy");
     meta.put("command", "EnvoyAb " + String.join(" ", ProcessHandle.current().info().arguments()
@@ -127,14 +157,20 @@ public final class EnvoyAb implements Callable<Integer> {
     meta.put("preset", preset);
     meta.put("kvOffloadingSizeGib", kvOffloadingSizeGib);
     meta.put("tokenizer", tokenizer.toString());
+    meta.put("multimodal", multimodal);
+    meta.put("idealReuse", "the prompts as the workers prefill them (chat: the model's template and tokenizer, media "
+        + "keyed by the engine's identifiers), infinite cache");
     meta.put("workerOutput", scripted == null ? "model" : scripted.toString());
     meta.put("cpus", Runtime.getRuntime().availableProcessors());
     meta.put("loadAverageAtStart", java.lang.management.ManagementFactory.getOperatingSystemMXBean()
         .getSystemLoadAverage());
     List<Map<String, Object>> extras = new ArrayList<>();
-    try (EnvoyAbStack stack = EnvoyAbStack.start(o, new ProcessRouterLauncher(routerJvm))) {
+    try (ChatFront chat = ChatFront.load(model, tokenizer, blockSize, media);
+        EnvoyAbStack stack = EnvoyAbStack.start(o, new ProcessRouterLauncher(routerJvm))) {
       meta.put("envoy", stack.envoyVersion());
-      meta.put("numGpuBlocks", stack.fleet().config().engineConfig(0).numGpuBlocks());
+      int gpuBlocks = stack.fleet().config().engineConfig(0).numGpuBlocks();
+      meta.put("numGpuBlocks", gpuBlocks);
+      Ideals ideals = new Ideals(chat, model, blockSize, (long) gpuBlocks * workers);
       LoadConfig load = LoadConfig.defaults(stack.uri(), model).withMaxInFlight(maxInFlight)
           .withMaxRunTime(Duration.ofSeconds(maxSeconds)).withSampleInterval(Duration.ofMillis(sampleMs));
       PolicyPreparer preparer = (policy, w, ctx) -> ctx.routerSnapshot(stack.router()::snapshot)
@@ -145,13 +181,16 @@ public final class EnvoyAb implements Callable<Integer> {
             m.put("workload", w.toString());
             m.put("policy", policy);
             m.put("truth", d.truth(records));
+            m.put("idealReuseInfinite", ideals.infinite(w).tokenShare());
+            m.put("idealReuseFleetCache", ideals.fleetCache(w).tokenShare());
+            m.put("fleetCacheBlocks", ideals.fleetBlocks);
             m.put("decisions", overhead.decisions());
             m.put("fallbacks", overhead.fallbacks());
             extras.add(m);
             return overhead;
           }).build();
       AbRunner.Settings settings = new AbRunner.Settings(policies, ours, baseline, true, blockSize, true,
-          Duration.ofMillis(1000), Duration.ofSeconds(120), out, meta, warmup);
+          Duration.ofMillis(1000), Duration.ofSeconds(120), out, meta, warmup, ideals::infinite);
       try (LoadGenerator gen = new LoadGenerator(load)) {
         new AbRunner(gen, stack.targets(), settings, preparer, System.out).run(specs);
       }
@@ -160,6 +199,40 @@ public final class EnvoyAb implements Callable<Integer> {
           .writeValueAsString(extras) + "\n");
     }
     return 0;
+  }
+
+  /**
+   * A workload's ideal reuse over its prompts as the workers prefill them, each prompt rendered once for both
+   * caches. The A/B runner's thread only (the prompts' memo is a plain map).
+   */
+  private static final class Ideals {
+    private final ChatFront chat;
+    private final String model;
+    private final int blockSize;
+    private final long fleetBlocks;
+    private final Map<Workload, Function<WorkloadRequest, PromptIds>> prompts = new IdentityHashMap<>();
+    private final Map<Workload, IdealReuse> infinite = new IdentityHashMap<>();
+    private final Map<Workload, IdealReuse> fleet = new IdentityHashMap<>();
+
+    Ideals(ChatFront chat, String model, int blockSize, long fleetBlocks) {
+      this.chat = chat;
+      this.model = model;
+      this.blockSize = blockSize;
+      this.fleetBlocks = fleetBlocks;
+    }
+
+    IdealReuse infinite(Workload w) {
+      return infinite.computeIfAbsent(w, x -> compute(x, Long.MAX_VALUE));
+    }
+
+    IdealReuse fleetCache(Workload w) {
+      return fleet.computeIfAbsent(w, x -> compute(x, fleetBlocks));
+    }
+
+    private IdealReuse compute(Workload w, long capacityBlocks) {
+      return IdealReuse.compute(w.requests(), prompts.computeIfAbsent(w, x -> chat.engineIds(x, model)),
+          w::answerTokens, blockSize, capacityBlocks);
+    }
   }
 
   /**
