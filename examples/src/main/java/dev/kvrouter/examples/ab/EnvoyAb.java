@@ -10,23 +10,18 @@ import dev.kvrouter.examples.report.RoutingOverhead;
 import dev.kvrouter.examples.sim.fleet.MultimodalModels;
 import dev.kvrouter.examples.sim.http.ScriptedOutput;
 import dev.kvrouter.examples.sim.timing.Presets;
-import dev.kvrouter.examples.workload.IdealReuse;
-import dev.kvrouter.examples.workload.PromptIds;
 import dev.kvrouter.examples.workload.TokenSpace;
 import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadCatalog;
-import dev.kvrouter.examples.workload.WorkloadRequest;
 import dev.kvrouter.extproc.model.MultimodalSpec;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import java.util.function.Function;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -45,9 +40,8 @@ import picocli.CommandLine.Option;
  * <p>Images: {@code --multimodal gemma3} (with the model's {@code --tokenizer} and {@code --model}) starts the
  * workers as that model's multimodal workers and gives the router's model entry {@code multimodal: {preset:
  * gemma3}}, for workloads such as {@code image-qa}. The ideal reuse beside every result is the virtual A/B's: the
- * prompts as the workers prefill them ({@link ChatFront#engineIds}, chat rendered and tokenized with the model's
- * template and tokenizer, media keyed by the engine's identifiers), with an infinite cache (report.json) and with
- * the fleet's KV capacity as one LRU cache (envoy.json).
+ * prompts as the workers prefill them ({@link EngineIdeals}), with an infinite cache (report.json) and with the
+ * fleet's KV capacity as one LRU cache (envoy.json).
  *
  * <p>Run with the dist module's class path (the router's main class must be on it), see docs/benchmarks/ab.md.
  */
@@ -170,7 +164,7 @@ public final class EnvoyAb implements Callable<Integer> {
       meta.put("envoy", stack.envoyVersion());
       int gpuBlocks = stack.fleet().config().engineConfig(0).numGpuBlocks();
       meta.put("numGpuBlocks", gpuBlocks);
-      Ideals ideals = new Ideals(chat, model, blockSize, (long) gpuBlocks * workers);
+      EngineIdeals ideals = new EngineIdeals(chat, model, blockSize, (long) gpuBlocks * workers);
       LoadConfig load = LoadConfig.defaults(stack.uri(), model).withMaxInFlight(maxInFlight)
           .withMaxRunTime(Duration.ofSeconds(maxSeconds)).withSampleInterval(Duration.ofMillis(sampleMs));
       PolicyPreparer preparer = (policy, w, ctx) -> ctx.routerSnapshot(stack.router()::snapshot)
@@ -181,9 +175,9 @@ public final class EnvoyAb implements Callable<Integer> {
             m.put("workload", w.toString());
             m.put("policy", policy);
             m.put("truth", d.truth(records));
-            m.put("idealReuseInfinite", ideals.infinite(w).tokenShare());
-            m.put("idealReuseFleetCache", ideals.fleetCache(w).tokenShare());
-            m.put("fleetCacheBlocks", ideals.fleetBlocks);
+            m.put("idealReuseInfinite", Math.round(ideals.infinite(w).tokenShare() * 1e4) / 1e4);
+            m.put("idealReuseFleetCache", Math.round(ideals.fleetCache(w).tokenShare() * 1e4) / 1e4);
+            m.put("fleetCacheBlocks", ideals.fleetBlocks());
             m.put("decisions", overhead.decisions());
             m.put("fallbacks", overhead.fallbacks());
             extras.add(m);
@@ -199,40 +193,6 @@ public final class EnvoyAb implements Callable<Integer> {
           .writeValueAsString(extras) + "\n");
     }
     return 0;
-  }
-
-  /**
-   * A workload's ideal reuse over its prompts as the workers prefill them, each prompt rendered once for both
-   * caches. The A/B runner's thread only (the prompts' memo is a plain map).
-   */
-  private static final class Ideals {
-    private final ChatFront chat;
-    private final String model;
-    private final int blockSize;
-    private final long fleetBlocks;
-    private final Map<Workload, Function<WorkloadRequest, PromptIds>> prompts = new IdentityHashMap<>();
-    private final Map<Workload, IdealReuse> infinite = new IdentityHashMap<>();
-    private final Map<Workload, IdealReuse> fleet = new IdentityHashMap<>();
-
-    Ideals(ChatFront chat, String model, int blockSize, long fleetBlocks) {
-      this.chat = chat;
-      this.model = model;
-      this.blockSize = blockSize;
-      this.fleetBlocks = fleetBlocks;
-    }
-
-    IdealReuse infinite(Workload w) {
-      return infinite.computeIfAbsent(w, x -> compute(x, Long.MAX_VALUE));
-    }
-
-    IdealReuse fleetCache(Workload w) {
-      return fleet.computeIfAbsent(w, x -> compute(x, fleetBlocks));
-    }
-
-    private IdealReuse compute(Workload w, long capacityBlocks) {
-      return IdealReuse.compute(w.requests(), prompts.computeIfAbsent(w, x -> chat.engineIds(x, model)),
-          w::answerTokens, blockSize, capacityBlocks);
-    }
   }
 
   /**

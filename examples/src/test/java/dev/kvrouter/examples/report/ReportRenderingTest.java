@@ -89,6 +89,8 @@ class ReportRenderingTest {
     assertThat(results.get(1).has("sessions")).as("present, null for open loop").isTrue();
     assertThat(results.get(1).path("sessions").isNull()).isTrue();
     assertThat(ReportJson.read(file).workloads().get(0).results().get(0).sessions()).isEqualTo(held);
+    assertThat(MarkdownReport.render(report)).contains("| kv_aware | 4 of 6 | 2.000 | 0.500 | 0.900 | 2 (1) | 8 of 9 |")
+        .doesNotContain("| round_robin | 0 of");
   }
 
   @Test
