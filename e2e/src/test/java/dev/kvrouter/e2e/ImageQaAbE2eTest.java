@@ -73,9 +73,7 @@ class ImageQaAbE2eTest {
 
   @BeforeAll
   void start() throws Exception {
-    Path gemma = Stack.ROOT.resolve(".cache/tokenizers/gemma3");
-    assertThat(gemma.resolve("tokenizer.json"))
-        .as("missing %s: run scripts/fetch-tokenizers.sh (CI fetches it before the tests)", gemma).isRegularFile();
+    Path gemma = Stack.tokenizer("gemma3");
     chat = ChatFront.load(MODEL, gemma, BS, MultimodalModels.preset("gemma3"));
     Path dir = Files.createTempDirectory("kvrouter-e2e-image-ab");
     // scripted output for the multi-turn run; image requests carry no seed and keep the worker's own output
