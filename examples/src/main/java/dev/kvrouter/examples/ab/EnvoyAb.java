@@ -49,6 +49,9 @@ import picocli.CommandLine.Option;
     description = "A/B of routing policies through real Envoy against simulated vLLM workers.")
 public final class EnvoyAb implements Callable<Integer> {
 
+  @CommandLine.Spec
+  CommandLine.Model.CommandSpec command;
+
   @Option(names = "--root", defaultValue = "${sys:kvrouter.root:-.}", description = "The checkout (envoy-config/).")
   Path root;
 
@@ -122,24 +125,19 @@ public final class EnvoyAb implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    Files.createDirectories(out);
-    Path dir = Files.createTempDirectory("kvrouter-envoy-ab");
     List<String> specs = new ArrayList<>();
     for (String s : workloads) {
       specs.add(AbRunner.withSeed(s, Long.toString(seed)));
     }
     ScriptedOutput scripted = scriptedOutput(specs);
-    MultimodalSpec media = multimodal == null ? null : MultimodalModels.preset(multimodal);
-    if (media == null) {
-      for (String raw : specs) {
-        for (String spec : WorkloadCatalog.expand(raw)) {
-          if (WorkloadCatalog.create(spec).hasImages()) {
-            throw new CommandLine.ParameterException(new CommandLine(this), spec + " sends images: run it with "
-                + "--multimodal gemma3 --tokenizer .cache/tokenizers/gemma3 --model google/gemma-3-4b-it");
-          }
-        }
-      }
+    MultimodalSpec media;
+    try {
+      media = media(multimodal, specs);
+    } catch (IllegalArgumentException e) {
+      throw new CommandLine.ParameterException(command.commandLine(), e.getMessage(), e);
     }
+    Files.createDirectories(out);
+    Path dir = Files.createTempDirectory("kvrouter-envoy-ab");
     EnvoyAbStack.Options o = new EnvoyAbStack.Options(root.toAbsolutePath(), workers, Presets.byId(preset), model,
         tokenizer, blockSize, numGpuBlocks, seed, null, true, "routing: {policy: kv_aware}", dir, kvOffloadingSizeGib,
         multimodal, "", scripted);
@@ -193,6 +191,25 @@ public final class EnvoyAb implements Callable<Integer> {
           .writeValueAsString(extras) + "\n");
     }
     return 0;
+  }
+
+  /**
+   * The media expansion of {@code preset} (null: a text model), refusing an unknown preset, and a text model for
+   * workloads that send images (the workers would refuse every request).
+   */
+  static MultimodalSpec media(String preset, List<String> specs) {
+    if (preset != null) {
+      return MultimodalModels.preset(preset);
+    }
+    for (String raw : specs) {
+      for (String spec : WorkloadCatalog.expand(raw)) {
+        if (WorkloadCatalog.create(spec).hasImages()) {
+          throw new IllegalArgumentException(spec + " sends images: run it with --multimodal gemma3 --tokenizer "
+              + ".cache/tokenizers/gemma3 --model google/gemma-3-4b-it");
+        }
+      }
+    }
+    return null;
   }
 
   /**
