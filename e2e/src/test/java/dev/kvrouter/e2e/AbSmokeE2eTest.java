@@ -79,10 +79,7 @@ class AbSmokeE2eTest {
 
   @BeforeAll
   void start() throws Exception {
-    Path tokenizer = Stack.ROOT.resolve(".cache/tokenizers/qwen3");
-    assertThat(tokenizer.resolve("tokenizer.json"))
-        .as("missing %s: run scripts/fetch-tokenizers.sh (CI fetches it before the tests)", tokenizer)
-        .isRegularFile();
+    Path tokenizer = Stack.tokenizer("qwen3");
     dir = Files.createTempDirectory("kvrouter-ab-smoke");
     RouterLauncher inProcess = InProcessRouter.launcher(List::of);
     stack = EnvoyAbStack.start(new EnvoyAbStack.Options(Stack.ROOT, 4, Presets.byId("qwen3-8b-h100"), MODEL,

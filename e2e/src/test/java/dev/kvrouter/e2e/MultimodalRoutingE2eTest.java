@@ -62,9 +62,7 @@ class MultimodalRoutingE2eTest {
 
   @BeforeAll
   void start() throws Exception {
-    Path gemma = Stack.ROOT.resolve(".cache/tokenizers/gemma3");
-    assertThat(gemma.resolve("tokenizer.json"))
-        .as("missing %s: run scripts/fetch-tokenizers.sh (CI fetches it before the tests)", gemma).isRegularFile();
+    Path gemma = Stack.tokenizer("gemma3");
     assertThat(LoggerFactory.getLogger(DecisionLog.LOGGER)).as("decision records are read from logback")
         .isInstanceOf(Logger.class);
     decisionLogger = (Logger) LoggerFactory.getLogger(DecisionLog.LOGGER);

@@ -27,6 +27,17 @@ final class Stack implements AutoCloseable {
   static final String MODEL = "test/model";
   static final Path ROOT = Path.of(System.getProperty("kvrouter.root", "..")).toAbsolutePath().normalize();
 
+  /**
+   * The real tokenizer {@code name} under {@code .cache/tokenizers/}; fails (never skips) when it is missing, since CI
+   * fetches it before the tests.
+   */
+  static Path tokenizer(String name) {
+    Path dir = ROOT.resolve(".cache/tokenizers").resolve(name);
+    org.assertj.core.api.Assertions.assertThat(dir.resolve("tokenizer.json"))
+        .as("missing %s: run scripts/fetch-tokenizers.sh (CI fetches it before the tests)", dir).isRegularFile();
+    return dir;
+  }
+
   final String envoyConfig;
   final Path dir;
   final Map<String, FakeWorker> workers = new LinkedHashMap<>();

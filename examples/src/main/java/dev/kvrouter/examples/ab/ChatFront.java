@@ -1,23 +1,37 @@
 package dev.kvrouter.examples.ab;
 
+import dev.kvrouter.examples.loadgen.RequestBodies;
 import dev.kvrouter.examples.sim.http.PipelinePromptEncoder;
+import dev.kvrouter.examples.sim.http.PromptEncoder;
+import dev.kvrouter.examples.workload.Prompt;
+import dev.kvrouter.examples.workload.PromptIds;
+import dev.kvrouter.examples.workload.Workload;
+import dev.kvrouter.examples.workload.WorkloadRequest;
 import dev.kvrouter.extproc.model.ModelRegistry;
 import dev.kvrouter.extproc.model.ModelResources;
 import dev.kvrouter.extproc.model.ModelSpec;
 import dev.kvrouter.extproc.model.MultimodalSpec;
 import dev.kvrouter.extproc.model.ResourceState;
+import dev.kvrouter.extproc.request.InferenceRequest;
+import dev.kvrouter.extproc.request.RequestBodyParser;
 import dev.kvrouter.extproc.request.RequestPreparer;
 import dev.kvrouter.extproc.tenancy.TenantIsolation;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
 
 /**
  * The text side of a virtual-time run for chat workloads: the router's request path up to the prompt pipeline
  * (body parser, model registry, tenancy) and the worker's prompt encoder, both over one {@code PipelineResources}
  * (the model's real tokenizer and chat template). Loaded once and shared by every run of a session.
+ *
+ * <p>Both A/B runners also take the workload's ideal reuse from it ({@link #engineIds}): the prompt as a worker
+ * prefills it, media keyed by the engine's identifiers, so the ideal stands beside what the workers report.
  */
 public final class ChatFront implements AutoCloseable {
 
@@ -67,6 +81,33 @@ public final class ChatFront implements AutoCloseable {
 
   public RequestPreparer preparer() {
     return preparer;
+  }
+
+  /**
+   * The prompts of {@code w} as a worker of {@code model} prefills them, for {@link
+   * dev.kvrouter.examples.workload.IdealReuse#compute}: a chat prompt is the body the load generator sends, parsed
+   * by the router's request path and rendered, tokenized and media-expanded by the worker's encoder, its media keyed
+   * with the engine's identifiers (the client's uuid, else the engine's own content hash); each is computed once,
+   * on first use. A token prompt is the workload's own ids ({@link Workload#promptIds}).
+   *
+   * <p>The function is not thread-safe (its memo is a plain map): one thread per function.
+   */
+  public Function<WorkloadRequest, PromptIds> engineIds(Workload w, String model) {
+    Map<WorkloadRequest, PromptIds> memo = new IdentityHashMap<>();
+    return r -> r.prompt().format() != Prompt.Format.CHAT ? w.promptIds(r)
+        : memo.computeIfAbsent(r, x -> {
+          PromptEncoder.ChatTokens t = encoder.prompt(parse(w, x, model));
+          return new PromptIds(t.tokens(), t.media());
+        });
+  }
+
+  private InferenceRequest parse(Workload w, WorkloadRequest r, String model) {
+    byte[] body = RequestBodies.body(w, r, model);
+    try {
+      return preparer.prepare(InferenceRequest.Kind.CHAT, body, body.length, null).request();
+    } catch (RequestBodyParser.BadRequest e) {
+      throw new IllegalStateException(e.error().toString(), e);
+    }
   }
 
   @Override

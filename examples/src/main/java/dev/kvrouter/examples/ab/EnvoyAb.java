@@ -7,11 +7,13 @@ import dev.kvrouter.examples.loadgen.LoadConfig;
 import dev.kvrouter.examples.loadgen.LoadGenerator;
 import dev.kvrouter.examples.loadgen.PolicyPreparer;
 import dev.kvrouter.examples.report.RoutingOverhead;
+import dev.kvrouter.examples.sim.fleet.MultimodalModels;
 import dev.kvrouter.examples.sim.http.ScriptedOutput;
 import dev.kvrouter.examples.sim.timing.Presets;
 import dev.kvrouter.examples.workload.TokenSpace;
 import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadCatalog;
+import dev.kvrouter.extproc.model.MultimodalSpec;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -35,11 +37,20 @@ import picocli.CommandLine.Option;
  * without {@code seed} keeps its own output). Writes report.json, report.md, charts/ and
  * {@code envoy.json} (the truth check and decision counts per run, from the router's decision records).
  *
+ * <p>Images: {@code --multimodal gemma3} (with the model's {@code --tokenizer} and {@code --model}) starts the
+ * workers as that model's multimodal workers and gives the router's model entry {@code multimodal: {preset:
+ * gemma3}}, for workloads such as {@code image-qa}. The ideal reuse beside every result is the virtual A/B's: the
+ * prompts as the workers prefill them ({@link EngineIdeals}), with an infinite cache (report.json) and with the
+ * fleet's KV capacity as one LRU cache (envoy.json).
+ *
  * <p>Run with the dist module's class path (the router's main class must be on it), see docs/benchmarks/ab.md.
  */
 @Command(name = "envoy-ab", mixinStandardHelpOptions = true,
     description = "A/B of routing policies through real Envoy against simulated vLLM workers.")
 public final class EnvoyAb implements Callable<Integer> {
+
+  @CommandLine.Spec
+  CommandLine.Model.CommandSpec command;
 
   @Option(names = "--root", defaultValue = "${sys:kvrouter.root:-.}", description = "The checkout (envoy-config/).")
   Path root;
@@ -55,6 +66,11 @@ public final class EnvoyAb implements Callable<Integer> {
 
   @Option(names = "--tokenizer", defaultValue = ".cache/tokenizers/qwen3")
   Path tokenizer;
+
+  @Option(names = "--multimodal", paramLabel = "PRESET",
+      description = "The served model takes images, expanded as the router's `multimodal: {preset: PRESET}` (e.g. "
+          + "gemma3; needs that model's --tokenizer and --model).")
+  String multimodal;
 
   @Option(names = "--block-size", defaultValue = "16")
   int blockSize;
@@ -109,16 +125,22 @@ public final class EnvoyAb implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    Files.createDirectories(out);
-    Path dir = Files.createTempDirectory("kvrouter-envoy-ab");
     List<String> specs = new ArrayList<>();
     for (String s : workloads) {
       specs.add(AbRunner.withSeed(s, Long.toString(seed)));
     }
     ScriptedOutput scripted = scriptedOutput(specs);
+    MultimodalSpec media;
+    try {
+      media = media(multimodal, specs);
+    } catch (IllegalArgumentException e) {
+      throw new CommandLine.ParameterException(command.commandLine(), e.getMessage(), e);
+    }
+    Files.createDirectories(out);
+    Path dir = Files.createTempDirectory("kvrouter-envoy-ab");
     EnvoyAbStack.Options o = new EnvoyAbStack.Options(root.toAbsolutePath(), workers, Presets.byId(preset), model,
         tokenizer, blockSize, numGpuBlocks, seed, null, true, "routing: {policy: kv_aware}", dir, kvOffloadingSizeGib,
-        null, "", scripted);
+        multimodal, "", scripted);
     Map<String, Object> meta = new LinkedHashMap<>();
     meta.put("mode", "through-envoy");
     meta.put("command", "EnvoyAb " + String.join(" ", ProcessHandle.current().info().arguments()
@@ -127,14 +149,20 @@ public final class EnvoyAb implements Callable<Integer> {
     meta.put("preset", preset);
     meta.put("kvOffloadingSizeGib", kvOffloadingSizeGib);
     meta.put("tokenizer", tokenizer.toString());
+    meta.put("multimodal", multimodal);
+    meta.put("idealReuse", "the prompts as the workers prefill them (chat: the model's template and tokenizer, media "
+        + "keyed by the engine's identifiers), infinite cache");
     meta.put("workerOutput", scripted == null ? "model" : scripted.toString());
     meta.put("cpus", Runtime.getRuntime().availableProcessors());
     meta.put("loadAverageAtStart", java.lang.management.ManagementFactory.getOperatingSystemMXBean()
         .getSystemLoadAverage());
     List<Map<String, Object>> extras = new ArrayList<>();
-    try (EnvoyAbStack stack = EnvoyAbStack.start(o, new ProcessRouterLauncher(routerJvm))) {
+    try (ChatFront chat = ChatFront.load(model, tokenizer, blockSize, media);
+        EnvoyAbStack stack = EnvoyAbStack.start(o, new ProcessRouterLauncher(routerJvm))) {
       meta.put("envoy", stack.envoyVersion());
-      meta.put("numGpuBlocks", stack.fleet().config().engineConfig(0).numGpuBlocks());
+      int gpuBlocks = stack.fleet().config().engineConfig(0).numGpuBlocks();
+      meta.put("numGpuBlocks", gpuBlocks);
+      EngineIdeals ideals = new EngineIdeals(chat, model, blockSize, (long) gpuBlocks * workers);
       LoadConfig load = LoadConfig.defaults(stack.uri(), model).withMaxInFlight(maxInFlight)
           .withMaxRunTime(Duration.ofSeconds(maxSeconds)).withSampleInterval(Duration.ofMillis(sampleMs));
       PolicyPreparer preparer = (policy, w, ctx) -> ctx.routerSnapshot(stack.router()::snapshot)
@@ -145,13 +173,16 @@ public final class EnvoyAb implements Callable<Integer> {
             m.put("workload", w.toString());
             m.put("policy", policy);
             m.put("truth", d.truth(records));
+            m.put("idealReuseInfinite", Math.round(ideals.infinite(w).tokenShare() * 1e4) / 1e4);
+            m.put("idealReuseFleetCache", Math.round(ideals.fleetCache(w).tokenShare() * 1e4) / 1e4);
+            m.put("fleetCacheBlocks", ideals.fleetBlocks());
             m.put("decisions", overhead.decisions());
             m.put("fallbacks", overhead.fallbacks());
             extras.add(m);
             return overhead;
           }).build();
       AbRunner.Settings settings = new AbRunner.Settings(policies, ours, baseline, true, blockSize, true,
-          Duration.ofMillis(1000), Duration.ofSeconds(120), out, meta, warmup);
+          Duration.ofMillis(1000), Duration.ofSeconds(120), out, meta, warmup, ideals::infinite);
       try (LoadGenerator gen = new LoadGenerator(load)) {
         new AbRunner(gen, stack.targets(), settings, preparer, System.out).run(specs);
       }
@@ -160,6 +191,25 @@ public final class EnvoyAb implements Callable<Integer> {
           .writeValueAsString(extras) + "\n");
     }
     return 0;
+  }
+
+  /**
+   * The media expansion of {@code preset} (null: a text model), refusing an unknown preset, and a text model for
+   * workloads that send images (the workers would refuse every request).
+   */
+  static MultimodalSpec media(String preset, List<String> specs) {
+    if (preset != null) {
+      return MultimodalModels.preset(preset);
+    }
+    for (String raw : specs) {
+      for (String spec : WorkloadCatalog.expand(raw)) {
+        if (WorkloadCatalog.create(spec).hasImages()) {
+          throw new IllegalArgumentException(spec + " sends images: run it with --multimodal gemma3 --tokenizer "
+              + ".cache/tokenizers/gemma3 --model google/gemma-3-4b-it");
+        }
+      }
+    }
+    return null;
   }
 
   /**

@@ -25,7 +25,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -271,10 +270,7 @@ public final class VirtualAb implements Callable<Integer> {
       boolean chatPrompts = !w.requests().isEmpty() && w.requests().get(0).prompt().format() == Prompt.Format.CHAT;
       // chat prompts are rendered, tokenized and their media expanded once, for both ideals; media blocks are
       // keyed with the engine's identifiers (uuid, or its own content hash)
-      Map<WorkloadRequest, PromptIds> chatIds = new IdentityHashMap<>();
-      Function<WorkloadRequest, PromptIds> tokens = chat != null && chatPrompts
-          ? r -> chatIds.computeIfAbsent(r, x -> engineIds(chat, w, x, base.model()))
-          : w::promptIds;
+      Function<WorkloadRequest, PromptIds> tokens = chat != null ? chat.engineIds(w, base.model()) : w::promptIds;
       IdealReuse ideal = chat != null && chatPrompts
           ? IdealReuse.compute(w.requests(), tokens, w::answerTokens, base.blockSize(), Long.MAX_VALUE)
           : w.idealReuse(base.blockSize());
@@ -349,23 +345,6 @@ public final class VirtualAb implements Callable<Integer> {
       }
     }
     return new AbReport(AbReport.SCHEMA, Instant.now().toString(), meta, ours, baseline, sections);
-  }
-
-  /** The prompt as the worker prefills it: its tokenization, and its media with the engine's identifiers. */
-  private static PromptIds engineIds(ChatFront chat, Workload w, WorkloadRequest r, String model) {
-    dev.kvrouter.examples.sim.http.PromptEncoder.ChatTokens t = chat.encoder().prompt(parse(chat, w, r, model));
-    return new PromptIds(t.tokens(), t.media());
-  }
-
-  private static dev.kvrouter.extproc.request.InferenceRequest parse(ChatFront chat, Workload w,
-      WorkloadRequest r, String model) {
-    byte[] body = dev.kvrouter.examples.loadgen.RequestBodies.body(w, r, model);
-    try {
-      return chat.preparer().prepare(dev.kvrouter.extproc.request.InferenceRequest.Kind.CHAT, body, body.length,
-          null).request();
-    } catch (dev.kvrouter.extproc.request.RequestBodyParser.BadRequest e) {
-      throw new IllegalStateException(e.error().toString(), e);
-    }
   }
 
   private static Map<String, Object> extra(String label, String policy, VirtualOutcome o, PolicyResult r) {

@@ -25,6 +25,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 
 /**
  * Runs the same workloads (same seed, same requests) once per routing policy against one target and writes
@@ -62,14 +63,28 @@ public final class AbRunner {
    * @param warmupRequests requests of the first workload sent once under {@code ours} before anything is measured
    *     (results discarded, caches reset after): a fresh router JVM otherwise charges its JIT warm-up to
    *     whichever policy runs first
+   * @param idealReuse the ideal reuse of a workload (as sent: capped by the run's limits) to report beside what
+   *     the workers served, or null for {@link Workload#idealReuse} at {@code blockSize} (its token ids, chat
+   *     prompts by their stand-in); the through-Envoy A/B passes the prompts as the workers prefill them
    */
   public record Settings(List<String> policies, String ours, String baseline, boolean policyHeader, int blockSize,
       boolean resetCaches, Duration settle, Duration idleTimeout, Path outDir, Map<String, Object> meta,
-      int warmupRequests) {
+      int warmupRequests, Function<Workload, IdealReuse> idealReuse) {
 
     public Settings(List<String> policies, String ours, String baseline, boolean policyHeader, int blockSize,
         boolean resetCaches, Duration settle, Duration idleTimeout, Path outDir, Map<String, Object> meta) {
-      this(policies, ours, baseline, policyHeader, blockSize, resetCaches, settle, idleTimeout, outDir, meta, 0);
+      this(policies, ours, baseline, policyHeader, blockSize, resetCaches, settle, idleTimeout, outDir, meta, 0,
+          null);
+    }
+
+    /** These settings with {@code ideal} as the ideal reuse of each workload. */
+    public Settings withIdealReuse(Function<Workload, IdealReuse> ideal) {
+      return new Settings(policies, ours, baseline, policyHeader, blockSize, resetCaches, settle, idleTimeout, outDir,
+          meta, warmupRequests, ideal);
+    }
+
+    IdealReuse idealOf(Workload w) {
+      return idealReuse == null ? w.idealReuse(blockSize) : idealReuse.apply(w);
     }
 
     public Settings {
@@ -110,7 +125,7 @@ public final class AbRunner {
     for (String raw : specs) {
       for (String spec : WorkloadCatalog.expand(raw)) {
         Workload w = fit(WorkloadCatalog.create(spec));
-        IdealReuse ideal = w.idealReuse(settings.blockSize());
+        IdealReuse ideal = settings.idealOf(w);
         progress.printf(Locale.ROOT, "workload %s: %d requests over %.1f s, ideal reuse %.1f%%%n", spec, w.size(),
             w.spanMicros() / 1e6, ideal.tokenShare() * 100);
         List<PolicyResult> results = new ArrayList<>();

@@ -6,6 +6,7 @@ import dev.kvrouter.examples.report.RequestRecord;
 import dev.kvrouter.examples.report.RouterSnapshot;
 import dev.kvrouter.examples.report.RoutingOverhead;
 import dev.kvrouter.examples.report.RunData;
+import dev.kvrouter.examples.report.Sessions;
 import dev.kvrouter.examples.report.WorkerCounters;
 import dev.kvrouter.examples.workload.Prompt;
 import dev.kvrouter.examples.workload.Segment;
@@ -56,7 +57,8 @@ import org.slf4j.LoggerFactory;
  * back short is cut to the tokens streamed (none for a failed or unsent turn; {@link Prompt#withAnswersCut}), as
  * the virtual-time A/B ({@code ab.VirtualRun}) does. The run's notes count the held-back turns, their total and
  * longest hold, the answers resent short, and how many streamed answers matched the script (a worker that picks
- * its own tokens makes the resent answers fresh in effect, and the notes say so).
+ * its own tokens makes the resent answers fresh in effect, and the notes say so); the same figures, structured,
+ * are the run's {@link Sessions} ({@link RunData#sessions}, report.json's {@code sessions} per policy).
  *
  * <p>Threads, all fixed whatever the request count: the caller's thread (the send thread) schedules and makes every
  * send (it builds the next body, then waits until its arrival time); the HTTP client's selector thread and
@@ -213,13 +215,14 @@ public final class LoadGenerator implements AutoCloseable {
       }
       samples.sort(java.util.Comparator.comparingLong(LoadSample::atMicros));
       long duration = firstSend < 0 ? 0 : (end - firstSend) / 1000;
+      Sessions sessions = sessions();
       closedLoopNotes();
       List<String> n;
       synchronized (notes) {
         n = new ArrayList<>(notes);
       }
       return new RunData(ctx.policy(), workers.stream().map(WorkerTarget::name).toList(), out, itl, duration, delta,
-          samples, sampleMicros, routerBefore, routerAfter, peakHeap.get(), overhead, maxInFlight.get(), n);
+          samples, sampleMicros, routerBefore, routerAfter, peakHeap.get(), overhead, maxInFlight.get(), n, sessions);
     }
 
 
@@ -336,13 +339,27 @@ public final class LoadGenerator implements AutoCloseable {
     private void answered(int i, int tokens) {
       doneNanos.set(i, System.nanoTime());
       WorkloadRequest r = requests.get(i);
-      if (r.answer() != null && tokens < r.answer().length()) {
+      int s = chain.successor(i);
+      if (s >= 0 && r.answer() != null && tokens < r.answer().length()) { // a last turn's answer is never resent
         receivedShort.put(r.answer().seed(), Math.max(0, tokens));
       }
-      int s = chain.successor(i);
       if (s >= 0 && edge.getAndSet(s, EDGE_DONE) == EDGE_HELD) {
         released.add(s);
       }
+    }
+
+    /**
+     * The closed loop's figures for the report, null for an open-loop run (send thread, after the drain: every
+     * completion has recorded what it received).
+     */
+    private Sessions sessions() {
+      if (chain.dependentTurns() == 0) {
+        return null;
+      }
+      long empty = receivedShort.values().stream().filter(t -> t == 0).count();
+      return Sessions.of(chain, workload.scriptsAnswers(), receivedShort.size(), empty,
+          workload.scriptsAnswers() ? new Sessions.StreamedAnswers(answersAsScripted.get(), answersOffScript.get(),
+              answersUnread.get()) : null);
     }
 
     private void closedLoopNotes() {

@@ -84,6 +84,26 @@ public final class MarkdownReport {
             + "computed prefill tokens, of computed tokens (prefill computed + generated: the work), and of "
             + "queued + running requests over time. \"vs base\": "
             + report.baseline() + " / policy.\n\n");
+    sessions(b, report, w);
+  }
+
+  /** Closed-loop conversations: one row per policy whose run had them. */
+  private static void sessions(StringBuilder b, AbReport report, WorkloadResult w) {
+    List<PolicyResult> closed = ordered(report, w).stream().filter(r -> r.sessions() != null).toList();
+    if (closed.isEmpty()) {
+      return;
+    }
+    b.append("| policy | later turns held back | total hold s | mean hold s | max hold s | answers resent short "
+        + "(none received) | streamed answers as scripted |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    for (PolicyResult r : closed) {
+      Sessions s = r.sessions();
+      b.append(String.format(Locale.ROOT, "| %s | %d of %d | %.3f | %.3f | %.3f | %d (%d) | %s |%n", r.policy(),
+          s.heldBack(), s.dependentTurns(), s.heldBackSeconds(), s.meanHeldBackSeconds(), s.maxHeldBackSeconds(),
+          s.answersResentShort(), s.answersResentEmpty(), s.streamedAnswers() == null ? "- (fresh answers)"
+              : s.streamedAnswers().asScripted() + " of " + s.streamedAnswers().total()));
+    }
+    b.append("\nClosed loop: a later turn is sent at its planned time or once the previous turn of its session "
+        + "ended, whichever is later; a held turn waited for it.\n\n");
   }
 
   private static List<PolicyResult> ordered(AbReport report, WorkloadResult w) {

@@ -28,11 +28,13 @@ import org.HdrHistogram.Histogram;
  * @param ttftCdf TTFT distribution as [ms, cumulative fraction] points
  * @param load per-worker queue over time
  * @param notes caveats of this run
+ * @param sessions closed-loop conversations (turns held for the previous answer, answers resent short), or null for
+ *     an open-loop run
  */
 public record PolicyResult(String policy, Counts counts, Map<String, Long> errors, double durationSeconds,
     Throughput throughput, LatencyStats ttftMs, LatencyStats itlMs, LatencyStats tpotMs, LatencyStats e2eMs,
     LatencyStats sendLagMs, Cache cache, Balance balance, RouterCost router, List<double[]> ttftCdf,
-    LoadTimeline load, List<String> notes) {
+    LoadTimeline load, List<String> notes, Sessions sessions) {
 
   /** Request counts. {@code failed} includes {@code overflow} and {@code notSent}. */
   public record Counts(int planned, int sent, int completed, int failed, int overflow, int notSent, int maxInFlight) {}
@@ -140,7 +142,7 @@ public record PolicyResult(String policy, Counts counts, Map<String, Long> error
     return new PolicyResult(run.policy(), counts, errors, round3(seconds), tp, LatencyStats.ofMicros(ttft),
         LatencyStats.ofMicros(run.itlMicros()), LatencyStats.ofMicros(tpot), LatencyStats.ofMicros(e2e),
         LatencyStats.ofMicros(lag), cache, balance(run, perWorker), routerCost(run, sent), cdf(ttft),
-        timeline(run), run.notes());
+        timeline(run), run.notes(), run.sessions());
   }
 
   private static Cache cache(RunData run, IdealReuse ideal, long usagePrompt, long usageCached, int usageResponses) {

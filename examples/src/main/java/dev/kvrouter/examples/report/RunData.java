@@ -24,11 +24,22 @@ import org.HdrHistogram.Histogram;
  * @param overhead the router's decision timings for this run, or null
  * @param maxInFlight the most requests in flight at once
  * @param notes anything the reader should know (scrape failures, caps hit)
+ * @param sessions closed-loop conversations (holds, answers resent), or null for an open-loop run or a driver that
+ *     does not count them
  */
 public record RunData(String policy, List<String> workers, List<RequestRecord> requests, Histogram itlMicros,
     long durationMicros, Map<String, WorkerCounters> counters, List<LoadSample> load, long loadIntervalMicros,
     RouterSnapshot routerBefore, RouterSnapshot routerAfter, long routerPeakHeapBytes, RoutingOverhead overhead,
-    int maxInFlight, List<String> notes) {
+    int maxInFlight, List<String> notes, Sessions sessions) {
+
+  /** A run without closed-loop figures ({@code sessions} null). */
+  public RunData(String policy, List<String> workers, List<RequestRecord> requests, Histogram itlMicros,
+      long durationMicros, Map<String, WorkerCounters> counters, List<LoadSample> load, long loadIntervalMicros,
+      RouterSnapshot routerBefore, RouterSnapshot routerAfter, long routerPeakHeapBytes, RoutingOverhead overhead,
+      int maxInFlight, List<String> notes) {
+    this(policy, workers, requests, itlMicros, durationMicros, counters, load, loadIntervalMicros, routerBefore,
+        routerAfter, routerPeakHeapBytes, overhead, maxInFlight, notes, null);
+  }
 
   public RunData {
     Objects.requireNonNull(policy, "policy");

@@ -1,9 +1,11 @@
 package dev.kvrouter.examples.loadgen;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
 import dev.kvrouter.examples.report.RequestRecord;
 import dev.kvrouter.examples.report.RunData;
+import dev.kvrouter.examples.report.Sessions;
 import dev.kvrouter.examples.sim.engine.EngineConfig;
 import dev.kvrouter.examples.sim.fleet.SimWorker;
 import dev.kvrouter.examples.sim.http.PromptEncoder;
@@ -108,6 +110,29 @@ class ClosedLoopConversationTest {
       assertThat(loop).contains(" of " + dependent + " dependent turns held back");
       assertThat(run.notes()).contains("model answers: all " + wl.size() + " streamed answers were the scripted "
           + "tokens");
+      // the report's structured figures say what the notes say
+      Sessions sessions = run.sessions();
+      assertThat(sessions.modelAnswers()).isTrue();
+      assertThat(sessions.dependentTurns()).isEqualTo(dependent);
+      assertThat(sessions.heldBack()).isEqualTo(heldBack);
+      assertThat(sessions.heldBackSeconds()).isPositive();
+      assertThat(sessions.meanHeldBackSeconds()).isCloseTo(sessions.heldBackSeconds() / heldBack, within(1e-5))
+          .isLessThanOrEqualTo(sessions.maxHeldBackSeconds());
+      assertThat(sessions.maxHeldBackSeconds()).isLessThanOrEqualTo(sessions.heldBackSeconds());
+      assertThat(sessions.answersResentShort()).isZero();
+      assertThat(sessions.answersResentEmpty()).isZero();
+      assertThat(sessions.streamedAnswers()).isEqualTo(new Sessions.StreamedAnswers(wl.size(), 0, 0));
+    }
+  }
+
+  @Test
+  void anOpenLoopRunHasNoSessions() throws Exception {
+    Workload wl = WorkloadCatalog.create("system-prompt:format=tokens,count=3,rate=50,prompt=64,output=2");
+    try (LoadGenerator gen = new LoadGenerator(config(Duration.ofSeconds(20)))) {
+      RunData run = gen.run(wl, context());
+      assertThat(run.requests()).allSatisfy(r -> assertThat(r.error()).isNull());
+      assertThat(run.sessions()).isNull();
+      assertThat(run.notes()).noneSatisfy(n -> assertThat(n).startsWith("closed loop:"));
     }
   }
 
@@ -139,6 +164,13 @@ class ClosedLoopConversationTest {
       assertThat(t1.cachedTokens()).isGreaterThanOrEqualTo((40 + 30 + received - 1) / BLOCK * BLOCK);
       assertThat(run.notes()).anySatisfy(n -> assertThat(n).startsWith("closed loop: 1 of 1 dependent turns held "
           + "back").endsWith("; 1 answers resent short"));
+      assertThat(run.sessions().heldBack()).isEqualTo(1);
+      assertThat(run.sessions().meanHeldBackSeconds()).isEqualTo(run.sessions().maxHeldBackSeconds())
+          .isEqualTo(run.sessions().heldBackSeconds()).isPositive();
+      // cut, not lost: received in part
+      assertThat(run.sessions().answersResentShort()).isEqualTo(1);
+      assertThat(run.sessions().answersResentEmpty()).isZero();
+      assertThat(run.sessions().streamedAnswers().total()).isEqualTo(2);
     }
   }
 }

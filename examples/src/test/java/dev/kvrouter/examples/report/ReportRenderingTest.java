@@ -1,6 +1,7 @@
 package dev.kvrouter.examples.report;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -49,7 +50,7 @@ class ReportRenderingTest {
     assertThat(w.path("params").path("count").asInt()).isEqualTo(20);
     JsonNode r = w.path("results").get(0);
     for (String f : List.of("policy", "counts", "errors", "durationSeconds", "throughput", "ttftMs", "itlMs", "tpotMs",
-        "e2eMs", "sendLagMs", "cache", "balance", "router", "ttftCdf", "load", "notes")) {
+        "e2eMs", "sendLagMs", "cache", "balance", "router", "ttftCdf", "load", "notes", "sessions")) {
       assertThat(r.has(f)).as(f).isTrue();
     }
     for (String f : List.of("p50", "p90", "p95", "p99", "mean", "max", "count")) {
@@ -61,6 +62,43 @@ class ReportRenderingTest {
     assertThat(r.path("router").path("cpuSeconds").asDouble()).isEqualTo(0.6);
     assertThat(r.path("load").path("series").path("a").get(0).size()).isEqualTo(3);
     assertThat(ReportJson.read(file).workloads().get(1).results().get(2).policy()).isEqualTo("least_load");
+  }
+
+  @Test
+  void closedLoopRunsCarryTheirSessionsAsAStructuredField(@TempDir Path dir) throws Exception {
+    Workload w = WorkloadCatalog.create("multi-turn:format=tokens,sessions=3,turns=3");
+    RunData open = RunDataFixtures.run("round_robin", 40, 100);
+    Sessions held = new Sessions(true, 6, 4, 2.0, 0.5, 0.9, 2, 1, new Sessions.StreamedAnswers(8, 1, 0));
+    RunData closed = new RunData("kv_aware", open.workers(), open.requests(), open.itlMicros(), open.durationMicros(),
+        open.counters(), open.load(), open.loadIntervalMicros(), open.routerBefore(), open.routerAfter(),
+        open.routerPeakHeapBytes(), open.overhead(), open.maxInFlight(), open.notes(), held);
+    AbReport report = new AbReport(AbReport.SCHEMA, "2026-01-01T00:00:00Z", Map.of(), "kv_aware", "round_robin",
+        List.of(WorkloadResult.of("multi-turn", w, w.idealReuse(16), List.of(
+            PolicyResult.summarize(closed, w.idealReuse(16)), PolicyResult.summarize(open, w.idealReuse(16))))));
+    Path file = dir.resolve("report.json");
+    ReportJson.write(report, file);
+    JsonNode results = new ObjectMapper().readTree(file.toFile()).path("workloads").get(0).path("results");
+    JsonNode s = results.get(0).path("sessions");
+    assertThat(s.path("dependentTurns").asLong()).isEqualTo(6);
+    assertThat(s.path("heldBack").asLong()).isEqualTo(4);
+    assertThat(s.path("meanHeldBackSeconds").asDouble()).isEqualTo(0.5);
+    assertThat(s.path("maxHeldBackSeconds").asDouble()).isEqualTo(0.9);
+    assertThat(s.path("answersResentShort").asLong()).isEqualTo(2);
+    assertThat(s.path("answersResentEmpty").asLong()).isEqualTo(1);
+    assertThat(s.path("streamedAnswers").path("offScript").asLong()).isEqualTo(1);
+    assertThat(results.get(1).has("sessions")).as("present, null for open loop").isTrue();
+    assertThat(results.get(1).path("sessions").isNull()).isTrue();
+    assertThat(ReportJson.read(file).workloads().get(0).results().get(0).sessions()).isEqualTo(held);
+    assertThat(MarkdownReport.render(report)).contains("| kv_aware | 4 of 6 | 2.000 | 0.500 | 0.900 | 2 (1) | 8 of 9 |")
+        .doesNotContain("| round_robin | 0 of");
+  }
+
+  @Test
+  void sessionCountsMustBeConsistent() {
+    assertThatThrownBy(() -> new Sessions(false, 2, 3, 1, 1, 1, 0, 0, null))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> new Sessions(true, 2, 1, 1, 1, 1, 1, 2, null))
+        .isInstanceOf(IllegalArgumentException.class);
   }
 
   @Test

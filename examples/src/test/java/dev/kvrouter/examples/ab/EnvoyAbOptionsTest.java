@@ -1,0 +1,38 @@
+package dev.kvrouter.examples.ab;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+class EnvoyAbOptionsTest {
+
+  @Test
+  void imageWorkloadsNeedAMultimodalModel() {
+    assertThatThrownBy(() -> EnvoyAb.media(null, List.of("system-prompt:count=4", "image-qa:count=4,uuid=yes|no")))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("uuid=yes")
+        .hasMessageContaining("sends images").hasMessageContaining("--multimodal gemma3");
+    assertThat(EnvoyAb.media(null, List.of("system-prompt:count=4"))).isNull();
+    assertThat(EnvoyAb.media("gemma3", List.of("image-qa:count=4")).preset()).isEqualTo("gemma3");
+    assertThatThrownBy(() -> EnvoyAb.media("qwen-vl", List.of("image-qa:count=4")))
+        .hasMessageContaining("unknown multimodal preset");
+  }
+
+  @Test
+  void theCommandRefusesThemBeforeStartingAnything(@TempDir Path dir) throws Exception {
+    Path out = dir.resolve("out");
+    StringWriter err = new StringWriter();
+    CommandLine cl = new CommandLine(new EnvoyAb()).setErr(new PrintWriter(err));
+    int code = cl.execute("--workload", "image-qa:count=4", "--out", out.toString());
+    assertThat(code).isEqualTo(2);
+    assertThat(err.toString()).contains("sends images: run it with --multimodal gemma3");
+    assertThat(Files.exists(out)).as("nothing written").isFalse();
+  }
+}
