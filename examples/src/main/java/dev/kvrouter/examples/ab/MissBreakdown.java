@@ -62,31 +62,12 @@ final class MissBreakdown {
     long capacityBlocks();
   }
 
-  /** One routed request between its decision and its admission. */
-  static final class Pending {
-    final long[] ids;
-    final int cacheable;
-    final int chosen;
-    final int[] truthLead;
-    final int[] routerLead;
-    final int predicted;
-    final int seenLead;
-    final int fleetLead;
-    final int computedLead;
-
-    Pending(long[] ids, int cacheable, int chosen, int[] truthLead, int[] routerLead, int predicted, int seenLead,
-        int fleetLead, int computedLead) {
-      this.ids = ids;
-      this.cacheable = cacheable;
-      this.chosen = chosen;
-      this.truthLead = truthLead;
-      this.routerLead = routerLead;
-      this.predicted = predicted;
-      this.seenLead = seenLead;
-      this.fleetLead = fleetLead;
-      this.computedLead = computedLead;
-    }
-  }
+  /**
+   * One routed request between its decision and its admission: its block identities (cacheable part), the truth
+   * and the router's view per worker, and the leading blocks each ideal and the computed set held.
+   */
+  record Pending(long[] ids, int cacheable, int chosen, int[] truthLead, int[] routerLead, int predicted,
+      int seenLead, int fleetLead, int computedLead) {}
 
   private final int blockSize;
   private final long fleetCapacity;
@@ -156,29 +137,29 @@ final class MissBreakdown {
 
   /** The request was admitted (its first token) having hit {@code hitBlocks} cached blocks: classify its misses. */
   void admitted(Pending p, int hitBlocks) {
-    int hit = Math.min(hitBlocks, p.cacheable);
+    int hit = Math.min(hitBlocks, p.cacheable());
     hits += hit;
-    hitsBeyondFleetLru += Math.max(0, hit - p.fleetLead);
-    int truthChosen = Math.min(p.truthLead[p.chosen], p.cacheable);
-    routerOver += Math.max(0, p.predicted - truthChosen);
-    routerUnder += Math.max(0, truthChosen - p.predicted);
+    hitsBeyondFleetLru += Math.max(0, hit - p.fleetLead());
+    int truthChosen = Math.min(p.truthLead()[p.chosen()], p.cacheable());
+    routerOver += Math.max(0, p.predicted() - truthChosen);
+    routerUnder += Math.max(0, truthChosen - p.predicted());
     gainedWhileQueued += Math.max(0, hit - truthChosen);
-    for (int i = hit; i < p.cacheable; i++) {
-      missed[classify(p, i).ordinal()][i < p.fleetLead ? 1 : 0]++;
+    for (int i = hit; i < p.cacheable(); i++) {
+      missed[classify(p, i).ordinal()][i < p.fleetLead() ? 1 : 0]++;
     }
-    for (long id : p.ids) {
+    for (long id : p.ids()) {
       computed.add(id);
     }
   }
 
   static Miss classify(Pending p, int block) {
-    if (block < p.truthLead[p.chosen]) {
+    if (block < p.truthLead()[p.chosen()]) {
       return Miss.LOST_WHILE_QUEUED;
     }
     boolean elsewhere = false;
-    for (int w = 0; w < p.truthLead.length; w++) {
-      if (w != p.chosen && p.truthLead[w] > block) {
-        if (p.routerLead[w] > block) {
+    for (int w = 0; w < p.truthLead().length; w++) {
+      if (w != p.chosen() && p.truthLead()[w] > block) {
+        if (p.routerLead()[w] > block) {
           return Miss.ELSEWHERE_KNOWN;
         }
         elsewhere = true;
@@ -187,10 +168,10 @@ final class MissBreakdown {
     if (elsewhere) {
       return Miss.ELSEWHERE_UNKNOWN;
     }
-    if (block < p.computedLead) {
+    if (block < p.computedLead()) {
       return Miss.EVICTED;
     }
-    return block < p.seenLead ? Miss.PENDING : Miss.COLD;
+    return block < p.seenLead() ? Miss.PENDING : Miss.COLD;
   }
 
   /** Samples duplication: the fleet's cached blocks against its distinct identities. */
