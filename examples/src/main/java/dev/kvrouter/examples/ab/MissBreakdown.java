@@ -35,7 +35,10 @@ import java.util.function.LongConsumer;
  * distinct cached identities. The router's prediction on the chosen worker against the truth at the decision:
  * blocks it believed the worker held that it did not ({@code routerOver}), and the reverse.
  *
- * <p>Single-threaded (the run's thread); costs one lookup per prompt block per worker at each decision.
+ * <p>Single-threaded (the run's thread); costs one lookup per prompt block per worker at each decision and a scan of
+ * every cache per sample. Memory grows with the workload's distinct blocks (three sets of them, like the infinite
+ * ideal's), and each routed request's identities are kept until its admission: a measurement for a finite replay,
+ * off by default.
  */
 final class MissBreakdown {
 
