@@ -126,6 +126,11 @@ public final class VirtualAb implements Callable<Integer> {
           + "gemma3; needs --tokenizer of that model): the router's model entry and the workers use the same spec.")
   String multimodal;
 
+  @Option(names = "--miss-breakdown", description = "Classify every prompt block each policy computed (on another "
+      + "worker, known or not to the router; evicted fleet-wide; cold) and sample duplication; into virtual.json "
+      + "(missBreakdown) and the run's notes. Off by default: a cache lookup per prompt block per worker.")
+  boolean missBreakdown;
+
   @Option(names = "--seed", defaultValue = "1")
   long seed;
 
@@ -308,10 +313,10 @@ public final class VirtualAb implements Callable<Integer> {
                   } catch (IOException e) {
                     throw new java.io.UncheckedIOException(e);
                   }
-                });
+                }, missBreakdown);
               }
             } else {
-              o = VirtualRun.run(w, policy, setup, chat);
+              o = VirtualRun.run(w, policy, setup, chat, null, missBreakdown);
             }
             PolicyResult r = PolicyResult.summarize(o.data(), ideal);
             results.add(r);
@@ -322,6 +327,9 @@ public final class VirtualAb implements Callable<Integer> {
             if (boundedTiers != bounded) {
               extra.put("idealReuseFleetCacheWithCpu", round(boundedTiers.tokenShare()));
               extra.put("fleetCacheBlocksWithCpu", fleetTierBlocks);
+            }
+            if (o.missBreakdown() != null) {
+              extra.put("missBreakdown", o.missBreakdown());
             }
             extras.add(extra);
             progress.printf(Locale.ROOT,
@@ -334,6 +342,9 @@ public final class VirtualAb implements Callable<Integer> {
                 java.util.Arrays.stream(o.busyShare()).average().orElse(0), o.wallSeconds());
             if (o.sessions().dependentTurns() > 0) {
               progress.printf(Locale.ROOT, "  %-12s %s%n", "", o.sessions());
+            }
+            if (o.missBreakdown() != null) {
+              progress.printf(Locale.ROOT, "  %-12s miss breakdown %s%n", "", o.missBreakdown());
             }
             writeExtras(extras);
           }

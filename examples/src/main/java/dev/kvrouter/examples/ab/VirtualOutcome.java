@@ -19,10 +19,12 @@ import java.util.Map;
  * @param indexBytes the KV index's estimated footprint at the end
  * @param busyShare per worker, the share of the run (first arrival to last response) its engine spent in steps
  * @param sessions closed-loop conversations: turns that waited for the previous answer
+ * @param missBreakdown where the computed prompt blocks could have come from ({@link MissBreakdown#toJson}), or
+ *     null when the run did not measure it
  */
 public record VirtualOutcome(RunData data, Truth truth, LedgerEnd ledger, double wallSeconds,
     double simulatedSeconds, long routerCpuNanos, Map<String, Long> fallbacks, Map<String, Long> events,
-    long indexBytes, double[] busyShare, Sessions sessions) {
+    long indexBytes, double[] busyShare, Sessions sessions, java.util.Map<String, Object> missBreakdown) {
 
   /**
    * Closed-loop conversations: a turn is sent at its planned time or once the previous turn of its session

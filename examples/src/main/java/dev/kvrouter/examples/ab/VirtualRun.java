@@ -22,6 +22,7 @@ import dev.kvrouter.examples.sim.events.SequencedKvEventBatch;
 import dev.kvrouter.examples.sim.http.PromptEncoder;
 import dev.kvrouter.examples.sim.replay.VirtualFleet;
 import dev.kvrouter.examples.workload.Prompt;
+import dev.kvrouter.examples.workload.PromptIds;
 import dev.kvrouter.examples.workload.SessionChain;
 import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadRequest;
@@ -172,9 +173,12 @@ public final class VirtualRun {
   private long truthUnder;
   private long predictedTokens;
   private long actualTokens;
+  /** The miss breakdown, or null when off (the default: it costs a lookup per prompt block per worker). */
+  private final MissBreakdown breakdown;
+  private final MissBreakdown.Fleet engines;
 
   private VirtualRun(Workload workload, String policy, VirtualSetup setup, ChatFront chat,
-      Consumer<String> decisionRecords) {
+      Consumer<String> decisionRecords, boolean missBreakdown) {
     this.workload = workload;
     this.policy = policy;
     this.setup = setup;
@@ -266,6 +270,29 @@ public final class VirtualRun {
     doneNanos = new long[size];
     heldBack = new boolean[size];
     java.util.Arrays.fill(doneNanos, -1);
+    long capacity = setup.engineConfig(0).numGpuBlocks();
+    breakdown = missBreakdown ? new MissBreakdown(root, setup.blockSize(), capacity * n) : null;
+    engines = new MissBreakdown.Fleet() {
+      @Override
+      public int workers() {
+        return n;
+      }
+
+      @Override
+      public int cachedLead(int w, long[] ids, int count) {
+        return fleet.engine(w).cachedLeadNow(ids, count);
+      }
+
+      @Override
+      public void forEachCached(int w, java.util.function.LongConsumer sink) {
+        fleet.engine(w).forEachCachedIdentityNow(sink);
+      }
+
+      @Override
+      public long capacityBlocks() {
+        return capacity;
+      }
+    };
   }
 
   /**
@@ -275,7 +302,7 @@ public final class VirtualRun {
    *     token stand-ins ({@link Workload#promptTokens}), hashed like token prompts
    */
   public static VirtualOutcome run(Workload workload, String policy, VirtualSetup setup, ChatFront chat) {
-    return new VirtualRun(workload, policy, setup, chat, null).replay();
+    return new VirtualRun(workload, policy, setup, chat, null, false).replay();
   }
 
   /**
@@ -284,7 +311,16 @@ public final class VirtualRun {
    */
   public static VirtualOutcome run(Workload workload, String policy, VirtualSetup setup, ChatFront chat,
       Consumer<String> records) {
-    return new VirtualRun(workload, policy, setup, chat, records).replay();
+    return new VirtualRun(workload, policy, setup, chat, records, false).replay();
+  }
+
+  /**
+   * As {@link #run(Workload, String, VirtualSetup, ChatFront, Consumer)} ({@code records} may be null), with the
+   * {@link MissBreakdown} on when {@code missBreakdown}: {@link VirtualOutcome#missBreakdown} is then filled.
+   */
+  public static VirtualOutcome run(Workload workload, String policy, VirtualSetup setup, ChatFront chat,
+      Consumer<String> records, boolean missBreakdown) {
+    return new VirtualRun(workload, policy, setup, chat, records, missBreakdown).replay();
   }
 
   private VirtualOutcome replay() {
@@ -298,6 +334,9 @@ public final class VirtualRun {
       clock.schedule(0, new Periodic(scrapeNanos, this::scrape));
     }
     clock.schedule(0, new Periodic(MAINTENANCE_NANOS, this::maintain));
+    if (breakdown != null) {
+      clock.schedule(0, new Periodic(TimeUnit.SECONDS.toNanos(1), () -> breakdown.sample(engines)));
+    }
     long t0 = System.nanoTime();
     clock.runUntilIdle(MAX_TASKS);
     double wall = (System.nanoTime() - t0) / 1e9;
@@ -396,6 +435,7 @@ public final class VirtualRun {
           new RequestTimings(0, 0, 0, hashNanos));
     }
     Decision d = router.route(rr);
+    int[] routerLead = breakdown == null ? null : routerLeads(d);
     records.decision(d);
     if (prompt != null && d.routed()) {
       prompt.complete(d.detail().chosen().id());
@@ -411,7 +451,11 @@ public final class VirtualRun {
       }
     }
     long at = clock.nanoTime();
+    PromptIds engineIds = breakdown == null ? null : new PromptIds(tokens, media);
     if (!d.routed()) {
+      if (breakdown != null) {
+        breakdown.decided(engineIds, workload.answerTokens(r), -1, routerLead, 0, engines);
+      }
       fail(r, at, null, d.id(), "http_" + d.rejection().status(), d.rejection().status());
       return;
     }
@@ -420,6 +464,9 @@ public final class VirtualRun {
         r.answer() != null ? r.answer().seed() : r.index(), media);
     SimEngine engine = fleet.engine(w);
     String invalid = engine.validate(spec);
+    MissBreakdown.Pending pending = breakdown == null ? null
+        : breakdown.decided(engineIds, workload.answerTokens(r), invalid == null ? w : -1, routerLead,
+            (int) (d.detail().predictedCachedTokens() / setup.blockSize()), engines);
     if (invalid != null) {
       // The worker answers 400 at once; the router releases on the response, as through Envoy.
       release(d.reservation(), false);
@@ -428,7 +475,21 @@ public final class VirtualRun {
     }
     inFlight++;
     maxInFlight = Math.max(maxInFlight, inFlight);
-    fleet.submit(w, spec, new Observer(r, d, at));
+    fleet.submit(w, spec, new Observer(r, d, at, pending));
+  }
+
+  /** Per worker, the router's effective overlap (blocks) at decision {@code d}; 0 for a worker not scored. */
+  private int[] routerLeads(Decision d) {
+    int[] lead = new int[names.size()];
+    if (d.detail() != null) {
+      for (dev.kvrouter.extproc.routing.Candidate c : d.detail().candidates()) {
+        Integer i = indexOf.get(c.id().name());
+        if (i != null) {
+          lead[i] = c.overlap().effective();
+        }
+      }
+    }
+    return lead;
   }
 
   private final class Observer implements RequestObserver {
@@ -439,11 +500,13 @@ public final class VirtualRun {
     private long lastNanos;
     private long maxGap = -1;
     private int chunks;
+    private final MissBreakdown.Pending pending;
 
-    Observer(WorkloadRequest request, Decision decision, long sentNanos) {
+    Observer(WorkloadRequest request, Decision decision, long sentNanos, MissBreakdown.Pending pending) {
       this.request = request;
       this.decision = decision;
       this.sentNanos = sentNanos;
+      this.pending = pending;
     }
 
     @Override
@@ -453,6 +516,9 @@ public final class VirtualRun {
         long c0 = cpu();
         ledger.prefillDone(decision.reservation()); // the first response byte
         routerCpu += cpu() - c0;
+        if (pending != null) {
+          breakdown.admitted(pending, cachedTokens / setup.blockSize());
+        }
       } else {
         long gap = atNanos - lastNanos;
         itl.recordValue(Math.max(0, gap / 1000));
@@ -633,8 +699,11 @@ public final class VirtualRun {
     for (int i = 0; i < busy.length; i++) {
       busy[i] = lastEndNanos == 0 ? 0 : (double) stats.get(i).busyNanos() / lastEndNanos;
     }
+    if (breakdown != null) {
+      notes.add("miss breakdown: " + breakdown.summary());
+    }
     return new VirtualOutcome(data, truth, ledgerEnd, wall, clock.nanoTime() / 1e9, routerCpu, fallbacks, events,
-        index.footprintBytes(), busy, sessions);
+        index.footprintBytes(), busy, sessions, breakdown == null ? null : breakdown.toJson());
   }
 
   private long cpu() {

@@ -74,24 +74,60 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
     if (blockSize <= 0) {
       throw new IllegalArgumentException("blockSize must be positive, was " + blockSize);
     }
-    SeenBlocks seen = capacityBlocks == Long.MAX_VALUE ? new Unbounded() : new Lru(capacityBlocks);
+    Replay replay = new Replay(BlockHasher.CHAIN_SEED, blockSize, capacityBlocks);
     long prompt = 0;
     long full = 0;
     long reused = 0;
     long hitTokens = 0;
-    long[] hashes = new long[0];
     for (WorkloadRequest r : requests) {
       PromptIds ids = prompts.apply(r);
+      int[] t = ids.tokens();
+      int lead = replay.offer(ids, outputs == null ? null : outputs.apply(r));
+      prompt += t.length;
+      full += t.length / blockSize;
+      reused += lead;
+      int cacheable = t.length == 0 ? 0 : (t.length - 1) / blockSize;
+      hitTokens += (long) Math.min(lead, cacheable) * blockSize;
+    }
+    return new IdealReuse(blockSize, requests.size(), prompt, full, reused, hitTokens, replay.added());
+  }
+
+  /**
+   * The ideal cache, one request at a time, in the order the caller offers them: what {@link #compute} replays,
+   * also usable alongside a live run (the A/B's miss breakdown keeps one beside the fleet). Single-threaded.
+   */
+  public static final class Replay {
+    private final long root;
+    private final int blockSize;
+    private final SeenBlocks seen;
+    private long[] hashes = new long[0];
+
+    /**
+     * @param root the chain root the block identities are hashed from (the engine's namespace root to compare
+     *     them with an engine's cache; any fixed root for the ideal alone)
+     * @param capacityBlocks the cache's size in blocks, {@code Long.MAX_VALUE} for an infinite cache
+     */
+    public Replay(long root, int blockSize, long capacityBlocks) {
+      this.root = root;
+      this.blockSize = blockSize;
+      this.seen = capacityBlocks == Long.MAX_VALUE ? new Unbounded() : new Lru(capacityBlocks);
+    }
+
+    /**
+     * Offers one request: returns the leading full prompt blocks the cache held before it (a hit run, counted as
+     * uses), then caches the prompt's other blocks and, with {@code output}, the blocks prompt + output fill.
+     * {@link #hashes()} then holds the prompt's block identities.
+     */
+    public int offer(PromptIds ids, int[] output) {
       int[] t = ids.tokens();
       int blocks = t.length / blockSize;
       if (ids.media().isEmpty()) {
         if (hashes.length < blocks) {
           hashes = new long[Math.max(blocks, hashes.length * 2)];
         }
-        BlockHasher.hashFullBlocks(BlockHasher.CHAIN_SEED, t, t.length, blockSize, hashes);
+        BlockHasher.hashFullBlocks(root, t, t.length, blockSize, hashes);
       } else {
-        hashes = BlockHasher.hashBlocksWithExtras(BlockHasher.CHAIN_SEED, t, blockSize,
-            mediaExtras(ids.media(), blocks, blockSize));
+        hashes = BlockHasher.hashBlocksWithExtras(root, t, blockSize, mediaExtras(ids.media(), blocks, blockSize));
       }
       // chained identity: a seen block implies its whole prefix was seen, so hits are a leading run
       int lead = 0;
@@ -101,28 +137,31 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
       for (int b = lead; b < blocks; b++) {
         seen.add(hashes[b]);
       }
-      int[] out = outputs == null ? null : outputs.apply(r);
-      if (out != null && out.length > 1) {
+      if (output != null && output.length > 1) {
         // the engine computes KV for prompt + output minus the last sampled token and caches its full blocks
-        int n = t.length + out.length - 1;
+        int n = t.length + output.length - 1;
         int all = n / blockSize;
         if (all > blocks) {
           int[] both = java.util.Arrays.copyOf(t, n);
-          System.arraycopy(out, 0, both, t.length, out.length - 1);
-          long[] h = BlockHasher.hashBlocksWithExtras(BlockHasher.CHAIN_SEED, both, blockSize,
-              mediaExtras(ids.media(), all, blockSize));
+          System.arraycopy(output, 0, both, t.length, output.length - 1);
+          long[] h = BlockHasher.hashBlocksWithExtras(root, both, blockSize, mediaExtras(ids.media(), all, blockSize));
           for (int b = blocks; b < all; b++) {
             seen.add(h[b]);
           }
         }
       }
-      prompt += t.length;
-      full += blocks;
-      reused += lead;
-      int cacheable = t.length == 0 ? 0 : (t.length - 1) / blockSize;
-      hitTokens += (long) Math.min(lead, cacheable) * blockSize;
+      return lead;
     }
-    return new IdealReuse(blockSize, requests.size(), prompt, full, reused, hitTokens, seen.added());
+
+    /** The block identities of the last prompt offered (its full blocks first; the array may be longer). */
+    public long[] hashes() {
+      return hashes;
+    }
+
+    /** Blocks inserted so far. */
+    public long added() {
+      return seen.added();
+    }
   }
 
   /**

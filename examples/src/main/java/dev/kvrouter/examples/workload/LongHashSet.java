@@ -5,18 +5,18 @@ package dev.kvrouter.examples.workload;
  * a full trace holds millions of block hashes; boxed {@code HashSet<Long>} would need several times the memory.
  * Zero is stored in a side flag so it can be the empty marker. Not thread-safe.
  */
-final class LongHashSet {
+public final class LongHashSet {
 
   private long[] table;
   private int size;
   private boolean hasZero;
 
-  LongHashSet(int expected) {
+  public LongHashSet(int expected) {
     int cap = Integer.highestOneBit(Math.max(16, expected) * 2 - 1) << 1;
     table = new long[cap];
   }
 
-  boolean contains(long v) {
+  public boolean contains(long v) {
     if (v == 0) {
       return hasZero;
     }
@@ -33,7 +33,7 @@ final class LongHashSet {
   }
 
   /** Adds {@code v}; returns true if it was absent. */
-  boolean add(long v) {
+  public boolean add(long v) {
     if (v == 0) {
       boolean added = !hasZero;
       hasZero = true;
@@ -59,7 +59,7 @@ final class LongHashSet {
     }
   }
 
-  int size() {
+  public int size() {
     return size;
   }
 

@@ -711,6 +711,19 @@ public final class EngineCore {
     return pool.evictions();
   }
 
+  /** Leading blocks of {@code identities[0..n)} cached on GPU (see {@link SimEngine#cachedLeadNow}). */
+  int cachedLead(long[] identities, int n) {
+    int i = 0;
+    while (i < n && pool.lookup(identities[i]) >= 0) {
+      i++;
+    }
+    return i;
+  }
+
+  void forEachCachedIdentity(java.util.function.LongConsumer sink) {
+    pool.forEachCachedIdentity(sink);
+  }
+
   /**
    * Fails every waiting request: the safety net for a state the scheduler cannot make progress from (which
    * validation should make impossible). Returns how many were failed.

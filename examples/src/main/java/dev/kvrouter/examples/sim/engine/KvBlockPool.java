@@ -126,6 +126,15 @@ final class KvBlockPool {
     return java.util.Arrays.copyOf(out, n);
   }
 
+  /** Feeds every cached block's identity, duplicates included. */
+  void forEachCachedIdentity(java.util.function.LongConsumer sink) {
+    for (int b = 1; b < numBlocks; b++) {
+      if (cached[b]) {
+        sink.accept(identity[b]);
+      }
+    }
+  }
+
   long evictions() {
     return evictions;
   }

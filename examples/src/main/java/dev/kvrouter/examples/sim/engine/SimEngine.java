@@ -218,6 +218,22 @@ public final class SimEngine {
     return core == null ? 0.0 : core.kvUsage();
   }
 
+  /**
+   * How many of {@code identities[0..n)} (a prompt's chained block identities, from block 0) this engine's GPU
+   * cache holds as a leading run right now: the prefix a request would hit if admitted now. For measurement (the
+   * A/B's miss breakdown), owner thread; 0 while crashed.
+   */
+  public int cachedLeadNow(long[] identities, int n) {
+    return core == null ? 0 : core.cachedLead(identities, n);
+  }
+
+  /** Feeds the identity of every block cached on GPU (duplicates within the engine included); owner thread. */
+  public void forEachCachedIdentityNow(java.util.function.LongConsumer sink) {
+    if (core != null) {
+      core.forEachCachedIdentity(sink);
+    }
+  }
+
   /** Running plus waiting requests; owner thread. */
   public int loadNow() {
     return core == null ? 0 : core.numRunning() + core.numWaiting();
