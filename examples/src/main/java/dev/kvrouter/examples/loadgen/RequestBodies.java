@@ -10,6 +10,7 @@ import dev.kvrouter.examples.workload.WorkloadRequest;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.Map;
 
 /**
  * OpenAI request bodies for workload requests: token prompts as {@code /v1/completions} with a token-id
@@ -42,17 +43,14 @@ public final class RequestBodies {
    * seed as the OpenAI {@code seed}: a worker started with {@code --output-tokens workload} generates exactly the
    * script from it.
    */
-  static byte[] body(Workload w, WorkloadRequest r, Prompt prompt, String model) {
+  public static byte[] body(Workload w, WorkloadRequest r, Prompt prompt, String model) {
     ByteArrayOutputStream out = new ByteArrayOutputStream(256 + prompt.contentLength() * 7);
     try (JsonGenerator g = JSON.createGenerator(out)) {
       g.writeStartObject();
       g.writeStringField("model", model);
       if (prompt.format() == Prompt.Format.CHAT) {
-        if (prompt != r.prompt()) {
-          throw new IllegalArgumentException("chat prompts are sent as the workload wrote them");
-        }
         g.writeArrayFieldStart("messages");
-        for (ChatMessage m : w.chatMessages(r)) {
+        for (ChatMessage m : w.chatMessages(prompt)) {
           g.writeStartObject();
           g.writeStringField("role", m.role());
           if (m.images().isEmpty()) {
@@ -82,6 +80,13 @@ public final class RequestBodies {
           g.writeEndObject();
         }
         g.writeEndArray();
+        if (!w.chatTemplateKwargs().isEmpty()) {
+          g.writeObjectFieldStart("chat_template_kwargs");
+          for (Map.Entry<String, Object> e : w.chatTemplateKwargs().entrySet()) {
+            g.writeObjectField(e.getKey(), e.getValue());
+          }
+          g.writeEndObject();
+        }
       } else {
         int[] t = w.promptTokens(prompt);
         g.writeFieldName("prompt");
