@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.kvrouter.examples.sim.testing.Fixtures;
 import dev.kvrouter.examples.workload.AnswerReuse;
 import dev.kvrouter.examples.workload.ChatAnswers;
 import dev.kvrouter.examples.workload.Prompt;
@@ -15,7 +14,6 @@ import dev.kvrouter.examples.workload.Segment;
 import dev.kvrouter.examples.workload.TokenSpace;
 import dev.kvrouter.examples.workload.WorkloadRequest;
 import java.io.InputStream;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -35,7 +33,7 @@ import org.junit.jupiter.api.Test;
 class ChatAnswerDivergenceTest {
 
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final Map<String, PipelinePromptEncoder> ENCODERS = new HashMap<>();
+  private static final TestEncoders ENCODERS = new TestEncoders();
   private static JsonNode fixture;
 
   @BeforeAll
@@ -48,17 +46,7 @@ class ChatAnswerDivergenceTest {
 
   @AfterAll
   static void close() {
-    ENCODERS.values().forEach(PipelinePromptEncoder::close);
-  }
-
-  private static PipelinePromptEncoder encoder(String name) {
-    return ENCODERS.computeIfAbsent(name, n -> {
-      try {
-        return PipelinePromptEncoder.load("test/" + n, Fixtures.tokenizer(n), null);
-      } catch (java.io.IOException e) {
-        throw new AssertionError(e);
-      }
-    });
+    ENCODERS.close();
   }
 
   @Test
@@ -68,7 +56,7 @@ class ChatAnswerDivergenceTest {
     int cases = 0;
     for (JsonNode c : fixture.get("cases")) {
       String model = c.get("tokenizer").asText();
-      PipelinePromptEncoder enc = encoder(model);
+      PipelinePromptEncoder enc = ENCODERS.get(model);
       String label = model + c.get("chat_template_kwargs") + (c.get("reasoning").isNull() ? "" : " reasoning");
       JsonNode messages = c.get("messages");
       ArrayNode first = JSON.createArrayNode().add(messages.get(0)).add(messages.get(1));
@@ -125,10 +113,6 @@ class ChatAnswerDivergenceTest {
   }
 
   private static int[] ids(JsonNode a) {
-    int[] out = new int[a.size()];
-    for (int i = 0; i < out.length; i++) {
-      out[i] = a.get(i).asInt();
-    }
-    return out;
+    return TestEncoders.ids(a);
   }
 }
