@@ -110,7 +110,10 @@ import org.HdrHistogram.Histogram;
  * generates the scripted answer token for token (a pure function of the request, like greedy decoding) and the
  * later turns that resend it find its decode-filled blocks cached. A client resends what it received: if a turn
  * fails or stops short, later prompts of its session carry the tokens that were streamed, not the script
- * ({@link Prompt#withAnswersCut}). Engines publish events at
+ * ({@link Prompt#withAnswersCut}). Chat answers with the request path ({@code multi-turn:format=chat,answers=model}
+ * and a {@link ChatFront}) are text: the engine generates the tokenizer's encoding of the answer's text and the
+ * template's end-of-turn token ({@link ChatAnswers}) and stops there, and the next turn resends the words received
+ * as the assistant message, rendered and tokenized again. Engines publish events at
  * the end of each step. Everything is deterministic for a seed, apart from the wall-time measurements.
  *
  * <p>Single-threaded: the caller's thread runs the clock, the engines, the router and the event plane.
