@@ -224,6 +224,10 @@ public final class EnvoyAb implements Callable<Integer> {
         if (!w.scriptsAnswers()) {
           continue;
         }
+        if (w.chatPrompts()) {
+          throw new IllegalArgumentException(spec + ": chat answers=model runs in virtual time only (VirtualAb); the "
+              + "HTTP workers script token ids, not answer text");
+        }
         if (space != null && !space.equals(w.tokenSpace())) {
           throw new IllegalArgumentException("workloads that script their answers must share one token space (the "
               + "workers generate from it), found " + space + " and " + w.tokenSpace());

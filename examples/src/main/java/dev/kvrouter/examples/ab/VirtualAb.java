@@ -11,9 +11,10 @@ import dev.kvrouter.examples.report.ReportWriter;
 import dev.kvrouter.examples.report.WorkloadResult;
 import dev.kvrouter.examples.sim.events.EventFaults;
 import dev.kvrouter.examples.sim.timing.Presets;
+import dev.kvrouter.examples.workload.AnswerReuse;
+import dev.kvrouter.examples.workload.ChatAnswers;
 import dev.kvrouter.examples.workload.IdealReuse;
 import dev.kvrouter.examples.workload.PromptIds;
-import dev.kvrouter.examples.workload.Prompt;
 import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadCatalog;
 import dev.kvrouter.examples.workload.WorkloadRequest;
@@ -25,6 +26,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -272,22 +274,26 @@ public final class VirtualAb implements Callable<Integer> {
     Files.createDirectories(out);
     for (String spec : specs) {
       Workload w = WorkloadCatalog.create(spec);
-      boolean chatPrompts = !w.requests().isEmpty() && w.requests().get(0).prompt().format() == Prompt.Format.CHAT;
+      boolean chatPrompts = w.chatPrompts();
       // chat prompts are rendered, tokenized and their media expanded once, for both ideals; media blocks are
       // keyed with the engine's identifiers (uuid, or its own content hash)
       Function<WorkloadRequest, PromptIds> tokens = chat != null ? chat.engineIds(w, base.model()) : w::promptIds;
+      // scripted chat answers are cached as the engine generated them (text tokens + end of turn), and the next
+      // prompt is the re-rendered history: the ideal keeps only what the template keeps
+      Function<WorkloadRequest, int[]> answers = answerTokens(w, chat);
       IdealReuse ideal = chat != null && chatPrompts
-          ? IdealReuse.compute(w.requests(), tokens, w::answerTokens, base.blockSize(), Long.MAX_VALUE)
+          ? IdealReuse.compute(w.requests(), tokens, answers, base.blockSize(), Long.MAX_VALUE)
           : w.idealReuse(base.blockSize());
+      AnswerReuse answerIdeal = w.scriptsAnswers()
+          ? AnswerReuse.compute(w.requests(), tokens, answers, base.blockSize(), null) : null;
       long fleetBlocks = (long) base.engineConfig(0).numGpuBlocks() * workers;
-      IdealReuse bounded = IdealReuse.compute(w.requests(), tokens, w::answerTokens, base.blockSize(),
-          fleetBlocks);
+      IdealReuse bounded = IdealReuse.compute(w.requests(), tokens, answers, base.blockSize(), fleetBlocks);
       // with vLLM's CPU tier: it is written on compute (inclusive of what the GPU computed), so a worker holds
       // at most max(GPU, CPU) distinct blocks; the fleet's as one LRU cache
       long fleetTierBlocks = (long) Math.max(base.engineConfig(0).numGpuBlocks(), base.engineConfig(0).numCpuBlocks())
           * workers;
       IdealReuse boundedTiers = fleetTierBlocks == fleetBlocks ? bounded
-          : IdealReuse.compute(w.requests(), tokens, w::answerTokens, base.blockSize(), fleetTierBlocks);
+          : IdealReuse.compute(w.requests(), tokens, answers, base.blockSize(), fleetTierBlocks);
       for (long delay : delays) {
         for (double drop : drops) {
           EventFaults f = new EventFaults(drop, delay, 0, false);
@@ -299,6 +305,9 @@ public final class VirtualAb implements Callable<Integer> {
               ideal.tokenShare() * 100, bounded.tokenShare() * 100, fleetBlocks,
               boundedTiers == bounded ? "" : String.format(Locale.ROOT, ", %.1f%% (with the CPU tier, %d blocks)",
                   boundedTiers.tokenShare() * 100, fleetTierBlocks));
+          if (answerIdeal != null) {
+            progress.printf(Locale.ROOT, "  answers: %s%n", describe(answerIdeal));
+          }
           List<PolicyResult> results = new ArrayList<>();
           for (String policy : policies) {
             VirtualOutcome o;
@@ -346,6 +355,17 @@ public final class VirtualAb implements Callable<Integer> {
             if (o.missBreakdown() != null) {
               progress.printf(Locale.ROOT, "  %-12s miss breakdown %s%n", "", o.missBreakdown());
             }
+            if (answerIdeal != null) {
+              int[] cached = new int[w.size()];
+              for (dev.kvrouter.examples.report.RequestRecord q : o.data().requests()) {
+                cached[q.index()] = q.ok() ? q.cachedTokens() : -1;
+              }
+              AnswerReuse served = AnswerReuse.compute(w.requests(), tokens, answers, base.blockSize(),
+                  q -> cached[q.index()]);
+              extra.put("answerReuse", served);
+              progress.printf(Locale.ROOT, "  %-12s answer blocks served on the next turn: %.1f%% (kept by the "
+                  + "prompt: %.1f%%)%n", "", served.servedShare() * 100, served.keptShare() * 100);
+            }
             writeExtras(extras);
           }
           sections.add(WorkloadResult.of(label, w, ideal, results));
@@ -356,6 +376,26 @@ public final class VirtualAb implements Callable<Integer> {
       }
     }
     return new AbReport(AbReport.SCHEMA, Instant.now().toString(), meta, ours, baseline, sections);
+  }
+
+  /**
+   * Each request's generated tokens when its answer is scripted, once per request: for chat prompts with the
+   * request path, what the model emits for the answer text ({@code ChatAnswers}); else the token script.
+   */
+  private static Function<WorkloadRequest, int[]> answerTokens(Workload w, ChatFront chat) {
+    if (chat == null || !w.chatPrompts() || !w.scriptsAnswers()) {
+      return w::answerTokens;
+    }
+    ChatAnswers a = chat.encoder().chatAnswers(w.tokenSpace());
+    Map<WorkloadRequest, int[]> memo = new IdentityHashMap<>();
+    return r -> r.answer() == null ? null : memo.computeIfAbsent(r, x -> a.tokens(x.answer()));
+  }
+
+  private static String describe(AnswerReuse a) {
+    return String.format(Locale.ROOT, "%d later turns resend %d decode-filled answer blocks; the next prompt repeats "
+            + "%.1f%% of them; first divergence from the answer start min %d / median %d / max %d tokens (%d turns "
+            + "repeat the whole computed sequence)", a.turns(), a.answerBlocks(), a.keptShare() * 100,
+        a.divergenceMin(), a.divergenceMedian(), a.divergenceMax(), a.noDivergence());
   }
 
   private static Map<String, Object> extra(String label, String policy, VirtualOutcome o, PolicyResult r) {

@@ -22,6 +22,7 @@ import dev.kvrouter.examples.sim.events.SequencedKvEventBatch;
 import dev.kvrouter.examples.sim.http.PromptEncoder;
 import dev.kvrouter.examples.sim.replay.VirtualFleet;
 import dev.kvrouter.examples.workload.Prompt;
+import dev.kvrouter.examples.workload.ChatAnswers;
 import dev.kvrouter.examples.workload.PromptIds;
 import dev.kvrouter.examples.workload.SessionChain;
 import dev.kvrouter.examples.workload.Workload;
@@ -110,7 +111,10 @@ import org.HdrHistogram.Histogram;
  * generates the scripted answer token for token (a pure function of the request, like greedy decoding) and the
  * later turns that resend it find its decode-filled blocks cached. A client resends what it received: if a turn
  * fails or stops short, later prompts of its session carry the tokens that were streamed, not the script
- * ({@link Prompt#withAnswersCut}). Engines publish events at
+ * ({@link Prompt#withAnswersCut}). Chat answers with the request path ({@code multi-turn:format=chat,answers=model}
+ * and a {@link ChatFront}) are text: the engine generates the tokenizer's encoding of the answer's text and the
+ * template's end-of-turn token ({@link ChatAnswers}) and stops there, and the next turn resends the words received
+ * as the assistant message, rendered and tokenized again. Engines publish events at
  * the end of each step. Everything is deterministic for a seed, apart from the wall-time measurements.
  *
  * <p>Single-threaded: the caller's thread runs the clock, the engines, the router and the event plane.
@@ -162,6 +166,10 @@ public final class VirtualRun {
   private final boolean[] heldBack;
   /** Scripted answers that arrived short (seed to tokens received): later prompts resend only those. */
   private final Map<Long, Integer> receivedShort = new HashMap<>();
+  /** Scripted chat answers as the model emits them (text tokens + end of turn), or null. */
+  private final ChatAnswers chatAnswers;
+  /** The generated tokens of scripted chat answers in flight, by answer seed: the engines' output model reads them. */
+  private final Map<Long, int[]> chatScripts = new HashMap<>();
   private long fellBack;
   private int finished;
   private int inFlight;
@@ -254,7 +262,10 @@ public final class VirtualRun {
     }
     PromptEncoder outputs = chat != null ? chat.encoder() : null;
     dev.kvrouter.examples.workload.TokenSpace space = workload.tokenSpace();
-    OutputTokens model = workload.scriptsAnswers() ? space::token
+    chatAnswers = chat != null && workload.scriptsAnswers() && workload.chatPrompts()
+        ? chat.encoder().chatAnswers(space) : null;
+    OutputTokens model = chatAnswers != null ? (seed, i) -> chatScripts.get(seed)[i]
+        : workload.scriptsAnswers() ? space::token
         : outputs != null ? OutputTokens.cycling(outputs.outputVocabulary()) : OutputTokens.range(1000, 1000);
     fleet = new VirtualFleet(clock, names, configs, setup.preset().timingModel(), model, null,
         setup.replayBufferSteps(), this::onBatch, setup.seed() * 131 + 17);
@@ -388,7 +399,17 @@ public final class VirtualRun {
 
   /** Records what the client received of a scripted answer, when it is less than the script. */
   private void received(WorkloadRequest r, int tokens) {
-    if (r.answer() != null && tokens < r.answer().length()) {
+    if (r.answer() == null) {
+      return;
+    }
+    int[] script = chatAnswers == null ? null : chatScripts.remove(r.answer().seed());
+    if (script != null) {
+      // the client holds the words whose tokens arrived (all of them once only the end of turn is missing)
+      int words = tokens >= script.length - 1 ? r.answer().length() : chatAnswers.wordsReceived(r.answer(), tokens);
+      if (words < r.answer().length()) {
+        receivedShort.put(r.answer().seed(), words);
+      }
+    } else if (tokens < r.answer().length()) {
       receivedShort.put(r.answer().seed(), tokens);
     }
   }
@@ -401,7 +422,7 @@ public final class VirtualRun {
     RouteRequest rr;
     PromptPipeline.Outcome prompt = null;
     if (chat != null && r.prompt().format() == Prompt.Format.CHAT) {
-      byte[] body = RequestBodies.body(workload, r, setup.model());
+      byte[] body = RequestBodies.body(workload, r, r.prompt().withAnswersCut(receivedShort), setup.model());
       PreparedRequest prepared;
       try {
         prepared = chat.preparer().prepare(InferenceRequest.Kind.CHAT, body, body.length, null);
@@ -460,7 +481,14 @@ public final class VirtualRun {
       return;
     }
     int w = indexOf.get(d.chosen().name());
-    RequestSpec spec = new RequestSpec(r.id(), tokens, r.outputTokens(), null, null,
+    int outputTokens = r.outputTokens();
+    if (chatAnswers != null && r.answer() != null) {
+      // the model stops at its end-of-turn token, after the answer text's tokens
+      int[] script = chatAnswers.tokens(r.answer());
+      chatScripts.put(r.answer().seed(), script);
+      outputTokens = script.length;
+    }
+    RequestSpec spec = new RequestSpec(r.id(), tokens, outputTokens, null, null,
         r.answer() != null ? r.answer().seed() : r.index(), media);
     SimEngine engine = fleet.engine(w);
     String invalid = engine.validate(spec);

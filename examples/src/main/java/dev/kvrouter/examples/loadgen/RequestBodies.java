@@ -10,6 +10,7 @@ import dev.kvrouter.examples.workload.WorkloadRequest;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.Map;
 
 /**
  * OpenAI request bodies for workload requests: token prompts as {@code /v1/completions} with a token-id
@@ -38,21 +39,19 @@ public final class RequestBodies {
 
   /**
    * The body for {@code r} with {@code prompt} in place of its own, e.g. its prompt with earlier answers cut to what
-   * the client received ({@link Prompt#withAnswersCut}). A request that scripts its answer carries the answer's
+   * the client received ({@link Prompt#withAnswersCut}; for chat, the words received). A chat workload that sets
+   * {@code enable_thinking} sends it as {@code chat_template_kwargs}. A request that scripts its answer carries the answer's
    * seed as the OpenAI {@code seed}: a worker started with {@code --output-tokens workload} generates exactly the
    * script from it.
    */
-  static byte[] body(Workload w, WorkloadRequest r, Prompt prompt, String model) {
+  public static byte[] body(Workload w, WorkloadRequest r, Prompt prompt, String model) {
     ByteArrayOutputStream out = new ByteArrayOutputStream(256 + prompt.contentLength() * 7);
     try (JsonGenerator g = JSON.createGenerator(out)) {
       g.writeStartObject();
       g.writeStringField("model", model);
       if (prompt.format() == Prompt.Format.CHAT) {
-        if (prompt != r.prompt()) {
-          throw new IllegalArgumentException("chat prompts are sent as the workload wrote them");
-        }
         g.writeArrayFieldStart("messages");
-        for (ChatMessage m : w.chatMessages(r)) {
+        for (ChatMessage m : w.chatMessages(prompt)) {
           g.writeStartObject();
           g.writeStringField("role", m.role());
           if (m.images().isEmpty()) {
@@ -82,6 +81,13 @@ public final class RequestBodies {
           g.writeEndObject();
         }
         g.writeEndArray();
+        if (!w.chatTemplateKwargs().isEmpty()) {
+          g.writeObjectFieldStart("chat_template_kwargs");
+          for (Map.Entry<String, Object> e : w.chatTemplateKwargs().entrySet()) {
+            g.writeObjectField(e.getKey(), e.getValue());
+          }
+          g.writeEndObject();
+        }
       } else {
         int[] t = w.promptTokens(prompt);
         g.writeFieldName("prompt");

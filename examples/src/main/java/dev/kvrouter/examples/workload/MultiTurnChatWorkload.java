@@ -11,22 +11,29 @@ import java.util.List;
  *
  * <p>{@code answers} says what the assistant messages resent in later turns are:
  * <ul>
- *   <li>{@code model} (the default for {@code format=tokens}): the model's own answer to the previous turn, token
- *       for token, as vLLM's multi-turn benchmark ({@code benchmark_serving_multi_turn.py}, {@code send_turn})
- *       and every chat client keep it. Each request scripts its answer ({@link WorkloadRequest#answer}) and the
- *       virtual-time driver makes the simulated engine generate exactly those tokens (a pure function of the
- *       request, as greedy decoding is), so the worker that served turn k already holds the KV of its answer when
- *       turn k+1 arrives. If a turn fails or is cut short, the driver resends what the client received
- *       ({@link Prompt#withAnswersCut}). Through HTTP the load generator does the same, with each request's answer
- *       seed as its OpenAI {@code seed}: simulated workers started with {@code --output-tokens workload} generate
- *       the script from it (a worker that picks its own tokens makes the answers fresh in effect; the run's notes
- *       say which).
- *   <li>{@code fresh} (the default, and the only choice, for {@code format=chat}): an assistant message of the
- *       length the turn asked for but of tokens the model never produced, so no worker holds its KV. Chat keeps
- *       fresh answers because a rendered and re-tokenized answer (template markers, the generation prompt, word
- *       text round trips) is not the token sequence the engine generated.
+ *   <li>{@code model} (the default for {@code format=tokens}): the model's own answer to the previous turn, as vLLM's multi-turn benchmark
+ *       ({@code benchmark_serving_multi_turn.py}, {@code send_turn}) and every chat client keep it. Each request
+ *       scripts its answer ({@link WorkloadRequest#answer}) and the driver makes the simulated engine generate
+ *       exactly it (a pure function of the request, as greedy decoding is), so the worker that served turn k holds
+ *       the KV of its answer when turn k+1 arrives. With {@code format=tokens} the answer is token ids and is
+ *       resent token for token. With {@code format=chat} it is text (the segment's words, {@link ChatText}): the
+ *       engine generates the tokenizer's encoding of that text and the template's end-of-turn token
+ *       ({@link ChatAnswers}), the client receives the text and resends it as the assistant message, which the
+ *       next request's chat template renders and the tokenizer re-tokenizes: what survives of the answer's cached
+ *       blocks is then the template's doing ({@link AnswerReuse}). If a turn fails or is cut short, the driver
+ *       resends what the client received ({@link Prompt#withAnswersCut}). Through HTTP the load generator does the
+ *       same, with each request's answer seed as its OpenAI {@code seed}: simulated workers started with
+ *       {@code --output-tokens workload} generate the token script from it (a worker that picks its own tokens
+ *       makes the answers fresh in effect; the run's notes say which).
+ *   <li>{@code fresh} (the default for {@code format=chat}, as before chat answers could be scripted): an assistant
+ *       message of the length the turn asked for but of tokens (words) the model never
+ *       produced, so no worker holds its KV.
  * </ul>
  * The two give the same prompts for the same seed; only whether the engine's output matches them differs.
+ *
+ * <p>{@code enable_thinking=true|false} (chat only; {@code default}: not sent) is sent as the request's
+ * {@code chat_template_kwargs}: Qwen3's template then opens the generation prompt with an empty think block
+ * ({@code false}), which its history rendering later drops.
  *
  * <p>{@code loop}: {@code closed} (the default with model answers, which require it) sends a turn no earlier than
  * the previous turn of its session finished (its planned time otherwise; {@link WorkloadRequest#after}), open loop
@@ -42,7 +49,7 @@ import java.util.List;
  *
  * <p>Options: {@code seed=1 sessions=60 rate=2 arrival=poisson turns=2..8 think=8 system=256 context=0
  * context_max=5000 user=32..256 output=32..256 format=chat vocab=1000..128000 answers=model|fresh
- * loop=closed|open}.
+ * loop=closed|open enable_thinking=true|false}.
  */
 public final class MultiTurnChatWorkload {
 
@@ -76,10 +83,13 @@ public final class MultiTurnChatWorkload {
       case "open" -> false;
       default -> throw new IllegalArgumentException(NAME + ": loop must be closed or open, was " + loop);
     };
+    String thinking = o.string(Workload.ENABLE_THINKING, "default");
+    if (!List.of("default", "true", "false").contains(thinking)) {
+      throw new IllegalArgumentException(NAME + ": enable_thinking must be true or false, was " + thinking);
+    }
     o.rejectUnknown(NAME);
-    if (model && format != Prompt.Format.TOKENS) {
-      throw new IllegalArgumentException(NAME + ": answers=model needs format=tokens (a chat answer does not "
-          + "round-trip through the template and tokenizer token for token); use answers=fresh");
+    if (!thinking.equals("default") && format != Prompt.Format.CHAT) {
+      throw new IllegalArgumentException(NAME + ": enable_thinking is a chat template argument; it needs format=chat");
     }
     if (model && !closed) {
       throw new IllegalArgumentException(NAME + ": answers=model needs loop=closed (a client cannot resend an "

@@ -21,6 +21,8 @@ public final class Workload {
   private static final Map<String, Integer> ROLE_MARKERS = Map.of("system", 1, "user", 2, "assistant", 3);
   private static final int OTHER_ROLE_MARKER = 4;
   private static final int END_OF_MESSAGE = 5;
+  /** The workload parameter sent as {@code chat_template_kwargs.enable_thinking} unless {@code default}. */
+  public static final String ENABLE_THINKING = "enable_thinking";
   /** Stands in for every token of an image's expansion (as Gemma 3's soft tokens are all one id). */
   static final int IMAGE_TOKEN = 6;
 
@@ -141,6 +143,11 @@ public final class Workload {
     return hasImages;
   }
 
+  /** Whether its prompts are chat messages (sent to {@code /v1/chat/completions}). */
+  public boolean chatPrompts() {
+    return !requests.isEmpty() && requests.get(0).prompt().format() == Prompt.Format.CHAT;
+  }
+
   /** Whether any request scripts its answer, i.e. later prompts resend the model's own output. */
   public boolean scriptsAnswers() {
     return scriptsAnswers;
@@ -151,8 +158,19 @@ public final class Workload {
     if (r.prompt().format() != Prompt.Format.CHAT) {
       throw new IllegalArgumentException(r.id() + " is a token prompt, not chat");
     }
-    List<ChatMessage> out = new ArrayList<>(r.prompt().messages().size());
-    for (Message m : r.prompt().messages()) {
+    return chatMessages(r.prompt());
+  }
+
+  /**
+   * {@link #chatMessages(WorkloadRequest)} of a chat prompt of this workload, e.g. one with answers cut to what the
+   * client received: a scripted answer's message is its text ({@link ChatAnswers#text}), as the client keeps it.
+   */
+  public List<ChatMessage> chatMessages(Prompt p) {
+    if (p.format() != Prompt.Format.CHAT) {
+      throw new IllegalArgumentException("a token prompt, not chat");
+    }
+    List<ChatMessage> out = new ArrayList<>(p.messages().size());
+    for (Message m : p.messages()) {
       out.add(new ChatMessage(m.role(), m.images(), ChatText.render(m.segments(), tokenSpace)));
     }
     return out;
@@ -166,6 +184,15 @@ public final class Workload {
   public IdealReuse idealReuse(int blockSize) {
     return idealByBlockSize.computeIfAbsent(blockSize,
         b -> IdealReuse.compute(requests, this::promptIds, this::answerTokens, b, Long.MAX_VALUE));
+  }
+
+  /**
+   * The {@code chat_template_kwargs} its chat requests carry: {@code enable_thinking} when the workload sets it,
+   * else none.
+   */
+  public Map<String, Object> chatTemplateKwargs() {
+    Object v = params.get(ENABLE_THINKING);
+    return v == null || "default".equals(v) ? Map.of() : Map.of(ENABLE_THINKING, Boolean.parseBoolean(v.toString()));
   }
 
   /** Sum of content tokens over all prompts. */

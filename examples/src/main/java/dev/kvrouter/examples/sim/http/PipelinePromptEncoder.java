@@ -3,6 +3,8 @@ package dev.kvrouter.examples.sim.http;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.kvrouter.examples.sim.engine.MediaSpan;
+import dev.kvrouter.examples.workload.ChatAnswers;
+import dev.kvrouter.examples.workload.TokenSpace;
 import dev.kvrouter.extproc.model.ModelFiles;
 import dev.kvrouter.extproc.model.ModelSpec;
 import dev.kvrouter.extproc.model.ModelSpecs;
@@ -252,6 +254,42 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
 
   /** Prefix of identifiers the simulated engine derives from media content (no client uuid). */
   static final String ENGINE_HASH_PREFIX = "sim-mm:";
+
+  /**
+   * The model's side of scripted chat answers ({@code multi-turn:format=chat,answers=model}): the answer text
+   * encoded by this tokenizer without special tokens, then {@link #endOfTurnToken()}.
+   */
+  public ChatAnswers chatAnswers(TokenSpace space) {
+    return new ChatAnswers(space, text -> resources.tokenizer().encode(text, false), endOfTurnToken());
+  }
+
+  /**
+   * The token an assistant message ends with in this model's chat template, i.e. the one the model samples to end
+   * its turn: the first token after the content of a rendered assistant message ({@code <|im_end|>} for Qwen3,
+   * {@code <|eot_id|>} for Llama 3, {@code <end_of_turn>} for Gemma 3, {@code <｜end▁of▁sentence｜>} for DeepSeek
+   * V3).
+   *
+   * @throws Unsupported when the model has no chat template or it writes nothing after an assistant message
+   */
+  public int endOfTurnToken() {
+    VllmChatRenderer renderer = resources.chat(false);
+    if (renderer == null) {
+      throw new Unsupported("model " + model + " has no chat template");
+    }
+    String mark = "time";
+    String text;
+    try {
+      text = renderer.render(new ChatRequestFields(List.of(Map.of("role", "user", "content", "hello"),
+          Map.of("role", "assistant", "content", mark)), null, null, false, false, null, null, null));
+    } catch (TemplateException e) {
+      throw new Unsupported("chat template failed: " + e.getMessage());
+    }
+    int[] after = resources.tokenizer().encode(text.substring(text.lastIndexOf(mark) + mark.length()), false);
+    if (after.length == 0) {
+      throw new Unsupported("model " + model + "'s chat template ends an assistant message with nothing");
+    }
+    return after[0];
+  }
 
   @Override
   public String tokenText(int tokenId) {

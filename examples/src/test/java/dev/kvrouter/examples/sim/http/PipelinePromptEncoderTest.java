@@ -6,10 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.kvrouter.examples.sim.testing.Fixtures;
 import java.io.InputStream;
-import java.util.HashMap;
-import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -23,7 +20,7 @@ import org.junit.jupiter.api.Test;
 class PipelinePromptEncoderTest {
 
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final Map<String, PipelinePromptEncoder> ENCODERS = new HashMap<>();
+  private static final TestEncoders ENCODERS = new TestEncoders();
   private static JsonNode fixture;
 
   @BeforeAll
@@ -34,18 +31,12 @@ class PipelinePromptEncoderTest {
   }
 
   private static PipelinePromptEncoder encoder(String name) {
-    return ENCODERS.computeIfAbsent(name, n -> {
-      try {
-        return PipelinePromptEncoder.load("test/" + n, Fixtures.tokenizer(n), null);
-      } catch (java.io.IOException e) {
-        throw new AssertionError(e);
-      }
-    });
+    return ENCODERS.get(name);
   }
 
   @AfterAll
   static void close() {
-    ENCODERS.values().forEach(PipelinePromptEncoder::close);
+    ENCODERS.close();
   }
 
   @Test
@@ -110,10 +101,6 @@ class PipelinePromptEncoderTest {
   }
 
   private static int[] ids(JsonNode c) {
-    int[] expected = new int[c.get("ids").size()];
-    for (int i = 0; i < expected.length; i++) {
-      expected[i] = c.get("ids").get(i).asInt();
-    }
-    return expected;
+    return TestEncoders.ids(c.get("ids"));
   }
 }

@@ -1,0 +1,187 @@
+package dev.kvrouter.examples.ab;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.kvrouter.examples.loadgen.RequestBodies;
+import dev.kvrouter.examples.report.RequestRecord;
+import dev.kvrouter.examples.sim.testing.Fixtures;
+import dev.kvrouter.examples.sim.timing.Presets;
+import dev.kvrouter.examples.workload.AnswerReuse;
+import dev.kvrouter.examples.workload.ChatAnswers;
+import dev.kvrouter.examples.workload.Prompt;
+import dev.kvrouter.examples.workload.Workload;
+import dev.kvrouter.examples.workload.WorkloadCatalog;
+import dev.kvrouter.examples.workload.WorkloadRequest;
+import java.util.HashMap;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Chat conversations that resend the model's own answer as text ({@code multi-turn:format=chat,answers=model}):
+ * the engine generates the tokens of the scripted answer text and the template's end-of-turn token, the client
+ * resends the text as the assistant message, closed loop, and the next prompt is the re-rendered history. With
+ * Llama 3.1's template the answer's decode-filled blocks are hit on the next turn; with Qwen3's under
+ * {@code enable_thinking=false} none are, because the history drops the generation prompt's empty think block.
+ */
+class ChatModelAnswersTest {
+
+  private static final int BLOCK = 16;
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final String SPEC = "multi-turn:format=chat,answers=model,sessions=30,rate=3,turns=3..5,think=1,"
+      + "system=100,user=20..40,output=40..60,seed=7";
+
+  @Test
+  void llamaHitsItsOwnAnswerOnTheNextTurnAndTheClientResendsTheText() throws Exception {
+    VirtualSetup setup = VirtualSetup.defaults().withWorkers(4).withNumGpuBlocks(8192);
+    try (ChatFront chat = ChatFront.load(setup.model(), Fixtures.tokenizer("llama3_1"), BLOCK, null)) {
+      Workload w = WorkloadCatalog.create(SPEC);
+      ChatAnswers answers = chat.encoder().chatAnswers(w.tokenSpace());
+      assertThat(answers.endOfTurn()).as("<|eot_id|>").isEqualTo(128009);
+      VirtualOutcome o = VirtualRun.run(w, "kv_aware", setup, chat);
+      Map<String, RequestRecord> byId = byId(o);
+      int later = 0;
+      int sameWorker = 0;
+      for (WorkloadRequest r : w.requests()) {
+        RequestRecord cur = byId.get(r.id());
+        assertThat(cur.error()).as(r.id()).isNull();
+        // the model emitted the answer text's tokens and its end of turn
+        assertThat(cur.completionTokens()).as(r.id()).isEqualTo(answers.tokens(r.answer()).length);
+        if (r.after() == null) {
+          continue;
+        }
+        later++;
+        WorkloadRequest p = byIdRequest(w, r.after());
+        // the client resends the text it received as the assistant message
+        JsonNode messages = JSON.readTree(RequestBodies.body(w, r, setup.model())).get("messages");
+        assertThat(assistantContents(messages)).contains(answers.text(p.answer()));
+        RequestRecord prev = byId.get(r.after());
+        assertThat(cur.sentMicros()).isGreaterThanOrEqualTo(prev.sentMicros() + prev.e2eMicros());
+        if (!cur.servedBy().equals(prev.servedBy())) {
+          continue;
+        }
+        sameWorker++;
+        int computed = (prev.promptTokens() + prev.completionTokens() - 1) / BLOCK * BLOCK;
+        assertThat(computed).isGreaterThan(prev.promptTokens() / BLOCK * BLOCK);
+        assertThat(cur.cachedTokens()).as(r.id()).isGreaterThanOrEqualTo(computed);
+      }
+      assertThat(later).isGreaterThan(60);
+      assertThat(sameWorker).isGreaterThan(later * 3 / 4);
+      assertThat(o.sessions().shortAnswers()).isZero();
+      AnswerReuse a = AnswerReuse.compute(w.requests(), r -> engineIds(chat, w, r, setup.model()),
+          r -> answers.tokens(r.answer()), BLOCK, r -> byId.get(r.id()).cachedTokens());
+      assertThat(a.keptShare()).isEqualTo(1.0);
+      assertThat(a.noDivergence()).isEqualTo(a.turns());
+      assertThat(a.servedBlocks()).isPositive();
+    }
+  }
+
+  @Test
+  void qwen3WithoutThinkingNeverHitsTheAnswerBecauseTheHistoryDropsTheEmptyThinkBlock() throws Exception {
+    VirtualSetup setup = VirtualSetup.defaults().withPreset(Presets.QWEN3_8B_H100).withWorkers(4)
+        .withNumGpuBlocks(8192);
+    try (ChatFront chat = ChatFront.load(setup.model(), Fixtures.tokenizer("qwen3"), BLOCK, null)) {
+      Workload w = WorkloadCatalog.create(SPEC + ",enable_thinking=false");
+      ChatAnswers answers = chat.encoder().chatAnswers(w.tokenSpace());
+      VirtualOutcome o = VirtualRun.run(w, "kv_aware", setup, chat);
+      Map<String, RequestRecord> byId = byId(o);
+      int sameWorker = 0;
+      for (WorkloadRequest r : w.requests()) {
+        RequestRecord cur = byId.get(r.id());
+        assertThat(cur.error()).isNull();
+        assertThat(cur.completionTokens()).isEqualTo(answers.tokens(r.answer()).length);
+        RequestRecord prev = r.after() == null ? null : byId.get(r.after());
+        if (prev == null || !cur.servedBy().equals(prev.servedBy())) {
+          continue;
+        }
+        sameWorker++;
+        // "<think>\n\n</think>\n\n" closes the previous prompt and is gone from the history: nothing from its
+        // block on matches
+        assertThat(cur.cachedTokens()).as(r.id()).isLessThanOrEqualTo((prev.promptTokens() - 4) / BLOCK * BLOCK);
+      }
+      assertThat(sameWorker).isGreaterThan(40);
+      AnswerReuse a = AnswerReuse.compute(w.requests(), r -> engineIds(chat, w, r, setup.model()),
+          r -> answers.tokens(r.answer()), BLOCK, r -> byId.get(r.id()).cachedTokens());
+      assertThat(a.keptBlocks()).isZero();
+      assertThat(a.servedBlocks()).isZero();
+      assertThat(a.divergenceMin()).isEqualTo(-4);
+      assertThat(a.divergenceMax()).isEqualTo(-4);
+    }
+  }
+
+  @Test
+  void aChatAnswerCutShortIsCountedAndResentAsTheWordsTheClientReceived() throws Exception {
+    // a context of 600 tokens: later turns outgrow it (refused: nothing received) or stop mid-answer
+    VirtualSetup setup = VirtualSetup.defaults().withWorkers(4).withNumGpuBlocks(8192).withMaxModelLen(600);
+    try (ChatFront chat = ChatFront.load(setup.model(), Fixtures.tokenizer("llama3_1"), BLOCK, null)) {
+      Workload w = WorkloadCatalog.create("multi-turn:format=chat,answers=model,sessions=30,rate=2,turns=4..6,"
+          + "think=1,system=100,user=20..40,output=40..60,seed=11");
+      ChatAnswers answers = chat.encoder().chatAnswers(w.tokenSpace());
+      VirtualOutcome o = VirtualRun.run(w, "kv_aware", setup, chat);
+      Map<String, RequestRecord> byId = byId(o);
+      Map<Long, Integer> received = new HashMap<>();
+      int servedChecked = 0;
+      for (WorkloadRequest r : w.requests()) {
+        RequestRecord cur = byId.get(r.id());
+        if (r.after() != null && cur.promptTokens() >= 0) {
+          // the engine prefilled the history as the client holds it
+          byte[] body = RequestBodies.body(w, r, r.prompt().withAnswersCut(received), setup.model());
+          int[] expected = chat.encoder().tokens(chat.preparer().prepare(
+              dev.kvrouter.extproc.request.InferenceRequest.Kind.CHAT, body, body.length, null).request());
+          assertThat(cur.promptTokens()).as(r.id()).isEqualTo(expected.length);
+          servedChecked++;
+        }
+        int got = Math.max(0, cur.contentChunks());
+        if (got < answers.tokens(r.answer()).length - 1) {
+          received.put(r.answer().seed(), answers.wordsReceived(r.answer(), got));
+        }
+      }
+      assertThat(servedChecked).isPositive();
+      assertThat(o.sessions().shortAnswers()).isPositive().isEqualTo(received.size());
+      assertThat(o.ledger().zero()).isTrue();
+
+      // what a cut answer is resent as: the words received, the text's prefix
+      WorkloadRequest second = w.requests().stream().filter(x -> x.after() != null).findFirst().orElseThrow();
+      WorkloadRequest first = byIdRequest(w, second.after());
+      JsonNode cut = JSON.readTree(RequestBodies.body(w, second,
+          second.prompt().withAnswersCut(Map.of(first.answer().seed(), 5)), setup.model())).get("messages");
+      assertThat(assistantContents(cut)).containsExactly(answers.text(
+          new dev.kvrouter.examples.workload.Segment(first.answer().seed(), 5)));
+      assertThat(answers.text(first.answer())).startsWith(assistantContents(cut).get(0) + " ");
+    }
+  }
+
+  private static dev.kvrouter.examples.workload.PromptIds engineIds(ChatFront chat, Workload w, WorkloadRequest r,
+      String model) {
+    byte[] body = RequestBodies.body(w, r, model);
+    try {
+      return dev.kvrouter.examples.workload.PromptIds.text(chat.encoder().tokens(chat.preparer().prepare(
+          dev.kvrouter.extproc.request.InferenceRequest.Kind.CHAT, body, body.length, null).request()));
+    } catch (dev.kvrouter.extproc.request.RequestBodyParser.BadRequest e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  private static java.util.List<String> assistantContents(JsonNode messages) {
+    java.util.List<String> out = new java.util.ArrayList<>();
+    for (JsonNode m : messages) {
+      if (m.get("role").asText().equals("assistant")) {
+        out.add(m.get("content").asText());
+      }
+    }
+    return out;
+  }
+
+  private static WorkloadRequest byIdRequest(Workload w, String id) {
+    return w.requests().stream().filter(x -> x.id().equals(id)).findFirst().orElseThrow();
+  }
+
+  private static Map<String, RequestRecord> byId(VirtualOutcome o) {
+    Map<String, RequestRecord> m = new HashMap<>();
+    for (RequestRecord r : o.data().requests()) {
+      m.put(r.requestId(), r);
+    }
+    return m;
+  }
+}
