@@ -62,4 +62,14 @@ public final class KvIndexOverlapSource implements PrefixOverlapSource {
   public void recordPrediction(WorkerId worker, long[] blockHashes) {
     index.predict(worker, blockHashes, blockHashes.length);
   }
+
+  @Override
+  public String learnedMediaId(long namespace, String routerId) {
+    return index.media().engineId(namespace, routerId);
+  }
+
+  @Override
+  public void expectMedia(WorkerId worker, long parent, int offset, long namespace, String routerId) {
+    index.media().expect(worker, parent, offset, namespace, routerId);
+  }
 }

@@ -30,6 +30,22 @@ public interface PrefixOverlapSource {
   default void recordPrediction(WorkerId worker, long[] blockHashes) {}
 
   /**
+   * The engine's identifier learned for a media item the client sent without a uuid ({@code routerId} is the
+   * router's {@code kvr1-mm:} identifier) in the cache namespace whose root seed is {@code namespace}, or null.
+   * Must not block.
+   */
+  default String learnedMediaId(long namespace, String routerId) {
+    return null;
+  }
+
+  /**
+   * Records that the router sent such an item, not yet learned, to {@code worker}: its first block follows the
+   * block hashed {@code parent} (the namespace root for block 0), and the item starts {@code offset} tokens into
+   * that block. The worker's store of it teaches the engine's identifier. Must not block.
+   */
+  default void expectMedia(WorkerId worker, long parent, int offset, long namespace, String routerId) {}
+
+  /**
    * An incremental matcher for the request path's early stop: fed block hashes in chain order, it says whether
    * some worker (from events or predictions) still holds every block so far. Once it says no, no worker can hold
    * any later block of this prompt, so tokenizing further cannot change the routing decision. One per request,

@@ -4,6 +4,7 @@ import dev.kvrouter.index.Tier;
 import dev.kvrouter.index.WorkerView;
 import dev.kvrouter.index.block.BlockHasher;
 import dev.kvrouter.index.block.CacheNamespace;
+import dev.kvrouter.index.media.MediaIdentities;
 import dev.kvrouter.index.wire.EventBatch;
 import dev.kvrouter.index.wire.EventBuffer;
 import java.util.Arrays;
@@ -36,6 +37,10 @@ import java.util.Objects;
  * Multimodal items become the block's {@code extra} through {@link BlockHasher#multimodalExtra}, the helper
  * the request path uses with the content part's {@code uuid}.
  *
+ * <p>A block with multimodal items is also reported, with our hash of its parent, to the index's
+ * {@link MediaIdentities}, which learns the engine's identifier of an item the router sent without a uuid; blocks
+ * without media keys never reach it.
+ *
  * <p>A store whose parent is unknown cannot be chained (we do not have the parent's identity), so it is
  * dropped and counted; the caller decides whether that makes the view stale. Stores without tokens (older
  * offload connectors) are mapped through existing handles when the engine hash is already known. Events
@@ -59,6 +64,10 @@ public final class EventApplier {
   private final Map<Integer, String> groupKinds = new HashMap<>();
   private String[] ids = new String[8];
   private int[] offsets = new int[8];
+  /** Items {@link #extraFor} left in {@link #ids} and {@link #offsets}. */
+  private int itemCount;
+  /** Null when learning is off. */
+  private final MediaIdentities media;
   private String foundSalt;
   private long twins;
   private final byte[] hashScratch;
@@ -81,6 +90,7 @@ public final class EventApplier {
     this.health = Objects.requireNonNull(health, "health");
     this.plainRoot = CacheNamespace.of(model).rootSeed();
     this.hashScratch = new byte[BlockHasher.scratchSize(blockSize)];
+    this.media = view.media().enabled() ? view.media() : null;
   }
 
   /** The view this applier writes. */
@@ -218,6 +228,9 @@ public final class EventApplier {
     long parentOfFirst = parent;
     for (int i = 0; i < n; i++) {
       long x = extra == null || i >= extra.size() ? 0L : extraFor(extra.get(i), lora, root && i == 0);
+      if (x != 0 && media != null) {
+        media.observe(view.id(), parent, ids, offsets, itemCount);
+      }
       parent = BlockHasher.blockHash(parent, tokens, tokenStart + i * blockSize, blockSize, x, hashScratch);
       o[i] = parent;
     }
@@ -369,6 +382,7 @@ public final class EventApplier {
 
   /** The block's multimodal extra value by the rules in the class comment; sets {@code foundSalt} on a root. */
   private long extraFor(List<Object> items, String lora, boolean rootBlock) {
+    itemCount = 0;
     if (items == null || items.isEmpty()) {
       return 0L;
     }
@@ -407,6 +421,7 @@ public final class EventApplier {
         n++;
       }
     }
+    itemCount = n;
     return BlockHasher.multimodalExtra(ids, offsets, 0, n);
   }
 }
