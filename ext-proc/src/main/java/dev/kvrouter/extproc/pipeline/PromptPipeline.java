@@ -198,7 +198,7 @@ public final class PromptPipeline {
     LearnedMediaIds media = LearnedMediaIds.resolve(expanded.placements(), root, overlaps);
     long[] extras = MultimodalBlockKeys.extras(media.placements(), ids.length, blockSize);
     long[] hashes = BlockHasher.hashBlocksWithExtras(root, ids, blockSize, extras);
-    Completion learn = media.unresolved() == null ? null
+    Completion learn = media.firstUnresolved() == null ? null
         : chosen -> media.expect(overlaps, chosen, root, hashes, blockSize);
     return new Outcome(new PromptInfo(ids.length, blockSize, hashes), null,
         new RequestTimings(parse, template, tokenize, nanoTime.getAsLong() - th), learn);

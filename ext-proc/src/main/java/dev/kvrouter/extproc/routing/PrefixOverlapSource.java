@@ -1,6 +1,8 @@
 package dev.kvrouter.extproc.routing;
 
 import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.index.media.MediaIdentities;
+import java.util.List;
 
 /**
  * Where the policy learns which worker already holds a request's prefix: the seam to the KV index. The lead
@@ -41,9 +43,11 @@ public interface PrefixOverlapSource {
   /**
    * Records that the router sent such an item, not yet learned, to {@code worker}: its first block follows the
    * block hashed {@code parent} (the namespace root for block 0), and the item starts {@code offset} tokens into
-   * that block. The worker's store of it teaches the engine's identifier. Must not block.
+   * that block. The worker's store of it teaches the engine's identifier, and those of {@code rest} (the request's
+   * later unresolved items) when the same store holds them. Must not block.
    */
-  default void expectMedia(WorkerId worker, long parent, int offset, long namespace, String routerId) {}
+  default void expectMedia(WorkerId worker, long parent, int offset, long namespace, String routerId,
+      List<MediaIdentities.FollowUp> rest) {}
 
   /**
    * An incremental matcher for the request path's early stop: fed block hashes in chain order, it says whether

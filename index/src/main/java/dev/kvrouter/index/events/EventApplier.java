@@ -226,10 +226,19 @@ public final class EventApplier {
     }
     long[] o = ours;
     long parentOfFirst = parent;
+    MediaIdentities.Chain chain = null; // later items of a request whose first item this store named
+    int chainBase = 0;
     for (int i = 0; i < n; i++) {
       long x = extra == null || i >= extra.size() ? 0L : extraFor(extra.get(i), lora, root && i == 0);
       if (x != 0 && media != null) {
-        media.observe(view.id(), parent, ids, offsets, itemCount);
+        MediaIdentities.Chain c = media.observe(view.id(), parent, ids, offsets, itemCount);
+        if (c != null) {
+          chain = c;
+          chainBase = i;
+        }
+        if (chain != null) {
+          chain.observe(i - chainBase, ids, offsets, itemCount);
+        }
       }
       parent = BlockHasher.blockHash(parent, tokens, tokenStart + i * blockSize, blockSize, x, hashScratch);
       o[i] = parent;

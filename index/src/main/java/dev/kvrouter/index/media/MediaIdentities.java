@@ -21,7 +21,9 @@ import java.util.concurrent.atomic.LongAdder;
  * When W then stores a block under that parent whose extra keys hold an {@code [identifier, offset]} pair at that
  * offset, the store {@link #observe names} the engine's identifier E, and {@code (namespace, kvr1-mm:...) -> E} is
  * learned. Later requests hash the item as E ({@link #engineId}), so their blocks match the engine's events on
- * every worker (same bytes, same vLLM hash).
+ * every worker (same bytes, same vLLM hash). The request's later unresolved items are read from the same store
+ * ({@link FollowUp}, {@link Chain}): their parents depend on the first item's identifier, so only that store, whose
+ * chain is the engine's, places them.
  *
  * <p>Several items may wait after the same text on one worker (one system prompt, many images): the oldest waiting
  * at the observed offset is taken, as an engine schedules requests first come first served. An engine identifier
@@ -65,11 +67,57 @@ public final class MediaIdentities {
   /** Where an item is awaited: a worker and our hash of the block before the item's first block. */
   private record Slot(WorkerId worker, long parent) {}
 
-  /** One routed item awaiting its worker's store. */
-  private record Pending(long namespace, String routerId, int offset, long atMillis) {}
+  /** One routed item awaiting its worker's store, with the request's later unresolved items. */
+  private record Pending(long namespace, String routerId, int offset, long atMillis, List<FollowUp> rest) {}
 
   /** The learning from one observed store, decided under the slot's lock and applied after it. */
   private record Match(Pending item, String engineId) {}
+
+  /**
+   * A later item without a known engine identifier in the same request: its first block is {@code blocks} blocks
+   * after the awaited item's first block, and it starts {@code offset} tokens into it. Its parent in our hash space
+   * depends on the awaited item's engine identifier, so it cannot be awaited by parent; it is read from the same
+   * store, once the awaited item was found in it.
+   */
+  public record FollowUp(int blocks, int offset, String routerId) {
+    public FollowUp {
+      Objects.requireNonNull(routerId, "routerId");
+      if (blocks < 0 || offset < 0) {
+        throw new IllegalArgumentException("follow-up needs blocks >= 0 and offset >= 0");
+      }
+    }
+  }
+
+  /**
+   * The later items of a request whose awaited item a store just named; the event path feeds it the same store's
+   * following media blocks ({@link #observe(int, String[], int[], int)}). Confined to the event thread.
+   */
+  public final class Chain {
+    private final long namespace;
+    private final List<FollowUp> rest;
+
+    private Chain(long namespace, List<FollowUp> rest) {
+      this.namespace = namespace;
+      this.rest = rest;
+    }
+
+    /** A media block {@code blocks} blocks after the awaited item's first block, in the same store. */
+    public void observe(int blocks, String[] ids, int[] offsets, int count) {
+      for (FollowUp f : rest) {
+        if (f.blocks == blocks) {
+          String e = idAt(ids, offsets, count, f.offset);
+          if (e != null) {
+            String owner = learnedFor.getIfPresent(new Named(namespace, e));
+            if (owner == null || owner.equals(f.routerId)) {
+              learn(namespace, f.routerId, e);
+            } else {
+              claimed.increment();
+            }
+          }
+        }
+      }
+    }
+  }
 
   public MediaIdentities(MediaIdentityConfig config, Clock clock) {
     this.config = Objects.requireNonNull(config, "config");
@@ -133,11 +181,20 @@ public final class MediaIdentities {
    * block. Never blocks for long; a full slot drops its oldest entry.
    */
   public void expect(WorkerId worker, long parent, int offset, long namespace, String routerId) {
+    expect(worker, parent, offset, namespace, routerId, List.of());
+  }
+
+  /**
+   * As {@link #expect(WorkerId, long, int, long, String)}, with the request's later items that have no known
+   * engine identifier either, to be read from the same store ({@link FollowUp}).
+   */
+  public void expect(WorkerId worker, long parent, int offset, long namespace, String routerId,
+      List<FollowUp> rest) {
     if (!config.enabled()) {
       return;
     }
     long now = clock.millis();
-    Pending p = new Pending(namespace, routerId, offset, now);
+    Pending p = new Pending(namespace, routerId, offset, now, List.copyOf(rest));
     pending.asMap().compute(new Slot(worker, parent), (k, list) -> {
       List<Pending> next = new ArrayList<>(list == null ? 1 : list.size() + 1);
       if (list != null) {
@@ -161,14 +218,16 @@ public final class MediaIdentities {
    * {@code worker} stored a block whose parent we hash as {@code parent} and whose extra keys hold the multimodal
    * items {@code ids[0, count)} at {@code offsets} (relative to the block's first token). Event path, only for
    * blocks with media keys; a cheap miss when nothing is awaited there.
+   *
+   * @return the request's later items to read from the rest of this store, or null
    */
-  public void observe(WorkerId worker, long parent, String[] ids, int[] offsets, int count) {
+  public Chain observe(WorkerId worker, long parent, String[] ids, int[] offsets, int count) {
     if (!config.enabled() || count == 0 || pending.estimatedSize() == 0) {
-      return;
+      return null;
     }
     Slot slot = new Slot(worker, parent);
     if (pending.getIfPresent(slot) == null) {
-      return;
+      return null;
     }
     long now = clock.millis();
     Match[] found = new Match[1];
@@ -195,9 +254,12 @@ public final class MediaIdentities {
       }
       return live.isEmpty() ? null : live;
     });
-    if (found[0] != null) {
-      learn(found[0].item.namespace, found[0].item.routerId, found[0].engineId);
+    if (found[0] == null) {
+      return null;
     }
+    Pending item = found[0].item;
+    learn(item.namespace, item.routerId, found[0].engineId);
+    return item.rest.isEmpty() ? null : new Chain(item.namespace, item.rest);
   }
 
   /** The identifier of the item starting exactly {@code offset} tokens into the block, or null. */

@@ -17,6 +17,7 @@ import dev.kvrouter.index.wire.EventBatch;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -49,6 +50,22 @@ class MediaIdentitiesTest {
     assertThat(media.usedTotal()).isEqualTo(1);
     assertThat(media.expectedTotal()).isEqualTo(1);
     assertThat(media.conflictsTotal()).isZero();
+  }
+
+  @Test
+  void laterItemsOfTheRequestAreReadFromTheSameStoreAtTheirDistanceAndOffset() {
+    media.expect(W1, PARENT, 5, NS, R1, List.of(new MediaIdentities.FollowUp(0, 12, R2),
+        new MediaIdentities.FollowUp(3, 2, "kvr1-mm:image:00000000000000c3")));
+    MediaIdentities.Chain chain = media.observe(W1, PARENT, new String[] {"e1", "e2"}, new int[] {5, 12}, 2);
+    assertThat(chain).isNotNull();
+    chain.observe(0, new String[] {"e1", "e2"}, new int[] {5, 12}, 2);
+    chain.observe(2, new String[] {"e-elsewhere"}, new int[] {2}, 1); // the wrong distance
+    chain.observe(3, new String[] {"e1", "e3"}, new int[] {-43, 2}, 2);
+
+    assertThat(media.engineId(NS, R1)).isEqualTo("e1");
+    assertThat(media.engineId(NS, R2)).isEqualTo("e2");
+    assertThat(media.engineId(NS, "kvr1-mm:image:00000000000000c3")).isEqualTo("e3");
+    assertThat(media.learnedTotal()).isEqualTo(3);
   }
 
   @Test
@@ -176,6 +193,39 @@ class MediaIdentitiesTest {
     store(W1, PARENT, "e1", 5);
     assertThat(media.engineId(NS, R1)).isNull();
     assertThat(media.expectedTotal()).isZero();
+  }
+
+  /** Through the event path: one store of a two-image request teaches both images. */
+  @Test
+  void theEventApplierReadsTheSecondImageOfTheRequestFromTheSameStore() {
+    int bs = 16;
+    String model = "google/gemma-3-4b-it";
+    KvIndex index = new KvIndex(IndexConfig.defaults(), clock);
+    WorkerView view = index.register(W1);
+    EventPlaneHealth health = new EventPlaneHealth(new SimpleMeterRegistry(), clock, Duration.ZERO);
+    EventApplier applier = new EventApplier(view, model, bs, health.register(view));
+    int[] tokens = new int[6 * bs];
+    Arrays.fill(tokens, 262_144);
+    for (int i = 0; i < 20; i++) {
+      tokens[i] = 1000 + i; // text, image A at 20..52, text 52..60, image B at 60..96
+    }
+    for (int i = 52; i < 60; i++) {
+      tokens[i] = 2000 + i;
+    }
+    long root = CacheNamespace.of(model).rootSeed();
+    long parent = BlockHasher.hashFullBlocks(root, tokens, bs, bs)[0];
+    index.media().expect(W1, parent, 4, root, R1, List.of(new MediaIdentities.FollowUp(2, 12, R2)));
+    List<List<Object>> extra = new ArrayList<>();
+    extra.add(null);
+    extra.add(List.of(List.of("eA", 4L)));
+    extra.add(List.of(List.of("eA", -12L)));
+    extra.add(List.of(List.of("eA", -28L), List.of("eB", 12L)));
+    extra.add(List.of(List.of("eB", -4L)));
+    extra.add(List.of(List.of("eB", -20L)));
+    applier.apply(new EventBatch(1.0, List.of(BlockStored.of(new long[] {1, 2, 3, 4, 5, 6}, null, tokens, bs, "GPU")
+        .withExtraKeys(extra)), 0, 0));
+    assertThat(index.media().engineId(root, R1)).isEqualTo("eA");
+    assertThat(index.media().engineId(root, R2)).isEqualTo("eB");
   }
 
   /**
