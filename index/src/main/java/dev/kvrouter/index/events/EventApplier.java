@@ -68,6 +68,9 @@ public final class EventApplier {
   private int itemCount;
   /** Null when learning is off. */
   private final MediaIdentities media;
+  /** Later items of a request whose first item the store being applied named, from its block {@link #chainBase}. */
+  private MediaIdentities.Chain chain;
+  private int chainBase;
   private String foundSalt;
   private long twins;
   private final byte[] hashScratch;
@@ -226,19 +229,11 @@ public final class EventApplier {
     }
     long[] o = ours;
     long parentOfFirst = parent;
-    MediaIdentities.Chain chain = null; // later items of a request whose first item this store named
-    int chainBase = 0;
+    chain = null;
     for (int i = 0; i < n; i++) {
       long x = extra == null || i >= extra.size() ? 0L : extraFor(extra.get(i), lora, root && i == 0);
       if (x != 0 && media != null) {
-        MediaIdentities.Chain c = media.observe(view.id(), parent, ids, offsets, itemCount);
-        if (c != null) {
-          chain = c;
-          chainBase = i;
-        }
-        if (chain != null) {
-          chain.observe(i - chainBase, ids, offsets, itemCount);
-        }
+        mediaBlock(i, parent);
       }
       parent = BlockHasher.blockHash(parent, tokens, tokenStart + i * blockSize, blockSize, x, hashScratch);
       o[i] = parent;
@@ -262,6 +257,21 @@ public final class EventApplier {
     health.inc(EventCounter.STORED_EVENTS);
     health.add(EventCounter.STORED_BLOCKS, n);
     return true;
+  }
+
+  /**
+   * Block {@code i} of the store being applied has media keys ({@link #ids}, {@link #offsets}) and our parent hash
+   * {@code parent}: report it to the learning. Kept out of {@link #stored}'s loop so text blocks pay one test.
+   */
+  private void mediaBlock(int i, long parent) {
+    MediaIdentities.Chain c = media.observe(view.id(), parent, ids, offsets, itemCount);
+    if (c != null) {
+      chain = c;
+      chainBase = i;
+    }
+    if (chain != null) {
+      chain.observe(i - chainBase, ids, offsets, itemCount);
+    }
   }
 
   /** Offload stores without tokens: map through handles the GPU stores created. */
