@@ -9,10 +9,12 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.kvrouter.extproc.model.ModelSpec;
 import dev.kvrouter.extproc.model.ModelSpecs;
 import dev.kvrouter.index.IndexConfig;
+import dev.kvrouter.index.media.MediaIdentityConfig;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -37,7 +39,7 @@ public record KvrouterConfig(
     Observability observability) {
 
   public KvrouterConfig {
-    events = events == null ? new Events(null, 0, 0, 0, 0, 0, null, null, null) : events;
+    events = events == null ? new Events(null, 0, 0, 0, 0, 0, null, null, null, null) : events;
     server = server == null ? new Server(null, 0, 0, 0, null) : server;
     models = models == null ? List.of() : java.util.Collections.unmodifiableList(new ArrayList<>(models));
     workers = workers == null ? new Workers(null, 0) : workers;
@@ -226,10 +228,13 @@ public record KvrouterConfig(
    *     0: every lookup walks a request's blocks one by one
    * @param walkModels models whose workers are always walked (engines known to evict a block before its children
    *     without a detectable signature)
+   * @param mediaIdentities learning the engine's identifier of media sent without a uuid from its KV events
    */
   public record Events(Boolean enabled, long maxIndexEntries, int predictedTtlMs, int approximateTtlMs,
-      int subscriberThreads, int staleRecoveryMs, Boolean earlyStop, Integer prefixJump, List<String> walkModels) {
+      int subscriberThreads, int staleRecoveryMs, Boolean earlyStop, Integer prefixJump, List<String> walkModels,
+      MediaIdentities mediaIdentities) {
     public Events {
+      mediaIdentities = mediaIdentities == null ? new MediaIdentities(null, null, null, null, null) : mediaIdentities;
       prefixJump = prefixJump == null ? IndexConfig.DEFAULT_JUMP : prefixJump;
       walkModels = walkModels == null ? List.of() : List.copyOf(walkModels);
       enabled = enabled == null || enabled;
@@ -240,6 +245,50 @@ public record KvrouterConfig(
           Runtime.getRuntime().availableProcessors())) : subscriberThreads;
       staleRecoveryMs = staleRecoveryMs == 0 ? 60_000 : staleRecoveryMs;
       earlyStop = earlyStop == null || earlyStop;
+    }
+  }
+
+  /**
+   * {@code events.media_identities}: engine identifiers of media sent without a uuid, learned from the workers'
+   * stores (docs/request-path.md, "Multimodal identity"). Defaults: {@link MediaIdentityConfig#defaults()}.
+   *
+   * @param enabled learn at all (default true)
+   * @param maxLearned learned identifiers kept, per router (all namespaces together)
+   * @param learnedTtlMs a learned identifier is forgotten this long after it was learned
+   * @param maxPending (worker, parent block) slots of routed items awaiting their worker's store
+   * @param pendingTtlMs how long a routed item awaits its store
+   */
+  public record MediaIdentities(Boolean enabled, Integer maxLearned, Long learnedTtlMs, Integer maxPending,
+      Long pendingTtlMs) {
+    public MediaIdentities {
+      MediaIdentityConfig d = MediaIdentityConfig.defaults();
+      enabled = enabled == null || enabled;
+      maxLearned = maxLearned == null ? d.maxLearned() : maxLearned;
+      learnedTtlMs = learnedTtlMs == null ? d.learnedTtl().toMillis() : learnedTtlMs;
+      maxPending = maxPending == null ? d.maxPending() : maxPending;
+      pendingTtlMs = pendingTtlMs == null ? d.pendingTtl().toMillis() : pendingTtlMs;
+    }
+
+    /** The index's form; call after {@link KvrouterConfig#validate}. */
+    public MediaIdentityConfig toConfig() {
+      return new MediaIdentityConfig(enabled, maxLearned, Duration.ofMillis(learnedTtlMs), maxPending,
+          Duration.ofMillis(pendingTtlMs));
+    }
+
+    void validate(List<String> errors) {
+      String at = "events.media_identities.";
+      if (maxLearned < 1 || maxLearned > 10_000_000) {
+        errors.add(at + "max_learned: must be 1..10000000, was " + maxLearned);
+      }
+      if (maxPending < 1 || maxPending > 10_000_000) {
+        errors.add(at + "max_pending: must be 1..10000000, was " + maxPending);
+      }
+      if (learnedTtlMs < 1000) {
+        errors.add(at + "learned_ttl_ms: must be >= 1000, was " + learnedTtlMs);
+      }
+      if (pendingTtlMs < 100 || pendingTtlMs > 600_000) {
+        errors.add(at + "pending_ttl_ms: must be 100..600000, was " + pendingTtlMs);
+      }
     }
   }
 
@@ -347,6 +396,7 @@ public record KvrouterConfig(
         errors.add("events.walk_models[" + i + "]: must be a model name");
       }
     }
+    events.mediaIdentities().validate(errors);
     if (events.subscriberThreads() < 1 || events.subscriberThreads() > 64) {
       errors.add("events.subscriber_threads: must be 1..64");
     }

@@ -243,7 +243,7 @@ public final class KvrouterRuntime implements AutoCloseable {
     var e = config.events();
     IndexConfig ic = IndexConfig.defaults().withMaxEntries(e.maxIndexEntries(), 16_384)
         .withPredictions(Duration.ofMillis(e.predictedTtlMs()), Duration.ofMillis(e.approximateTtlMs()), 1 << 20,
-            4096).withPrefixJump(e.prefixJump());
+            4096).withPrefixJump(e.prefixJump()).withMedia(e.mediaIdentities().toConfig());
     index = new KvIndex(ic, clock);
     KvIndexMetrics.bind(index, metrics);
     index.scheduleMaintenance(scheduler, Duration.ofMillis(100));

@@ -3,8 +3,10 @@ package dev.kvrouter.dist;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.kvrouter.index.media.MediaIdentityConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
 class KvrouterConfigTest {
@@ -44,6 +46,32 @@ class KvrouterConfigTest {
         .isInstanceOf(KvrouterConfig.InvalidConfig.class).hasMessageContaining("was 4096");
     assertThatThrownBy(() -> KvrouterConfig.parse("events: {prefix_jump: fast}\n", "k.yaml"))
         .isInstanceOf(KvrouterConfig.InvalidConfig.class).hasMessageContaining("k.yaml: events.prefix_jump");
+  }
+
+  @Test
+  void mediaIdentitiesHaveDocumentedDefaultsReachTheIndexAndAreValidated() {
+    KvrouterConfig.MediaIdentities d = KvrouterConfig.defaults().events().mediaIdentities();
+    assertThat(d.toConfig()).isEqualTo(MediaIdentityConfig.defaults());
+    assertThat(d.enabled()).isTrue();
+    assertThat(d.maxLearned()).isEqualTo(100_000);
+    assertThat(d.learnedTtlMs()).isEqualTo(1_800_000L);
+    assertThat(d.maxPending()).isEqualTo(65_536);
+    assertThat(d.pendingTtlMs()).isEqualTo(30_000L);
+    MediaIdentityConfig set = KvrouterConfig.parse("events: {media_identities: {enabled: false, max_learned: 50,"
+        + " pending_ttl_ms: 2000}}\n", "k.yaml").events().mediaIdentities().toConfig();
+    assertThat(set.enabled()).isFalse();
+    assertThat(set.maxLearned()).isEqualTo(50);
+    assertThat(set.pendingTtl()).isEqualTo(Duration.ofSeconds(2));
+    assertThat(set.learnedTtl()).isEqualTo(Duration.ofMinutes(30));
+    assertThatThrownBy(() -> KvrouterConfig.parse("events: {media_identities: {max_learned: 0, max_pending: -1,"
+        + " learned_ttl_ms: 10, pending_ttl_ms: 5}}\n", "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .hasMessageContaining("events.media_identities.max_learned: must be 1..10000000, was 0")
+        .hasMessageContaining("events.media_identities.max_pending: must be 1..10000000, was -1")
+        .hasMessageContaining("events.media_identities.learned_ttl_ms: must be >= 1000, was 10")
+        .hasMessageContaining("events.media_identities.pending_ttl_ms: must be 100..600000, was 5");
+    assertThatThrownBy(() -> KvrouterConfig.parse("events: {media_identities: {max_lerned: 5}}\n", "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class).hasMessageContaining("unknown key `max_lerned`");
   }
 
   @Test

@@ -127,35 +127,42 @@ class MultimodalRoutingE2eTest {
 
   /**
    * vLLM keys an image sent without a uuid by its own hash of the decoded pixels, which the router cannot compute
-   * (it never fetches media; its identifier for such an item is derived from the URL or bytes). So, once the
-   * router's own prediction has expired, it credits the holder with only the blocks before the image, while the
-   * worker itself serves the whole repeat from its cache. The request still goes to the holder here because the
-   * text before the image is only there. Within {@code predicted_ttl_ms} (5 s by default) the router's prediction,
-   * keyed by its own identifier, would match the whole repeat.
+   * (it never fetches media; its own identifier for such an item is derived from the URL or bytes). The router
+   * learns the engine's identifier from the store of the worker it sent the image to (docs/request-path.md,
+   * "Multimodal identity"): once those events are applied and its own prediction has expired, the repeat without a
+   * uuid is credited with every block from the worker's events, as a uuid's would be; an image the worker never saw
+   * (a uuid of its own) still matches only the blocks before it.
    */
   @Test
-  void withoutAUuidTheWorkerHitsItsCacheButTheRouterMatchesOnlyTheBlocksBeforeTheImage() throws Exception {
+  void withoutAUuidTheRouterLearnsTheEnginesIdentifierFromItsStoreAndCreditsTheWholeRepeat() throws Exception {
     String text = "Look at this photograph of a server rack and list every cable colour you can see, from the top "
         + "shelf to the bottom one, and say which of them look unplugged or loose.";
+    double learnedBefore = RouterMetrics.sum(stack.routerMetrics(), "kvrouter_index_media_learned_total", "");
     Map<String, Double> stored = storedBlocks();
     Reply first = send(image(text, "https://example.com/rack.png", null));
     assertThat(first.cached()).isZero();
     int blocks = first.prompt() / BS;
     awaitEventsOf(first, stored);
+    assertThat(RouterMetrics.sum(stack.routerMetrics(), "kvrouter_index_media_learned_total", "") - learnedBefore)
+        .as("the worker's store taught the image's identifier").isEqualTo(1);
 
     Reply again = send(image(text, "https://example.com/rack.png", null));
     assertThat(again.worker()).isEqualTo(first.worker());
     assertThat(again.cached()).as("the worker's own content hash hits every block but the last")
         .isEqualTo((again.prompt() - 1) / BS * BS);
     JsonNode overlap = candidate(again.decision(), first.worker()).get("overlap");
-    int credited = overlap.get("gpu").asInt();
     assertThat(overlap.get("predicted").asInt()).isZero();
-    assertThat(credited).as("the router cannot name the engine's image blocks").isPositive().isLessThan(blocks);
+    assertThat(overlap.get("gpu").asInt()).as("learned: every block, from the worker's events").isEqualTo(blocks);
+    assertOthersHoldNothing(again.decision(), first.worker());
 
     // the same text with a uuid image the worker never saw: the engine's count of pre-image blocks
+    awaitNoPredictions();
     Reply named = send(image(text, "https://example.com/rack.png", "rack-1"));
     assertThat(named.worker()).isEqualTo(first.worker());
-    assertThat(credited).as("exactly the blocks before the image").isEqualTo(named.cached() / BS);
+    int preImage = named.cached() / BS;
+    assertThat(preImage).isPositive().isLessThan(blocks);
+    assertThat(candidate(named.decision(), first.worker()).get("overlap").get("gpu").asInt())
+        .as("exactly the blocks before the image").isEqualTo(preImage);
   }
 
   @Test

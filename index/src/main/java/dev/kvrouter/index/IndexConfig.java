@@ -1,5 +1,6 @@
 package dev.kvrouter.index;
 
+import dev.kvrouter.index.media.MediaIdentityConfig;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -21,6 +22,8 @@ import java.util.Objects;
  *     holes (stale, lost events since the last clear, evicted here, CPU/disk tiers, handle conflicts) or whose
  *     engine showed it is not prefix-closed ({@link WorkerView#markNotPrefixClosed}) are still walked block by
  *     block (see {@link PrefixCursor}); default {@value #DEFAULT_JUMP}
+ * @param media learning of engine identifiers for media sent without a uuid ({@link
+ *     dev.kvrouter.index.media.MediaIdentities})
  */
 public record IndexConfig(
     long maxEntries,
@@ -30,10 +33,12 @@ public record IndexConfig(
     Duration approximateTtl,
     int maxPredicted,
     int predictionQueue,
-    int prefixJump) {
+    int prefixJump,
+    MediaIdentityConfig media) {
 
   public IndexConfig {
     Objects.requireNonNull(predictedTtl, "predictedTtl");
+    Objects.requireNonNull(media, "media");
     Objects.requireNonNull(approximateTtl, "approximateTtl");
     if (maxEntries < 1 || minEntriesPerWorker < 1 || maxPredicted < 1 || predictionQueue < 1) {
       throw new IllegalArgumentException("index bounds must be positive");
@@ -54,30 +59,36 @@ public record IndexConfig(
 
   /**
    * 8M residencies (about 0.5 GB), 256 stripes, 5 s / 120 s prediction TTLs, 1M predicted entries, jump search at
-   * stride {@value #DEFAULT_JUMP}.
+   * stride {@value #DEFAULT_JUMP}, media identifiers learned ({@link MediaIdentityConfig#defaults()}).
    */
   public static IndexConfig defaults() {
     return new IndexConfig(8_000_000L, 16_384, 256, Duration.ofSeconds(5), Duration.ofSeconds(120), 1 << 20, 4096,
-        DEFAULT_JUMP);
+        DEFAULT_JUMP, MediaIdentityConfig.defaults());
   }
 
   public IndexConfig withMaxEntries(long max, int minPerWorker) {
     return new IndexConfig(max, minPerWorker, segments, predictedTtl, approximateTtl, maxPredicted, predictionQueue,
-        prefixJump);
+        prefixJump, media);
   }
 
   public IndexConfig withPredictions(Duration ttl, Duration approxTtl, int max, int queue) {
-    return new IndexConfig(maxEntries, minEntriesPerWorker, segments, ttl, approxTtl, max, queue, prefixJump);
+    return new IndexConfig(maxEntries, minEntriesPerWorker, segments, ttl, approxTtl, max, queue, prefixJump, media);
   }
 
   public IndexConfig withSegments(int n) {
     return new IndexConfig(maxEntries, minEntriesPerWorker, n, predictedTtl, approximateTtl, maxPredicted,
-        predictionQueue, prefixJump);
+        predictionQueue, prefixJump, media);
   }
 
   /** With the lookup's jump search at stride {@code jump} (0: the exact walk); see {@code prefixJump}. */
   public IndexConfig withPrefixJump(int jump) {
     return new IndexConfig(maxEntries, minEntriesPerWorker, segments, predictedTtl, approximateTtl, maxPredicted,
-        predictionQueue, jump);
+        predictionQueue, jump, media);
+  }
+
+  /** With media identifier learning bounded (or switched off) by {@code m}. */
+  public IndexConfig withMedia(MediaIdentityConfig m) {
+    return new IndexConfig(maxEntries, minEntriesPerWorker, segments, predictedTtl, approximateTtl, maxPredicted,
+        predictionQueue, prefixJump, m);
   }
 }

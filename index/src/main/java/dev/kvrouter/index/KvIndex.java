@@ -1,5 +1,6 @@
 package dev.kvrouter.index;
 
+import dev.kvrouter.index.media.MediaIdentities;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -42,6 +43,7 @@ public final class KvIndex {
   private final Clock clock;
   private final BlockTable table;
   private final PredictedBlocks predicted;
+  private final MediaIdentities media;
   private final Map<WorkerId, WorkerView> views = new ConcurrentHashMap<>();
   private volatile WorkerView[] byOrdinal = new WorkerView[64];
   /** Ids by ordinal for lookups (null: free, or being removed); replaced, never mutated, on changes. */
@@ -65,11 +67,17 @@ public final class KvIndex {
     this.table = new BlockTable(config.segments(), 64);
     this.predicted = new PredictedBlocks(table, config.maxPredicted(), config.predictionQueue(),
         config.predictedTtl().toMillis(), config.approximateTtl().toMillis());
+    this.media = new MediaIdentities(config.media(), clock);
     updateCap();
   }
 
   public IndexConfig config() {
     return config;
+  }
+
+  /** Engine identifiers learned for media sent without a uuid (the event path fills it, requests read it). */
+  public MediaIdentities media() {
+    return media;
   }
 
   // ------------------------------------------------------------------------------------------------------

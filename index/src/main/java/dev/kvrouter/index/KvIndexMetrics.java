@@ -1,5 +1,6 @@
 package dev.kvrouter.index;
 
+import dev.kvrouter.index.media.MediaIdentities;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -30,5 +31,23 @@ public final class KvIndexMetrics {
         .register(registry);
     FunctionCounter.builder("kvrouter.index.predicted.evicted", index, KvIndex::predictionsEvicted)
         .description("predictions evicted by the bound before their TTL").register(registry);
+    MediaIdentities media = index.media();
+    FunctionCounter.builder("kvrouter.index.media.learned", media, MediaIdentities::learnedTotal)
+        .description("engine identifiers learned for media sent without a uuid").register(registry);
+    FunctionCounter.builder("kvrouter.index.media.used", media, MediaIdentities::usedTotal)
+        .description("request items hashed with a learned engine identifier").register(registry);
+    FunctionCounter.builder("kvrouter.index.media.conflicts", media, MediaIdentities::conflictsTotal)
+        .description("stores naming another engine identifier for a learned item (replaced)").register(registry);
+    FunctionCounter.builder("kvrouter.index.media.claimed", media, MediaIdentities::claimedTotal)
+        .description("stores at an awaited item whose identifier another item had learned (not attributed)")
+        .register(registry);
+    FunctionCounter.builder("kvrouter.index.media.evicted", media, MediaIdentities::evictedTotal)
+        .description("learned identifiers dropped by the size bound or the TTL").register(registry);
+    FunctionCounter.builder("kvrouter.index.media.expected", media, MediaIdentities::expectedTotal)
+        .description("routed items awaiting their worker's store").register(registry);
+    Gauge.builder("kvrouter.index.media.entries", media, MediaIdentities::learnedSize)
+        .description("learned engine identifiers held").register(registry);
+    Gauge.builder("kvrouter.index.media.pending", media, MediaIdentities::pendingSlots)
+        .description("(worker, parent block) slots awaiting a store").register(registry);
   }
 }

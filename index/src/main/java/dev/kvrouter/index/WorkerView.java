@@ -1,5 +1,6 @@
 package dev.kvrouter.index;
 
+import dev.kvrouter.index.media.MediaIdentities;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Objects;
@@ -84,6 +85,11 @@ public final class WorkerView {
     this.table = table;
     this.id = Objects.requireNonNull(id, "id");
     this.ordinal = ordinal;
+  }
+
+  /** The index's media identifier learning (its event path reports stores of media blocks there). */
+  public MediaIdentities media() {
+    return index.media();
   }
 
   public WorkerId id() {

@@ -7,10 +7,16 @@ import dev.kvrouter.extproc.model.ResourceState;
 import dev.kvrouter.extproc.pipeline.PipelineResources;
 import dev.kvrouter.extproc.pipeline.PromptPipeline;
 import dev.kvrouter.extproc.request.InferenceRequest;
+import dev.kvrouter.extproc.request.MultimodalItem;
+import dev.kvrouter.extproc.request.PreparedRequest;
 import dev.kvrouter.extproc.request.RequestPreparer;
+import dev.kvrouter.extproc.routing.KvIndexOverlapSource;
 import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.extproc.tenancy.TenantIsolation;
 import dev.kvrouter.extproc.tokenize.SegmentCache;
+import dev.kvrouter.index.IndexConfig;
+import dev.kvrouter.index.KvIndex;
+import dev.kvrouter.index.WorkerId;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -35,7 +41,9 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * A media request to block hashes (Gemma 3, images expanded to 256 soft tokens each, every block hashed with its
  * items' keys) beside the same conversation with its images left out, in the same run: what the expansion costs
- * on top of the text path. Each request carries a fresh last message, so its tail is tokenized anew.
+ * on top of the text path. Each request carries a fresh last message, so its tail is tokenized anew. {@code uuid}:
+ * {@code yes}, every image carries the client's uuid; {@code learned}, none does and each one's engine identifier
+ * has been learned (the request path looks each up in the index's learned map and hashes with it).
  *
  * <pre>
  * flock /tmp/kvrouter-bench.lock java -Dkvrouter.root=$PWD -jar bench/target/benchmarks.jar MultimodalRequest \
@@ -52,6 +60,9 @@ public class MultimodalRequestBenchmark {
 
   @Param({"1", "4"})
   public int images;
+
+  @Param({"yes"})
+  public String uuid;
 
   private ModelRegistry registry;
   private RequestPreparer preparer;
@@ -71,8 +82,22 @@ public class MultimodalRequestBenchmark {
       throw new IllegalStateException("model did not load");
     }
     preparer = new RequestPreparer(registry, TenantIsolation.defaults(), System::nanoTime);
-    pipeline = new PromptPipeline(PrefixOverlapSource.NONE, Runnable::run, System::nanoTime, false,
-        new SimpleMeterRegistry());
+    PrefixOverlapSource overlaps = PrefixOverlapSource.NONE;
+    if (uuid.equals("learned")) {
+      KvIndex index = new KvIndex(IndexConfig.defaults(), Clock.systemUTC());
+      byte[] b = body(true).getBytes(StandardCharsets.UTF_8);
+      PreparedRequest p = preparer.prepare(InferenceRequest.Kind.CHAT, b, b.length, null);
+      long ns = p.scope().namespace().rootSeed();
+      WorkerId w = WorkerId.of("w");
+      for (MultimodalItem item : p.request().multimodal()) {
+        index.media().expect(w, item.index(), 0, ns, item.identifier());
+        index.media().observe(w, item.index(), new String[] {"engine-" + item.index()}, new int[] {0}, 1);
+      }
+      overlaps = new KvIndexOverlapSource(index);
+    } else if (!uuid.equals("yes")) {
+      throw new IllegalArgumentException("uuid must be yes or learned, was " + uuid);
+    }
+    pipeline = new PromptPipeline(overlaps, Runnable::run, System::nanoTime, false, new SimpleMeterRegistry());
     PromptPipeline.Outcome o = run(true);
     if (o.prompt() == null) {
       throw new IllegalStateException("media request not reproduced: " + o.unavailable());
@@ -87,20 +112,23 @@ public class MultimodalRequestBenchmark {
   }
 
   private PromptPipeline.Outcome run(boolean withImages) throws Exception {
+    byte[] b = body(withImages).getBytes(StandardCharsets.UTF_8);
+    return pipeline.run(preparer.prepare(InferenceRequest.Kind.CHAT, b, b.length, null));
+  }
+
+  private String body(boolean withImages) {
     StringBuilder parts = new StringBuilder();
     for (int i = 0; i < images; i++) {
       parts.append("{\"type\":\"text\",\"text\":\"Figure ").append(i).append(" shows the router's cache hit rate per "
           + "worker over an hour of traffic, with the queue depth beside it.\"},");
       if (withImages) {
         parts.append("{\"type\":\"image_url\",\"image_url\":{\"url\":\"https://example.com/fig").append(i)
-            .append(".png\"},\"uuid\":\"fig-").append(i).append("\"},");
+            .append(".png\"}").append(uuid.equals("yes") ? ",\"uuid\":\"fig-" + i + "\"}," : "},");
       }
     }
     parts.append("{\"type\":\"text\",\"text\":\"Question ").append(unique++).append(": what changed?\"}");
-    String body = "{\"model\":\"gemma3\",\"messages\":[{\"role\":\"system\",\"content\":\"You read charts.\"},"
+    return "{\"model\":\"gemma3\",\"messages\":[{\"role\":\"system\",\"content\":\"You read charts.\"},"
         + "{\"role\":\"user\",\"content\":[" + parts + "]}]}";
-    byte[] b = body.getBytes(StandardCharsets.UTF_8);
-    return pipeline.run(preparer.prepare(InferenceRequest.Kind.CHAT, b, b.length, null));
   }
 
   @Benchmark

@@ -79,7 +79,10 @@ public final class PromptPipeline {
   /** The pipeline's answer for one request. */
   public record Outcome(PromptInfo prompt, String unavailable, RequestTimings timings, Completion completion) {
 
-    /** Finishes the chain of an early-stopped prompt for {@code chosen}; a no-op otherwise. Never blocks. */
+    /**
+     * Runs what waits for the decision on {@code chosen}: the rest of an early-stopped prompt's chain, or the
+     * media identifier a media prompt's worker will teach; a no-op otherwise. Never blocks.
+     */
     public void complete(WorkerId chosen) {
       if (completion != null && chosen != null) {
         completion.run(chosen);
@@ -176,7 +179,9 @@ public final class PromptPipeline {
   /**
    * A media request: the whole prompt is tokenized (no early stop: the expansion needs every placeholder), each
    * item's placeholder expanded as vLLM's processor does, and every block hashed with the multimodal keys of the
-   * items it overlaps, so an image's blocks match only the same image at the same offset.
+   * items it overlaps, so an image's blocks match only the same image at the same offset. Items without a uuid
+   * take the engine identifier learned from events when there is one ({@link LearnedMediaIds}); otherwise the
+   * outcome's completion tells the index which worker will store the first of them, to learn it.
    */
   private Outcome hashMultimodal(PipelineResources res, String text, boolean addSpecialTokens,
       InferenceRequest request, long root, int blockSize, long parse, long template) {
@@ -190,10 +195,13 @@ public final class PromptPipeline {
     long tokenize = nanoTime.getAsLong() - tt;
     long th = nanoTime.getAsLong();
     int[] ids = expanded.tokens();
-    long[] extras = MultimodalBlockKeys.extras(expanded.placements(), ids.length, blockSize);
+    LearnedMediaIds media = LearnedMediaIds.resolve(expanded.placements(), root, overlaps);
+    long[] extras = MultimodalBlockKeys.extras(media.placements(), ids.length, blockSize);
     long[] hashes = BlockHasher.hashBlocksWithExtras(root, ids, blockSize, extras);
+    Completion learn = media.firstUnresolved() == null ? null
+        : chosen -> media.expect(overlaps, chosen, root, hashes, blockSize);
     return new Outcome(new PromptInfo(ids.length, blockSize, hashes), null,
-        new RequestTimings(parse, template, tokenize, nanoTime.getAsLong() - th), null);
+        new RequestTimings(parse, template, tokenize, nanoTime.getAsLong() - th), learn);
   }
 
   /**

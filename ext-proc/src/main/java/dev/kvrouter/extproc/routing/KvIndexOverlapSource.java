@@ -5,6 +5,8 @@ import dev.kvrouter.index.PrefixCursor;
 import dev.kvrouter.index.PrefixMatches;
 import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.index.WorkerView;
+import dev.kvrouter.index.media.MediaIdentities;
+import java.util.List;
 
 /**
  * The router's view of the {@link KvIndex}: per worker, the leading blocks of a request held by tier (from
@@ -61,5 +63,16 @@ public final class KvIndexOverlapSource implements PrefixOverlapSource {
   @Override
   public void recordPrediction(WorkerId worker, long[] blockHashes) {
     index.predict(worker, blockHashes, blockHashes.length);
+  }
+
+  @Override
+  public String learnedMediaId(long namespace, String routerId) {
+    return index.media().engineId(namespace, routerId);
+  }
+
+  @Override
+  public void expectMedia(WorkerId worker, long parent, int offset, long namespace, String routerId,
+      List<MediaIdentities.FollowUp> rest) {
+    index.media().expect(worker, parent, offset, namespace, routerId, rest);
   }
 }

@@ -1,6 +1,8 @@
 package dev.kvrouter.extproc.routing;
 
 import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.index.media.MediaIdentities;
+import java.util.List;
 
 /**
  * Where the policy learns which worker already holds a request's prefix: the seam to the KV index. The lead
@@ -28,6 +30,24 @@ public interface PrefixOverlapSource {
    * events can still find it (predicted entries, with a short TTL on the index side). Must not block.
    */
   default void recordPrediction(WorkerId worker, long[] blockHashes) {}
+
+  /**
+   * The engine's identifier learned for a media item the client sent without a uuid ({@code routerId} is the
+   * router's {@code kvr1-mm:} identifier) in the cache namespace whose root seed is {@code namespace}, or null.
+   * Must not block.
+   */
+  default String learnedMediaId(long namespace, String routerId) {
+    return null;
+  }
+
+  /**
+   * Records that the router sent such an item, not yet learned, to {@code worker}: its first block follows the
+   * block hashed {@code parent} (the namespace root for block 0), and the item starts {@code offset} tokens into
+   * that block. The worker's store of it teaches the engine's identifier, and those of {@code rest} (the request's
+   * later unresolved items) when the same store holds them. Must not block.
+   */
+  default void expectMedia(WorkerId worker, long parent, int offset, long namespace, String routerId,
+      List<MediaIdentities.FollowUp> rest) {}
 
   /**
    * An incremental matcher for the request path's early stop: fed block hashes in chain order, it says whether

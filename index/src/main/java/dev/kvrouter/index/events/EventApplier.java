@@ -4,6 +4,7 @@ import dev.kvrouter.index.Tier;
 import dev.kvrouter.index.WorkerView;
 import dev.kvrouter.index.block.BlockHasher;
 import dev.kvrouter.index.block.CacheNamespace;
+import dev.kvrouter.index.media.MediaIdentities;
 import dev.kvrouter.index.wire.EventBatch;
 import dev.kvrouter.index.wire.EventBuffer;
 import java.util.Arrays;
@@ -36,6 +37,10 @@ import java.util.Objects;
  * Multimodal items become the block's {@code extra} through {@link BlockHasher#multimodalExtra}, the helper
  * the request path uses with the content part's {@code uuid}.
  *
+ * <p>A block with multimodal items is also reported, with our hash of its parent, to the index's
+ * {@link MediaIdentities}, which learns the engine's identifier of an item the router sent without a uuid; blocks
+ * without media keys never reach it.
+ *
  * <p>A store whose parent is unknown cannot be chained (we do not have the parent's identity), so it is
  * dropped and counted; the caller decides whether that makes the view stale. Stores without tokens (older
  * offload connectors) are mapped through existing handles when the engine hash is already known. Events
@@ -59,6 +64,13 @@ public final class EventApplier {
   private final Map<Integer, String> groupKinds = new HashMap<>();
   private String[] ids = new String[8];
   private int[] offsets = new int[8];
+  /** Items {@link #extraFor} left in {@link #ids} and {@link #offsets}. */
+  private int itemCount;
+  /** Null when learning is off. */
+  private final MediaIdentities media;
+  /** Later items of a request whose first item the store being applied named, from its block {@link #chainBase}. */
+  private MediaIdentities.Chain chain;
+  private int chainBase;
   private String foundSalt;
   private long twins;
   private final byte[] hashScratch;
@@ -81,6 +93,7 @@ public final class EventApplier {
     this.health = Objects.requireNonNull(health, "health");
     this.plainRoot = CacheNamespace.of(model).rootSeed();
     this.hashScratch = new byte[BlockHasher.scratchSize(blockSize)];
+    this.media = view.media().enabled() ? view.media() : null;
   }
 
   /** The view this applier writes. */
@@ -216,8 +229,12 @@ public final class EventApplier {
     }
     long[] o = ours;
     long parentOfFirst = parent;
+    chain = null;
     for (int i = 0; i < n; i++) {
       long x = extra == null || i >= extra.size() ? 0L : extraFor(extra.get(i), lora, root && i == 0);
+      if (x != 0 && media != null) {
+        mediaBlock(i, parent);
+      }
       parent = BlockHasher.blockHash(parent, tokens, tokenStart + i * blockSize, blockSize, x, hashScratch);
       o[i] = parent;
     }
@@ -240,6 +257,21 @@ public final class EventApplier {
     health.inc(EventCounter.STORED_EVENTS);
     health.add(EventCounter.STORED_BLOCKS, n);
     return true;
+  }
+
+  /**
+   * Block {@code i} of the store being applied has media keys ({@link #ids}, {@link #offsets}) and our parent hash
+   * {@code parent}: report it to the learning. Kept out of {@link #stored}'s loop so text blocks pay one test.
+   */
+  private void mediaBlock(int i, long parent) {
+    MediaIdentities.Chain c = media.observe(view.id(), parent, ids, offsets, itemCount);
+    if (c != null) {
+      chain = c;
+      chainBase = i;
+    }
+    if (chain != null) {
+      chain.observe(i - chainBase, ids, offsets, itemCount);
+    }
   }
 
   /** Offload stores without tokens: map through handles the GPU stores created. */
@@ -369,6 +401,7 @@ public final class EventApplier {
 
   /** The block's multimodal extra value by the rules in the class comment; sets {@code foundSalt} on a root. */
   private long extraFor(List<Object> items, String lora, boolean rootBlock) {
+    itemCount = 0;
     if (items == null || items.isEmpty()) {
       return 0L;
     }
@@ -407,6 +440,7 @@ public final class EventApplier {
         n++;
       }
     }
+    itemCount = n;
     return BlockHasher.multimodalExtra(ids, offsets, 0, n);
   }
 }

@@ -17,7 +17,9 @@ import dev.kvrouter.extproc.model.ResourceState;
 import dev.kvrouter.extproc.pipeline.PipelineResources;
 import dev.kvrouter.extproc.pipeline.PromptPipeline;
 import dev.kvrouter.extproc.request.InferenceRequest;
+import dev.kvrouter.extproc.request.PreparedRequest;
 import dev.kvrouter.extproc.request.RequestPreparer;
+import dev.kvrouter.extproc.routing.KvIndexOverlapSource;
 import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.extproc.tenancy.TenantIsolation;
 import dev.kvrouter.extproc.tokenize.SegmentCache;
@@ -59,7 +61,8 @@ import org.zeromq.ZMQ;
  * gemma3}}) hashes the same requests. The index must then hold every block of a repeated image request, only the
  * pre-image blocks of the same text with another image, and, for an image sent without a uuid, only the pre-image
  * blocks too (the engine keys it by its own content hash, which the router cannot know), while the worker itself
- * serves that repeat from its cache.
+ * serves that repeat from its cache, until the router has learned the engine's identifier from the store of the
+ * worker it sent that image to: then every block matches from events alone.
  */
 @Timeout(120)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -204,6 +207,88 @@ class MediaEventsIndexTest {
         .isEqualTo(shared);
     long[] unseen = routerHashes(MediaRequests.image(MODEL, "https://example.com/chart.png", "chart-c"));
     assertThat(matched(index, w, unseen)).as("an image the worker never saw").isEqualTo(shared);
+  }
+
+  /**
+   * Learning: the router routes an image without a uuid to the worker, the worker stores it under its own content
+   * hash, and the store teaches the router that identifier; once the router's predicted entries have expired, the
+   * same image without a uuid is credited with every block from the worker's events, while another tenant's request
+   * for the same URL learns nothing from it.
+   */
+  @Test
+  void anImageWithoutUuidIsCreditedFromEventsOnceItsIdentifierIsLearned() throws Exception {
+    WorkerId w = new WorkerId("w-mm", 0);
+    Clock wall = Clock.systemUTC();
+    KvIndex index = new KvIndex(IndexConfig.defaults().withPredictions(Duration.ofMillis(1), Duration.ofMillis(1),
+        1 << 10, 64), wall);
+    EventPlaneHealth health = new EventPlaneHealth(new SimpleMeterRegistry(), wall, Duration.ofSeconds(60));
+    InProcessEventFollower follower = new InProcessEventFollower(index, health,
+        EventSource.connect(w, MODEL, BS, "inproc://w-mm", null), null, wall);
+    KvIndexOverlapSource overlaps = new KvIndexOverlapSource(index);
+    PromptPipeline learning = new PromptPipeline(overlaps, Runnable::run, System::nanoTime, false,
+        new SimpleMeterRegistry());
+    long next = applyPublished(follower, 0); // whatever the worker stored before: not awaited, not learned
+
+    ObjectNode body = MediaRequests.image(MODEL, "https://example.com/learned.png", null);
+    // its own text, so that the worker's cache of this test's prefix never meets the other tests'
+    ((ObjectNode) body.get("messages").get(0).get("content").get(0)).put("text", "Learned identifiers: read the"
+        + " figure below and report its title, its axes and the largest value it shows, in one short sentence.");
+    PreparedRequest first = prepare(body, null);
+    PromptPipeline.Outcome routed = learning.run(first);
+    long[] before = routed.prompt().blockHashes();
+    routed.complete(w); // the router's decision: this worker will store the image
+    overlaps.recordPrediction(w, before);
+    int prompt = chat(body, 200).get("usage").get("prompt_tokens").asInt();
+    applyPublished(follower, next);
+
+    long namespace = first.scope().namespace().rootSeed();
+    String routerId = first.request().multimodal().get(0).identifier();
+    String learned = index.media().engineId(namespace, routerId);
+    assertThat(learned).as("the engine's identifier, not the router's").startsWith("sim-mm:image:")
+        .isNotEqualTo(routerId);
+    assertThat(index.media().learnedTotal()).isEqualTo(1);
+
+    Thread.sleep(5);
+    index.maintain();
+    assertThat(index.predictedEntries()).as("predicted entries expired").isZero();
+    long[] after = learning.run(prepare(body, null)).prompt().blockHashes();
+    assertThat(after).hasSize(prompt / BS);
+    PrefixMatches m = index.lookup(after, after.length);
+    int i = m.indexOf(w);
+    assertThat(i).isNotNegative();
+    assertThat(m.gpuBlocks(i)).as("every block of the image prefix, from events").isEqualTo(after.length);
+    assertThat(m.predictedBlocks(i)).isZero();
+    int preImage = 0;
+    while (before[preImage] == after[preImage]) {
+      preImage++;
+    }
+    assertThat(matched(index, w, before)).as("hashed with the router's own identifier: only the text before it")
+        .isEqualTo(preImage).isLessThan(after.length);
+
+    PreparedRequest other = prepare(body, "tenant-b");
+    long[] otherTenant = learning.run(other).prompt().blockHashes();
+    assertThat(index.media().engineId(other.scope().namespace().rootSeed(), routerId)).isNull();
+    assertThat(matched(index, w, otherTenant)).as("another tenant shares nothing").isZero();
+  }
+
+  PreparedRequest prepare(ObjectNode body, String tenant) throws Exception {
+    byte[] b = MediaRequests.bytes(body);
+    return preparer.prepare(InferenceRequest.Kind.CHAT, b, b.length, tenant);
+  }
+
+  /** Applies the worker's batches from {@code from} through {@code follower}; returns the next sequence number. */
+  long applyPublished(InProcessEventFollower follower, long from) {
+    long next = from;
+    try (ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER)) {
+      dealer.setHandshakeIvl(500);
+      dealer.connect(worker.replayEndpoint());
+      for (Replayed.Batch batch : Replayed.from(dealer, from)) {
+        follower.onLive(batch.seq(), batch.payload());
+        next = batch.seq() + 1;
+      }
+    }
+    assertThat(follower.health().count(EventCounter.UNKNOWN_PARENT)).isZero();
+    return next;
   }
 
   @Test
