@@ -335,6 +335,9 @@ public final class VirtualRun {
   }
 
   private VirtualOutcome replay() {
+    if (chat != null && workload.chatPrompts()) {
+      chat.warm(workload, setup.model());
+    }
     for (WorkloadRequest r : workload.requests()) {
       clock.schedule(TimeUnit.MICROSECONDS.toNanos(r.arrivalMicros()), () -> due(r));
     }

@@ -69,7 +69,7 @@ class ChatModelAnswersTest {
       assertThat(later).isGreaterThan(60);
       assertThat(sameWorker).isGreaterThan(later * 3 / 4);
       assertThat(o.sessions().shortAnswers()).isZero();
-      AnswerReuse a = AnswerReuse.compute(w.requests(), r -> engineIds(chat, w, r, setup.model()),
+      AnswerReuse a = AnswerReuse.compute(w.requests(), chat.engineIds(w, setup.model()),
           r -> answers.tokens(r.answer()), BLOCK, r -> byId.get(r.id()).cachedTokens());
       assertThat(a.keptShare()).isEqualTo(1.0);
       assertThat(a.noDivergence()).isEqualTo(a.turns());
@@ -101,7 +101,7 @@ class ChatModelAnswersTest {
         assertThat(cur.cachedTokens()).as(r.id()).isLessThanOrEqualTo((prev.promptTokens() - 4) / BLOCK * BLOCK);
       }
       assertThat(sameWorker).isGreaterThan(40);
-      AnswerReuse a = AnswerReuse.compute(w.requests(), r -> engineIds(chat, w, r, setup.model()),
+      AnswerReuse a = AnswerReuse.compute(w.requests(), chat.engineIds(w, setup.model()),
           r -> answers.tokens(r.answer()), BLOCK, r -> byId.get(r.id()).cachedTokens());
       assertThat(a.keptBlocks()).isZero();
       assertThat(a.servedBlocks()).isZero();
@@ -149,17 +149,6 @@ class ChatModelAnswersTest {
       assertThat(assistantContents(cut)).containsExactly(answers.text(
           new dev.kvrouter.examples.workload.Segment(first.answer().seed(), 5)));
       assertThat(answers.text(first.answer())).startsWith(assistantContents(cut).get(0) + " ");
-    }
-  }
-
-  private static dev.kvrouter.examples.workload.PromptIds engineIds(ChatFront chat, Workload w, WorkloadRequest r,
-      String model) {
-    byte[] body = RequestBodies.body(w, r, model);
-    try {
-      return dev.kvrouter.examples.workload.PromptIds.text(chat.encoder().tokens(chat.preparer().prepare(
-          dev.kvrouter.extproc.request.InferenceRequest.Kind.CHAT, body, body.length, null).request()));
-    } catch (dev.kvrouter.extproc.request.RequestBodyParser.BadRequest e) {
-      throw new AssertionError(e);
     }
   }
 
