@@ -16,6 +16,7 @@ import dev.kvrouter.extproc.request.InferenceRequest;
 import dev.kvrouter.extproc.request.RequestBodyParser;
 import dev.kvrouter.extproc.request.RequestPreparer;
 import dev.kvrouter.extproc.tenancy.TenantIsolation;
+import dev.kvrouter.extproc.tokenize.SegmentCache;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -56,7 +57,12 @@ public final class ChatFront implements AutoCloseable {
    */
   public static ChatFront load(String model, Path tokenizer, int blockSize, MultimodalSpec multimodal)
       throws IOException {
-    PipelinePromptEncoder encoder = PipelinePromptEncoder.load(model, tokenizer, multimodal);
+    // Unbounded, so what a run finds in it is what warm() put there: bounded, Caffeine admits by a sketch over
+    // randomly seeded keys and evicts on a pool thread, and the early-stop estimates that follow from hits and
+    // misses moved least-load's and kv_aware's decisions between two runs of one command. It holds the distinct
+    // segments of the workloads run: finite.
+    PipelinePromptEncoder encoder = PipelinePromptEncoder.load(model, tokenizer, multimodal,
+        SegmentCache.create(Long.MAX_VALUE));
     ModelSpec spec = new ModelSpec(model, tokenizer.toAbsolutePath().toString(), null, null, blockSize, null, null,
         true, multimodal);
     // The registry hands out the encoder's own resources: the worker and the router tokenize with one instance.
@@ -99,6 +105,20 @@ public final class ChatFront implements AutoCloseable {
           PromptEncoder.ChatTokens t = encoder.prompt(parse(w, x, model));
           return new PromptIds(t.tokens(), t.media());
         });
+  }
+
+  /**
+   * Renders and tokenizes every chat prompt of {@code w} once, so the shared segment cache holds all of them before
+   * a run starts. The router's request path stops tokenizing early where no worker holds the next block and
+   * estimates the rest; mid-segment that estimate differs on a cache hit (the segment's ids come whole) from a miss
+   * (tokenized piecewise), and each miss also moves the chars-per-token estimator. Warm, a run's estimates no
+   * longer depend on what earlier runs, the ideal or another workload put in the cache: the same workload, policy
+   * and seed give the same decisions in any order. Only resent prompts the workload does not list (answers cut
+   * short) still miss, and they are the same in every run that cuts them the same way.
+   */
+  public void warm(Workload w, String model) {
+    Function<WorkloadRequest, PromptIds> ids = engineIds(w, model);
+    w.requests().forEach(ids::apply);
   }
 
   private InferenceRequest parse(Workload w, WorkloadRequest r, String model) {

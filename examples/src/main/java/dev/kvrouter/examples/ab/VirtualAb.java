@@ -349,8 +349,8 @@ public final class VirtualAb implements Callable<Integer> {
                 r.balance().meanLoadImbalance(),
                 o.truth().withinShare() * 100, r.counts().failed(),
                 java.util.Arrays.stream(o.busyShare()).average().orElse(0), o.wallSeconds());
-            if (o.sessions().dependentTurns() > 0) {
-              progress.printf(Locale.ROOT, "  %-12s %s%n", "", o.sessions());
+            if (o.data().sessions() != null) {
+              progress.printf(Locale.ROOT, "  %-12s %s%n", "", o.data().sessions().summary());
             }
             if (o.missBreakdown() != null) {
               progress.printf(Locale.ROOT, "  %-12s miss breakdown %s%n", "", o.missBreakdown());
@@ -416,7 +416,7 @@ public final class VirtualAb implements Callable<Integer> {
     m.put("ledgerZero", o.ledger().zero());
     m.put("fallbacks", o.fallbacks());
     m.put("events", o.events());
-    m.put("sessions", o.sessions());
+    m.put("sessions", o.data().sessions());
     // served from cache split by tier: vllm:prefix_cache_hits is the GPU part; cached_tokens adds CPU loads
     double prompt = 0;
     double gpuHit = 0;

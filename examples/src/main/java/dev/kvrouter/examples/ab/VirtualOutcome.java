@@ -1,7 +1,6 @@
 package dev.kvrouter.examples.ab;
 
 import dev.kvrouter.examples.report.RunData;
-import dev.kvrouter.examples.workload.SessionChain;
 import java.util.Map;
 
 /**
@@ -18,35 +17,12 @@ import java.util.Map;
  * @param events the event plane: batches delivered, dropped by faults, gaps seen, replays, stale transitions
  * @param indexBytes the KV index's estimated footprint at the end
  * @param busyShare per worker, the share of the run (first arrival to last response) its engine spent in steps
- * @param sessions closed-loop conversations: turns that waited for the previous answer
  * @param missBreakdown where the computed prompt blocks could have come from ({@link MissBreakdown#toJson}), or
  *     null when the run did not measure it
  */
 public record VirtualOutcome(RunData data, Truth truth, LedgerEnd ledger, double wallSeconds,
     double simulatedSeconds, long routerCpuNanos, Map<String, Long> fallbacks, Map<String, Long> events,
-    long indexBytes, double[] busyShare, Sessions sessions, java.util.Map<String, Object> missBreakdown) {
-
-  /**
-   * Closed-loop conversations: a turn is sent at its planned time or once the previous turn of its session
-   * finished, whichever is later.
-   *
-   * @param modelAnswers whether later turns resend the model's own answers (the engines generate the script)
-   * @param dependentTurns turns that wait for a previous turn (0 for an open-loop workload)
-   * @param heldBack turns whose planned time came while the previous turn was still running
-   * @param heldBackSeconds total time those turns were held past their planned time
-   * @param maxHeldBackSeconds the longest hold
-   * @param shortAnswers scripted answers that arrived short (failed or cut) and were resent as received
-   */
-  public record Sessions(boolean modelAnswers, long dependentTurns, long heldBack, double heldBackSeconds,
-      double maxHeldBackSeconds, long shortAnswers) {
-
-    @Override
-    public String toString() {
-      return SessionChain.summary(heldBack, dependentTurns, heldBackSeconds, maxHeldBackSeconds) + "; "
-          + (modelAnswers ? "model" : "fresh") + " answers" + (shortAnswers == 0 ? "" : ", " + shortAnswers
-          + " resent short");
-    }
-  }
+    long indexBytes, double[] busyShare, java.util.Map<String, Object> missBreakdown) {
 
   /**
    * @param withinBlock |predicted - actual| below one block

@@ -7,6 +7,7 @@ import dev.kvrouter.examples.report.RequestRecord;
 import dev.kvrouter.examples.report.RouterSnapshot;
 import dev.kvrouter.examples.report.RoutingOverhead;
 import dev.kvrouter.examples.report.RunData;
+import dev.kvrouter.examples.report.Sessions;
 import dev.kvrouter.examples.report.WorkerCounters;
 import dev.kvrouter.examples.sim.clock.VirtualClock;
 import dev.kvrouter.examples.sim.engine.EngineConfig;
@@ -335,6 +336,9 @@ public final class VirtualRun {
   }
 
   private VirtualOutcome replay() {
+    if (chat != null && workload.chatPrompts()) {
+      chat.warm(workload, setup.model());
+    }
     for (WorkloadRequest r : workload.requests()) {
       clock.schedule(TimeUnit.MICROSECONDS.toNanos(r.arrivalMicros()), () -> due(r));
     }
@@ -399,7 +403,7 @@ public final class VirtualRun {
 
   /** Records what the client received of a scripted answer, when it is less than the script. */
   private void received(WorkloadRequest r, int tokens) {
-    if (r.answer() == null) {
+    if (r.answer() == null || chain.successor(r.index()) < 0) { // a last turn's answer is never resent
       return;
     }
     int[] script = chatAnswers == null ? null : chatScripts.remove(r.answer().seed());
@@ -714,15 +718,15 @@ public final class VirtualRun {
     if (!fallbacks.isEmpty()) {
       notes.add("fallbacks " + fallbacks);
     }
-    VirtualOutcome.Sessions sessions = new VirtualOutcome.Sessions(workload.scriptsAnswers(),
-        chain.dependentTurns(), chain.heldBackTurns(), chain.heldBackNanos() / 1e9, chain.maxHeldBackNanos() / 1e9,
-        receivedShort.size());
-    if (chain.dependentTurns() > 0) {
-      notes.add(sessions.toString());
+    // the engines generate the script by construction: there is no streamed answer to check
+    Sessions sessions = chain.dependentTurns() == 0 ? null : Sessions.of(chain, workload.scriptsAnswers(),
+        receivedShort.size(), receivedShort.values().stream().filter(t -> t == 0).count(), null);
+    if (sessions != null) {
+      notes.add(sessions.summary());
     }
     RunData data = new RunData(policy, names, list, itl, lastEndNanos / 1000, counters, samples,
         setup.sampleInterval().toNanos() / 1000, new RouterSnapshot(0, -1, -1),
-        new RouterSnapshot(routerCpu, -1, -1), -1, overhead, maxInFlight, notes);
+        new RouterSnapshot(routerCpu, -1, -1), -1, overhead, maxInFlight, notes, sessions);
     double[] busy = new double[stats.size()];
     for (int i = 0; i < busy.length; i++) {
       busy[i] = lastEndNanos == 0 ? 0 : (double) stats.get(i).busyNanos() / lastEndNanos;
@@ -731,7 +735,7 @@ public final class VirtualRun {
       notes.add("miss breakdown: " + breakdown.summary());
     }
     return new VirtualOutcome(data, truth, ledgerEnd, wall, clock.nanoTime() / 1e9, routerCpu, fallbacks, events,
-        index.footprintBytes(), busy, sessions, breakdown == null ? null : breakdown.toJson());
+        index.footprintBytes(), busy, breakdown == null ? null : breakdown.toJson());
   }
 
   private long cpu() {

@@ -216,7 +216,7 @@ public final class LoadGenerator implements AutoCloseable {
       samples.sort(java.util.Comparator.comparingLong(LoadSample::atMicros));
       long duration = firstSend < 0 ? 0 : (end - firstSend) / 1000;
       Sessions sessions = sessions();
-      closedLoopNotes();
+      closedLoopNotes(sessions);
       List<String> n;
       synchronized (notes) {
         n = new ArrayList<>(notes);
@@ -362,10 +362,9 @@ public final class LoadGenerator implements AutoCloseable {
               answersUnread.get()) : null);
     }
 
-    private void closedLoopNotes() {
+    private void closedLoopNotes(Sessions sessions) {
       if (chain.dependentTurns() > 0) {
-        notes.add(chain.summary()
-            + (receivedShort.isEmpty() ? "" : "; " + receivedShort.size() + " answers resent short"));
+        notes.add(sessions.summary());
       }
       int scripted = answersAsScripted.get() + answersOffScript.get() + answersUnread.get();
       if (scripted > 0) {

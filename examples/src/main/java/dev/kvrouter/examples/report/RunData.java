@@ -32,15 +32,6 @@ public record RunData(String policy, List<String> workers, List<RequestRecord> r
     RouterSnapshot routerBefore, RouterSnapshot routerAfter, long routerPeakHeapBytes, RoutingOverhead overhead,
     int maxInFlight, List<String> notes, Sessions sessions) {
 
-  /** A run without closed-loop figures ({@code sessions} null). */
-  public RunData(String policy, List<String> workers, List<RequestRecord> requests, Histogram itlMicros,
-      long durationMicros, Map<String, WorkerCounters> counters, List<LoadSample> load, long loadIntervalMicros,
-      RouterSnapshot routerBefore, RouterSnapshot routerAfter, long routerPeakHeapBytes, RoutingOverhead overhead,
-      int maxInFlight, List<String> notes) {
-    this(policy, workers, requests, itlMicros, durationMicros, counters, load, loadIntervalMicros, routerBefore,
-        routerAfter, routerPeakHeapBytes, overhead, maxInFlight, notes, null);
-  }
-
   public RunData {
     Objects.requireNonNull(policy, "policy");
     workers = List.copyOf(workers);

@@ -19,7 +19,7 @@ import dev.kvrouter.examples.workload.SessionChain;
  * @param answersResentEmpty of those, the ones received not at all (the turn failed, overflowed or was never sent):
  *     the next turn resends the conversation without that answer
  * @param streamedAnswers the scripted answers that streamed content, checked against the script; null when the
- *     run scripts no answer
+ *     run scripts no answer or does not check them (the virtual run's engines generate the script by construction)
  */
 public record Sessions(boolean modelAnswers, long dependentTurns, long heldBack, double heldBackSeconds,
     double meanHeldBackSeconds, double maxHeldBackSeconds, long answersResentShort, long answersResentEmpty,
@@ -60,6 +60,13 @@ public record Sessions(boolean modelAnswers, long dependentTurns, long heldBack,
     return new Sessions(modelAnswers, chain.dependentTurns(), held, total,
         held == 0 ? 0 : seconds(chain.heldBackNanos() / held), seconds(chain.maxHeldBackNanos()),
         answersResentShort, answersResentEmpty, streamedAnswers);
+  }
+
+  /** The run notes' closed-loop line, the same for both drivers. */
+  public String summary() {
+    return SessionChain.summary(heldBack, dependentTurns, heldBackSeconds, maxHeldBackSeconds) + "; "
+        + (modelAnswers ? "model" : "fresh") + " answers"
+        + (answersResentShort == 0 ? "" : ", " + answersResentShort + " resent short");
   }
 
   /** Nanoseconds as seconds, to the microsecond. */

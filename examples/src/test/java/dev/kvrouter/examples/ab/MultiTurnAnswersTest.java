@@ -54,9 +54,9 @@ class MultiTurnAnswersTest {
     }
     assertThat(later).isGreaterThan(80);
     assertThat(sameWorker).as("kv_aware keeps a conversation where its KV is").isGreaterThan(later * 3 / 4);
-    assertThat(o.sessions().modelAnswers()).isTrue();
-    assertThat(o.sessions().dependentTurns()).isEqualTo(later);
-    assertThat(o.sessions().shortAnswers()).isZero();
+    assertThat(o.data().sessions().modelAnswers()).isTrue();
+    assertThat(o.data().sessions().dependentTurns()).isEqualTo(later);
+    assertThat(o.data().sessions().answersResentShort()).isZero();
     assertThat(o.ledger().zero()).isTrue();
   }
 
@@ -84,8 +84,7 @@ class MultiTurnAnswersTest {
       checked++;
     }
     assertThat(checked).isGreaterThan(80);
-    assertThat(o.sessions().dependentTurns()).isZero();
-    assertThat(o.sessions().modelAnswers()).isFalse();
+    assertThat(o.data().sessions()).as("an open-loop run has no closed-loop figures").isNull();
   }
 
   @Test
@@ -133,8 +132,8 @@ class MultiTurnAnswersTest {
           assertThat(cur.sentMicros()).isLessThanOrEqualTo(prevDone + 1);
         }
       }
-      assertThat(held).as(policy).isPositive().isEqualTo(o.sessions().heldBack());
-      assertThat(o.sessions().heldBackSeconds()).isCloseTo(heldSeconds, org.assertj.core.data.Offset.offset(0.01));
+      assertThat(held).as(policy).isPositive().isEqualTo(o.data().sessions().heldBack());
+      assertThat(o.data().sessions().heldBackSeconds()).isCloseTo(heldSeconds, org.assertj.core.data.Offset.offset(0.01));
     }
     // the same workload open loop sends turns while their predecessor still streams
     Workload open = WorkloadCatalog.create(tight + ",answers=fresh");
@@ -188,7 +187,7 @@ class MultiTurnAnswersTest {
       }
     }
     assertThat(cut).isPositive();
-    assertThat(o.sessions().shortAnswers()).isPositive();
+    assertThat(o.data().sessions().answersResentShort()).isPositive();
     assertThat(o.ledger().zero()).isTrue();
   }
 

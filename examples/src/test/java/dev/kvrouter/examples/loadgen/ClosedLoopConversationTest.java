@@ -163,7 +163,7 @@ class ClosedLoopConversationTest {
       // and those are the worker's own tokens: it serves them from the KV it decoded (all but the last)
       assertThat(t1.cachedTokens()).isGreaterThanOrEqualTo((40 + 30 + received - 1) / BLOCK * BLOCK);
       assertThat(run.notes()).anySatisfy(n -> assertThat(n).startsWith("closed loop: 1 of 1 dependent turns held "
-          + "back").endsWith("; 1 answers resent short"));
+          + "back").endsWith("; model answers, 1 resent short"));
       assertThat(run.sessions().heldBack()).isEqualTo(1);
       assertThat(run.sessions().meanHeldBackSeconds()).isEqualTo(run.sessions().maxHeldBackSeconds())
           .isEqualTo(run.sessions().heldBackSeconds()).isPositive();

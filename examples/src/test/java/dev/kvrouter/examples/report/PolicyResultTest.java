@@ -52,7 +52,7 @@ class PolicyResultTest {
   void withoutScrapesTheUsageIsTheSource() {
     RunData r = RunDataFixtures.run("x", 40, 250);
     RunData bare = new RunData("x", r.workers(), r.requests(), r.itlMicros(), r.durationMicros(), Map.of(), List.of(),
-        250_000, null, null, -1, null, 1, List.of());
+        250_000, null, null, -1, null, 1, List.of(), null);
     PolicyResult p = PolicyResult.summarize(bare, IDEAL);
     assertThat(p.cache().source()).isEqualTo("usage");
     assertThat(p.cache().servedShare()).isEqualTo(0.25);
@@ -89,7 +89,7 @@ class PolicyResultTest {
     counters.put("b", new WorkerCounters(1000, 0, 1000, 0, 1, 1000, 0));
     counters.put("c", new WorkerCounters(1000, 0, 1000, 0, 1, 1000, 0));
     RunData run = new RunData("x", r.workers(), r.requests(), r.itlMicros(), r.durationMicros(), counters, r.load(),
-        r.loadIntervalMicros(), null, null, -1, null, 1, List.of());
+        r.loadIntervalMicros(), null, null, -1, null, 1, List.of(), null);
     PolicyResult p = PolicyResult.summarize(run, IDEAL);
     assertThat(p.balance().requestImbalance()).isEqualTo(1.5); // requests a=3 b=2 c=1
     // prefill 100 / 1000 / 1000: mean 700, max 1000
@@ -102,7 +102,7 @@ class PolicyResultTest {
   void workersThatServedNothingCount() {
     RunData r = RunDataFixtures.run("x", 40, 500);
     RunData wider = new RunData("x", List.of("a", "b", "c", "d"), r.requests(), r.itlMicros(), r.durationMicros(),
-        r.counters(), r.load(), r.loadIntervalMicros(), null, null, -1, null, 1, List.of());
+        r.counters(), r.load(), r.loadIntervalMicros(), null, null, -1, null, 1, List.of(), null);
     PolicyResult p = PolicyResult.summarize(wider, IDEAL);
     assertThat(p.balance().requests()).containsEntry("d", 0L);
     assertThat(p.balance().requestImbalance()).isEqualTo(2.0); // 3 / (6 / 4)

@@ -43,6 +43,6 @@ final class RunDataFixtures {
         new LoadSample(250_000, "c", 1, 0), new LoadSample(500_000, "a", 0, 0));
     return new RunData(policy, List.of("a", "b", "c"), r, itl, 2_000_000, counters, load, 250_000,
         new RouterSnapshot(1_000_000_000L, 10_000_000, 50_000_000), new RouterSnapshot(1_600_000_000L, 12_000_000,
-        60_000_000), 20_000_000, new RoutingOverhead(6, 120, 100, 400, 900, 0), 4, List.of("a note"));
+        60_000_000), 20_000_000, new RoutingOverhead(6, 120, 100, 400, 900, 0), 4, List.of("a note"), null);
   }
 }

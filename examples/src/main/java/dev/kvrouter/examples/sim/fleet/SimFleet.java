@@ -2,6 +2,7 @@ package dev.kvrouter.examples.sim.fleet;
 
 import dev.kvrouter.examples.sim.http.PipelinePromptEncoder;
 import dev.kvrouter.examples.sim.http.PromptEncoder;
+import dev.kvrouter.extproc.tokenize.SegmentCache;
 import dev.kvrouter.xds.registry.Worker;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -46,7 +47,8 @@ public final class SimFleet implements AutoCloseable {
     // The router's own tokenizer and chat renderer: workers tokenize exactly as the router hashes.
     // With a multimodal spec, media are expanded by the router's own MediaExpander from the same spec.
     PromptEncoder encoder = config.tokenizer() == null ? PromptEncoder.tokenIdsOnly()
-        : PipelinePromptEncoder.load(config.servedModel(), config.tokenizer(), config.multimodal());
+        : PipelinePromptEncoder.load(config.servedModel(), config.tokenizer(), config.multimodal(),
+            SegmentCache.create(SegmentCache.DEFAULT_MAX_TOKENS));
     SimFleet fleet = new SimFleet(config, encoder);
     try {
       for (int i = 0; i < config.workers(); i++) {

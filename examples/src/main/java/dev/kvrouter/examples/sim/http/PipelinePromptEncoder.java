@@ -90,10 +90,11 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
    * @param tokenizer a directory holding {@code tokenizer.json} (and {@code tokenizer_config.json}, optionally
    *     {@code chat_template.jinja}), or a {@code tokenizer.json}
    * @param multimodal the model's media expansion, or null for a text-only model (media requests get a 400)
+   * @param segments the tokenizer's segment cache (the router's default bound for a worker process)
    * @throws IOException if the files are missing or cannot be loaded
    */
-  public static PipelinePromptEncoder load(String model, Path tokenizer, MultimodalSpec multimodal)
-      throws IOException {
+  public static PipelinePromptEncoder load(String model, Path tokenizer, MultimodalSpec multimodal,
+      SegmentCache segments) throws IOException {
     List<String> problems = new ArrayList<>();
     Path abs = tokenizer.toAbsolutePath().normalize();
     if (multimodal != null) {
@@ -112,7 +113,7 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
     }
     try {
       PipelineResources res = (PipelineResources) PipelineResources
-          .loader(SegmentCache.create(SegmentCache.DEFAULT_MAX_TOKENS), Clock.systemUTC()).load(spec, files);
+          .loader(segments, Clock.systemUTC()).load(spec, files);
       return new PipelinePromptEncoder(model, res);
     } catch (IOException e) {
       throw e;

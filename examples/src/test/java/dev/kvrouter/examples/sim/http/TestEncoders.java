@@ -2,6 +2,7 @@ package dev.kvrouter.examples.sim.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.kvrouter.examples.sim.testing.Fixtures;
+import dev.kvrouter.extproc.tokenize.SegmentCache;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -14,7 +15,8 @@ final class TestEncoders implements AutoCloseable {
   PipelinePromptEncoder get(String name) {
     return byName.computeIfAbsent(name, n -> {
       try {
-        return PipelinePromptEncoder.load("test/" + n, Fixtures.tokenizer(n), null);
+        return PipelinePromptEncoder.load("test/" + n, Fixtures.tokenizer(n), null,
+            SegmentCache.create(SegmentCache.DEFAULT_MAX_TOKENS));
       } catch (java.io.IOException e) {
         throw new AssertionError(e);
       }

@@ -85,7 +85,8 @@ class MediaEventsIndexTest {
   void start() throws Exception {
     Path gemma = Fixtures.tokenizer("gemma3");
     MultimodalSpec vision = new MultimodalSpec("gemma3", null, null, null, null);
-    encoder = PipelinePromptEncoder.load(MODEL, gemma, vision);
+    encoder = PipelinePromptEncoder.load(MODEL, gemma, vision,
+        SegmentCache.create(SegmentCache.DEFAULT_MAX_TOKENS));
     EngineConfig config = EngineConfig.builder(MODEL).blockSize(BS).numGpuBlocks(512).maxModelLen(4096)
         .maxNumBatchedTokens(2048).seed(9).build();
     worker = SimWorker.start(new SimWorker.Spec("w-mm", config, Presets.DEFAULT.timingModel(), null, "127.0.0.1", 0,

@@ -16,6 +16,7 @@ import dev.kvrouter.examples.sim.testing.RecordingObserver;
 import dev.kvrouter.examples.sim.testing.RecordingSink;
 import dev.kvrouter.examples.sim.timing.Presets;
 import dev.kvrouter.extproc.model.MultimodalSpec;
+import dev.kvrouter.extproc.tokenize.SegmentCache;
 import dev.kvrouter.index.wire.BlockStored;
 import java.util.ArrayList;
 import java.util.List;
@@ -40,8 +41,9 @@ class MediaPromptCacheTest {
   @BeforeAll
   void load() throws Exception {
     vision = PipelinePromptEncoder.load(MODEL, Fixtures.tokenizer("gemma3"),
-        new MultimodalSpec("gemma3", null, null, null, null));
-    textOnly = PipelinePromptEncoder.load(MODEL, Fixtures.tokenizer("gemma3"), null);
+        new MultimodalSpec("gemma3", null, null, null, null), SegmentCache.create(SegmentCache.DEFAULT_MAX_TOKENS));
+    textOnly = PipelinePromptEncoder.load(MODEL, Fixtures.tokenizer("gemma3"), null,
+        SegmentCache.create(SegmentCache.DEFAULT_MAX_TOKENS));
   }
 
   @AfterAll
