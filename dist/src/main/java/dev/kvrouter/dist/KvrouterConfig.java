@@ -85,7 +85,7 @@ public record KvrouterConfig(
     public Routing {
       policy = policy == null ? "kv_aware" : policy;
       weights = weights == null ? new RoutingWeights(null, null, null, null, null, null, null, null, null, null,
-          null, null, null, null) : weights;
+          null, null, null, null, null, null) : weights;
       busy = busy == null ? new Busy(null, null, null, null, null) : busy;
       load = load == null ? new Load(null, null, null, null, null, null) : load;
       scrape = scrape == null ? new Scrape(null, null, null, null, null) : scrape;
@@ -110,7 +110,9 @@ public record KvrouterConfig(
       Double temperature,
       Boolean imbalanceGate,
       Double imbalanceAbs,
-      Double imbalanceRel) {
+      Double imbalanceRel,
+      Double newPrefillQueueWeight,
+      Double boundedLoad) {
     public RoutingWeights {
       gpuCredit = gpuCredit == null ? 1.0 : gpuCredit;
       cpuCredit = cpuCredit == null ? 0.75 : cpuCredit;
@@ -126,6 +128,8 @@ public record KvrouterConfig(
       imbalanceGate = imbalanceGate != null && imbalanceGate;
       imbalanceAbs = imbalanceAbs == null ? 32.0 : imbalanceAbs;
       imbalanceRel = imbalanceRel == null ? 1.1 : imbalanceRel;
+      newPrefillQueueWeight = newPrefillQueueWeight == null ? 0.0 : newPrefillQueueWeight;
+      boundedLoad = boundedLoad == null ? 0.0 : boundedLoad;
     }
   }
 

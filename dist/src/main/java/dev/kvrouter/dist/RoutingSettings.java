@@ -122,7 +122,8 @@ final class RoutingSettings {
   static Weights weights(KvrouterConfig.RoutingWeights c) {
     return new Weights(c.gpuCredit(), c.cpuCredit(), c.diskCredit(), c.predictedCredit(), c.overlapCreditDecay(),
         c.prefillLoadScale(), c.decodeLoadScale(), c.activeRequestWeight(), c.newPrefillWeight(),
-        c.decodeReadWeight(), c.temperature(), c.imbalanceGate(), c.imbalanceAbs(), c.imbalanceRel());
+        c.decodeReadWeight(), c.temperature(), c.imbalanceGate(), c.imbalanceAbs(), c.imbalanceRel(),
+        c.newPrefillQueueWeight(), c.boundedLoad());
   }
 
   static BusyThresholds busy(KvrouterConfig.Busy b) {

@@ -13,10 +13,11 @@ import java.util.List;
  *   prefill  = max(active_prefill_tokens / block_size + prompt_blocks - credit, 0)
  *   decode   = active_decode_blocks + (prompt_blocks - active_shared_blocks) + output_blocks
  *   read     = active_context_blocks + prompt_blocks + output_blocks
- *   cost     = (prefill_load_scale x prefill + new_prefill_weight x new + decode_load_scale x decode
+ *   cost     = (prefill_load_scale x prefill + new_weight x new + decode_load_scale x decode
  *               + decode_read_weight x read + active_request_weight x active_requests) / worker weight
  *   gpu_credit_eff = gpu_credit / (1 + overlap_credit_decay x excess_prefill / prompt_blocks)
  *   excess_prefill = (active_prefill_tokens - least active_prefill_tokens among candidates) / block_size
+ *   new_weight = new_prefill_weight + new_prefill_queue_weight x min(1, mean active_prefill_blocks / prompt_blocks)
  * </pre>
  *
  * <p>With Dynamo's weights (credits 1 / 0.75 / 0.25, scales 1, no decay, no request weight, no new-prefill term) a
@@ -43,7 +44,13 @@ public final class CostModel {
    */
   public static double cost(double prefillBlocks, double newBlocks, double decodeBlocks, double readBlocks,
       long activeRequests, Weights w, int workerWeight) {
-    return (w.prefillLoadScale() * prefillBlocks + w.newPrefillWeight() * newBlocks
+    return cost(prefillBlocks, newBlocks, w.newPrefillWeight(), decodeBlocks, readBlocks, activeRequests, w,
+        workerWeight);
+  }
+
+  private static double cost(double prefillBlocks, double newBlocks, double newWeight, double decodeBlocks,
+      double readBlocks, long activeRequests, Weights w, int workerWeight) {
+    return (w.prefillLoadScale() * prefillBlocks + newWeight * newBlocks
         + w.decodeLoadScale() * decodeBlocks + w.decodeReadWeight() * readBlocks
         + w.activeRequestWeight() * activeRequests) / Math.max(1, workerWeight);
   }
@@ -56,6 +63,15 @@ public final class CostModel {
       for (int i = 0; i < candidates.size(); i++) {
         minPrefill = Math.min(minPrefill, candidates.get(i).load.prefillTokens());
       }
+    }
+    double newWeight = w.newPrefillWeight();
+    if (w.newPrefillQueueWeight() > 0 && shape.promptBlocks() > 0 && !candidates.isEmpty()) {
+      double queued = 0;
+      for (int i = 0; i < candidates.size(); i++) {
+        queued += candidates.get(i).load.prefillTokens();
+      }
+      double meanBlocks = queued / b / candidates.size();
+      newWeight += w.newPrefillQueueWeight() * Math.min(1.0, meanBlocks / shape.promptBlocks());
     }
     for (int i = 0; i < candidates.size(); i++) {
       Candidate c = candidates.get(i);
@@ -78,7 +94,7 @@ public final class CostModel {
       c.decodeBlocks = decode;
       c.readBlocks = read;
       double added = Math.max(shape.promptBlocks() - credit, 0);
-      c.cost = cost(prefill, added, decode, read, c.load.requests(), w, weight);
+      c.cost = cost(prefill, added, newWeight, decode, read, c.load.requests(), w, weight);
       c.loadCost = cost(activePrefill, 0, c.load.decodeBlocks(), c.load.contextBlocks(), c.load.requests(), w,
           weight);
       c.scored = true;

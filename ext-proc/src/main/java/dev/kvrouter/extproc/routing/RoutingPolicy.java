@@ -17,8 +17,8 @@ public interface RoutingPolicy {
 
   /**
    * A policy's pick and its reason, a short token: {@code lowest_cost}, {@code softmax}, {@code imbalance_gate},
-   * {@code load_only}, {@code least_load}, {@code max_overlap}, {@code no_overlap}, {@code random},
-   * {@code round_robin}.
+   * {@code bounded_load}, {@code load_only}, {@code least_load}, {@code max_overlap}, {@code no_overlap},
+   * {@code random}, {@code round_robin}.
    */
   record Choice(Candidate candidate, String reason) {}
 }

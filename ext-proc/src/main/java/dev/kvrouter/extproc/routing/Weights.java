@@ -31,6 +31,12 @@ import java.util.Locale;
  *     the least-loaded worker regardless of cache (SGLang's gate)
  * @param imbalanceAbs absolute spread: {@code max - min > abs}
  * @param imbalanceRel relative spread: {@code max > rel x min}
+ * @param newPrefillQueueWeight added to {@code new_prefill_weight} in proportion to the fleet's queued prefill: the
+ *     mean queued prefill per candidate over this request's prompt blocks, capped at 1 (0 = off). Recomputing a
+ *     block a holder has is cheap on an idle fleet and expensive on a busy one
+ * @param boundedLoad consistent hashing with bounded loads (Mirrokni et al.): a worker already running
+ *     {@code ceil(c x (fleet in-flight + 1) x its weight share)} requests or more is skipped, so no worker runs more
+ *     than about {@code c} times its share however hot the prefix it holds (0 = off; otherwise at least 1)
  */
 public record Weights(
     double gpuCredit,
@@ -46,7 +52,9 @@ public record Weights(
     double temperature,
     boolean imbalanceGate,
     double imbalanceAbs,
-    double imbalanceRel) {
+    double imbalanceRel,
+    double newPrefillQueueWeight,
+    double boundedLoad) {
 
   /**
    * kvrouter's defaults: Dynamo's, but {@code new_prefill_weight} 1, which keeps best-of-N siblings and
@@ -58,17 +66,18 @@ public record Weights(
    * (docs/routing.md has the A/B behind all three).
    */
   public static final Weights DEFAULTS =
-      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.45, 0.0, 1.0, 0.05, 0.0, false, 32, 1.1);
+      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.45, 0.0, 1.0, 0.05, 0.0, false, 32, 1.1, 0.0, 0.0);
 
   /** Dynamo's published defaults exactly (anchors §1.1): {@code new_prefill_weight} 0. */
   public static final Weights DYNAMO =
-      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, false, 32, 1.1);
+      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, false, 32, 1.1, 0.0, 0.0);
 
   /** Every key accepted in configuration and in {@code x-kvrouter-weights}. */
   public static final List<String> KEYS = List.of("gpu_credit", "cpu_credit", "disk_credit", "predicted_credit",
       "overlap_credit_decay", "prefill_load_scale", "decode_load_scale", "active_request_weight",
       "new_prefill_weight", "decode_read_weight", "temperature",
-      "imbalance_gate", "imbalance_abs", "imbalance_rel");
+      "imbalance_gate", "imbalance_abs", "imbalance_rel", "new_prefill_queue_weight",
+      "bounded_load");
 
   /** Longest {@code x-kvrouter-weights} value read. */
   static final int MAX_HEADER = 1024;
@@ -89,6 +98,11 @@ public record Weights(
     check("imbalance_rel", imbalanceRel);
     if (imbalanceRel < 1.0) {
       throw new IllegalArgumentException("imbalance_rel must be >= 1, was " + imbalanceRel);
+    }
+    check("new_prefill_queue_weight", newPrefillQueueWeight);
+    check("bounded_load", boundedLoad);
+    if (boundedLoad != 0 && boundedLoad < 1.0) {
+      throw new IllegalArgumentException("bounded_load must be 0 (off) or >= 1, was " + boundedLoad);
     }
   }
 
@@ -114,7 +128,7 @@ public record Weights(
       };
       return new Weights(gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
           decodeLoadScale, activeRequestWeight, newPrefillWeight, decodeReadWeight, temperature, b, imbalanceAbs,
-          imbalanceRel);
+          imbalanceRel, newPrefillQueueWeight, boundedLoad);
     }
     double d;
     try {
@@ -129,14 +143,14 @@ public record Weights(
   public Weights with(String key, double d) {
     double[] f = {gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
         decodeLoadScale, activeRequestWeight, newPrefillWeight, decodeReadWeight, temperature, 0, imbalanceAbs,
-        imbalanceRel};
+        imbalanceRel, newPrefillQueueWeight, boundedLoad};
     int i = KEYS.indexOf(key);
     if (i < 0 || key.equals("imbalance_gate")) {
       throw new IllegalArgumentException("unknown weight `" + key + "` (known: " + String.join(", ", KEYS) + ")");
     }
     f[i] = d;
     return new Weights(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], imbalanceGate, f[12],
-        f[13]);
+        f[13], f[14], f[15]);
   }
 
   /**

@@ -74,6 +74,27 @@ class CostModelTest {
   }
 
   @Test
+  void theQueueWeightRaisesTheRecomputeChargeWithTheFleetsQueuedPrefill() {
+    // 10-block prompt; w1 holds 8 and has 80 tokens (5 blocks) queued, w2 holds nothing and none queued.
+    // new_prefill_weight 1 + new_prefill_queue_weight 2 x min(1, mean queued 2.5 blocks / 10) = 1.5
+    // (decode weight 0.5 on 10 blocks = 5 on both): w1 (5 + 2) + 1.5 x 2 + 5 = 15, w2 10 + 1.5 x 10 + 5 = 30
+    Weights w = MEMORY_ONLY.with("new_prefill_queue_weight", 2);
+    List<Candidate> cs = List.of(cand("w1", gpu(8), load(80, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+    CostModel.score(cs, w, prompt(10));
+    assertThat(cs.get(0).cost()).isCloseTo(15.0, within(1e-9));
+    assertThat(cs.get(1).cost()).isCloseTo(30.0, within(1e-9));
+    // an idle fleet: the plain weight 1 (w1 2 + 2 + 5 = 9, w2 10 + 10 + 5 = 25)
+    List<Candidate> idle = List.of(cand("w1", gpu(8), load(0, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+    CostModel.score(idle, w, prompt(10));
+    assertThat(idle.get(0).cost()).isCloseTo(9.0, within(1e-9));
+    assertThat(idle.get(1).cost()).isCloseTo(25.0, within(1e-9));
+    // a queue of more than the prompt per worker caps the charge at 1 + 2 = 3: w2 (50 + 10) + 3 x 10 + 5 = 95
+    List<Candidate> busy = List.of(cand("w1", gpu(8), load(1600, 0, 0)), cand("w2", gpu(0), load(800, 0, 0)));
+    CostModel.score(busy, w, prompt(10));
+    assertThat(busy.get(1).cost()).isCloseTo(95.0, within(1e-9));
+  }
+
+  @Test
   void dynamosExampleThroughTheScorerPicksWorkerTwo() {
     // The docs' decode column is each worker's active blocks; the scorer adds the request's own 10 blocks to every
     // worker alike (nothing of it is active anywhere), so each cost is the documented one plus 10.

@@ -47,7 +47,8 @@ class EligibilityPropertiesTest {
         .as(BusyThresholds::new);
     return Combinators.combine(withOverlap.list().ofMinSize(1).ofMaxSize(6), busy, Arbitraries.of(true, false),
         Arbitraries.of(StandardPolicies.NAMES), Arbitraries.integers().between(0, 12),
-        Arbitraries.of("", "temperature=0.7", "imbalance_gate=true,imbalance_abs=2", "gpu_credit=0"))
+        Arbitraries.of("", "temperature=0.7", "imbalance_gate=true,imbalance_abs=2", "gpu_credit=0",
+            "bounded_load=1"))
         .as(Fleet::new);
   }
 

@@ -379,6 +379,33 @@ class RouterTest {
   }
 
   @Test
+  void boundedLoadSkipsAHolderRunningMoreThanItsShareAndKeepsTheCostAmongTheRest() {
+    // w1 holds the whole prompt and runs 6 requests, w2 runs 2 and holds half of it, w3 runs 2 and holds nothing:
+    // bound = ceil(1.25 x (10 + 1) / 3) = 5, so w1 (6) is over and the cheaper of the rest (w2, its half hit) wins
+    h.overlaps.put(id("w1"), new Overlap(8, 0, 0, 0, false));
+    h.overlaps.put(id("w2"), new Overlap(4, 0, 0, 0, false));
+    h.scraped.put(id("w1"), new ScrapedLoad(6, 0, Double.NaN, 0, h.clock.getAsLong()));
+    h.scraped.put(id("w2"), new ScrapedLoad(2, 0, Double.NaN, 0, h.clock.getAsLong()));
+    h.scraped.put(id("w3"), new ScrapedLoad(2, 0, Double.NaN, 0, h.clock.getAsLong()));
+    assertThat(name(h.route(prompt(1, 8, 0, 0)))).isEqualTo("w1"); // off: request counts cost nothing
+    Decision bounded = h.route(request(prompt(1, 8, 0, 1)).withWeightsOverride("bounded_load=1.25"));
+    assertThat(bounded.reason()).isEqualTo("bounded_load");
+    assertThat(name(bounded)).isEqualTo("w2");
+    // a looser bound, ceil(2 x 13 / 3) = 9, lets the holder keep it
+    Decision loose = h.route(request(prompt(1, 8, 0, 2)).withWeightsOverride("bounded_load=2"));
+    assertThat(loose.reason()).isEqualTo("lowest_cost");
+    assertThat(name(loose)).isEqualTo("w1");
+  }
+
+  @Test
+  void theBoundIsMirrokniCapacityScaledByWorkerWeight() {
+    assertThat(KvAwarePolicy.bound(1.25, 10, 1, 3)).isEqualTo(5); // ceil(4.58)
+    assertThat(KvAwarePolicy.bound(1.0, 8, 1, 8)).isEqualTo(2); // ceil(9 / 8): one above the mean is allowed
+    assertThat(KvAwarePolicy.bound(1.0, 0, 1, 8)).isEqualTo(1); // an idle fleet: everyone may take one
+    assertThat(KvAwarePolicy.bound(1.25, 10, 2, 4)).isEqualTo(7); // ceil(6.875): a weight-2 worker of 4 weight
+  }
+
+  @Test
   void aTemperatureSamplesAndSaysSo() {
     h.overlaps.put(id("w1"), new Overlap(8, 0, 0, 0, false));
     Map<String, Integer> seen = new HashMap<>();

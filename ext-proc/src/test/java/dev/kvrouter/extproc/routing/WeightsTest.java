@@ -30,6 +30,7 @@ class WeightsTest {
     assertThat(d.imbalanceGate()).isFalse();
     assertThat(d.imbalanceAbs()).isEqualTo(32);
     assertThat(d.imbalanceRel()).isEqualTo(1.1);
+    assertThat(d.boundedLoad()).isZero();
   }
 
   @Test
@@ -47,7 +48,8 @@ class WeightsTest {
     assertThat(Weights.DEFAULTS.withOverrides("")).isSameAs(Weights.DEFAULTS);
     assertThat(Weights.DEFAULTS.withOverrides(null)).isSameAs(Weights.DEFAULTS);
     for (String k : Weights.KEYS) {
-      String v = k.equals("imbalance_gate") ? "true" : k.equals("imbalance_rel") ? "3" : "0.4";
+      String v = k.equals("imbalance_gate") ? "true" : k.equals("imbalance_rel") || k.equals("bounded_load") ? "3"
+          : "0.4";
       Weights one = Weights.DEFAULTS.withOverrides(k + "=" + v);
       assertThat(one).as(k).isNotEqualTo(Weights.DEFAULTS);
     }
@@ -66,6 +68,10 @@ class WeightsTest {
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("temperature=NaN")).hasMessageContaining("finite");
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("imbalance_rel=0.5")).hasMessageContaining(">= 1");
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("imbalance_gate=maybe")).hasMessageContaining("true");
+    // a bound below the mean would leave no worker eligible
+    assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("bounded_load=0.9"))
+        .hasMessageContaining("bounded_load").hasMessageContaining(">= 1");
+    assertThat(Weights.DEFAULTS.withOverrides("bounded_load=1").boundedLoad()).isEqualTo(1.0);
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("temperature")).hasMessageContaining("key=value");
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("temperature=1,".repeat(100)))
         .hasMessageContaining("longer than");
