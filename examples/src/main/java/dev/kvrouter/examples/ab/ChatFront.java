@@ -16,6 +16,7 @@ import dev.kvrouter.extproc.request.InferenceRequest;
 import dev.kvrouter.extproc.request.RequestBodyParser;
 import dev.kvrouter.extproc.request.RequestPreparer;
 import dev.kvrouter.extproc.tenancy.TenantIsolation;
+import dev.kvrouter.extproc.tokenize.CharsPerTokenEstimator;
 import dev.kvrouter.extproc.tokenize.SegmentCache;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
@@ -39,11 +40,16 @@ public final class ChatFront implements AutoCloseable {
   private final PipelinePromptEncoder encoder;
   private final ModelRegistry models;
   private final RequestPreparer preparer;
+  /** The tokenizer's chars-per-token estimate, and its value as calibrated at load. */
+  private final CharsPerTokenEstimator estimator;
+  private final double calibrated;
 
   private ChatFront(PipelinePromptEncoder encoder, ModelRegistry models) {
     this.encoder = encoder;
     this.models = models;
     this.preparer = new RequestPreparer(models, TenantIsolation.defaults(), System::nanoTime);
+    this.estimator = encoder.resources().tokenizer().charsPerToken();
+    this.calibrated = estimator.charsPerToken();
   }
 
   /**
@@ -109,16 +115,17 @@ public final class ChatFront implements AutoCloseable {
 
   /**
    * Renders and tokenizes every chat prompt of {@code w} once, so the shared segment cache holds all of them before
-   * a run starts. The router's request path stops tokenizing early where no worker holds the next block and
-   * estimates the rest; mid-segment that estimate differs on a cache hit (the segment's ids come whole) from a miss
-   * (tokenized piecewise), and each miss also moves the chars-per-token estimator. Warm, a run's estimates no
-   * longer depend on what earlier runs, the ideal or another workload put in the cache: the same workload, policy
-   * and seed give the same decisions in any order. Only resent prompts the workload does not list (answers cut
-   * short) still miss, and they are the same in every run that cuts them the same way.
+   * a run starts, and puts the chars-per-token estimate back where calibration left it. The router's request path
+   * stops tokenizing early where no worker holds the next block and estimates the rest from that ratio; mid-segment
+   * the estimate also differs on a cache hit (the segment's ids come whole) from a miss (tokenized piecewise), and
+   * each miss moves the ratio. So a run's estimates, hence the load the router accounts, depend only on the run:
+   * the same workload, policy and seed give the same decisions whatever the session ran before. Only resent
+   * prompts the workload does not list (answers cut short) still miss, the same way in every such run.
    */
   public void warm(Workload w, String model) {
     Function<WorkloadRequest, PromptIds> ids = engineIds(w, model);
     w.requests().forEach(ids::apply);
+    estimator.reset(calibrated);
   }
 
   private InferenceRequest parse(Workload w, WorkloadRequest r, String model) {

@@ -56,6 +56,14 @@ public final class CharsPerTokenEstimator {
     }
   }
 
+  /**
+   * Replaces the estimate with {@code charsPerToken} (clamped to [0.5, 16]): a replay (the virtual-time A/B) that
+   * must start every run from the same estimate, whatever was tokenized before it.
+   */
+  public void reset(double charsPerToken) {
+    ratio = clamp(Double.isFinite(charsPerToken) ? charsPerToken : DEFAULT_CHARS_PER_TOKEN);
+  }
+
   /** Folds in a segment of {@code chars} characters that tokenized to {@code tokens} tokens. */
   public void observe(int chars, int tokens) {
     if (chars < MIN_OBSERVED_CHARS || tokens <= 0) {

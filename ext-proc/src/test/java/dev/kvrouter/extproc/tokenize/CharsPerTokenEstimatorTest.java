@@ -38,4 +38,17 @@ class CharsPerTokenEstimatorTest {
     assertThat(e.estimateTokens(1)).isEqualTo(1);
     assertThatThrownBy(() -> new CharsPerTokenEstimator(4.0, 0)).isInstanceOf(IllegalArgumentException.class);
   }
+
+  @Test
+  void reset_replacesWhateverWasObserved_clamped() {
+    CharsPerTokenEstimator e = new CharsPerTokenEstimator(4.0, 0.5);
+    e.observe(100, 90);
+    assertThat(e.charsPerToken()).isLessThan(3.0);
+    e.reset(3.7);
+    assertThat(e.charsPerToken()).isEqualTo(3.7);
+    e.reset(100);
+    assertThat(e.charsPerToken()).isEqualTo(16.0);
+    e.reset(Double.NaN);
+    assertThat(e.charsPerToken()).isEqualTo(CharsPerTokenEstimator.DEFAULT_CHARS_PER_TOKEN);
+  }
 }
