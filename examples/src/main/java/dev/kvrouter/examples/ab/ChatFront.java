@@ -40,12 +40,14 @@ public final class ChatFront implements AutoCloseable {
   private final PipelinePromptEncoder encoder;
   private final ModelRegistry models;
   private final RequestPreparer preparer;
+  private final SegmentCache segments;
   /** The tokenizer's chars-per-token estimate, and its value as calibrated at load. */
   private final CharsPerTokenEstimator estimator;
   private final double calibrated;
 
-  private ChatFront(PipelinePromptEncoder encoder, ModelRegistry models) {
+  private ChatFront(PipelinePromptEncoder encoder, ModelRegistry models, SegmentCache segments) {
     this.encoder = encoder;
+    this.segments = segments;
     this.models = models;
     this.preparer = new RequestPreparer(models, TenantIsolation.defaults(), System::nanoTime);
     this.estimator = encoder.resources().tokenizer().charsPerToken();
@@ -63,12 +65,10 @@ public final class ChatFront implements AutoCloseable {
    */
   public static ChatFront load(String model, Path tokenizer, int blockSize, MultimodalSpec multimodal)
       throws IOException {
-    // Unbounded, so what a run finds in it is what warm() put there: bounded, Caffeine admits by a sketch over
-    // randomly seeded keys and evicts on a pool thread, and the early-stop estimates that follow from hits and
-    // misses moved least-load's and kv_aware's decisions between two runs of one command. It holds the distinct
-    // segments of the workloads run: finite.
-    PipelinePromptEncoder encoder = PipelinePromptEncoder.load(model, tokenizer, multimodal,
-        SegmentCache.create(Long.MAX_VALUE));
+    // Unbounded, so what a run finds in it is what warm() put there (bounded, Caffeine admits by a sketch over
+    // randomly seeded keys and evicts on a pool thread). It holds one workload's distinct segments: finite.
+    SegmentCache segments = SegmentCache.create(Long.MAX_VALUE);
+    PipelinePromptEncoder encoder = PipelinePromptEncoder.load(model, tokenizer, multimodal, segments);
     ModelSpec spec = new ModelSpec(model, tokenizer.toAbsolutePath().toString(), null, null, blockSize, null, null,
         true, multimodal);
     // The registry hands out the encoder's own resources: the worker and the router tokenize with one instance.
@@ -84,7 +84,7 @@ public final class ChatFront implements AutoCloseable {
       Thread.currentThread().interrupt();
       throw new IOException("interrupted while loading " + model, e);
     }
-    return new ChatFront(encoder, models);
+    return new ChatFront(encoder, models, segments);
   }
 
   public PipelinePromptEncoder encoder() {
@@ -114,18 +114,21 @@ public final class ChatFront implements AutoCloseable {
   }
 
   /**
-   * Renders and tokenizes every chat prompt of {@code w} once, so the shared segment cache holds all of them before
-   * a run starts, and puts the chars-per-token estimate back where calibration left it. The router's request path
-   * stops tokenizing early where no worker holds the next block and estimates the rest from that ratio; mid-segment
-   * the estimate also differs on a cache hit (the segment's ids come whole) from a miss (tokenized piecewise), and
-   * each miss moves the ratio. So a run's estimates, hence the load the router accounts, depend only on the run:
-   * the same workload, policy and seed give the same decisions whatever the session ran before. Only resent
-   * prompts the workload does not list (answers cut short) still miss, the same way in every such run.
+   * Puts the request path in the same state before every run of {@code w}: the segment cache emptied, the
+   * chars-per-token estimate back where calibration left it, then every chat prompt of {@code w} rendered and
+   * tokenized once, in workload order, so the cache holds them all and the estimate has followed this workload's
+   * text, as a router's does over its traffic. The router's request path stops tokenizing early where no worker
+   * holds the next block and estimates the rest from that ratio; mid-segment the estimate also differs on a cache
+   * hit (the segment's ids come whole) from a miss (tokenized piecewise). So a run's estimates, hence the load the
+   * router accounts, depend only on the run: the same workload, policy and seed give the same decisions whatever
+   * the session ran before. Only resent prompts the workload does not list (answers cut short) still miss, the same
+   * way in every such run.
    */
   public void warm(Workload w, String model) {
+    segments.invalidateAll();
+    estimator.reset(calibrated);
     Function<WorkloadRequest, PromptIds> ids = engineIds(w, model);
     w.requests().forEach(ids::apply);
-    estimator.reset(calibrated);
   }
 
   private InferenceRequest parse(Workload w, WorkloadRequest r, String model) {
