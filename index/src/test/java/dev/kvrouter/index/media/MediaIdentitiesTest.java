@@ -201,9 +201,7 @@ class MediaIdentitiesTest {
     int bs = 16;
     String model = "google/gemma-3-4b-it";
     KvIndex index = new KvIndex(IndexConfig.defaults(), clock);
-    WorkerView view = index.register(W1);
-    EventPlaneHealth health = new EventPlaneHealth(new SimpleMeterRegistry(), clock, Duration.ZERO);
-    EventApplier applier = new EventApplier(view, model, bs, health.register(view));
+    EventApplier applier = applierFor(index, model, bs);
     int[] tokens = new int[6 * bs];
     Arrays.fill(tokens, 262_144);
     for (int i = 0; i < 20; i++) {
@@ -237,9 +235,7 @@ class MediaIdentitiesTest {
     int bs = 16;
     String model = "google/gemma-3-4b-it";
     KvIndex index = new KvIndex(IndexConfig.defaults(), clock);
-    WorkerView view = index.register(W1);
-    EventPlaneHealth health = new EventPlaneHealth(new SimpleMeterRegistry(), clock, Duration.ZERO);
-    EventApplier applier = new EventApplier(view, model, bs, health.register(view));
+    EventApplier applier = applierFor(index, model, bs);
     int[] tokens = new int[4 * bs];
     for (int i = 0; i < tokens.length; i++) {
       tokens[i] = i < 20 ? 1000 + i : 262_144; // 20 text tokens, then the image's soft tokens
@@ -273,5 +269,12 @@ class MediaIdentitiesTest {
     long[] own = BlockHasher.hashBlocksWithExtras(root, tokens, bs, extras);
     PrefixMatches m2 = index.lookup(own, own.length);
     assertThat(m2.matchedBlocks(m2.indexOf(W1))).isEqualTo(1);
+  }
+
+  /** The event path of worker W1 into {@code index}. */
+  private EventApplier applierFor(KvIndex index, String model, int blockSize) {
+    WorkerView view = index.register(W1);
+    EventPlaneHealth health = new EventPlaneHealth(new SimpleMeterRegistry(), clock, Duration.ZERO);
+    return new EventApplier(view, model, blockSize, health.register(view));
   }
 }
