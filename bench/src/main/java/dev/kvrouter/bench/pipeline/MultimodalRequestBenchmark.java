@@ -90,7 +90,7 @@ public class MultimodalRequestBenchmark {
       long ns = p.scope().namespace().rootSeed();
       WorkerId w = WorkerId.of("w");
       for (MultimodalItem item : p.request().multimodal()) {
-        index.media().expect(w, item.index(), 0, ns, item.identifier());
+        index.media().expect(w, item.index(), 0, ns, item.identifier(), List.of());
         index.media().observe(w, item.index(), new String[] {"engine-" + item.index()}, new int[] {0}, 1);
       }
       overlaps = new KvIndexOverlapSource(index);

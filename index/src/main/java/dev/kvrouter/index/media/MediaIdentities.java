@@ -152,10 +152,6 @@ public final class MediaIdentities {
     return TimeUnit.MILLISECONDS.toNanos(clock.millis());
   }
 
-  public MediaIdentityConfig config() {
-    return config;
-  }
-
   public boolean enabled() {
     return config.enabled();
   }
@@ -178,15 +174,8 @@ public final class MediaIdentities {
   /**
    * The router sent an item without a known engine identifier to {@code worker}: its first block follows the block
    * we hash as {@code parent} (the namespace root for block 0), and the item starts {@code offset} tokens into that
-   * block. Never blocks for long; a full slot drops its oldest entry.
-   */
-  public void expect(WorkerId worker, long parent, int offset, long namespace, String routerId) {
-    expect(worker, parent, offset, namespace, routerId, List.of());
-  }
-
-  /**
-   * As {@link #expect(WorkerId, long, int, long, String)}, with the request's later items that have no known
-   * engine identifier either, to be read from the same store ({@link FollowUp}).
+   * block. {@code rest} are the request's later items that have no known engine identifier either, to be read from
+   * the same store ({@link FollowUp}). Never blocks for long; a full slot drops its oldest entry.
    */
   public void expect(WorkerId worker, long parent, int offset, long namespace, String routerId,
       List<FollowUp> rest) {

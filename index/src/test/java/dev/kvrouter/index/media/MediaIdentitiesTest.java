@@ -42,7 +42,7 @@ class MediaIdentitiesTest {
   @Test
   void theExpectedWorkersStoreAtTheParentAndOffsetTeachesTheEngineIdentifier() {
     assertThat(media.engineId(NS, R1)).isNull();
-    media.expect(W1, PARENT, 5, NS, R1);
+    media.expect(W1, PARENT, 5, NS, R1, List.of());
     store(W1, PARENT, "sim-mm:image:e1", 5);
 
     assertThat(media.engineId(NS, R1)).isEqualTo("sim-mm:image:e1");
@@ -71,7 +71,7 @@ class MediaIdentitiesTest {
   @Test
   void storesNobodyAwaitsAreIgnored() {
     store(W1, PARENT, "e-nobody", 5); // nothing expected at all
-    media.expect(W1, PARENT, 5, NS, R1);
+    media.expect(W1, PARENT, 5, NS, R1, List.of());
     store(W2, PARENT, "e-other-worker", 5);
     store(W1, PARENT + 1, "e-other-parent", 5);
     store(W1, PARENT, "e-other-offset", 6);
@@ -85,16 +85,16 @@ class MediaIdentitiesTest {
 
   @Test
   void theItemAtTheAwaitedOffsetIsTakenAmongSeveralInOneBlock() {
-    media.expect(W1, PARENT, 9, NS, R1);
+    media.expect(W1, PARENT, 9, NS, R1, List.of());
     media.observe(W1, PARENT, new String[] {"uuid-before", "e-second"}, new int[] {-3, 9}, 2);
     assertThat(media.engineId(NS, R1)).isEqualTo("e-second");
   }
 
   @Test
   void severalItemsAfterTheSameTextOnOneWorkerAreTakenOldestFirst() {
-    media.expect(W1, PARENT, 5, NS, R1);
+    media.expect(W1, PARENT, 5, NS, R1, List.of());
     clock.advance(10);
-    media.expect(W1, PARENT, 5, NS, R2);
+    media.expect(W1, PARENT, 5, NS, R2, List.of());
     store(W1, PARENT, "e1", 5);
     store(W1, PARENT, "e2", 5);
     assertThat(media.engineId(NS, R1)).isEqualTo("e1");
@@ -103,8 +103,8 @@ class MediaIdentitiesTest {
 
   @Test
   void aConflictingObservationReplacesTheLearnedIdentifier() {
-    media.expect(W1, PARENT, 5, NS, R1);
-    media.expect(W2, PARENT, 5, NS, R1); // routed twice before the first store arrived
+    media.expect(W1, PARENT, 5, NS, R1, List.of());
+    media.expect(W2, PARENT, 5, NS, R1, List.of()); // routed twice before the first store arrived
     store(W1, PARENT, "e-old-content", 5);
     store(W2, PARENT, "e-new-content", 5);
 
@@ -112,16 +112,16 @@ class MediaIdentitiesTest {
     assertThat(media.conflictsTotal()).isEqualTo(1);
     assertThat(media.learnedTotal()).isEqualTo(1);
     // the replaced identifier is free again: another item may learn it
-    media.expect(W1, PARENT, 5, NS, R2);
+    media.expect(W1, PARENT, 5, NS, R2, List.of());
     store(W1, PARENT, "e-old-content", 5);
     assertThat(media.engineId(NS, R2)).isEqualTo("e-old-content");
   }
 
   @Test
   void aStoreOfAnIdentifierLearnedForAnotherItemIsNotAttributed() {
-    media.expect(W1, PARENT, 5, NS, R1);
+    media.expect(W1, PARENT, 5, NS, R1, List.of());
     store(W1, PARENT, "e1", 5);
-    media.expect(W2, PARENT, 5, NS, R2);
+    media.expect(W2, PARENT, 5, NS, R2, List.of());
     store(W2, PARENT, "e1", 5); // R1's image stored on W2 (routed there as learned) while R2 awaits
 
     assertThat(media.engineId(NS, R2)).isNull();
@@ -132,11 +132,11 @@ class MediaIdentitiesTest {
 
   @Test
   void tenantsNeverShareALearnedIdentifier() {
-    media.expect(W1, PARENT, 5, NS, R1);
+    media.expect(W1, PARENT, 5, NS, R1, List.of());
     store(W1, PARENT, "e-tenant-a", 5);
 
     assertThat(media.engineId(NS_TENANT, R1)).isNull();
-    media.expect(W1, PARENT + 7, 5, NS_TENANT, R1);
+    media.expect(W1, PARENT + 7, 5, NS_TENANT, R1, List.of());
     store(W1, PARENT + 7, "e-tenant-b", 5);
     assertThat(media.engineId(NS_TENANT, R1)).isEqualTo("e-tenant-b");
     assertThat(media.engineId(NS, R1)).isEqualTo("e-tenant-a");
@@ -144,7 +144,7 @@ class MediaIdentitiesTest {
 
   @Test
   void aPendingItemExpiresAfterItsTtl() {
-    media.expect(W1, PARENT, 5, NS, R1);
+    media.expect(W1, PARENT, 5, NS, R1, List.of());
     clock.advance(MediaIdentityConfig.defaults().pendingTtl().toMillis() + 1);
     store(W1, PARENT, "e-late", 5);
     assertThat(media.engineId(NS, R1)).isNull();
@@ -154,7 +154,7 @@ class MediaIdentitiesTest {
 
   @Test
   void aLearnedIdentifierExpiresAfterItsTtl() {
-    media.expect(W1, PARENT, 5, NS, R1);
+    media.expect(W1, PARENT, 5, NS, R1, List.of());
     store(W1, PARENT, "e1", 5);
     clock.advance(MediaIdentityConfig.defaults().learnedTtl().toMillis() + 1);
     assertThat(media.engineId(NS, R1)).isNull();
@@ -168,9 +168,9 @@ class MediaIdentitiesTest {
     media = new MediaIdentities(new MediaIdentityConfig(true, 3, Duration.ofMinutes(5), 4, Duration.ofSeconds(30)),
         clock);
     for (int i = 0; i < 20; i++) {
-      media.expect(W1, PARENT + i, 5, NS, "kvr1-mm:image:" + i);
+      media.expect(W1, PARENT + i, 5, NS, "kvr1-mm:image:" + i, List.of());
       store(W1, PARENT + i, "e" + i, 5);
-      media.expect(W2, PARENT + i, 5, NS, "kvr1-mm:image:unstored-" + i);
+      media.expect(W2, PARENT + i, 5, NS, "kvr1-mm:image:unstored-" + i, List.of());
     }
     media.cleanUp();
     assertThat(media.learnedTotal()).isEqualTo(20);
@@ -179,7 +179,7 @@ class MediaIdentitiesTest {
     assertThat(media.pendingSlots()).isLessThanOrEqualTo(4);
     // one slot holds at most PER_SLOT items: the oldest go first
     for (int i = 0; i < MediaIdentityConfig.PER_SLOT + 2; i++) {
-      media.expect(W1, 99, 5, NS, "kvr1-mm:image:slot-" + i);
+      media.expect(W1, 99, 5, NS, "kvr1-mm:image:slot-" + i, List.of());
     }
     store(W1, 99, "e-slot", 5);
     assertThat(media.engineId(NS, "kvr1-mm:image:slot-0")).isNull();
@@ -189,7 +189,7 @@ class MediaIdentitiesTest {
   @Test
   void disabledLearnsNothing() {
     media = new MediaIdentities(MediaIdentityConfig.disabled(), clock);
-    media.expect(W1, PARENT, 5, NS, R1);
+    media.expect(W1, PARENT, 5, NS, R1, List.of());
     store(W1, PARENT, "e1", 5);
     assertThat(media.engineId(NS, R1)).isNull();
     assertThat(media.expectedTotal()).isZero();
@@ -243,7 +243,7 @@ class MediaIdentitiesTest {
     int itemOffset = 20; // the image runs to the end of block 3
     long root = CacheNamespace.of(model).rootSeed();
     long parent = BlockHasher.hashFullBlocks(root, tokens, bs, bs)[0];
-    index.media().expect(W1, parent, itemOffset - bs, root, R1);
+    index.media().expect(W1, parent, itemOffset - bs, root, R1, List.of());
 
     List<List<Object>> extra = new ArrayList<>();
     extra.add(null);
