@@ -200,10 +200,8 @@ class ImageQaAbE2eTest {
         .withMaxRunTime(Duration.ofSeconds(30)).withTimeouts(Duration.ofSeconds(30), Duration.ofSeconds(20))
         .withSampleInterval(Duration.ofMillis(100)))) {
       AbRunner.Settings settings = new AbRunner.Settings(policies, "kv_aware", "round_robin", true, BS, true,
-          Duration.ofMillis(300), Duration.ofSeconds(30), out, Map.of("test", true));
-      if (ideals != null) {
-        settings = settings.withIdealReuse(ideals::infinite);
-      }
+          Duration.ofMillis(300), Duration.ofSeconds(30), out, Map.of("test", true), 0,
+          ideals == null ? null : ideals::infinite);
       return new AbRunner(gen, stack.targets(), settings, preparer,
           new PrintStream(progress, true, StandardCharsets.UTF_8)).run(specs);
     }

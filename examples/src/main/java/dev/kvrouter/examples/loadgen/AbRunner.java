@@ -77,12 +77,6 @@ public final class AbRunner {
           null);
     }
 
-    /** These settings with {@code ideal} as the ideal reuse of each workload. */
-    public Settings withIdealReuse(Function<Workload, IdealReuse> ideal) {
-      return new Settings(policies, ours, baseline, policyHeader, blockSize, resetCaches, settle, idleTimeout, outDir,
-          meta, warmupRequests, ideal);
-    }
-
     IdealReuse idealOf(Workload w) {
       return idealReuse == null ? w.idealReuse(blockSize) : idealReuse.apply(w);
     }
