@@ -117,13 +117,9 @@ final class KvBlockPool {
   /** Identities of all cached blocks, duplicates included; for tests. */
   long[] cachedIdentities() {
     long[] out = new long[numBlocks];
-    int n = 0;
-    for (int b = 1; b < numBlocks; b++) {
-      if (cached[b]) {
-        out[n++] = identity[b];
-      }
-    }
-    return java.util.Arrays.copyOf(out, n);
+    int[] n = {0};
+    forEachCachedIdentity(id -> out[n[0]++] = id);
+    return java.util.Arrays.copyOf(out, n[0]);
   }
 
   /** Feeds every cached block's identity, duplicates included. */
