@@ -477,27 +477,30 @@ public final class VirtualRun {
     }
     long at = clock.nanoTime();
     PromptIds engineIds = breakdown == null ? null : new PromptIds(tokens, media);
+    // a scripted chat answer as the model emits it: the answer text's tokens, then its end-of-turn token
+    int[] chatScript = chatAnswers != null && r.answer() != null ? chatAnswers.tokens(r.answer()) : null;
+    // what the engine generates and caches after the prompt, for the breakdown's ideals
+    int[] generated = breakdown == null ? null : chatScript != null ? chatScript : workload.answerTokens(r);
     if (!d.routed()) {
       if (breakdown != null) {
-        breakdown.decided(engineIds, workload.answerTokens(r), -1, routerLead, 0, engines);
+        breakdown.decided(engineIds, generated, -1, routerLead, 0, engines);
       }
       fail(r, at, null, d.id(), "http_" + d.rejection().status(), d.rejection().status());
       return;
     }
     int w = indexOf.get(d.chosen().name());
     int outputTokens = r.outputTokens();
-    if (chatAnswers != null && r.answer() != null) {
+    if (chatScript != null) {
       // the model stops at its end-of-turn token, after the answer text's tokens
-      int[] script = chatAnswers.tokens(r.answer());
-      chatScripts.put(r.answer().seed(), script);
-      outputTokens = script.length;
+      chatScripts.put(r.answer().seed(), chatScript);
+      outputTokens = chatScript.length;
     }
     RequestSpec spec = new RequestSpec(r.id(), tokens, outputTokens, null, null,
         r.answer() != null ? r.answer().seed() : r.index(), media);
     SimEngine engine = fleet.engine(w);
     String invalid = engine.validate(spec);
     MissBreakdown.Pending pending = breakdown == null ? null
-        : breakdown.decided(engineIds, workload.answerTokens(r), invalid == null ? w : -1, routerLead,
+        : breakdown.decided(engineIds, generated, invalid == null ? w : -1, routerLead,
             (int) (d.detail().predictedCachedTokens() / setup.blockSize()), engines);
     if (invalid != null) {
       // The worker answers 400 at once; the router releases on the response, as through Envoy.
