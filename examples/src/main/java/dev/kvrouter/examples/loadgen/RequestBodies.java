@@ -40,9 +40,9 @@ public final class RequestBodies {
   /**
    * The body for {@code r} with {@code prompt} in place of its own, e.g. its prompt with earlier answers cut to what
    * the client received ({@link Prompt#withAnswersCut}; for chat, the words received). A chat workload that sets
-   * {@code enable_thinking} sends it as {@code chat_template_kwargs}. A request that scripts its answer carries the answer's
-   * seed as the OpenAI {@code seed}: a worker started with {@code --output-tokens workload} generates exactly the
-   * script from it.
+   * {@code enable_thinking} sends it as {@code chat_template_kwargs}. A request that scripts its answer carries the
+   * answer's seed as the OpenAI {@code seed}: a worker started with {@code --output-tokens workload} generates
+   * exactly the script from it.
    */
   public static byte[] body(Workload w, WorkloadRequest r, Prompt prompt, String model) {
     ByteArrayOutputStream out = new ByteArrayOutputStream(256 + prompt.contentLength() * 7);

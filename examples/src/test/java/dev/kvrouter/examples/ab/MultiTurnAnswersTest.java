@@ -133,7 +133,8 @@ class MultiTurnAnswersTest {
         }
       }
       assertThat(held).as(policy).isPositive().isEqualTo(o.data().sessions().heldBack());
-      assertThat(o.data().sessions().heldBackSeconds()).isCloseTo(heldSeconds, org.assertj.core.data.Offset.offset(0.01));
+      assertThat(o.data().sessions().heldBackSeconds())
+          .isCloseTo(heldSeconds, org.assertj.core.data.Offset.offset(0.01));
     }
     // the same workload open loop sends turns while their predecessor still streams
     Workload open = WorkloadCatalog.create(tight + ",answers=fresh");
