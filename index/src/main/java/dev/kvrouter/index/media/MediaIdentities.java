@@ -5,6 +5,7 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.RemovalCause;
 import dev.kvrouter.index.WorkerId;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -123,29 +124,20 @@ public final class MediaIdentities {
     this.config = Objects.requireNonNull(config, "config");
     this.clock = Objects.requireNonNull(clock, "clock");
     this.pendingTtlMillis = config.pendingTtl().toMillis();
-    learned = Caffeine.newBuilder()
-        .maximumSize(config.maxLearned())
-        .expireAfterWrite(config.learnedTtl())
-        .ticker(this::nanos)
-        .executor(Runnable::run)
+    learned = bounded(config.maxLearned(), config.learnedTtl())
         .removalListener((Named k, String v, RemovalCause cause) -> {
           if (cause.wasEvicted()) {
             evicted.increment();
           }
         })
         .build();
-    learnedFor = Caffeine.newBuilder()
-        .maximumSize(config.maxLearned())
-        .expireAfterWrite(config.learnedTtl())
-        .ticker(this::nanos)
-        .executor(Runnable::run)
-        .build();
-    pending = Caffeine.newBuilder()
-        .maximumSize(config.maxPending())
-        .expireAfterWrite(config.pendingTtl())
-        .ticker(this::nanos)
-        .executor(Runnable::run)
-        .build();
+    learnedFor = bounded(config.maxLearned(), config.learnedTtl()).build();
+    pending = bounded(config.maxPending(), config.pendingTtl()).build();
+  }
+
+  /** A table of at most {@code max} entries, each kept {@code ttl} after its last write, on the index's clock. */
+  private Caffeine<Object, Object> bounded(long max, Duration ttl) {
+    return Caffeine.newBuilder().maximumSize(max).expireAfterWrite(ttl).ticker(this::nanos).executor(Runnable::run);
   }
 
   private long nanos() {
