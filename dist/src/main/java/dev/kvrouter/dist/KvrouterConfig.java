@@ -8,6 +8,8 @@ import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.kvrouter.extproc.model.ModelSpec;
 import dev.kvrouter.extproc.model.ModelSpecs;
+import dev.kvrouter.extproc.routing.Router;
+import dev.kvrouter.extproc.routing.Weights;
 import dev.kvrouter.index.IndexConfig;
 import dev.kvrouter.index.media.MediaIdentityConfig;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
@@ -85,9 +87,9 @@ public record KvrouterConfig(
     public Routing {
       policy = policy == null ? "kv_aware" : policy;
       weights = weights == null ? new RoutingWeights(null, null, null, null, null, null, null, null, null, null,
-          null, null, null, null, null, null) : weights;
+          null, null, null, null, null, null, null, null) : weights;
       busy = busy == null ? new Busy(null, null, null, null, null) : busy;
-      load = load == null ? new Load(null, null, null, null, null, null) : load;
+      load = load == null ? new Load(null, null, null, null, null, null, null) : load;
       scrape = scrape == null ? new Scrape(null, null, null, null, null) : scrape;
       health = health == null ? new Health(null, null, null) : health;
       decisionLog = decisionLog == null ? new DecisionLog(null, null) : decisionLog;
@@ -112,7 +114,9 @@ public record KvrouterConfig(
       Double imbalanceAbs,
       Double imbalanceRel,
       Double newPrefillQueueWeight,
-      Double boundedLoad) {
+      Double boundedLoad,
+      Double newPrefillEvictionWeight,
+      Double evictionShareFull) {
     public RoutingWeights {
       gpuCredit = gpuCredit == null ? 1.0 : gpuCredit;
       cpuCredit = cpuCredit == null ? 0.75 : cpuCredit;
@@ -130,6 +134,9 @@ public record KvrouterConfig(
       imbalanceRel = imbalanceRel == null ? 1.1 : imbalanceRel;
       newPrefillQueueWeight = newPrefillQueueWeight == null ? 0.0 : newPrefillQueueWeight;
       boundedLoad = boundedLoad == null ? 0.0 : boundedLoad;
+      newPrefillEvictionWeight = newPrefillEvictionWeight == null
+          ? Weights.DEFAULTS.newPrefillEvictionWeight() : newPrefillEvictionWeight;
+      evictionShareFull = evictionShareFull == null ? Weights.DEFAULTS.evictionShareFull() : evictionShareFull;
     }
   }
 
@@ -147,7 +154,7 @@ public record KvrouterConfig(
 
   /** The load ledger. */
   public record Load(Integer defaultBlockSize, Integer expectedOutputTokens, Integer maxExpectedOutputTokens,
-      Integer reservationTtlSeconds, Integer maxReservations, Integer sweepIntervalMs) {
+      Integer reservationTtlSeconds, Integer maxReservations, Integer sweepIntervalMs, Integer evictionSlots) {
     public Load {
       defaultBlockSize = defaultBlockSize == null ? 16 : defaultBlockSize;
       expectedOutputTokens = expectedOutputTokens == null ? 256 : expectedOutputTokens;
@@ -155,6 +162,7 @@ public record KvrouterConfig(
       reservationTtlSeconds = reservationTtlSeconds == null ? 300 : reservationTtlSeconds;
       maxReservations = maxReservations == null ? 100_000 : maxReservations;
       sweepIntervalMs = sweepIntervalMs == null ? 1000 : sweepIntervalMs;
+      evictionSlots = evictionSlots == null ? Router.DEFAULT_EVICTION_SLOTS : evictionSlots;
     }
   }
 

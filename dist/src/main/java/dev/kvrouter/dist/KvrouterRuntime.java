@@ -212,6 +212,7 @@ public final class KvrouterRuntime implements AutoCloseable {
     Router router = Router.builder(registry)
         .policies(Policies.create())
         .config(RoutingSettings.toConfig(r))
+        .evictionSlots(r.load().evictionSlots())
         .overlaps(overlaps)
         .load(load)
         .health(health)

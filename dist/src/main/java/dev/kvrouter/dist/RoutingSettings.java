@@ -1,6 +1,7 @@
 package dev.kvrouter.dist;
 
 import dev.kvrouter.extproc.routing.BusyThresholds;
+import dev.kvrouter.extproc.routing.EvictionPressure;
 import dev.kvrouter.extproc.routing.ModelRouting;
 import dev.kvrouter.extproc.routing.RoutingConfig;
 import dev.kvrouter.extproc.routing.StandardPolicies;
@@ -52,6 +53,9 @@ final class RoutingSettings {
     nonNegative(errors, "routing.load.max_expected_output_tokens", load.maxExpectedOutputTokens());
     positive(errors, "routing.load.reservation_ttl_seconds", load.reservationTtlSeconds());
     positive(errors, "routing.load.max_reservations", load.maxReservations());
+    if (load.evictionSlots() < 1 || load.evictionSlots() > EvictionPressure.MAX_SLOTS) {
+      errors.add("routing.load.eviction_slots: must be in [1, " + EvictionPressure.MAX_SLOTS + "]");
+    }
     if (load.sweepIntervalMs() < 10) {
       errors.add("routing.load.sweep_interval_ms: must be >= 10");
     }
@@ -123,7 +127,7 @@ final class RoutingSettings {
     return new Weights(c.gpuCredit(), c.cpuCredit(), c.diskCredit(), c.predictedCredit(), c.overlapCreditDecay(),
         c.prefillLoadScale(), c.decodeLoadScale(), c.activeRequestWeight(), c.newPrefillWeight(),
         c.decodeReadWeight(), c.temperature(), c.imbalanceGate(), c.imbalanceAbs(), c.imbalanceRel(),
-        c.newPrefillQueueWeight(), c.boundedLoad());
+        c.newPrefillQueueWeight(), c.boundedLoad(), c.newPrefillEvictionWeight(), c.evictionShareFull());
   }
 
   static BusyThresholds busy(KvrouterConfig.Busy b) {

@@ -86,7 +86,7 @@ public class ScoringBench {
 
   @Benchmark
   public Candidate score() {
-    CostModel.score(candidates, Weights.DEFAULTS, shape);
+    CostModel.score(candidates, Weights.DEFAULTS, shape, 0);
     return KV_AWARE.choose(scoring).candidate();
   }
 

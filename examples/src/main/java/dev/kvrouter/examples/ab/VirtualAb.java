@@ -407,6 +407,7 @@ public final class VirtualAb implements Callable<Integer> {
     m.put("routerCpuSeconds", round(o.routerCpuNanos() / 1e9));
     m.put("routerCpuMicrosPerRequest", r.counts().sent() == 0 ? 0 : round(o.routerCpuNanos() / 1e3 / r.counts().sent()));
     m.put("indexBytes", o.indexBytes());
+    m.put("routerEvictionShare", round(o.evictionShare()));
     m.put("busyShareMean", round(java.util.Arrays.stream(o.busyShare()).average().orElse(0)));
     m.put("busyShareMax", round(java.util.Arrays.stream(o.busyShare()).max().orElse(0)));
     m.put("truth", Map.of("checked", o.truth().checked(), "withinBlock", o.truth().withinBlock(),

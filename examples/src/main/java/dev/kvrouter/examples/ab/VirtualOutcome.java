@@ -17,12 +17,14 @@ import java.util.Map;
  * @param events the event plane: batches delivered, dropped by faults, gaps seen, replays, stale transitions
  * @param indexBytes the KV index's estimated footprint at the end
  * @param busyShare per worker, the share of the run (first arrival to last response) its engine spent in steps
+ * @param evictionShare the eviction share the router's cost used, averaged over its decisions with block hashes
+ *     ({@code EvictionPressure}: prompt blocks the fleet had computed and evicted everywhere, as the router saw them)
  * @param missBreakdown where the computed prompt blocks could have come from ({@link MissBreakdown#toJson}), or
  *     null when the run did not measure it
  */
 public record VirtualOutcome(RunData data, Truth truth, LedgerEnd ledger, double wallSeconds,
     double simulatedSeconds, long routerCpuNanos, Map<String, Long> fallbacks, Map<String, Long> events,
-    long indexBytes, double[] busyShare, java.util.Map<String, Object> missBreakdown) {
+    long indexBytes, double[] busyShare, double evictionShare, java.util.Map<String, Object> missBreakdown) {
 
   /**
    * @param withinBlock |predicted - actual| below one block

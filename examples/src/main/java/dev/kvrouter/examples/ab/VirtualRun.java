@@ -172,6 +172,9 @@ public final class VirtualRun {
   /** The generated tokens of scripted chat answers in flight, by answer seed: the engines' output model reads them. */
   private final Map<Long, int[]> chatScripts = new HashMap<>();
   private long fellBack;
+  /** Sum and count of the eviction share the router's decisions with block hashes used. */
+  private double evictionShareSum;
+  private long evictionShareDecisions;
   private int finished;
   private int inFlight;
   private int maxInFlight;
@@ -465,6 +468,10 @@ public final class VirtualRun {
     if (prompt != null && d.routed()) {
       prompt.complete(d.detail().chosen().id());
     }
+    if (d.routed() && d.detail().shape().fullBlocks() > 0) {
+      evictionShareSum += d.detail().evictionShare();
+      evictionShareDecisions++;
+    }
     routerCpu += cpu() - c0;
     RequestTimings t = rr.timings();
     decisionMicros.recordValue(Math.max(0, (d.decisionNanos() + t.hashNanos() + t.tokenizeNanos()
@@ -737,8 +744,11 @@ public final class VirtualRun {
     if (breakdown != null) {
       notes.add("miss breakdown: " + breakdown.summary());
     }
+    double evictionShare = evictionShareDecisions == 0 ? 0 : evictionShareSum / evictionShareDecisions;
+    notes.add(String.format(java.util.Locale.ROOT, "router's eviction share (mean over decisions) %.4f",
+        evictionShare));
     return new VirtualOutcome(data, truth, ledgerEnd, wall, clock.nanoTime() / 1e9, routerCpu, fallbacks, events,
-        index.footprintBytes(), busy, breakdown == null ? null : breakdown.toJson());
+        index.footprintBytes(), busy, evictionShare, breakdown == null ? null : breakdown.toJson());
   }
 
   private long cpu() {

@@ -100,6 +100,7 @@ public final class DecisionLog {
       g.writeNumberField("expected_output_tokens", x.expectedOutputTokens());
       if (d.routed()) {
         g.writeNumberField("predicted_cached_tokens", x.predictedCachedTokens());
+        g.writeNumberField("eviction_share", Math.round(x.evictionShare() * 1e4) / 1e4);
       }
       List<Candidate> listed = listed(x.candidates(), x.chosen());
       g.writeArrayFieldStart("candidates");

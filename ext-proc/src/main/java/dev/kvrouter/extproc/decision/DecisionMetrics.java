@@ -4,10 +4,13 @@ import dev.kvrouter.extproc.routing.Candidate;
 import dev.kvrouter.extproc.routing.Decision;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The decision records as metrics (Prometheus names after Micrometer's conversion):
@@ -20,6 +23,8 @@ import java.util.concurrent.TimeUnit;
  *   <li>{@code kvrouter_routing_ineligible_total{why_not}}: candidates excluded, by reason;
  *   <li>{@code kvrouter_routing_decision_seconds}: time to decide (histogram);
  *   <li>{@code kvrouter_routing_chosen_overlap_blocks{policy}}: effective overlap of the chosen worker;
+ *   <li>{@code kvrouter_routing_eviction_share{model}}: the share of recent prompt blocks the model's fleet had
+ *       computed and evicted everywhere, as the last decision with block hashes saw it ({@code EvictionPressure});
  *   <li>{@code kvrouter_request_ttft_seconds{policy}} (streaming requests) and
  *       {@code kvrouter_request_duration_seconds{policy}}, measured from the decision;
  *   <li>{@code kvrouter_truth_checks_total{worker,outcome}}, {@code kvrouter_truth_error_blocks{worker}},
@@ -28,12 +33,14 @@ import java.util.concurrent.TimeUnit;
  * </ul>
  *
  * <p>Label values come from closed vocabularies (policy names, reason and fallback tokens) or the fleet
- * (worker names), never from request content. Thread-safe.
+ * (worker names, the models of routed requests), never from request content. Thread-safe.
  */
 public final class DecisionMetrics {
 
   private final MeterRegistry registry;
   private final Timer decisionTime;
+  /** Bits of the last eviction share per model; as many entries as models routed to. */
+  private final ConcurrentHashMap<String, AtomicLong> evictionShares = new ConcurrentHashMap<>();
 
   public DecisionMetrics(MeterRegistry registry) {
     this.registry = registry;
@@ -65,6 +72,16 @@ public final class DecisionMetrics {
           .tag("policy", d.policy())
           .register(registry)
           .record(Math.min(d.detail().chosen().overlap().effective(), d.detail().shape().fullBlocks()));
+      if (d.detail().shape().fullBlocks() > 0) {
+        evictionShares.computeIfAbsent(d.model(), m -> {
+          AtomicLong bits = new AtomicLong();
+          Gauge.builder("kvrouter.routing.eviction.share", bits, b -> Double.longBitsToDouble(b.get()))
+              .description("Share of recent prompt blocks the fleet had computed and evicted everywhere")
+              .tag("model", m)
+              .register(registry);
+          return bits;
+        }).set(Double.doubleToRawLongBits(d.detail().evictionShare()));
+      }
     }
   }
 

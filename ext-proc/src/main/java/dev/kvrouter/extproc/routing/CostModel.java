@@ -18,6 +18,7 @@ import java.util.List;
  *   gpu_credit_eff = gpu_credit / (1 + overlap_credit_decay x excess_prefill / prompt_blocks)
  *   excess_prefill = (active_prefill_tokens - least active_prefill_tokens among candidates) / block_size
  *   new_weight = new_prefill_weight + new_prefill_queue_weight x min(1, mean active_prefill_blocks / prompt_blocks)
+ *                + new_prefill_eviction_weight x min(1, eviction_share / eviction_share_full)
  * </pre>
  *
  * <p>With Dynamo's weights (credits 1 / 0.75 / 0.25, scales 1, no decay, no request weight, no new-prefill term) a
@@ -55,8 +56,11 @@ public final class CostModel {
         + w.activeRequestWeight() * activeRequests) / Math.max(1, workerWeight);
   }
 
-  /** Fills the cost terms of every candidate for a request of {@code shape}. */
-  public static void score(List<Candidate> candidates, Weights w, RequestShape shape) {
+  /**
+   * Fills the cost terms of every candidate for a request of {@code shape}; {@code evictionShare} is the model's
+   * {@link EvictionPressure} share.
+   */
+  public static void score(List<Candidate> candidates, Weights w, RequestShape shape, double evictionShare) {
     double b = shape.blockSize();
     long minPrefill = Long.MAX_VALUE;
     if (w.overlapCreditDecay() > 0) {
@@ -72,6 +76,9 @@ public final class CostModel {
       }
       double meanBlocks = queued / b / candidates.size();
       newWeight += w.newPrefillQueueWeight() * Math.min(1.0, meanBlocks / shape.promptBlocks());
+    }
+    if (w.newPrefillEvictionWeight() > 0 && evictionShare > 0) {
+      newWeight += w.newPrefillEvictionWeight() * Math.min(1.0, evictionShare / w.evictionShareFull());
     }
     for (int i = 0; i < candidates.size(); i++) {
       Candidate c = candidates.get(i);

@@ -61,6 +61,7 @@ public record Decision(
     private final long scoreNanos;
     private final RequestTimings upstream;
     private final boolean stream;
+    private final double evictionShare;
 
     /**
      * @param tenantHash hex XXH3-64 of the tenant id, or null without a tenant (the id itself is never logged)
@@ -76,10 +77,13 @@ public record Decision(
      * @param scoreNanos time in eligibility, scoring and selection
      * @param upstream the request path's own timings
      * @param stream whether the client asked for a streamed response (its first byte is the first token)
+     * @param evictionShare the model's eviction share the cost used ({@link EvictionPressure}), 0 when not scored
      */
     public Detail(String tenantHash, long promptTokens, boolean promptExact, String promptUnavailable,
         RequestShape shape, int expectedOutputTokens, List<Candidate> candidates, Candidate chosen,
-        long predictedCachedTokens, long lookupNanos, long scoreNanos, RequestTimings upstream, boolean stream) {
+        long predictedCachedTokens, long lookupNanos, long scoreNanos, RequestTimings upstream, boolean stream,
+        double evictionShare) {
+      this.evictionShare = evictionShare;
       this.tenantHash = tenantHash;
       this.promptTokens = promptTokens;
       this.promptExact = promptExact;
@@ -147,6 +151,11 @@ public record Decision(
 
     public boolean stream() {
       return stream;
+    }
+
+    /** The model's eviction share the cost used ({@link EvictionPressure}); 0 without block hashes. */
+    public double evictionShare() {
+      return evictionShare;
     }
 
     /** Drops the candidate list (the decision record has been written); the chosen one stays. */

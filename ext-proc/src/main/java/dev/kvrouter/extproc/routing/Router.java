@@ -12,6 +12,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
@@ -35,6 +37,8 @@ import org.slf4j.LoggerFactory;
  *       left: route among them anyway, fallback {@code all_unhealthy}: a router that declares the whole pool dead
  *       makes an outage out of a metrics problem), below the busy thresholds (none left: 429 with Retry-After,
  *       or the least-loaded with fallback {@code all_busy}, as configured);
+ *   <li>the fleet's eviction pressure ({@link EvictionPressure}, per model): how much of what it is asked it had
+ *       computed and evicted, which sets how much a recomputed block costs;
  *   <li>scoring ({@link CostModel}) of the eligible, then the policy's choice;
  *   <li>the reservation in the load ledger and a predicted entry in the index, so the next request sees both.
  * </ol>
@@ -48,6 +52,9 @@ public final class Router {
 
   private static final long[] NO_HASHES = new long[0];
 
+  /** 2 MiB per model: remembers about 4M distinct blocks, several times a 64-worker fleet's KV. */
+  public static final int DEFAULT_EVICTION_SLOTS = 1 << 19;
+
   private final WorkerRegistry registry;
   private final Map<String, RoutingPolicy> policies;
   private final RoutingConfig config;
@@ -58,6 +65,9 @@ public final class Router {
   private final Supplier<RandomGenerator> rng;
   private final AtomicLong seqs = new AtomicLong();
   private final AtomicLong lookupFailures = new AtomicLong();
+  /** Per served model (the workers' model name); pruned to the fleet's models when it outgrows them. */
+  private final ConcurrentHashMap<String, EvictionPressure> pressures = new ConcurrentHashMap<>();
+  private final int evictionSlots;
 
   private Router(Builder b) {
     this.registry = Objects.requireNonNull(b.registry, "registry");
@@ -68,6 +78,7 @@ public final class Router {
     this.health = b.health;
     this.nanoTime = b.nanoTime;
     this.rng = b.rng;
+    this.evictionSlots = b.evictionSlots;
     if (!policies.containsKey(config.defaults().policy())) {
       throw new IllegalArgumentException("default policy `" + config.defaults().policy() + "` is not one of "
           + policies.keySet());
@@ -147,7 +158,7 @@ public final class Router {
 
     if (serving.isEmpty()) {
       return reject(seq, req, policy, "model_not_served", fallbacks, OpenAiError.modelNotFound(model),
-          detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, List.of(), null, 0, 0, 0), t0);
+          detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, List.of(), null, 0, 0, 0, 0), t0);
     }
 
     long tl = nanoTime.getAsLong();
@@ -190,7 +201,7 @@ public final class Router {
       return reject(seq, req, policy, "no_eligible_worker", fallbacks,
           OpenAiError.noEligibleWorker(model, "all " + serving.size() + " workers are draining or prefill-only"),
           detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, null, 0, lookupNanos,
-              nanoTime.getAsLong() - ts), t0);
+              nanoTime.getAsLong() - ts, 0), t0);
     }
 
     List<Candidate> healthy = new ArrayList<>(hard.size());
@@ -225,13 +236,14 @@ public final class Router {
       if (settings.whenAllBusy() == ModelRouting.WhenAllBusy.REJECT) {
         return reject(seq, req, policy, "all_busy", fallbacks, OpenAiError.overloaded(model),
             detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, null, 0, lookupNanos,
-                nanoTime.getAsLong() - ts), t0);
+                nanoTime.getAsLong() - ts, 0), t0);
       }
       fallbacks.add("all_busy");
       pool = healthy;
     }
 
-    CostModel.score(pool, weights, shape);
+    double evictionShare = hashes.length > 0 && lookup != null ? evictionShare(serving, all, hashes) : 0;
+    CostModel.score(pool, weights, shape, evictionShare);
     if (lookup != null) {
       for (Candidate c : pool) {
         if (c.overlap.stale()) {
@@ -269,7 +281,7 @@ public final class Router {
     }
     long predicted = CostModel.predictedCachedTokens(chosen.overlap, shape);
     Decision.Detail detail = detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, chosen,
-        predicted, lookupNanos, scoreNanos);
+        predicted, lookupNanos, scoreNanos, evictionShare);
     return new Decision(seq, req.id(), model, policy.name(), chosen.worker(), chosen.id().dpRank(),
         choice.reason(), join(fallbacks), null, detail, reservation, nanoTime.getAsLong() - t0);
   }
@@ -282,11 +294,39 @@ public final class Router {
 
   private static Decision.Detail detail(String tenantHash, PromptInfo prompt, RouteRequest req, long promptTokens,
       RequestShape shape, int outputTokens, List<Candidate> candidates, Candidate chosen, long predicted,
-      long lookupNanos, long scoreNanos) {
+      long lookupNanos, long scoreNanos, double evictionShare) {
     String unavailable = prompt != null ? null
         : req.promptUnavailable() != null ? req.promptUnavailable() : "not_tokenized";
     return new Decision.Detail(tenantHash, promptTokens, prompt != null, unavailable, shape, outputTokens,
-        candidates, chosen, predicted, lookupNanos, scoreNanos, req.timings(), req.request().stream());
+        candidates, chosen, predicted, lookupNanos, scoreNanos, req.timings(), req.request().stream(), evictionShare);
+  }
+
+  /**
+   * The model's eviction share before this request, then records the request: the blocks beyond the longest
+   * prefix any worker holds (events or predictions, the ineligible workers too: their copies still exist).
+   */
+  private double evictionShare(List<Worker> serving, List<Candidate> all, long[] hashes) {
+    int held = 0;
+    for (int i = 0; i < all.size(); i++) {
+      held = Math.max(held, all.get(i).overlap.effective());
+    }
+    String model = serving.get(0).model();
+    EvictionPressure p = pressures.get(model);
+    if (p == null) {
+      if (pressures.size() >= 16) { // models that left the fleet: forget them
+        Set<String> live = new java.util.HashSet<>();
+        registry.current().all().forEach(w -> live.add(w.model()));
+        pressures.keySet().retainAll(live);
+      }
+      p = pressures.computeIfAbsent(model, m -> new EvictionPressure(evictionSlots));
+    }
+    return p.observe(hashes, held);
+  }
+
+  /** The model's recent eviction share (0 before any request of it), for metrics. */
+  public double evictionShare(String model) {
+    EvictionPressure p = pressures.get(model);
+    return p == null ? 0 : p.share();
   }
 
   private Overlap overlapOf(PrefixOverlapSource.Lookup lookup, WorkerId id, List<String> fallbacks) {
@@ -332,6 +372,7 @@ public final class Router {
     private WorkerHealth health = WorkerHealth.alwaysHealthy();
     private LongSupplier nanoTime = System::nanoTime;
     private Supplier<RandomGenerator> rng = ThreadLocalRandom::current;
+    private int evictionSlots = DEFAULT_EVICTION_SLOTS;
 
     private Builder(WorkerRegistry registry) {
       this.registry = registry;
@@ -371,6 +412,15 @@ public final class Router {
     /** Randomness for tie-breaks and sampling; {@code ThreadLocalRandom} by default, a seeded one in tests. */
     public Builder random(Supplier<RandomGenerator> r) {
       this.rng = r;
+      return this;
+    }
+
+    /** Fingerprint slots of each model's {@link EvictionPressure} (4 bytes each, one table per served model). */
+    public Builder evictionSlots(int slots) {
+      if (slots < 1 || slots > EvictionPressure.MAX_SLOTS) {
+        throw new IllegalArgumentException("eviction slots must be in [1, 2^28], was " + slots);
+      }
+      this.evictionSlots = slots;
       return this;
     }
 

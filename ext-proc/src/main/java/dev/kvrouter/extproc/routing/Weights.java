@@ -37,6 +37,11 @@ import java.util.Locale;
  * @param boundedLoad consistent hashing with bounded loads (Mirrokni et al.): a worker already running
  *     {@code ceil(c x (fleet in-flight + 1) x its weight share)} requests or more is skipped, so no worker runs more
  *     than about {@code c} times its share however hot the prefix it holds (0 = off; otherwise at least 1)
+ * @param newPrefillEvictionWeight added to {@code new_prefill_weight} in proportion to the fleet's eviction
+ *     pressure ({@link EvictionPressure}: the recent share of prompt blocks the fleet had computed and evicted),
+ *     reaching its full value at {@code eviction_share_full}. A second copy of a prefix is free while the fleet
+ *     evicts nothing that comes back, and costs later hits once it does (0 = off)
+ * @param evictionShareFull the eviction share at which {@code new_prefill_eviction_weight} applies in full (> 0)
  */
 public record Weights(
     double gpuCredit,
@@ -54,7 +59,9 @@ public record Weights(
     double imbalanceAbs,
     double imbalanceRel,
     double newPrefillQueueWeight,
-    double boundedLoad) {
+    double boundedLoad,
+    double newPrefillEvictionWeight,
+    double evictionShareFull) {
 
   /**
    * kvrouter's defaults: Dynamo's, but {@code new_prefill_weight} 1, which keeps best-of-N siblings and
@@ -62,22 +69,24 @@ public record Weights(
    * since a block held by a decoding request delays a new request's first token less than a block of prefill
    * queued ahead of it, split 0.45 on held blocks ({@code decode_load_scale}) and 0.05 on blocks read per decode
    * step ({@code decode_read_weight}): without shared prefixes the two counts are equal and the cost is exactly
-   * that of 0.5 on held blocks; with them, a worker holding a popular document pays for every request reading it
-   * (docs/routing.md has the A/B behind all three).
+   * that of 0.5 on held blocks; with them, a worker holding a popular document pays for every request reading it;
+   * and {@code new_prefill_eviction_weight} 8 reaching its full value at an eviction share of 0.05: a fleet that
+   * keeps recomputing what it evicted charges a recomputed block up to 9, one that evicts nothing that comes back
+   * stays at 1 (docs/routing.md has the A/B behind all four).
    */
   public static final Weights DEFAULTS =
-      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.45, 0.0, 1.0, 0.05, 0.0, false, 32, 1.1, 0.0, 0.0);
+      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.45, 0.0, 1.0, 0.05, 0.0, false, 32, 1.1, 0.0, 0.0, 8.0, 0.05);
 
   /** Dynamo's published defaults exactly (anchors §1.1): {@code new_prefill_weight} 0. */
   public static final Weights DYNAMO =
-      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, false, 32, 1.1, 0.0, 0.0);
+      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, false, 32, 1.1, 0.0, 0.0, 0.0, 0.05);
 
   /** Every key accepted in configuration and in {@code x-kvrouter-weights}. */
   public static final List<String> KEYS = List.of("gpu_credit", "cpu_credit", "disk_credit", "predicted_credit",
       "overlap_credit_decay", "prefill_load_scale", "decode_load_scale", "active_request_weight",
       "new_prefill_weight", "decode_read_weight", "temperature",
       "imbalance_gate", "imbalance_abs", "imbalance_rel", "new_prefill_queue_weight",
-      "bounded_load");
+      "bounded_load", "new_prefill_eviction_weight", "eviction_share_full");
 
   /** Longest {@code x-kvrouter-weights} value read. */
   static final int MAX_HEADER = 1024;
@@ -104,6 +113,11 @@ public record Weights(
     if (boundedLoad != 0 && boundedLoad < 1.0) {
       throw new IllegalArgumentException("bounded_load must be 0 (off) or >= 1, was " + boundedLoad);
     }
+    check("new_prefill_eviction_weight", newPrefillEvictionWeight);
+    check("eviction_share_full", evictionShareFull);
+    if (evictionShareFull <= 0 || evictionShareFull > 1) {
+      throw new IllegalArgumentException("eviction_share_full must be in (0, 1], was " + evictionShareFull);
+    }
   }
 
   private static void check(String key, double v) {
@@ -128,7 +142,7 @@ public record Weights(
       };
       return new Weights(gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
           decodeLoadScale, activeRequestWeight, newPrefillWeight, decodeReadWeight, temperature, b, imbalanceAbs,
-          imbalanceRel, newPrefillQueueWeight, boundedLoad);
+          imbalanceRel, newPrefillQueueWeight, boundedLoad, newPrefillEvictionWeight, evictionShareFull);
     }
     double d;
     try {
@@ -143,14 +157,14 @@ public record Weights(
   public Weights with(String key, double d) {
     double[] f = {gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
         decodeLoadScale, activeRequestWeight, newPrefillWeight, decodeReadWeight, temperature, 0, imbalanceAbs,
-        imbalanceRel, newPrefillQueueWeight, boundedLoad};
+        imbalanceRel, newPrefillQueueWeight, boundedLoad, newPrefillEvictionWeight, evictionShareFull};
     int i = KEYS.indexOf(key);
     if (i < 0 || key.equals("imbalance_gate")) {
       throw new IllegalArgumentException("unknown weight `" + key + "` (known: " + String.join(", ", KEYS) + ")");
     }
     f[i] = d;
     return new Weights(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], imbalanceGate, f[12],
-        f[13], f[14], f[15]);
+        f[13], f[14], f[15], f[16], f[17]);
   }
 
   /**

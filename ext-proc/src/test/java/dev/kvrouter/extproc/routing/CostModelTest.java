@@ -65,7 +65,7 @@ class CostModelTest {
     // per held block + 0.05 per block read; nothing is shared here, so the two counts are equal):
     // w1 8 + 8 + 10 = 26, w2 5 + 5 + 7.5 = 17.5, w3 2 + 2 + 9.5 = 13.5: now w3 wins, the worker that holds the most
     List<Candidate> cs = dynamosThreeWorkers();
-    CostModel.score(cs, Weights.DEFAULTS, prompt(10));
+    CostModel.score(cs, Weights.DEFAULTS, prompt(10), 0);
     assertThat(cs.get(0).cost()).isCloseTo(26.0, within(1e-9));
     assertThat(cs.get(1).cost()).isCloseTo(17.5, within(1e-9));
     assertThat(cs.get(2).cost()).isCloseTo(13.5, within(1e-9));
@@ -80,18 +80,42 @@ class CostModelTest {
     // (decode weight 0.5 on 10 blocks = 5 on both): w1 (5 + 2) + 1.5 x 2 + 5 = 15, w2 10 + 1.5 x 10 + 5 = 30
     Weights w = MEMORY_ONLY.with("new_prefill_queue_weight", 2);
     List<Candidate> cs = List.of(cand("w1", gpu(8), load(80, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
-    CostModel.score(cs, w, prompt(10));
+    CostModel.score(cs, w, prompt(10), 0);
     assertThat(cs.get(0).cost()).isCloseTo(15.0, within(1e-9));
     assertThat(cs.get(1).cost()).isCloseTo(30.0, within(1e-9));
     // an idle fleet: the plain weight 1 (w1 2 + 2 + 5 = 9, w2 10 + 10 + 5 = 25)
     List<Candidate> idle = List.of(cand("w1", gpu(8), load(0, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
-    CostModel.score(idle, w, prompt(10));
+    CostModel.score(idle, w, prompt(10), 0);
     assertThat(idle.get(0).cost()).isCloseTo(9.0, within(1e-9));
     assertThat(idle.get(1).cost()).isCloseTo(25.0, within(1e-9));
     // a queue of more than the prompt per worker caps the charge at 1 + 2 = 3: w2 (50 + 10) + 3 x 10 + 5 = 95
     List<Candidate> busy = List.of(cand("w1", gpu(8), load(1600, 0, 0)), cand("w2", gpu(0), load(800, 0, 0)));
-    CostModel.score(busy, w, prompt(10));
+    CostModel.score(busy, w, prompt(10), 0);
     assertThat(busy.get(1).cost()).isCloseTo(95.0, within(1e-9));
+  }
+
+  @Test
+  void theEvictionWeightRaisesTheRecomputeChargeOnlyWhileTheFleetEvictsWhatComesBack() {
+    // 10-block prompt; w1 holds 8 with 160 tokens (10 blocks) queued, w2 holds nothing, idle. Decode 0.5 x 10 = 5.
+    // Without eviction pressure the charge is 1: w1 (10 + 2) + 2 + 5 = 19, w2 10 + 10 + 5 = 25.
+    Weights w = MEMORY_ONLY.with("new_prefill_eviction_weight", 2).with("eviction_share_full", 0.05);
+    List<Candidate> calm = List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+    CostModel.score(calm, w, prompt(10), 0);
+    assertThat(calm.get(0).cost()).isCloseTo(19.0, within(1e-9));
+    assertThat(calm.get(1).cost()).isCloseTo(25.0, within(1e-9));
+    // Half the full share: 1 + 2 x 0.5 = 2: w1 12 + 4 + 5 = 21, w2 10 + 20 + 5 = 35
+    List<Candidate> half = List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+    CostModel.score(half, w, prompt(10), 0.025);
+    assertThat(half.get(0).cost()).isCloseTo(21.0, within(1e-9));
+    assertThat(half.get(1).cost()).isCloseTo(35.0, within(1e-9));
+    // Past the full share it is capped at 1 + 2 = 3: w2 10 + 30 + 5 = 45
+    List<Candidate> full = List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+    CostModel.score(full, w, prompt(10), 0.4);
+    assertThat(full.get(1).cost()).isCloseTo(45.0, within(1e-9));
+    // The weight off (0), any share changes nothing
+    List<Candidate> off = List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+    CostModel.score(off, MEMORY_ONLY.with("new_prefill_eviction_weight", 0), prompt(10), 0.4);
+    assertThat(off.get(1).cost()).isCloseTo(25.0, within(1e-9));
   }
 
   @Test
@@ -99,7 +123,7 @@ class CostModelTest {
     // The docs' decode column is each worker's active blocks; the scorer adds the request's own 10 blocks to every
     // worker alike (nothing of it is active anywhere), so each cost is the documented one plus 10.
     List<Candidate> cs = dynamosThreeWorkers();
-    CostModel.score(cs, Weights.DYNAMO, prompt(10));
+    CostModel.score(cs, Weights.DYNAMO, prompt(10), 0);
     assertThat(cs).extracting(Candidate::prefillBlocks).containsExactly(8.0, 5.0, 2.0);
     assertThat(cs).extracting(Candidate::decodeBlocks).containsExactly(20.0, 15.0, 19.0);
     assertThat(cs).extracting(Candidate::cost).containsExactly(28.0, 20.0, 21.0);
@@ -113,7 +137,7 @@ class CostModelTest {
   void lowerTiersEarnPartialCredit() {
     // 2 on GPU, 4 more on CPU, 4 more on disk: credit 2 x 1 + 4 x 0.75 + 4 x 0.25 = 6 -> prefill 10 - 6 = 4
     Candidate c = cand("w", new Overlap(2, 4, 4, 0, false), load(0, 0, 0));
-    CostModel.score(List.of(c), Weights.DYNAMO, prompt(10));
+    CostModel.score(List.of(c), Weights.DYNAMO, prompt(10), 0);
     assertThat(c.creditBlocks()).isEqualTo(6.0);
     assertThat(c.prefillBlocks()).isEqualTo(4.0);
     assertThat(c.cost()).isEqualTo(14.0); // 4 + decode 10
@@ -132,7 +156,7 @@ class CostModelTest {
     Candidate stale = cand("s", new Overlap(8, 0, 0, 3, true), load(0, 0, 0));
     // fresh: max(events 2, predicted 5) -> credit 5, prefill 5
     Candidate fresh = cand("f", new Overlap(2, 0, 0, 5, false), load(0, 0, 0));
-    CostModel.score(List.of(stale, fresh), Weights.DYNAMO, prompt(10));
+    CostModel.score(List.of(stale, fresh), Weights.DYNAMO, prompt(10), 0);
     assertThat(stale.creditBlocks()).isEqualTo(3.0);
     assertThat(stale.prefillBlocks()).isEqualTo(7.0);
     assertThat(fresh.creditBlocks()).isEqualTo(5.0);
@@ -146,7 +170,7 @@ class CostModelTest {
     // 20 blocks claimed, the request has 10: credit 10, prefill 0 (the last partial block has no hash: prompt of
     // 170 tokens = 10 full + 1 partial block -> prefill 11 - 10 = 1)
     Candidate c = cand("w", gpu(20), load(0, 0, 0));
-    CostModel.score(List.of(c), Weights.DYNAMO, RequestShape.of(170, B, 10, 0));
+    CostModel.score(List.of(c), Weights.DYNAMO, RequestShape.of(170, B, 10, 0), 0);
     assertThat(c.creditBlocks()).isEqualTo(10.0);
     assertThat(c.prefillBlocks()).isEqualTo(1.0);
   }
@@ -156,7 +180,7 @@ class CostModelTest {
     // active prefill 320 tokens = 20 blocks; prompt 10, credit 10 -> prefill 20; decode 30 active + 10 new = 40;
     // scale 2 -> 2 x 20 + 40 = 80
     Candidate c = cand("w", gpu(10), load(320, 30, 3));
-    CostModel.score(List.of(c), Weights.DYNAMO.with("prefill_load_scale", 2.0), prompt(10));
+    CostModel.score(List.of(c), Weights.DYNAMO.with("prefill_load_scale", 2.0), prompt(10), 0);
     assertThat(c.prefillBlocks()).isEqualTo(20.0);
     assertThat(c.decodeBlocks()).isEqualTo(40.0);
     assertThat(c.cost()).isEqualTo(80.0);
@@ -164,7 +188,7 @@ class CostModelTest {
     assertThat(c.loadCost()).isEqualTo(70.0);
     // decode scale 0.5 and 4 per request: 2 x 20 + 0.5 x 40 + 4 x 3 = 72
     CostModel.score(List.of(c), Weights.DYNAMO.withOverrides(
-        "prefill_load_scale=2,decode_load_scale=0.5,active_request_weight=4"), prompt(10));
+        "prefill_load_scale=2,decode_load_scale=0.5,active_request_weight=4"), prompt(10), 0);
     assertThat(c.cost()).isEqualTo(72.0);
   }
 
@@ -172,7 +196,7 @@ class CostModelTest {
   void blocksAlreadyActiveOnTheWorkerAddNothing() {
     // 10-block prompt whose first 6 blocks are held by an in-flight request there: decode 6 active + 4 new = 10
     Candidate shared = Candidate.of(worker("w", 1), 0, Overlap.NONE, load(0, 6, 1), 6);
-    CostModel.score(List.of(shared), Weights.DYNAMO, prompt(10));
+    CostModel.score(List.of(shared), Weights.DYNAMO, prompt(10), 0);
     assertThat(shared.decodeBlocks()).isEqualTo(10.0);
   }
 
@@ -180,7 +204,7 @@ class CostModelTest {
   void expectedOutputBlocksAddToDecode() {
     // 100 output tokens at block 16 = 7 blocks
     Candidate c = cand("w", Overlap.NONE, load(0, 0, 0));
-    CostModel.score(List.of(c), Weights.DYNAMO, RequestShape.of(160, B, 10, 100));
+    CostModel.score(List.of(c), Weights.DYNAMO, RequestShape.of(160, B, 10, 100), 0);
     assertThat(c.decodeBlocks()).isEqualTo(17.0);
   }
 
@@ -194,7 +218,7 @@ class CostModelTest {
     Candidate cold = Candidate.of(worker("cold", 1), 0, gpu(100), load(0, 116, 216, 2), 100);
     // memory only (read weight 0): decode = active + (104 - 100 shared) + 4 output: 268 vs 124
     // cost = 4 + 4 + 0.5 x 268 = 142 vs 4 + 4 + 0.5 x 124 = 70: cold wins on memory already here
-    CostModel.score(List.of(hot, cold), MEMORY_ONLY, shape);
+    CostModel.score(List.of(hot, cold), MEMORY_ONLY, shape, 0);
     assertThat(hot.decodeBlocks()).isEqualTo(268.0);
     assertThat(cold.decodeBlocks()).isEqualTo(124.0);
     assertThat(hot.cost()).isEqualTo(142.0);
@@ -204,7 +228,7 @@ class CostModelTest {
     assertThat(cold.readBlocks()).isEqualTo(324.0);
     // with decode_read_weight 0.25: 142 + 567 = 709 vs 70 + 81 = 151
     Weights w = MEMORY_ONLY.with("decode_read_weight", 0.25);
-    CostModel.score(List.of(hot, cold), w, shape);
+    CostModel.score(List.of(hot, cold), w, shape, 0);
     assertThat(hot.cost()).isEqualTo(709.0);
     assertThat(cold.cost()).isEqualTo(151.0);
     // the load without the request: 0.5 x 260 + 0.25 x 2160 = 670; 0.5 x 116 + 0.25 x 216 = 112
@@ -212,7 +236,7 @@ class CostModelTest {
     assertThat(cold.loadCost()).isEqualTo(112.0);
     // the defaults (0.45 held + 0.05 read): 8 + 0.45 x 268 + 0.05 x 2268 = 8 + 120.6 + 113.4 = 242;
     // 8 + 0.45 x 124 + 0.05 x 324 = 8 + 55.8 + 16.2 = 80; loads 117 + 108 = 225 and 52.2 + 10.8 = 63
-    CostModel.score(List.of(hot, cold), Weights.DEFAULTS, shape);
+    CostModel.score(List.of(hot, cold), Weights.DEFAULTS, shape, 0);
     assertThat(hot.cost()).isCloseTo(242.0, within(1e-9));
     assertThat(cold.cost()).isCloseTo(80.0, within(1e-9));
     assertThat(hot.loadCost()).isCloseTo(225.0, within(1e-9));
@@ -228,17 +252,17 @@ class CostModelTest {
     Candidate shared = cand("shared", Overlap.NONE, load(0, 120, 1020, 10));
     Candidate spread = cand("spread", Overlap.NONE, load(0, 120, 120, 1));
     // memory only: 10 + 10 + 0.5 x 130 = 85 on both: a tie the memory view cannot break
-    CostModel.score(List.of(shared, spread), MEMORY_ONLY, shape);
+    CostModel.score(List.of(shared, spread), MEMORY_ONLY, shape, 0);
     assertThat(shared.cost()).isEqualTo(85.0);
     assertThat(spread.cost()).isEqualTo(85.0);
     // the defaults: 20 + 0.45 x 130 + 0.05 x 1030 = 130 vs 20 + 0.45 x 130 + 0.05 x 130 = 85: spread, which shares
     // nothing, costs exactly what it cost with the whole 0.5 on held blocks
-    CostModel.score(List.of(shared, spread), Weights.DEFAULTS, shape);
+    CostModel.score(List.of(shared, spread), Weights.DEFAULTS, shape, 0);
     assertThat(shared.cost()).isCloseTo(130.0, within(1e-9));
     assertThat(spread.cost()).isCloseTo(85.0, within(1e-9));
     // decode_read_weight 0.1: + 0.1 x (1020 + 10) = 103 -> 188; + 0.1 x (120 + 10) = 13 -> 98: spread wins
     Weights w = MEMORY_ONLY.with("decode_read_weight", 0.1);
-    CostModel.score(List.of(shared, spread), w, shape);
+    CostModel.score(List.of(shared, spread), w, shape, 0);
     assertThat(shared.cost()).isCloseTo(188.0, within(1e-9));
     assertThat(spread.cost()).isCloseTo(98.0, within(1e-9));
     assertThat(new KvAwarePolicy().choose(new Scoring(null, List.of(shared, spread), w, shape, true,
@@ -253,19 +277,19 @@ class CostModelTest {
     // credit = 1 / (1 + 1 x 10 / 10) x 10 = 5 -> prefill 10 + 10 - 5 = 15; idle: no overlap -> 10
     Candidate busy = cand("busy", gpu(10), load(160, 0, 0));
     Candidate idle = cand("idle", Overlap.NONE, load(0, 0, 0));
-    CostModel.score(List.of(busy, idle), Weights.DYNAMO.with("overlap_credit_decay", 1.0), prompt(10));
+    CostModel.score(List.of(busy, idle), Weights.DYNAMO.with("overlap_credit_decay", 1.0), prompt(10), 0);
     assertThat(busy.creditBlocks()).isEqualTo(5.0);
     assertThat(busy.prefillBlocks()).isEqualTo(15.0);
     assertThat(idle.prefillBlocks()).isEqualTo(10.0);
     // without decay the holder's queue is fully offset: 10 + 10 - 10 = 10
-    CostModel.score(List.of(busy, idle), Weights.DYNAMO, prompt(10));
+    CostModel.score(List.of(busy, idle), Weights.DYNAMO, prompt(10), 0);
     assertThat(busy.prefillBlocks()).isEqualTo(10.0);
   }
 
   @Test
   void aHeavierWorkerCostsProportionallyLess() {
     Candidate big = Candidate.of(worker("big", 2), 0, gpu(2), load(0, 10, 0), 0);
-    CostModel.score(List.of(big), Weights.DYNAMO, prompt(10));
+    CostModel.score(List.of(big), Weights.DYNAMO, prompt(10), 0);
     assertThat(big.cost()).isEqualTo((8 + 20) / 2.0);
   }
 
@@ -285,7 +309,7 @@ class CostModelTest {
   void costsStayWithinFloatTolerance() {
     Candidate a = cand("a", new Overlap(0, 4, 0, 0, false), load(0, 0, 0));
     Candidate b = cand("b", new Overlap(3, 0, 0, 0, false), load(0, 0, 0));
-    CostModel.score(List.of(a, b), Weights.DYNAMO, prompt(10));
+    CostModel.score(List.of(a, b), Weights.DYNAMO, prompt(10), 0);
     // 4 x 0.75 = 3 exactly as 3 x 1: a tie, not a float accident
     assertThat(a.cost()).isCloseTo(b.cost(), within(1e-12));
     assertThat(Selection.same(a.cost(), b.cost())).isTrue();

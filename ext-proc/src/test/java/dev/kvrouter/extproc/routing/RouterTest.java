@@ -103,6 +103,55 @@ class RouterTest {
   }
 
   /**
+   * The eviction term, hand-worked on the flood above. A 64-block document is routed twice while no worker holds
+   * it (the fleet evicted it between): 64 of 64 D + 64 sampled blocks came back, a share of about 0.5, past
+   * {@code eviction_share_full} 0.05, so {@code new_prefill_eviction_weight} 2 applies in full and a recomputed block
+   * costs 3. Then the flood on an idle fleet: w1 costs 14.8k + 64 (16 more for its 8 new blocks), an idle worker
+   * 64 + 3 x 64 + 0.45 x 64 + 0.05 x 64 = 288, so w1 keeps 16 requests instead of 8. The share stays above 0.05
+   * through them (64 D^k / (128 + 64k) at k = 16 is 0.055). Without the eviction history, or with the weight off,
+   * the same flood spills after 8.
+   */
+  @Test
+  void aFleetThatEvictedWhatItIsAskedForAgainChargesRecomputeMoreAndKeepsTheHotSpotLonger() {
+    Weights evicting = Weights.DEFAULTS.with("new_prefill_eviction_weight", 2).with("eviction_share_full", 0.05);
+    java.util.SplittableRandom r = new java.util.SplittableRandom(7);
+    long[] doc = new long[64];
+    for (int i = 0; i < doc.length; i++) {
+      doc[i] = r.nextLong() >>> 3; // every block sampled
+    }
+    double share = 64 / (64 * EvictionPressure.DECAY + 64);
+    for (Weights w : List.of(evicting, Weights.DEFAULTS.with("new_prefill_eviction_weight", 0))) {
+      RouterHarness x = new RouterHarness().fleet(worker("w1"), worker("w2"), worker("w3"));
+      x.settings(new ModelRouting(KvAwarePolicy.NAME, w, BusyThresholds.OFF, ModelRouting.WhenAllBusy.REJECT));
+      for (int i = 0; i < 2; i++) {
+        Decision d = x.route(new PromptInfo(64 * B, B, doc));
+        x.ledger.release(d.reservation()); // served and gone: only the eviction history remains
+      }
+      x.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));
+      List<String> order = new ArrayList<>();
+      for (int i = 0; i < 17; i++) {
+        Decision d = x.route(prompt(1, 56, 8, i));
+        if (i == 0) {
+          assertThat(d.detail().evictionShare()).isCloseTo(share, within(1e-12));
+          assertThat(x.router().evictionShare(RouterHarness.MODEL)).isLessThan(share); // 64 more, none back
+        }
+        order.add(name(d));
+      }
+      int kept = w == evicting ? 16 : 8;
+      assertThat(order.subList(0, kept)).as("%s", w).containsOnly("w1");
+      assertThat(order.get(kept)).as("%s", w).isIn("w2", "w3");
+    }
+    // The weight on, no eviction history: the plain flood
+    h.settings(new ModelRouting(KvAwarePolicy.NAME, evicting, BusyThresholds.OFF, ModelRouting.WhenAllBusy.REJECT));
+    h.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));
+    List<String> order = new ArrayList<>();
+    flood(9, order, new ArrayList<>());
+    assertThat(order.subList(0, 8)).containsOnly("w1");
+    assertThat(order.get(8)).isIn("w2", "w3");
+    assertThat(h.router().evictionShare(RouterHarness.MODEL)).isZero();
+  }
+
+  /**
    * Best-of-N: a sibling arrives while the first is still prefilling on w2 (the router's prediction says w2 will
    * hold the 64 blocks, nothing is cached yet). Dynamo's weights tie w2 (64 queued + 0 own + 64 shared decode =
    * 128) with an idle worker (64 + 64 = 128) and the tie goes to the least loaded, so siblings scatter and each

@@ -8,7 +8,7 @@ import org.junit.jupiter.api.Test;
 class WeightsTest {
 
   @Test
-  void defaultsAreDynamosAndSglangsPublishedOnesButForTwoMeasuredChanges() {
+  void defaultsAreDynamosAndSglangsPublishedOnesButForThreeMeasuredChanges() {
     Weights d = Weights.DEFAULTS;
     // ours (docs/routing.md, the A/B): a recomputed block counts once more; decode weighs half a block in all,
     // 0.45 per held block and 0.05 per block read by decode steps
@@ -18,8 +18,12 @@ class WeightsTest {
     assertThat(Weights.DYNAMO.newPrefillWeight()).isZero();
     assertThat(Weights.DYNAMO.decodeLoadScale()).isEqualTo(1.0);
     assertThat(Weights.DYNAMO.decodeReadWeight()).isZero();
+    // and the recompute charge rises with the fleet's eviction pressure, up to 1 + 8 at a share of 0.05
+    assertThat(d.newPrefillEvictionWeight()).isEqualTo(8.0);
+    assertThat(d.evictionShareFull()).isEqualTo(0.05);
+    assertThat(Weights.DYNAMO.newPrefillEvictionWeight()).isZero();
     assertThat(Weights.DYNAMO.with("new_prefill_weight", 1.0).with("decode_load_scale", 0.45)
-        .with("decode_read_weight", 0.05)).isEqualTo(d);
+        .with("decode_read_weight", 0.05).with("new_prefill_eviction_weight", 8)).isEqualTo(d);
     assertThat(d.gpuCredit()).isEqualTo(1.0);
     assertThat(d.cpuCredit()).isEqualTo(0.75);
     assertThat(d.diskCredit()).isEqualTo(0.25);

@@ -80,7 +80,7 @@ class OffloadEventsIndexTest {
     Worker worker = new Worker("w", "127.0.0.1", 8000, MODEL, java.util.List.of(), Worker.Role.BOTH, null, 1, BS, 1,
         null, false, java.util.Map.of());
     Candidate cand = Candidate.of(worker, 0, o, WorkerLoad.ZERO, 0);
-    CostModel.score(java.util.List.of(cand), w, RequestShape.of(a.length + 16, BS, 4, 1));
+    CostModel.score(java.util.List.of(cand), w, RequestShape.of(a.length + 16, BS, 4, 1), 0);
     assertThat(cand.creditBlocks()).isEqualTo(2 * w.gpuCredit() + w.cpuCredit());
   }
 

@@ -1,0 +1,109 @@
+package dev.kvrouter.extproc.routing;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
+
+import java.util.Arrays;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+class EvictionPressureTest {
+
+  static final double D = EvictionPressure.DECAY;
+
+  /** {@code n} random block hashes of which every one is sampled (top three bits zero). */
+  static long[] sampled(SplittableRandom r, int n) {
+    long[] h = new long[n];
+    for (int i = 0; i < n; i++) {
+      h[i] = r.nextLong() >>> 3;
+    }
+    return h;
+  }
+
+  @Test
+  void blocksNoWorkerHoldsThatCameBeforeAreEvictedOnesHeldOrNewOnesAreNot() {
+    SplittableRandom r = new SplittableRandom(1);
+    EvictionPressure p = new EvictionPressure(1 << 16);
+    long[] doc = sampled(r, 40);
+    assertThat(p.observe(doc, 0)).isZero(); // the share before it: nothing yet
+    assertThat(p.share()).isZero(); // all 40 new
+
+    // The same document again while a worker holds all of it: nothing came back from eviction.
+    assertThat(p.observe(doc, 40)).isZero();
+    assertThat(p.share()).isZero();
+
+    // Again, a worker holding only its first 10 blocks: 30 came back.
+    p.observe(doc, 10);
+    double blocks = (40 * D + 40) * D + 40;
+    assertThat(p.share()).isCloseTo(30 / blocks, within(1e-12));
+
+    // A fresh prompt nobody holds: nothing came back, the share falls.
+    double before = p.share();
+    assertThat(p.observe(sampled(r, 40), 0)).isEqualTo(before);
+    assertThat(p.share()).isCloseTo(30 * D / (blocks * D + 40), within(1e-12));
+  }
+
+  @Test
+  void onlyHashesWithTheTopThreeBitsZeroAreTrackedSoEveryBlockIsAlwaysOrNeverSampled() {
+    SplittableRandom r = new SplittableRandom(2);
+    long[] unsampled = new long[64];
+    for (int i = 0; i < unsampled.length; i++) {
+      unsampled[i] = (r.nextLong() >>> 3) | ((1L + r.nextInt(7)) << 61);
+    }
+    EvictionPressure p = new EvictionPressure(1 << 16);
+    p.observe(unsampled, 0);
+    p.observe(unsampled, 0);
+    assertThat(p.share()).isZero();
+
+    // Mixed: about one in eight of random hashes is tracked, and the share is theirs alone.
+    long[] mixed = new long[8000];
+    for (int i = 0; i < mixed.length; i++) {
+      mixed[i] = r.nextLong();
+    }
+    EvictionPressure q = new EvictionPressure(1 << 22); // no two of this seed's ~1,000 tracked blocks share a slot
+    q.observe(mixed, 0);
+    q.observe(Arrays.copyOf(mixed, 4000), 0); // half of it comes back
+    // tracked blocks in the first half / (all tracked x D + tracked in the first half)
+    long firstHalf = Arrays.stream(mixed, 0, 4000).filter(h -> h >>> 61 == 0).count();
+    long all = Arrays.stream(mixed).filter(h -> h >>> 61 == 0).count();
+    assertThat(all).isBetween(800L, 1200L);
+    assertThat(q.share()).isCloseTo(firstHalf / (all * D + firstHalf), within(1e-12));
+  }
+
+  @Test
+  void aSlotRemembersTheLastBlockWrittenToIt() {
+    EvictionPressure p = new EvictionPressure(4); // four slots: hashes 4 apart share one
+    long a = 1L << 29; // slot 0, fingerprint 1
+    long b = (2L << 29); // slot 0, fingerprint 2
+    p.observe(new long[] {a}, 0);
+    p.observe(new long[] {b}, 0); // overwrites a
+    p.observe(new long[] {a}, 0); // forgotten: counted as new
+    assertThat(p.share()).isZero();
+    p.observe(new long[] {a}, 0); // remembered now
+    assertThat(p.share()).isGreaterThan(0);
+  }
+
+  @Test
+  void theShareIsAMovingAverageThatForgetsOldRequests() {
+    SplittableRandom r = new SplittableRandom(3);
+    EvictionPressure p = new EvictionPressure(1 << 20);
+    long[] doc = sampled(r, 16);
+    p.observe(doc, 0);
+    p.observe(doc, 0); // 16 of 32 came back
+    assertThat(p.share()).isCloseTo(16 / (16 * D + 16), within(1e-12));
+    for (int i = 0; i < 5000; i++) {
+      p.observe(sampled(r, 16), 0);
+    }
+    // 16 x D^5000 / (about 16 / (1 - D)): five thousand fresh requests later it is all but gone
+    assertThat(p.share()).isLessThan(1e-3).isGreaterThan(0);
+  }
+
+  @Test
+  void slotsAreBoundedAndRoundedUpToAPowerOfTwo() {
+    assertThat(new EvictionPressure(1000).bytes()).isEqualTo(4 * 1024);
+    assertThat(new EvictionPressure(1024).bytes()).isEqualTo(4 * 1024);
+    assertThatThrownBy(() -> new EvictionPressure(0)).hasMessageContaining("slots");
+    assertThatThrownBy(() -> new EvictionPressure(EvictionPressure.MAX_SLOTS + 1)).hasMessageContaining("2^28");
+  }
+}
