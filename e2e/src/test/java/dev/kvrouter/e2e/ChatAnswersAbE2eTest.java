@@ -2,35 +2,26 @@ package dev.kvrouter.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.kvrouter.examples.ab.ChatFront;
 import dev.kvrouter.examples.ab.EngineIdeals;
-import dev.kvrouter.examples.ab.EnvoyAbStack;
-import dev.kvrouter.examples.loadgen.AbRunner;
-import dev.kvrouter.examples.loadgen.LoadConfig;
-import dev.kvrouter.examples.loadgen.LoadGenerator;
 import dev.kvrouter.examples.loadgen.PolicyPreparer;
 import dev.kvrouter.examples.report.AbReport;
 import dev.kvrouter.examples.report.PolicyResult;
 import dev.kvrouter.examples.report.RequestRecord;
 import dev.kvrouter.examples.report.WorkloadResult;
 import dev.kvrouter.examples.sim.http.ScriptedOutput;
-import dev.kvrouter.examples.sim.timing.Presets;
 import dev.kvrouter.examples.workload.AnswerReuse;
 import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadCatalog;
 import dev.kvrouter.examples.workload.WorkloadRequest;
 import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
@@ -57,35 +48,19 @@ import org.junit.jupiter.api.io.TempDir;
 class ChatAnswersAbE2eTest {
 
   static final String MODEL = "meta-llama/Llama-3.1-8B-Instruct";
-  static final int BS = 16;
-  static final int WORKERS = 4;
-
-  EnvoyAbStack stack;
-  ChatFront chat;
-
-  @BeforeAll
-  void start() throws Exception {
-    Path llama = Stack.tokenizer("llama3_1");
-    chat = ChatFront.load(MODEL, llama, BS, null);
-    Path dir = Files.createTempDirectory("kvrouter-e2e-chat-answers");
-    stack = EnvoyAbStack.start(new EnvoyAbStack.Options(Stack.ROOT, WORKERS, Presets.byId("llama3.1-8b-h100"), MODEL,
-        llama, BS, 4096, 11, null, true, "routing: {policy: kv_aware, scrape: {interval_ms: 100}}", dir, 0, null,
-        "", new ScriptedOutput(WorkloadCatalog.create(SPEC).tokenSpace())), InProcessRouter.launcher(List::of));
-  }
-
-  @AfterAll
-  void stop() {
-    if (stack != null) {
-      stack.close();
-    }
-    if (chat != null) {
-      chat.close();
-    }
-  }
-
   // 10 conversations of 3 turns, answers of 40-60 words: 2-3 decode-filled blocks each
   static final String SPEC = "multi-turn:format=chat,answers=model,sessions=10,rate=4,turns=3,think=0.05,system=64,"
       + "user=30..60,output=40..60,seed=9";
+  static final int BS = AbRuns.BS;
+
+  @AutoClose
+  AbRuns.Fleet fleet;
+
+  @BeforeAll
+  void start() throws Exception {
+    fleet = AbRuns.Fleet.start(MODEL, "llama3_1", null, 11,
+        new ScriptedOutput(WorkloadCatalog.create(SPEC).tokenSpace()));
+  }
 
   @Test
   void kvAwareServesTheNextTurnThePreviousAnswersBlocks(@TempDir Path out) throws Exception {
@@ -94,20 +69,12 @@ class ChatAnswersAbE2eTest {
       records.put(policy, r);
       return null;
     }).build();
-    EngineIdeals ideals = new EngineIdeals(chat, MODEL, BS, 4096L * WORKERS);
+    EngineIdeals ideals = fleet.ideals();
     ByteArrayOutputStream progress = new ByteArrayOutputStream();
-    String before = stack.routerMetrics();
-    AbReport report;
-    try (LoadGenerator gen = new LoadGenerator(LoadConfig.defaults(stack.uri(), MODEL)
-        .withMaxRunTime(Duration.ofSeconds(30)).withTimeouts(Duration.ofSeconds(30), Duration.ofSeconds(20))
-        .withSampleInterval(Duration.ofMillis(100)))) {
-      AbRunner.Settings settings = new AbRunner.Settings(List.of("kv_aware", "round_robin"), "kv_aware",
-          "round_robin", true, BS, true, Duration.ofMillis(300), Duration.ofSeconds(30), out, Map.of("test", true), 0,
-          ideals::infinite);
-      report = new AbRunner(gen, stack.targets(), settings, keep,
-          new PrintStream(progress, true, StandardCharsets.UTF_8)).run(List.of(SPEC));
-    }
-    String after = stack.routerMetrics();
+    String before = fleet.stack().routerMetrics();
+    AbReport report = fleet.run(List.of(SPEC), List.of("kv_aware", "round_robin"), keep, ideals,
+        out, progress);
+    String after = fleet.stack().routerMetrics();
     String log = progress.toString(StandardCharsets.UTF_8);
 
     WorkloadResult section = report.workloads().get(0);
