@@ -14,8 +14,8 @@ import java.util.function.ToIntFunction;
  * The ideal reuse of workloads over their prompts as the workers prefill them ({@link ChatFront#engineIds}: chat
  * rendered and tokenized with the model's own template and tokenizer, media keyed by the engine's identifiers) and
  * their scripted answers as the workers generate them ({@link ChatFront#engineAnswers}), with an infinite cache and
- * with the fleet's KV capacity as one LRU cache, as the virtual-time A/B computes it. Each prompt is rendered once for both, and
- * each figure computed once per workload instance.
+ * with the fleet's KV capacity as one LRU cache, as the virtual-time A/B computes it. Each prompt is rendered once
+ * for both, and each figure computed once per workload instance.
  *
  * <p>Not thread-safe: one thread (the A/B runner's) per instance.
  */

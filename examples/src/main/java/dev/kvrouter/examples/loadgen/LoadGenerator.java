@@ -57,10 +57,11 @@ import org.slf4j.LoggerFactory;
  * resends the model's own answer; a chat request's seed names a scripted chat answer, whose text the worker streams
  * and the next turn resends as the assistant message. A later prompt resends what the client received: an earlier
  * answer that came back short is cut to the tokens streamed, a chat answer to the whole words streamed (none for a
- * failed or unsent turn; {@link Prompt#withAnswersCut}), as the virtual-time A/B ({@code ab.VirtualRun}) does. The run's notes count the held-back turns, their total and
- * longest hold, the answers resent short, and how many streamed answers matched the script (a worker that picks
- * its own tokens makes the resent answers fresh in effect, and the notes say so); the same figures, structured,
- * are the run's {@link Sessions} ({@link RunData#sessions}, report.json's {@code sessions} per policy).
+ * failed or unsent turn; {@link Prompt#withAnswersCut}), as the virtual-time A/B ({@code ab.VirtualRun}) does.
+ * The run's notes count the held-back turns, their total and longest hold, the answers resent short, and how many
+ * streamed answers matched the script (a worker that picks its own tokens makes the resent answers fresh in effect,
+ * and the notes say so); the same figures, structured, are the run's {@link Sessions} ({@link RunData#sessions},
+ * report.json's {@code sessions} per policy).
  *
  * <p>Threads, all fixed whatever the request count: the caller's thread (the send thread) schedules and makes every
  * send (it builds the next body, then waits until its arrival time); the HTTP client's selector thread and
