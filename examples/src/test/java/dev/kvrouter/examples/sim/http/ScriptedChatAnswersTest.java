@@ -31,15 +31,18 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
-import org.junit.jupiter.api.Test;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * A scripted worker answers a seeded chat request with the scripted chat answer, over real HTTP, as the virtual-time
  * A/B's engine generates it: the text (streamed and not) is the script's, {@code completion_tokens} counts the
  * answer's tokens and the end of turn, and the KV cache holds exactly the prompt and those tokens, which the next
  * turn, resending the text, is served from. The expected figures come from the virtual path's own encoder
- * ({@link ChatFront}), loaded apart from the worker's.
+ * ({@link ChatFront}), loaded apart from the worker's; for each real tokenizer and chat template.
  */
 @Timeout(90)
 class ScriptedChatAnswersTest {
@@ -48,10 +51,20 @@ class ScriptedChatAnswersTest {
   private static final HttpClient CLIENT = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
   private static final int BS = 16;
 
-  @Test
-  void aSeededChatRequestGetsTheScriptedAnswerAndCachesWhatTheVirtualEngineCaches() throws Exception {
-    Path llama = Fixtures.tokenizer("llama3_1");
-    EngineConfig config = EngineConfig.fromPreset(Presets.LLAMA_3_1_8B_H100, BS).numGpuBlocks(2048).seed(3).build();
+  /** The real tokenizers and chat templates, with the token each one ends an assistant message with. */
+  static Stream<Arguments> models() {
+    return Stream.of(Arguments.of("llama3_1", 128009), Arguments.of("qwen3", 151645),
+        Arguments.of("deepseek_v3", 1), Arguments.of("gemma3", 106));
+  }
+
+  @ParameterizedTest
+  @MethodSource("models")
+  void aSeededChatRequestGetsTheScriptedAnswerAndCachesWhatTheVirtualEngineCaches(String tokenizer, int endOfTurn)
+      throws Exception {
+    Path dir = Fixtures.tokenizer(tokenizer);
+    // Llama 3.1 8B's timing; ids not checked against its vocabulary (Qwen3's and DeepSeek V3's go past it)
+    EngineConfig config = EngineConfig.fromPreset(Presets.LLAMA_3_1_8B_H100, BS).numGpuBlocks(2048).seed(3)
+        .vocabSize(0).build();
     String model = config.model();
     Workload w = WorkloadCatalog.create("multi-turn:format=chat,answers=model,sessions=1,turns=2,system=40,"
         + "user=20..30,output=37..45,seed=5");
@@ -59,15 +72,15 @@ class ScriptedChatAnswersTest {
     WorkloadRequest second = w.requests().get(1);
     assertThat(second.after()).isEqualTo(first.id());
     ExecutorService writer = Executors.newFixedThreadPool(2);
-    try (ChatFront chat = ChatFront.load(model, llama, BS, null);
-        PipelinePromptEncoder encoder = PipelinePromptEncoder.load(model, llama, null, SegmentCache.create(1 << 20));
+    try (ChatFront chat = ChatFront.load(model, dir, BS, null);
+        PipelinePromptEncoder encoder = PipelinePromptEncoder.load(model, dir, null, SegmentCache.create(1 << 20));
         SimWorker worker = SimWorker.start(new SimWorker.Spec("w-chat", config, Presets.LLAMA_3_1_8B_H100
             .timingModel(), null, "127.0.0.1", 0, null, null, new ScriptedOutput(w.tokenSpace())), encoder, writer)) {
       ChatAnswers answers = chat.encoder().chatAnswers(w.tokenSpace());
       String text = answers.text(first.answer());
       int[] script = answers.tokens(first.answer());
       int[] prompt = chat.engineIds(w, model).apply(first).tokens();
-      assertThat(script[script.length - 1]).as("<|eot_id|>").isEqualTo(128009);
+      assertThat(script[script.length - 1]).as("end of turn").isEqualTo(endOfTurn);
 
       // not streamed
       ObjectNode body = (ObjectNode) JSON.readTree(RequestBodies.body(w, first, model));
@@ -116,7 +129,8 @@ class ScriptedChatAnswersTest {
       probe[prompt.length] ^= 1;
       assertThat(cachedTokens(worker, probe)).isEqualTo(prompt.length / BS * BS);
 
-      // the next turn resends the text; served what the virtual path's ideal keeps of the answer (Llama 3.1: all)
+      // the next turn resends the text; served what the virtual path's ideal keeps of the answer (each of these
+      // templates, without chat_template_kwargs, keeps it all: chat_answer_divergence.json)
       JsonNode next = JSON.readTree(post(worker, "/v1/chat/completions",
           body(w, second, model)));
       int cached = next.path("usage").path("prompt_tokens_details").path("cached_tokens").asInt();
