@@ -4,20 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.kvrouter.examples.ab.ChatFront;
 import dev.kvrouter.examples.ab.EngineIdeals;
-import dev.kvrouter.examples.ab.EnvoyAbStack;
-import dev.kvrouter.examples.loadgen.AbRunner;
-import dev.kvrouter.examples.loadgen.LoadConfig;
-import dev.kvrouter.examples.loadgen.LoadGenerator;
 import dev.kvrouter.examples.loadgen.PolicyPreparer;
 import dev.kvrouter.examples.report.AbReport;
 import dev.kvrouter.examples.report.PolicyResult;
 import dev.kvrouter.examples.report.RequestRecord;
 import dev.kvrouter.examples.report.WorkloadResult;
-import dev.kvrouter.examples.sim.fleet.MultimodalModels;
 import dev.kvrouter.examples.sim.http.ScriptedOutput;
-import dev.kvrouter.examples.sim.timing.Presets;
 import dev.kvrouter.examples.workload.ImagePart;
 import dev.kvrouter.examples.workload.PromptIds;
 import dev.kvrouter.examples.workload.TokenSpace;
@@ -25,11 +18,8 @@ import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadCatalog;
 import dev.kvrouter.examples.workload.WorkloadRequest;
 import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -38,7 +28,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
-import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
@@ -65,31 +55,16 @@ import org.junit.jupiter.api.io.TempDir;
 class ImageQaAbE2eTest {
 
   static final String MODEL = "google/gemma-3-4b-it";
-  static final int BS = 16;
-  static final int WORKERS = 4;
+  static final int BS = AbRuns.BS;
+  static final int WORKERS = AbRuns.WORKERS;
 
-  EnvoyAbStack stack;
-  ChatFront chat;
+  @AutoClose
+  AbRuns.Fleet fleet;
 
   @BeforeAll
   void start() throws Exception {
-    Path gemma = Stack.tokenizer("gemma3");
-    chat = ChatFront.load(MODEL, gemma, BS, MultimodalModels.preset("gemma3"));
-    Path dir = Files.createTempDirectory("kvrouter-e2e-image-ab");
     // scripted output for the multi-turn run; image requests carry no seed and keep the worker's own output
-    stack = EnvoyAbStack.start(new EnvoyAbStack.Options(Stack.ROOT, WORKERS, Presets.byId("llama3.1-8b-h100"), MODEL,
-        gemma, BS, 4096, 13, null, true, "routing: {policy: kv_aware, scrape: {interval_ms: 100}}", dir, 0, "gemma3",
-        "", new ScriptedOutput(TokenSpace.DEFAULT)), InProcessRouter.launcher(List::of));
-  }
-
-  @AfterAll
-  void stop() {
-    if (stack != null) {
-      stack.close();
-    }
-    if (chat != null) {
-      chat.close();
-    }
+    fleet = AbRuns.Fleet.start(MODEL, "gemma3", "gemma3", 13, new ScriptedOutput(TokenSpace.DEFAULT));
   }
 
   @Test
@@ -107,12 +82,12 @@ class ImageQaAbE2eTest {
       records.put(w.params().get("uuid") + "/" + policy, r);
       return null;
     }).build();
-    String before = stack.routerMetrics();
-    EngineIdeals ideals = new EngineIdeals(chat, MODEL, BS, 4096L * WORKERS);
+    String before = fleet.stack().routerMetrics();
+    EngineIdeals ideals = fleet.ideals();
     ByteArrayOutputStream progress = new ByteArrayOutputStream();
-    AbReport report = run(List.of(spec), List.of("kv_aware", "round_robin"), keep, ideals, out, progress);
+    AbReport report = fleet.run(List.of(spec), List.of("kv_aware", "round_robin"), keep, ideals, out, progress);
     String log = progress.toString(StandardCharsets.UTF_8);
-    String after = stack.routerMetrics();
+    String after = fleet.stack().routerMetrics();
 
     assertThat(report.workloads()).hasSize(2);
     for (WorkloadResult section : report.workloads()) {
@@ -170,7 +145,7 @@ class ImageQaAbE2eTest {
   void aClosedLoopRunReportsItsSessions(@TempDir Path out) throws Exception {
     String spec = "multi-turn:format=tokens,sessions=8,rate=4,turns=3,think=0.05,system=64,user=30..60,"
         + "output=20..40,seed=9";
-    AbReport report = run(List.of(spec), List.of("kv_aware"), (p, w, ctx) -> ctx.build(), null, out,
+    AbReport report = fleet.run(List.of(spec), List.of("kv_aware"), (p, w, ctx) -> ctx.build(), null, out,
         new ByteArrayOutputStream());
     PolicyResult r = report.workloads().get(0).result("kv_aware");
     assertThat(r.counts().failed()).as(r.errors().toString()).isZero();
@@ -192,19 +167,6 @@ class ImageQaAbE2eTest {
     // and the notes keep the line
     assertThat(r.notes()).contains("model answers: all 24 streamed answers were the scripted tokens")
         .anySatisfy(n -> assertThat(n).startsWith("closed loop: " + held + " of 16 dependent turns held back"));
-  }
-
-  private AbReport run(List<String> specs, List<String> policies, PolicyPreparer preparer, EngineIdeals ideals,
-      Path out, ByteArrayOutputStream progress) throws Exception {
-    try (LoadGenerator gen = new LoadGenerator(LoadConfig.defaults(stack.uri(), MODEL)
-        .withMaxRunTime(Duration.ofSeconds(30)).withTimeouts(Duration.ofSeconds(30), Duration.ofSeconds(20))
-        .withSampleInterval(Duration.ofMillis(100)))) {
-      AbRunner.Settings settings = new AbRunner.Settings(policies, "kv_aware", "round_robin", true, BS, true,
-          Duration.ofMillis(300), Duration.ofSeconds(30), out, Map.of("test", true), 0,
-          ideals == null ? null : ideals::infinite);
-      return new AbRunner(gen, stack.targets(), settings, preparer,
-          new PrintStream(progress, true, StandardCharsets.UTF_8)).run(specs);
-    }
   }
 
   /**

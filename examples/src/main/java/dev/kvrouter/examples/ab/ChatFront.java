@@ -3,6 +3,7 @@ package dev.kvrouter.examples.ab;
 import dev.kvrouter.examples.loadgen.RequestBodies;
 import dev.kvrouter.examples.sim.http.PipelinePromptEncoder;
 import dev.kvrouter.examples.sim.http.PromptEncoder;
+import dev.kvrouter.examples.workload.ChatAnswers;
 import dev.kvrouter.examples.workload.Prompt;
 import dev.kvrouter.examples.workload.PromptIds;
 import dev.kvrouter.examples.workload.Workload;
@@ -111,6 +112,22 @@ public final class ChatFront implements AutoCloseable {
           PromptEncoder.ChatTokens t = encoder.prompt(parse(w, x, model));
           return new PromptIds(t.tokens(), t.media());
         });
+  }
+
+  /**
+   * Each request's generated tokens as the workers generate them when its answer is scripted (null otherwise), for
+   * the ideals: a chat answer is the answer text's tokens then the end-of-turn token ({@link ChatAnswers}), computed
+   * once per request on first use; a token answer is the workload's script ({@link Workload#answerTokens}).
+   *
+   * <p>The function is not thread-safe (its memo is a plain map): one thread per function.
+   */
+  public Function<WorkloadRequest, int[]> engineAnswers(Workload w) {
+    if (!w.chatPrompts() || !w.scriptsAnswers()) {
+      return w::answerTokens;
+    }
+    ChatAnswers a = encoder.chatAnswers(w.tokenSpace());
+    Map<WorkloadRequest, int[]> memo = new IdentityHashMap<>();
+    return r -> r.answer() == null ? null : memo.computeIfAbsent(r, x -> a.tokens(x.answer()));
   }
 
   /**

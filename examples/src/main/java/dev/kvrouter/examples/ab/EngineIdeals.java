@@ -1,5 +1,6 @@
 package dev.kvrouter.examples.ab;
 
+import dev.kvrouter.examples.workload.AnswerReuse;
 import dev.kvrouter.examples.workload.IdealReuse;
 import dev.kvrouter.examples.workload.PromptIds;
 import dev.kvrouter.examples.workload.Workload;
@@ -7,12 +8,14 @@ import dev.kvrouter.examples.workload.WorkloadRequest;
 import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.function.Function;
+import java.util.function.ToIntFunction;
 
 /**
  * The ideal reuse of workloads over their prompts as the workers prefill them ({@link ChatFront#engineIds}: chat
- * rendered and tokenized with the model's own template and tokenizer, media keyed by the engine's identifiers), with
- * an infinite cache and with the fleet's KV capacity as one LRU cache. Each prompt is rendered once for both, and
- * each figure computed once per workload instance.
+ * rendered and tokenized with the model's own template and tokenizer, media keyed by the engine's identifiers) and
+ * their scripted answers as the workers generate them ({@link ChatFront#engineAnswers}), with an infinite cache and
+ * with the fleet's KV capacity as one LRU cache, as the virtual-time A/B computes it. Each prompt is rendered once
+ * for both, and each figure computed once per workload instance.
  *
  * <p>Not thread-safe: one thread (the A/B runner's) per instance.
  */
@@ -23,6 +26,7 @@ public final class EngineIdeals {
   private final int blockSize;
   private final long fleetBlocks;
   private final Map<Workload, Function<WorkloadRequest, PromptIds>> prompts = new IdentityHashMap<>();
+  private final Map<Workload, Function<WorkloadRequest, int[]>> answers = new IdentityHashMap<>();
   private final Map<Workload, IdealReuse> infinite = new IdentityHashMap<>();
   private final Map<Workload, IdealReuse> fleet = new IdentityHashMap<>();
 
@@ -58,7 +62,26 @@ public final class EngineIdeals {
     return prompts.computeIfAbsent(w, x -> chat.engineIds(x, model));
   }
 
+  /**
+   * Each request's generated tokens when its answer is scripted, as the workers generate and cache them
+   * ({@link ChatFront#engineAnswers}: a chat answer's text tokens and end-of-turn token), each computed once.
+   */
+  public Function<WorkloadRequest, int[]> answers(Workload w) {
+    return answers.computeIfAbsent(w, chat::engineAnswers);
+  }
+
+  /**
+   * What the next turns of {@code w} kept of the previous answers' blocks and were served of them, or null when
+   * {@code w} scripts no answers.
+   *
+   * @param cachedTokens each request's {@code cached_tokens} as served, negative when it failed
+   */
+  public AnswerReuse answerReuse(Workload w, ToIntFunction<WorkloadRequest> cachedTokens) {
+    return w.scriptsAnswers()
+        ? AnswerReuse.compute(w.requests(), prompts(w), answers(w), blockSize, cachedTokens) : null;
+  }
+
   private IdealReuse compute(Workload w, long capacityBlocks) {
-    return IdealReuse.compute(w.requests(), prompts(w), w::answerTokens, blockSize, capacityBlocks);
+    return IdealReuse.compute(w.requests(), prompts(w), answers(w), blockSize, capacityBlocks);
   }
 }

@@ -6,10 +6,12 @@ import dev.kvrouter.examples.loadgen.AbRunner;
 import dev.kvrouter.examples.loadgen.LoadConfig;
 import dev.kvrouter.examples.loadgen.LoadGenerator;
 import dev.kvrouter.examples.loadgen.PolicyPreparer;
+import dev.kvrouter.examples.report.RequestRecord;
 import dev.kvrouter.examples.report.RoutingOverhead;
 import dev.kvrouter.examples.sim.fleet.MultimodalModels;
 import dev.kvrouter.examples.sim.http.ScriptedOutput;
 import dev.kvrouter.examples.sim.timing.Presets;
+import dev.kvrouter.examples.workload.AnswerReuse;
 import dev.kvrouter.examples.workload.TokenSpace;
 import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadCatalog;
@@ -20,6 +22,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -31,9 +34,12 @@ import picocli.CommandLine.Option;
  * {@code kvrouter} command, with a {@code models:} entry for the real tokenizer) and Envoy (the shipped config,
  * with the trusted policy header let through), then runs every workload once per policy with the load generator
  * ({@link AbRunner}: caches reset between runs; open loop, conversations closed loop). When a workload scripts its
- * answers (multi-turn {@code format=tokens}, {@code answers=model}), the workers generate the answer a request's
- * {@code seed} names ({@link ScriptedOutput} over the workload's token space), so later turns resend the model's
- * own answer as in the virtual-time A/B; other workloads run against the same workers unchanged (a request
+ * answers (multi-turn {@code answers=model}), the workers generate the answer a request's {@code seed} names
+ * ({@link ScriptedOutput} over the workload's token space: token ids for {@code format=tokens}; for
+ * {@code format=chat} the answer text, the model's tokens of it and its end-of-turn token in the KV cache,
+ * {@link dev.kvrouter.examples.sim.http.ScriptedChatAnswers}), so later turns resend the model's own answer as in
+ * the virtual-time A/B, and envoy.json's {@code answerReuse} says how many of the answers' blocks the next turns
+ * kept and were served; other workloads run against the same workers unchanged (a request
  * without {@code seed} keeps its own output). Writes report.json, report.md, charts/ and
  * {@code envoy.json} (the truth check and decision counts per run, from the router's decision records).
  *
@@ -178,6 +184,19 @@ public final class EnvoyAb implements Callable<Integer> {
             m.put("fleetCacheBlocks", ideals.fleetBlocks());
             m.put("decisions", overhead.decisions());
             m.put("fallbacks", overhead.fallbacks());
+            if (w.scriptsAnswers()) {
+              // the answer blocks the next turns kept (the template's doing for chat) and were served
+              int[] cached = new int[w.size()];
+              java.util.Arrays.fill(cached, -1);
+              for (RequestRecord r : records) {
+                cached[r.index()] = r.ok() ? r.cachedTokens() : -1;
+              }
+              AnswerReuse a = ideals.answerReuse(w, q -> cached[q.index()]);
+              m.put("answerReuse", a);
+              System.out.printf(Locale.ROOT, "  %-12s answer blocks served on the next turn: %d of %d (%.1f%%; kept "
+                  + "by the next prompt: %.1f%%)%n", policy, a.servedBlocks(), a.answerBlocks(),
+                  a.servedShare() * 100, a.keptShare() * 100);
+            }
             extras.add(m);
             return overhead;
           }).build();
@@ -214,7 +233,7 @@ public final class EnvoyAb implements Callable<Integer> {
 
   /**
    * The workers' output for these workloads: scripted over the token space of those that script their answers
-   * (one space for all of them), else the default.
+   * (one space for all of them; a chat request's seed names a chat answer's words in it), else the default.
    */
   static ScriptedOutput scriptedOutput(List<String> specs) {
     TokenSpace space = null;
@@ -223,10 +242,6 @@ public final class EnvoyAb implements Callable<Integer> {
         Workload w = WorkloadCatalog.create(spec);
         if (!w.scriptsAnswers()) {
           continue;
-        }
-        if (w.chatPrompts()) {
-          throw new IllegalArgumentException(spec + ": chat answers=model runs in virtual time only (VirtualAb); the "
-              + "HTTP workers script token ids, not answer text");
         }
         if (space != null && !space.equals(w.tokenSpace())) {
           throw new IllegalArgumentException("workloads that script their answers must share one token space (the "

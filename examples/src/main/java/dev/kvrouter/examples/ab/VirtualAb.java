@@ -12,7 +12,6 @@ import dev.kvrouter.examples.report.WorkloadResult;
 import dev.kvrouter.examples.sim.events.EventFaults;
 import dev.kvrouter.examples.sim.timing.Presets;
 import dev.kvrouter.examples.workload.AnswerReuse;
-import dev.kvrouter.examples.workload.ChatAnswers;
 import dev.kvrouter.examples.workload.IdealReuse;
 import dev.kvrouter.examples.workload.PromptIds;
 import dev.kvrouter.examples.workload.Workload;
@@ -26,7 +25,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -280,7 +278,7 @@ public final class VirtualAb implements Callable<Integer> {
       Function<WorkloadRequest, PromptIds> tokens = chat != null ? chat.engineIds(w, base.model()) : w::promptIds;
       // scripted chat answers are cached as the engine generated them (text tokens + end of turn), and the next
       // prompt is the re-rendered history: the ideal keeps only what the template keeps
-      Function<WorkloadRequest, int[]> answers = answerTokens(w, chat);
+      Function<WorkloadRequest, int[]> answers = chat != null ? chat.engineAnswers(w) : w::answerTokens;
       IdealReuse ideal = chat != null && chatPrompts
           ? IdealReuse.compute(w.requests(), tokens, answers, base.blockSize(), Long.MAX_VALUE)
           : w.idealReuse(base.blockSize());
@@ -376,19 +374,6 @@ public final class VirtualAb implements Callable<Integer> {
       }
     }
     return new AbReport(AbReport.SCHEMA, Instant.now().toString(), meta, ours, baseline, sections);
-  }
-
-  /**
-   * Each request's generated tokens when its answer is scripted, once per request: for chat prompts with the
-   * request path, what the model emits for the answer text ({@code ChatAnswers}); else the token script.
-   */
-  private static Function<WorkloadRequest, int[]> answerTokens(Workload w, ChatFront chat) {
-    if (chat == null || !w.chatPrompts() || !w.scriptsAnswers()) {
-      return w::answerTokens;
-    }
-    ChatAnswers a = chat.encoder().chatAnswers(w.tokenSpace());
-    Map<WorkloadRequest, int[]> memo = new IdentityHashMap<>();
-    return r -> r.answer() == null ? null : memo.computeIfAbsent(r, x -> a.tokens(x.answer()));
   }
 
   private static String describe(AnswerReuse a) {

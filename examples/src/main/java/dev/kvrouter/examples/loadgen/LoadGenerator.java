@@ -8,6 +8,7 @@ import dev.kvrouter.examples.report.RoutingOverhead;
 import dev.kvrouter.examples.report.RunData;
 import dev.kvrouter.examples.report.Sessions;
 import dev.kvrouter.examples.report.WorkerCounters;
+import dev.kvrouter.examples.workload.ChatText;
 import dev.kvrouter.examples.workload.Prompt;
 import dev.kvrouter.examples.workload.Segment;
 import dev.kvrouter.examples.workload.SessionChain;
@@ -53,12 +54,14 @@ import org.slf4j.LoggerFactory;
  * vLLM's multi-turn benchmark client does; open loop across sessions and for every other request. A request that
  * scripts its answer ({@link WorkloadRequest#answer}) carries the answer's seed as the OpenAI {@code seed}, which
  * workers started with {@code --output-tokens workload} turn into exactly the scripted tokens, so a later turn
- * resends the model's own answer. A later prompt resends what the client received: an earlier answer that came
- * back short is cut to the tokens streamed (none for a failed or unsent turn; {@link Prompt#withAnswersCut}), as
- * the virtual-time A/B ({@code ab.VirtualRun}) does. The run's notes count the held-back turns, their total and
- * longest hold, the answers resent short, and how many streamed answers matched the script (a worker that picks
- * its own tokens makes the resent answers fresh in effect, and the notes say so); the same figures, structured,
- * are the run's {@link Sessions} ({@link RunData#sessions}, report.json's {@code sessions} per policy).
+ * resends the model's own answer; a chat request's seed names a scripted chat answer, whose text the worker streams
+ * and the next turn resends as the assistant message. A later prompt resends what the client received: an earlier
+ * answer that came back short is cut to the tokens streamed, a chat answer to the whole words streamed (none for a
+ * failed or unsent turn; {@link Prompt#withAnswersCut}), as the virtual-time A/B ({@code ab.VirtualRun}) does.
+ * The run's notes count the held-back turns, their total and longest hold, the answers resent short, and how many
+ * streamed answers matched the script (a worker that picks its own tokens makes the resent answers fresh in effect,
+ * and the notes say so); the same figures, structured, are the run's {@link Sessions} ({@link RunData#sessions},
+ * report.json's {@code sessions} per policy).
  *
  * <p>Threads, all fixed whatever the request count: the caller's thread (the send thread) schedules and makes every
  * send (it builds the next body, then waits until its arrival time); the HTTP client's selector thread and
@@ -327,14 +330,18 @@ public final class LoadGenerator implements AutoCloseable {
       send(i, r, build(r, cutPrompt(r)), (due - t0) / 1000);
     }
 
-    /** The prompt as the client resends it: earlier answers cut to what it received of them. */
+    /**
+     * The prompt as the client resends it: earlier answers cut to what it received of them (tokens; for chat, the
+     * whole words).
+     */
     private Prompt cutPrompt(WorkloadRequest r) {
-      return r.prompt().format() == Prompt.Format.TOKENS ? r.prompt().withAnswersCut(receivedShort) : r.prompt();
+      return r.prompt().withAnswersCut(receivedShort);
     }
 
     /**
      * Request {@code i} completed, failed or was never sent, the client having received {@code tokens} of its
-     * answer: records a short scripted answer, then releases the turn waiting for it. Any thread.
+     * answer (for a chat answer, its whole words): records a short scripted answer, then releases the turn waiting
+     * for it. Any thread.
      */
     private void answered(int i, int tokens) {
       doneNanos.set(i, System.nanoTime());
@@ -368,13 +375,14 @@ public final class LoadGenerator implements AutoCloseable {
       }
       int scripted = answersAsScripted.get() + answersOffScript.get() + answersUnread.get();
       if (scripted > 0) {
+        String what = workload.chatPrompts() ? "text" : "tokens";
         if (answersOffScript.get() + answersUnread.get() == 0) {
-          notes.add("model answers: all " + scripted + " streamed answers were the scripted tokens");
+          notes.add("model answers: all " + scripted + " streamed answers were the scripted " + what);
         } else {
           notes.add(String.format(java.util.Locale.ROOT, "model answers: %d of %d streamed answers were the scripted "
-              + "tokens, %d were other tokens, %d not token ids (workers not started with --output-tokens "
+              + "%s, %d were other %s, %d not token ids (workers not started with --output-tokens "
               + "workload?); later turns resend the script, so those answers are fresh in effect",
-              answersAsScripted.get(), scripted, answersOffScript.get(), answersUnread.get()));
+              answersAsScripted.get(), scripted, what, answersOffScript.get(), what, answersUnread.get()));
         }
       }
     }
@@ -424,18 +432,28 @@ public final class LoadGenerator implements AutoCloseable {
     private void finished(StreamingExchange ex) {
       RequestRecord rec = ex.record();
       records.set(rec.index(), rec);
-      int[] streamed = ex.request().answer() == null ? null : ex.streamedAnswer();
-      if (ex.request().answer() != null && rec.contentChunks() > 0) {
+      WorkloadRequest r = ex.request();
+      int received = rec.ok() && rec.completionTokens() >= 0 ? rec.completionTokens() : rec.contentChunks();
+      String text = r.answer() == null ? null : ex.streamedAnswerText();
+      if (text != null) {
+        // a chat answer: the client resends the whole words it received, or the script when it got other text
+        int words = ChatText.wordsHeld(text, r.answer(), workload.tokenSpace());
+        if (rec.contentChunks() > 0) {
+          (words < 0 ? answersOffScript : answersAsScripted).incrementAndGet();
+        }
+        received = words >= 0 ? words : rec.ok() ? r.answer().length() : 0;
+      } else if (r.answer() != null && rec.contentChunks() > 0) {
+        int[] streamed = ex.streamedAnswer();
         if (streamed == null) {
           answersUnread.incrementAndGet();
         } else if (Arrays.equals(streamed, workload.tokenSpace().tokens(
-            new Segment(ex.request().answer().seed(), streamed.length)))) {
+            new Segment(r.answer().seed(), streamed.length)))) {
           answersAsScripted.incrementAndGet();
         } else {
           answersOffScript.incrementAndGet();
         }
       }
-      answered(rec.index(), rec.ok() && rec.completionTokens() >= 0 ? rec.completionTokens() : rec.contentChunks());
+      answered(rec.index(), received);
       if (live.remove(ex)) {
         inFlight.decrementAndGet();
         permits.release();

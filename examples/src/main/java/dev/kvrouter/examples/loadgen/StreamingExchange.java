@@ -3,6 +3,7 @@ package dev.kvrouter.examples.loadgen;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.kvrouter.examples.report.RequestRecord;
+import dev.kvrouter.examples.workload.Prompt;
 import dev.kvrouter.examples.workload.WorkloadRequest;
 import java.io.IOException;
 import java.net.ConnectException;
@@ -54,8 +55,11 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
   private long firstContentNanos = -1;
   private long lastContentNanos = -1;
   private int contentChunks;
-  /** The answer's token ids as streamed ({@code token_id:<id>} texts), only for a request that scripts one. */
+  /** The answer's token ids as streamed ({@code token_id:<id>} texts), only for a token request that scripts one. */
   private final int[] answerIds;
+  /** The answer's text as streamed, only for a chat request that scripts one; bounded by {@link #maxAnswerChars}. */
+  private final StringBuilder answerText;
+  private final int maxAnswerChars;
   private int answerIdsRead;
   private boolean answerUnreadable;
   private long itlMaxMicros = -1;
@@ -82,7 +86,11 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
     this.sentNanos = sentNanos;
     this.itl = itl;
     this.onFinish = onFinish;
-    this.answerIds = request.answer() == null ? null : new int[request.answer().length()];
+    boolean chat = request.prompt().format() == Prompt.Format.CHAT;
+    this.answerIds = request.answer() == null || chat ? null : new int[request.answer().length()];
+    this.answerText = request.answer() == null || !chat ? null : new StringBuilder();
+    // the script's words are short: far more than its text, far less than a runaway stream
+    this.maxAnswerChars = request.answer() == null ? 0 : 64 + 32 * request.answer().length();
   }
 
   synchronized void attach(Future<?> send, Future<?> timeout) {
@@ -242,6 +250,9 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
         content(now);
         if (answerIds != null) {
           readAnswerIds(text.asText());
+        } else if (answerText != null && answerText.length() <= maxAnswerChars) {
+          answerText.append(text.asText(), 0, Math.min(text.asText().length(),
+              maxAnswerChars + 1 - answerText.length()));
         }
         break;
       }
@@ -299,6 +310,14 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
    */
   synchronized int[] streamedAnswer() {
     return answerIds == null || answerUnreadable ? null : java.util.Arrays.copyOf(answerIds, answerIdsRead);
+  }
+
+  /**
+   * The scripted chat answer's text as streamed (cut past a bound far above the script's length), or {@code null}
+   * when the request is not a chat request that scripts an answer.
+   */
+  synchronized String streamedAnswerText() {
+    return answerText == null ? null : answerText.toString();
   }
 
   private void finish(String error, long endNanos) {

@@ -59,6 +59,27 @@ public final class ChatAnswers {
   }
 
   /**
+   * The text the client receives with each generated token of {@code answer} ({@link #tokens}, index for index):
+   * a word arrives with the token that completes its encoding, so the client holding the first {@code t} tokens'
+   * texts holds exactly {@link #wordsReceived}{@code (answer, t)} words; a token that completes no word (part of a
+   * word, the end of turn) carries {@code ""}. Concatenated they are {@link #text}.
+   */
+  public String[] deltas(Segment answer) {
+    String text = text(answer);
+    String[] d = new String[encoder.apply(text).length + 1];
+    java.util.Arrays.fill(d, "");
+    int from = 0;
+    for (int k = 1; k <= answer.length(); k++) {
+      int end = k == answer.length() ? text.length() : text.indexOf(' ', from + 1);
+      // the first k words' encoding, as wordsReceived measures it
+      int t = encoder.apply(text.substring(0, end)).length;
+      d[Math.max(0, t - 1)] += text.substring(from, end);
+      from = end;
+    }
+    return d;
+  }
+
+  /**
    * Words of {@code answer} a client holds after receiving its first {@code tokens} generated tokens: the longest
    * prefix of words whose encoding fits in them (a word split across the cut is dropped; a real client would keep
    * its first piece, which the word-level script cannot name).

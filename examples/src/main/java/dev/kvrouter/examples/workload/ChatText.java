@@ -46,6 +46,28 @@ public final class ChatText {
     return WORDS[Math.floorMod(tokenId, WORDS.length)];
   }
 
+  /**
+   * The whole words of {@code segment}'s text ({@link #render}) that {@code received} holds, a client having received
+   * it in place of that text: the words it repeats up to its end, a last word cut short not counted (as a client
+   * resending what it received of a scripted answer keeps whole words, {@link ChatAnswers#wordsReceived}); -1 when
+   * it is not a prefix of the text (the model said something else).
+   */
+  public static int wordsHeld(String received, Segment segment, TokenSpace space) {
+    String text = render(List.of(segment), space);
+    if (!text.startsWith(received)) {
+      return -1;
+    }
+    int words = 0;
+    for (int i = 1; i < received.length(); i++) {
+      if (received.charAt(i) == ' ') {
+        words++;
+      }
+    }
+    boolean lastWhole = !received.isEmpty()
+        && (received.length() == text.length() || text.charAt(received.length()) == ' ');
+    return words + (lastWhole ? 1 : 0);
+  }
+
   /** The text of the segments, in order, separated by single spaces. */
   public static String render(List<Segment> segments, TokenSpace space) {
     StringBuilder b = new StringBuilder();

@@ -3,6 +3,8 @@ package dev.kvrouter.examples.ab;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.kvrouter.examples.sim.http.ScriptedOutput;
+import dev.kvrouter.examples.workload.TokenSpace;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
@@ -34,5 +36,17 @@ class EnvoyAbOptionsTest {
     assertThat(code).isEqualTo(2);
     assertThat(err.toString()).contains("sends images: run it with --multimodal gemma3");
     assertThat(Files.exists(out)).as("nothing written").isFalse();
+  }
+
+  @Test
+  void chatAndTokenAnswersAreScriptedOverTheirTokenSpace() {
+    assertThat(EnvoyAb.scriptedOutput(List.of("system-prompt:count=4", "multi-turn:format=chat,answers=fresh")))
+        .as("nothing scripts its answers").isNull();
+    assertThat(EnvoyAb.scriptedOutput(List.of("multi-turn:format=chat,answers=model,vocab=2000..9000")))
+        .isEqualTo(new ScriptedOutput(new TokenSpace(2000, 9000)));
+    assertThat(EnvoyAb.scriptedOutput(List.of("multi-turn:format=chat,answers=model", "multi-turn:format=tokens")))
+        .isEqualTo(new ScriptedOutput(TokenSpace.DEFAULT));
+    assertThatThrownBy(() -> EnvoyAb.scriptedOutput(List.of("multi-turn:format=chat,answers=model,vocab=2000..9000",
+        "multi-turn:format=tokens"))).hasMessageContaining("must share one token space");
   }
 }

@@ -54,4 +54,39 @@ class ChatAnswersTest {
     // the shorter segment renders as the text's prefix, which is what the client holds
     assertThat(answers.text(answer)).startsWith(answers.text(new Segment(42, 4)) + " ");
   }
+
+  @Test
+  void eachGeneratedTokenStreamsTheWordsItCompletes() {
+    Segment answer = new Segment(42, 12);
+    String[] d = answers.deltas(answer);
+    int[] t = answers.tokens(answer);
+    assertThat(d).hasSameSizeAs(t);
+    assertThat(String.join("", d)).isEqualTo(answers.text(answer));
+    String[] words = answers.text(answer).split(" ");
+    assertThat(d[0]).as("the first word takes two tokens").isEmpty();
+    assertThat(d[1]).isEqualTo(words[0]);
+    assertThat(d[2]).isEqualTo(" " + words[1]);
+    assertThat(d[t.length - 1]).as("the end of turn is not text").isEmpty();
+    // what the client holds after t tokens is what a cut answer keeps
+    for (int n = 0; n <= t.length; n++) {
+      String held = String.join("", java.util.Arrays.copyOf(d, n));
+      int expected = n >= t.length - 1 ? 12 : answers.wordsReceived(answer, n);
+      assertThat(ChatText.wordsHeld(held, answer, TokenSpace.DEFAULT)).as("after %d tokens", n).isEqualTo(expected);
+    }
+  }
+
+  @Test
+  void theWordsHeldOfAReceivedTextCountOnlyWholeWordsOfTheScript() {
+    Segment answer = new Segment(42, 3);
+    String text = answers.text(answer);
+    String[] w = text.split(" ");
+    assertThat(ChatText.wordsHeld("", answer, TokenSpace.DEFAULT)).isZero();
+    assertThat(ChatText.wordsHeld(w[0], answer, TokenSpace.DEFAULT)).isEqualTo(1);
+    assertThat(ChatText.wordsHeld(w[0] + " ", answer, TokenSpace.DEFAULT)).isEqualTo(1);
+    assertThat(ChatText.wordsHeld(w[0] + " " + w[1].charAt(0), answer, TokenSpace.DEFAULT)).as("a cut word")
+        .isEqualTo(1);
+    assertThat(ChatText.wordsHeld(text, answer, TokenSpace.DEFAULT)).isEqualTo(3);
+    assertThat(ChatText.wordsHeld(text + " more", answer, TokenSpace.DEFAULT)).as("not the script").isEqualTo(-1);
+    assertThat(ChatText.wordsHeld("zzz", answer, TokenSpace.DEFAULT)).isEqualTo(-1);
+  }
 }

@@ -9,6 +9,7 @@ import dev.kvrouter.examples.sim.events.KvEventSink;
 import dev.kvrouter.examples.sim.events.ZmqKvEventSink;
 import dev.kvrouter.examples.sim.http.FaultControl;
 import dev.kvrouter.examples.sim.http.PromptEncoder;
+import dev.kvrouter.examples.sim.http.ScriptedChatAnswers;
 import dev.kvrouter.examples.sim.http.ScriptedOutput;
 import dev.kvrouter.examples.sim.http.SimHttpServer;
 import dev.kvrouter.examples.sim.timing.TimingModel;
@@ -41,8 +42,9 @@ public final class SimWorker implements FaultControl, AutoCloseable {
    * @param httpPort HTTP port (0 = ephemeral)
    * @param events event publisher settings, or {@code null} for a worker that publishes no events
    * @param faults initial fault settings
-   * @param scriptedOutput a request's {@code seed} names its output tokens ({@link ScriptedOutput}), or
-   *     {@code null} for the default readable output
+   * @param scriptedOutput a request's {@code seed} names its output tokens ({@link ScriptedOutput}; for a chat
+   *     request, the scripted chat answer {@link ScriptedChatAnswers}), or {@code null} for the default readable
+   *     output
    */
   public record Spec(String name, EngineConfig engine, TimingModel timing, Double gpuMemoryUtilization,
       String bind, int httpPort, Events events, FaultControl.Update faults, ScriptedOutput scriptedOutput) {
@@ -102,11 +104,14 @@ public final class SimWorker implements FaultControl, AutoCloseable {
         this.sink = KvEventSink.discarding();
       }
       ScriptedOutput scripted = spec.scriptedOutput();
-      this.engine = new SimEngine(spec.name(), spec.engine(), clock, spec.timing(), sink,
-          scripted != null ? scripted.tokens() : OutputTokens.cycling(encoder.outputVocabulary()));
+      // seeded chat requests generate scripted chat answers; the engine reads their scripts by output seed
+      ScriptedChatAnswers chatAnswers = scripted == null ? null : ScriptedChatAnswers.of(scripted, encoder);
+      OutputTokens outputs = scripted == null ? OutputTokens.cycling(encoder.outputVocabulary())
+          : chatAnswers == null ? scripted.tokens() : chatAnswers.over(scripted.tokens());
+      this.engine = new SimEngine(spec.name(), spec.engine(), clock, spec.timing(), sink, outputs);
       this.http = new SimHttpServer(spec.name(), engine, encoder, this, writer,
           new SimHttpServer.Options(spec.bind(), spec.httpPort(), 64 << 20, 4), spec.gpuMemoryUtilization(),
-          scripted);
+          scripted, chatAnswers);
       http.start();
       apply(spec.faults());
     } catch (IOException | RuntimeException e) {

@@ -259,7 +259,10 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
   /**
    * The model's side of scripted chat answers ({@code multi-turn:format=chat,answers=model}): the answer text
    * encoded by this tokenizer without special tokens, then {@link #endOfTurnToken()}.
+   *
+   * @throws Unsupported when the model has no chat template or it writes nothing after an assistant message
    */
+  @Override
   public ChatAnswers chatAnswers(TokenSpace space) {
     return new ChatAnswers(space, text -> resources.tokenizer().encode(text, false), endOfTurnToken());
   }

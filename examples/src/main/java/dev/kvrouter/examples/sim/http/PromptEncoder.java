@@ -2,6 +2,8 @@ package dev.kvrouter.examples.sim.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.kvrouter.examples.sim.engine.MediaSpan;
+import dev.kvrouter.examples.workload.ChatAnswers;
+import dev.kvrouter.examples.workload.TokenSpace;
 import java.util.List;
 
 /**
@@ -35,6 +37,15 @@ public interface PromptEncoder {
    */
   default ChatTokens encodeChatPrompt(JsonNode request) {
     return new ChatTokens(encodeChat(request), List.of());
+  }
+
+  /**
+   * The model's side of scripted chat answers: the answer text's tokens, then the template's end-of-turn token.
+   *
+   * @throws Unsupported when this encoder renders no chat
+   */
+  default ChatAnswers chatAnswers(TokenSpace space) {
+    throw new Unsupported("this encoder renders no chat template");
   }
 
   /** Text of one generated token, for response bodies. */

@@ -38,7 +38,7 @@ final class ResponseStream {
 
   private record Accepted(int choice) {}
 
-  private record Token(int choice, int tokenId, boolean last) {}
+  private record Token(int choice, int tokenId, int index, boolean last) {}
 
   private record Finished(int choice, RequestOutcome outcome) {}
 
@@ -50,6 +50,8 @@ final class ResponseStream {
   private final long created;
   private final String[] engineIds;
   private final PromptEncoder encoder;
+  /** Per choice, the text of each generated token of a scripted chat answer (null: the encoder's token text). */
+  private final String[][] scriptedText;
   private final Executor writer;
   private final Consumer<String> abort;
   private final String servedBy;
@@ -68,14 +70,19 @@ final class ResponseStream {
   private long cachedTokens;
   private boolean done;
 
+  /**
+   * @param scriptedText per choice, the text each generated token streams (a scripted chat answer, which ends at
+   *     the model's end of turn: finish reason {@code stop}), or null for every token's {@code encoder} text
+   */
   ResponseStream(HttpExchange exchange, ApiRequest request, String id, long created, String[] engineIds,
-      PromptEncoder encoder, Executor writer, Consumer<String> abort, String servedBy) {
+      PromptEncoder encoder, String[][] scriptedText, Executor writer, Consumer<String> abort, String servedBy) {
     this.exchange = exchange;
     this.request = request;
     this.id = id;
     this.created = created;
     this.engineIds = engineIds;
     this.encoder = encoder;
+    this.scriptedText = scriptedText;
     this.writer = writer;
     this.abort = abort;
     this.servedBy = servedBy;
@@ -96,7 +103,7 @@ final class ResponseStream {
 
       @Override
       public void onToken(int tokenId, int index, long atNanos, int cached, boolean last) {
-        post(new Token(choice, tokenId, last));
+        post(new Token(choice, tokenId, index, last));
       }
 
       @Override
@@ -163,7 +170,7 @@ final class ResponseStream {
         writeTokenChunk(t);
         return true;
       }
-      text[t.choice()].append(encoder.tokenText(t.tokenId()));
+      text[t.choice()].append(text(t));
       return false;
     }
     if (e instanceof Finished f) {
@@ -213,7 +220,7 @@ final class ResponseStream {
     g.writeArrayFieldStart("choices");
     g.writeStartObject();
     g.writeNumberField("index", t.choice());
-    String s = encoder.tokenText(t.tokenId());
+    String s = text(t);
     if (request.chat()) {
       g.writeObjectFieldStart("delta");
       g.writeStringField("content", s);
@@ -224,7 +231,7 @@ final class ResponseStream {
       g.writeNullField("logprobs");
     }
     if (t.last()) {
-      g.writeStringField("finish_reason", "length");
+      g.writeStringField("finish_reason", finishReason(t.choice()));
     } else {
       g.writeNullField("finish_reason");
     }
@@ -232,6 +239,16 @@ final class ResponseStream {
     g.writeEndObject();
     g.writeEndArray();
     chunkEnd(g);
+  }
+
+  private String text(Token t) {
+    String[] script = scriptedText == null ? null : scriptedText[t.choice()];
+    return script != null && t.index() < script.length ? script[t.index()] : encoder.tokenText(t.tokenId());
+  }
+
+  /** A scripted chat answer stops at its end-of-turn token; any other output runs to its length. */
+  private String finishReason(int choice) {
+    return scriptedText != null && scriptedText[choice] != null ? "stop" : "length";
   }
 
   private void complete() throws IOException {
@@ -269,7 +286,7 @@ final class ResponseStream {
           g.writeStringField("text", text[i].toString());
         }
         g.writeNullField("logprobs");
-        g.writeStringField("finish_reason", "length");
+        g.writeStringField("finish_reason", finishReason(i));
         g.writeNullField("stop_reason");
         g.writeEndObject();
       }

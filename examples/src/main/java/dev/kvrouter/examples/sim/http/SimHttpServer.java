@@ -6,6 +6,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import dev.kvrouter.examples.sim.engine.EngineStats;
+import dev.kvrouter.examples.sim.engine.RequestFailure;
+import dev.kvrouter.examples.sim.engine.RequestObserver;
+import dev.kvrouter.examples.sim.engine.RequestOutcome;
 import dev.kvrouter.examples.sim.engine.RequestSpec;
 import dev.kvrouter.examples.sim.engine.SimEngine;
 import dev.kvrouter.examples.sim.events.EventFaults;
@@ -85,6 +88,7 @@ public final class SimHttpServer implements AutoCloseable {
   private final ApiRequestParser parser;
   private final MetricsRenderer metrics;
   private final ScriptedOutput scripted;
+  private final ScriptedChatAnswers chatAnswers;
   private final PromptEncoder responseText;
   private final AtomicLong requestCounter = new AtomicLong();
   private HttpServer server;
@@ -93,9 +97,11 @@ public final class SimHttpServer implements AutoCloseable {
   /**
    * @param scripted a request's {@code seed} names its output ({@link ScriptedOutput}; the engine must have been
    *     built with its {@link ScriptedOutput#tokens()}), or {@code null} for the default output
+   * @param chatAnswers with {@code scripted}, a chat request's {@code seed} names a scripted chat answer (the engine
+   *     must have been built with its {@link ScriptedChatAnswers#over}), or {@code null}
    */
   public SimHttpServer(String name, SimEngine engine, PromptEncoder encoder, FaultControl faults, Executor writer,
-      Options options, Double gpuMemoryUtilization, ScriptedOutput scripted) {
+      Options options, Double gpuMemoryUtilization, ScriptedOutput scripted, ScriptedChatAnswers chatAnswers) {
     this.name = Objects.requireNonNull(name, "name");
     this.engine = Objects.requireNonNull(engine, "engine");
     this.encoder = Objects.requireNonNull(encoder, "encoder");
@@ -105,6 +111,7 @@ public final class SimHttpServer implements AutoCloseable {
     this.parser = new ApiRequestParser(engine.config(), encoder);
     this.metrics = new MetricsRenderer(engine.config(), gpuMemoryUtilization);
     this.scripted = scripted;
+    this.chatAnswers = scripted == null ? null : chatAnswers;
     this.responseText = scripted == null ? encoder : scripted.rendering(encoder);
   }
 
@@ -199,25 +206,85 @@ public final class SimHttpServer implements AutoCloseable {
     List<int[]> prompts = req.prompts();
     RequestSpec[] specs = new RequestSpec[prompts.size()];
     String[] engineIds = new String[prompts.size()];
-    for (int i = 0; i < specs.length; i++) {
-      int[] p = prompts.get(i);
-      engineIds[i] = name + "-" + seq + "-" + i;
-      long outputSeed = LongHashFunction.xx3(req.seed()).hashInts(p);
-      if (scripted != null) {
-        outputSeed = scripted.outputSeed(req, outputSeed);
+    // a seeded chat request of a scripted worker: the chat answer its seed names, per choice
+    boolean answer = chat && chatAnswers != null && req.seeded();
+    ScriptedChatAnswers.Generation[] answers = answer ? new ScriptedChatAnswers.Generation[specs.length] : null;
+    try {
+      for (int i = 0; i < specs.length; i++) {
+        int[] p = prompts.get(i);
+        engineIds[i] = name + "-" + seq + "-" + i;
+        long outputSeed = LongHashFunction.xx3(req.seed()).hashInts(p);
+        int maxTokens = req.maxTokens();
+        if (answer) {
+          // the model stops at its end-of-turn token, after the answer text's tokens
+          answers[i] = chatAnswers.start(req.seed(), req.maxTokens());
+          outputSeed = answers[i].outputSeed();
+          maxTokens = answers[i].tokens().length;
+        } else if (scripted != null) {
+          outputSeed = scripted.outputSeed(req, outputSeed);
+        }
+        specs[i] = new RequestSpec(engineIds[i], p, maxTokens, req.adapter(), req.cacheSalt(), outputSeed,
+            req.media());
+        String invalid = engine.validate(specs[i]);
+        if (invalid != null) {
+          throw ApiException.badRequest(invalid, "prompt");
+        }
       }
-      specs[i] = new RequestSpec(engineIds[i], p, req.maxTokens(), req.adapter(), req.cacheSalt(), outputSeed,
-          req.media());
-      String invalid = engine.validate(specs[i]);
-      if (invalid != null) {
-        throw ApiException.badRequest(invalid, "prompt");
+    } catch (ApiException | RuntimeException e) {
+      endAll(answers);
+      throw e;
+    }
+    String[][] text = null;
+    if (answer) {
+      text = new String[answers.length][];
+      for (int i = 0; i < answers.length; i++) {
+        text[i] = answers[i].deltas();
       }
     }
     ResponseStream rs = new ResponseStream(ex, req, id, System.currentTimeMillis() / 1000, engineIds, responseText,
-        writer, engine::abort, name);
+        text, writer, engine::abort, name);
     for (int i = 0; i < specs.length; i++) {
-      engine.submit(specs[i], rs.observer(i));
+      RequestObserver observer = rs.observer(i);
+      engine.submit(specs[i], answer ? ending(observer, answers[i].outputSeed()) : observer);
     }
+  }
+
+  /** Ends the generations started so far ({@code answers} may be null or partly filled). */
+  private void endAll(ScriptedChatAnswers.Generation[] answers) {
+    if (answers != null) {
+      for (ScriptedChatAnswers.Generation g : answers) {
+        if (g != null) {
+          chatAnswers.finished(g.outputSeed());
+        }
+      }
+    }
+  }
+
+  /** {@code o}, ending the scripted chat answer under {@code outputSeed} when its request ends (engine thread). */
+  private RequestObserver ending(RequestObserver o, long outputSeed) {
+    return new RequestObserver() {
+      @Override
+      public void onAccepted() {
+        o.onAccepted();
+      }
+
+      @Override
+      public void onToken(int tokenId, int index, long atNanos, int cached, boolean last) {
+        o.onToken(tokenId, index, atNanos, cached, last);
+      }
+
+      @Override
+      public void onFinished(RequestOutcome outcome) {
+        chatAnswers.finished(outputSeed);
+        o.onFinished(outcome);
+      }
+
+      @Override
+      public void onFailed(RequestFailure failure) {
+        chatAnswers.finished(outputSeed);
+        o.onFailed(failure);
+      }
+    };
   }
 
   private void models(HttpExchange ex) throws IOException {

@@ -1,0 +1,77 @@
+package dev.kvrouter.examples.sim.http;
+
+import dev.kvrouter.examples.sim.engine.OutputTokens;
+import dev.kvrouter.examples.workload.ChatAnswers;
+import dev.kvrouter.examples.workload.Segment;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A worker's scripted chat answers ({@code multi-turn:format=chat,answers=model} through HTTP): a chat request
+ * whose {@code seed} names a scripted answer gets the answer {@code Segment(seed, max_tokens)} as the model emits it
+ * ({@link ChatAnswers#tokens}: the answer text's tokens, then the template's end-of-turn token, where the model
+ * stops), exactly what the virtual-time A/B's engines generate for that request, and the client receives its text
+ * ({@link ChatAnswers#deltas}, one piece per generated token).
+ *
+ * <p>The engine's output model is a pure function of a request's output seed, and the script's length is not a
+ * function of the answer seed alone, so each generation in flight gets an output seed of its own, which
+ * {@link #over} maps to its script until {@link #finished}. Those keys count up from {@link Long#MIN_VALUE}; a
+ * request whose own seed is one of them (not one a workload derives, in practice) would read that script.
+ *
+ * <p>Thread-safe: handler threads start and finish generations, the engine thread reads the scripts.
+ */
+public final class ScriptedChatAnswers {
+
+  /**
+   * One scripted answer being generated.
+   *
+   * @param outputSeed the engine request's output seed, naming the script to {@link #over}
+   * @param tokens what the model generates (text tokens, then end of turn); the request's token budget
+   * @param deltas the text each generated token streams
+   */
+  public record Generation(long outputSeed, int[] tokens, String[] deltas) {}
+
+  private final ChatAnswers answers;
+  private final Map<Long, int[]> inFlight = new ConcurrentHashMap<>();
+  private final AtomicLong keys = new AtomicLong(Long.MIN_VALUE);
+
+  private ScriptedChatAnswers(ChatAnswers answers) {
+    this.answers = Objects.requireNonNull(answers, "answers");
+  }
+
+  /**
+   * The scripted chat answers of {@code output}'s token space as {@code encoder} encodes them, or null when the
+   * encoder renders no chat (a token-ids-only worker: chat requests are refused anyway).
+   */
+  public static ScriptedChatAnswers of(ScriptedOutput output, PromptEncoder encoder) {
+    try {
+      return new ScriptedChatAnswers(encoder.chatAnswers(output.space()));
+    } catch (PromptEncoder.Unsupported e) {
+      return null;
+    }
+  }
+
+  /** The engine's output: a generation's script by its output seed, else {@code fallback}. */
+  public OutputTokens over(OutputTokens fallback) {
+    return (seed, index) -> {
+      int[] script = inFlight.get(seed);
+      return script != null ? script[Math.min(index, script.length - 1)] : fallback.tokenAt(seed, index);
+    };
+  }
+
+  /** Starts generating the answer of {@code words} words named by {@code answerSeed}; end it with {@link #finished}. */
+  public Generation start(long answerSeed, int words) {
+    Segment answer = new Segment(answerSeed, words);
+    int[] tokens = answers.tokens(answer);
+    long key = keys.getAndIncrement();
+    inFlight.put(key, tokens);
+    return new Generation(key, tokens, answers.deltas(answer));
+  }
+
+  /** The generation under {@code outputSeed} ended (finished, failed or never submitted). */
+  public void finished(long outputSeed) {
+    inFlight.remove(outputSeed);
+  }
+}
