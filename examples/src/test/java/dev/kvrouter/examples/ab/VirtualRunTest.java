@@ -29,6 +29,11 @@ class VirtualRunTest {
       WorkloadCatalog.create("system-prompt:format=tokens,count=160,rate=40,prompt=1024,sharing=0.8,prefixes=32,"
           + "output=16,seed=3");
 
+  /** 96 documents of 32-64 blocks, Zipf-popular, on 4 workers of 512 blocks: the fleet keeps evicting them. */
+  private static final int SHORT_BLOCKS = 512;
+  private static final Workload EVICTING =
+      WorkloadCatalog.create("rag:count=1200,rate=40,documents=96,document=512..1024,zipf=0.8,output=16,seed=3");
+
   @Test
   void sameSeedGivesTheSameRunForEveryPolicy() {
     for (String policy : List.of("kv_aware", "round_robin", "least_load", "cache_only", "random")) {
@@ -85,6 +90,30 @@ class VirtualRunTest {
     assertThat(ours.truth().withinShare()).isGreaterThanOrEqualTo(0.99);
     assertThat(a.counts().failed()).isZero();
     assertThat(ours.events().get("not_prefix_closed_workers")).isZero();
+  }
+
+  /**
+   * The eviction term (default {@code new_prefill_eviction_weight} 8) end to end: on a fleet whose memory holds its
+   * working set it never acts (the router's eviction share is 0 and the run is the same as with the term off); on
+   * one whose memory is short the router sees the fleet recompute what it evicted, charges copies more, and
+   * serves more of the prompt from cache than with the term off (57.4% and 60.4% when written).
+   */
+  @Test
+  void theEvictionTermActsOnlyWhereTheFleetsMemoryIsShort() {
+    VirtualOutcome on = VirtualRun.run(SHARING, "kv_aware", SETUP, null);
+    VirtualOutcome off = VirtualRun.run(SHARING, "kv_aware", SETUP.withWeights("new_prefill_eviction_weight=0"), null);
+    assertThat(on.evictionShare()).isZero();
+    assertThat(on.data().requests()).isEqualTo(off.data().requests());
+
+    VirtualSetup shortOfMemory = SETUP.withNumGpuBlocks(SHORT_BLOCKS);
+    VirtualOutcome shortOn = VirtualRun.run(EVICTING, "kv_aware", shortOfMemory, null);
+    VirtualOutcome shortOff = VirtualRun.run(EVICTING, "kv_aware",
+        shortOfMemory.withWeights("new_prefill_eviction_weight=0"), null);
+    assertThat(shortOn.evictionShare()).isGreaterThan(0.05);
+    PolicyResult a = PolicyResult.summarize(shortOn.data(), EVICTING.idealReuse(16));
+    PolicyResult b = PolicyResult.summarize(shortOff.data(), EVICTING.idealReuse(16));
+    assertThat(a.cache().servedShare()).isGreaterThan(b.cache().servedShare() + 0.02);
+    assertThat(shortOn.ledger().zero()).isTrue();
   }
 
   /**

@@ -2,8 +2,8 @@ package dev.kvrouter.extproc.routing;
 
 /**
  * How much of what a model's fleet is asked for it had already computed once and since evicted everywhere: the
- * share of recent prompt blocks that no worker holds (beyond the longest prefix any worker has, events or
- * predictions) although an earlier request carried them. It is the router's view of the capacity misses that
+ * share of recent prompt blocks that no worker holds (beyond the longest prefix any worker's events show or any
+ * in-flight request there carries) although an earlier request carried them. It is the router's view of the capacity misses that
  * {@code VirtualAb --miss-breakdown} counts as "evicted".
  *
  * <p>Why the cost model wants it: recomputing a prefix on a worker that does not hold it, instead of queueing

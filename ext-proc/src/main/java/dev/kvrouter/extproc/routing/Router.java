@@ -303,12 +303,17 @@ public final class Router {
 
   /**
    * The model's eviction share before this request, then records the request: the blocks beyond the longest
-   * prefix any worker holds (events or predictions, the ineligible workers too: their copies still exist).
+   * prefix any worker holds by its events or has in flight (the ledger's active prefix: a sibling or a turn still
+   * prefilling there is pending, not evicted), the ineligible workers too (their copies still exist). Predicted
+   * entries do not count: they live for seconds whatever the worker evicts, so on a cache turning over that fast
+   * they would hide exactly the evictions this measures. A stale worker counts by its predictions, all it has.
    */
   private double evictionShare(List<Worker> serving, List<Candidate> all, long[] hashes) {
     int held = 0;
     for (int i = 0; i < all.size(); i++) {
-      held = Math.max(held, all.get(i).overlap.effective());
+      Candidate c = all.get(i);
+      int events = c.overlap.stale() ? c.overlap.predicted() : c.overlap.cached();
+      held = Math.max(held, Math.max(events, c.activeSharedBlocks));
     }
     String model = serving.get(0).model();
     EvictionPressure p = pressures.get(model);

@@ -152,6 +152,32 @@ class RouterTest {
   }
 
   /**
+   * What counts as evicted: a block seen before that no worker's events show and no in-flight request carries. A
+   * sibling arriving while the first request is still on its worker is pending, not evicted; a predicted entry
+   * (the router's own record of where it sent the prefix, seconds old) does not hide an eviction.
+   */
+  @Test
+  void inFlightBlocksArePendingAndPredictionsDoNotHideAnEviction() {
+    java.util.SplittableRandom r = new java.util.SplittableRandom(8);
+    long[] doc = new long[32];
+    for (int i = 0; i < doc.length; i++) {
+      doc[i] = r.nextLong() >>> 3; // every block sampled
+    }
+    PromptInfo p = new PromptInfo(32 * B, B, doc);
+    Decision first = h.route(p);
+    Decision second = h.route(p); // the first is still in flight: its 32 blocks are pending on its worker
+    assertThat(h.router().evictionShare(RouterHarness.MODEL)).isZero();
+
+    h.ledger.release(first.reservation());
+    h.ledger.release(second.reservation());
+    h.overlaps.put(id("w1"), new Overlap(0, 0, 0, 32, false)); // predicted on w1, held by no worker's events
+    Decision third = h.route(p);
+    assertThat(third.detail().evictionShare()).isZero(); // the share before it
+    double d = EvictionPressure.DECAY;
+    assertThat(h.router().evictionShare(RouterHarness.MODEL)).isCloseTo(32 / (32 * d * d + 32 * d + 32), within(1e-12));
+  }
+
+  /**
    * Best-of-N: a sibling arrives while the first is still prefilling on w2 (the router's prediction says w2 will
    * hold the 64 blocks, nothing is cached yet). Dynamo's weights tie w2 (64 queued + 0 own + 64 shared decode =
    * 128) with an idle worker (64 + 64 = 128) and the tie goes to the least loaded, so siblings scatter and each
