@@ -96,7 +96,7 @@ class VirtualRunTest {
    * The eviction term (default {@code new_prefill_eviction_weight} 8) end to end: on a fleet whose memory holds its
    * working set it never acts (the router's eviction share is 0 and the run is the same as with the term off); on
    * one whose memory is short the router sees the fleet recompute what it evicted, charges copies more, and
-   * serves more of the prompt from cache than with the term off (57.4% and 60.4% when written).
+   * serves more of the prompt from cache than with the term off (57.4% and 60.2% when written).
    */
   @Test
   void theEvictionTermActsOnlyWhereTheFleetsMemoryIsShort() {

@@ -101,6 +101,7 @@ public final class DecisionLog {
       if (d.routed()) {
         g.writeNumberField("predicted_cached_tokens", x.predictedCachedTokens());
         g.writeNumberField("eviction_share", Math.round(x.evictionShare() * 1e4) / 1e4);
+        g.writeNumberField("prefix_heat", Math.round(x.prefixHeat() * 1e4) / 1e4);
       }
       List<Candidate> listed = listed(x.candidates(), x.chosen());
       g.writeArrayFieldStart("candidates");

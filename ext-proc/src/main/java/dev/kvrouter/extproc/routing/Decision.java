@@ -61,7 +61,7 @@ public record Decision(
     private final long scoreNanos;
     private final RequestTimings upstream;
     private final boolean stream;
-    private final double evictionShare;
+    private final EvictionPressure.Reading pressure;
 
     /**
      * @param tenantHash hex XXH3-64 of the tenant id, or null without a tenant (the id itself is never logged)
@@ -77,13 +77,14 @@ public record Decision(
      * @param scoreNanos time in eligibility, scoring and selection
      * @param upstream the request path's own timings
      * @param stream whether the client asked for a streamed response (its first byte is the first token)
-     * @param evictionShare the model's eviction share the cost used ({@link EvictionPressure}), 0 when not scored
+     * @param pressure the model's eviction share and the request's prefix heat as the cost read them
+     *     ({@link EvictionPressure}), zeros when not scored
      */
     public Detail(String tenantHash, long promptTokens, boolean promptExact, String promptUnavailable,
         RequestShape shape, int expectedOutputTokens, List<Candidate> candidates, Candidate chosen,
         long predictedCachedTokens, long lookupNanos, long scoreNanos, RequestTimings upstream, boolean stream,
-        double evictionShare) {
-      this.evictionShare = evictionShare;
+        EvictionPressure.Reading pressure) {
+      this.pressure = pressure;
       this.tenantHash = tenantHash;
       this.promptTokens = promptTokens;
       this.promptExact = promptExact;
@@ -153,9 +154,14 @@ public record Decision(
       return stream;
     }
 
-    /** The model's eviction share the cost used ({@link EvictionPressure}); 0 without block hashes. */
+    /** The model's eviction share at the decision ({@link EvictionPressure}); 0 without block hashes. */
     public double evictionShare() {
-      return evictionShare;
+      return pressure.evictionShare();
+    }
+
+    /** The recent share of requests on this request's held prefix ({@link PrefixHeat}); 0 when none is held. */
+    public double prefixHeat() {
+      return pressure.prefixHeat();
     }
 
     /** Drops the candidate list (the decision record has been written); the chosen one stays. */

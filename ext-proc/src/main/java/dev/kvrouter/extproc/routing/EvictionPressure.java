@@ -1,18 +1,23 @@
 package dev.kvrouter.extproc.routing;
 
 /**
- * How much of what a model's fleet is asked for it had already computed once and since evicted everywhere: the
- * share of recent prompt blocks that no worker holds (beyond the longest prefix any worker's events show or any
- * in-flight request there carries) although an earlier request carried them. It is the router's view of the capacity misses that
- * {@code VirtualAb --miss-breakdown} counts as "evicted".
+ * How much of what a model's fleet is asked for it had already computed once and since evicted everywhere, and how
+ * hot the prefix a request would reuse is. The first is the share of recent prompt blocks that no worker holds
+ * (beyond the longest prefix any worker's events show or any in-flight request there carries) although an earlier
+ * request carried them: the router's view of the capacity misses that {@code VirtualAb --miss-breakdown} counts as
+ * "evicted". The second is {@link PrefixHeat}'s.
  *
- * <p>Why the cost model wants it: recomputing a prefix on a worker that does not hold it, instead of queueing
- * behind the one that does, writes a second copy, and a full cache pays for that copy by evicting something. When
- * nothing the fleet evicts comes back (a document set the fleet holds, a system prompt every worker keeps) the
- * copy is free and spreading hot prefixes is right; when the fleet keeps recomputing what it once had (a trace whose
- * working set exceeds its memory) every copy costs later hits, and the recompute charge should rise. Measured on
- * the A/B's workloads the share separates them cleanly: 0 for RAG over 256 documents and for best-of-N, under 0.01
- * for the small and llm-d system-prompt specs and multi-turn, 0.05 for image QA, 0.31 for Mooncake.
+ * <p>Why the cost model wants them: recomputing a prefix on a worker that does not hold it, instead of queueing behind
+ * the one that does, writes a second copy, and a full cache pays for that copy by evicting something. When nothing the
+ * fleet evicts comes back (a document set the fleet holds, a system prompt every worker keeps) the copy is free and
+ * spreading hot prefixes is right; when the fleet keeps recomputing what it once had (a trace whose working set exceeds
+ * its memory) every copy costs later hits, and the recompute charge should rise. Measured on the A/B's workloads the
+ * share separates them cleanly: 0 for RAG over 256 documents and for best-of-N, under 0.01 for the small and llm-d
+ * system-prompt specs and multi-turn, 0.05 for image QA, 0.31 for Mooncake (the breakdown's truth; the router reads
+ * 0.22 there). A prefix taking more than one worker's share of the requests is the exception: its holder cannot serve
+ * it alone, so copies of it are needed however short the memory, and the charge falls to 1 for it ({@link
+ * Reading#chargedShare}; RAG over 4,096 documents, one of them hot: request imbalance 1.70 with the full charge, 1.52
+ * with the hot one exempt, 1.50 without the term).
  *
  * <p>"Carried earlier" is a direct-mapped table of 32-bit fingerprints of block hashes the router has routed. Only
  * one block in {@link #SAMPLE} is tracked, chosen by its hash (spatial sampling, as SHARDS estimates miss ratios): a
@@ -54,11 +59,42 @@ public final class EvictionPressure {
   }
 
   /**
-   * The share before this request, then records it: {@code hashes[fleetHeld..]} are the blocks no worker holds;
+   * The fleet's pressure as one request finds it.
+   *
+   * @param evictionShare the model's eviction share before this request
+   * @param prefixHeat the recent share of requests whose held prefix ends in the same block as this one's
+   *     ({@link PrefixHeat}), 0 when no worker holds any of it
+   */
+  public record Reading(double evictionShare, double prefixHeat) {
+
+    /**
+     * The share the recompute charge follows: the eviction share, scaled down for a prefix hot enough that its
+     * holder cannot serve it alone ({@code prefixHeat} of {@code owners} cache owners: none left past one owner's
+     * share of the requests).
+     */
+    public double chargedShare(int owners) {
+      return evictionShare * Math.max(0, 1 - prefixHeat * owners);
+    }
+  }
+
+  private final PrefixHeat heat = new PrefixHeat();
+
+  /**
+   * Reads the pressure, then records this request: {@code hashes[fleetHeld..]} are the blocks no worker holds;
    * the ones seen before count as evicted. Every hash is remembered, the held ones too, so a block a worker
    * holds now is known when it comes back after its eviction.
    */
-  public double observe(long[] hashes, int fleetHeld) {
+  public Reading observe(long[] hashes, int fleetHeld) {
+    double hot = 0;
+    if (fleetHeld > 0 && fleetHeld <= hashes.length) {
+      hot = heat.observe(hashes[fleetHeld - 1]);
+    } else {
+      heat.skip();
+    }
+    return new Reading(count(hashes, fleetHeld), hot);
+  }
+
+  private double count(long[] hashes, int fleetHeld) {
     int from = Math.max(0, Math.min(fleetHeld, hashes.length));
     int back = 0;
     int sampled = 0;

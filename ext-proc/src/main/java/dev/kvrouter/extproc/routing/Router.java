@@ -51,6 +51,7 @@ public final class Router {
   private static final Logger log = LoggerFactory.getLogger(Router.class);
 
   private static final long[] NO_HASHES = new long[0];
+  private static final EvictionPressure.Reading NO_PRESSURE = new EvictionPressure.Reading(0, 0);
 
   /** 2 MiB per model: remembers about 4M distinct blocks, several times a 64-worker fleet's KV. */
   public static final int DEFAULT_EVICTION_SLOTS = 1 << 19;
@@ -158,7 +159,8 @@ public final class Router {
 
     if (serving.isEmpty()) {
       return reject(seq, req, policy, "model_not_served", fallbacks, OpenAiError.modelNotFound(model),
-          detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, List.of(), null, 0, 0, 0, 0), t0);
+          detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, List.of(), null, 0, 0, 0, NO_PRESSURE),
+          t0);
     }
 
     long tl = nanoTime.getAsLong();
@@ -201,7 +203,7 @@ public final class Router {
       return reject(seq, req, policy, "no_eligible_worker", fallbacks,
           OpenAiError.noEligibleWorker(model, "all " + serving.size() + " workers are draining or prefill-only"),
           detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, null, 0, lookupNanos,
-              nanoTime.getAsLong() - ts, 0), t0);
+              nanoTime.getAsLong() - ts, NO_PRESSURE), t0);
     }
 
     List<Candidate> healthy = new ArrayList<>(hard.size());
@@ -236,14 +238,15 @@ public final class Router {
       if (settings.whenAllBusy() == ModelRouting.WhenAllBusy.REJECT) {
         return reject(seq, req, policy, "all_busy", fallbacks, OpenAiError.overloaded(model),
             detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, null, 0, lookupNanos,
-                nanoTime.getAsLong() - ts, 0), t0);
+                nanoTime.getAsLong() - ts, NO_PRESSURE), t0);
       }
       fallbacks.add("all_busy");
       pool = healthy;
     }
 
-    double evictionShare = hashes.length > 0 && lookup != null ? evictionShare(serving, all, hashes) : 0;
-    CostModel.score(pool, weights, shape, evictionShare);
+    EvictionPressure.Reading pressure =
+        hashes.length > 0 && lookup != null ? pressure(serving, all, hashes) : NO_PRESSURE;
+    CostModel.score(pool, weights, shape, pressure.chargedShare(all.size()));
     if (lookup != null) {
       for (Candidate c : pool) {
         if (c.overlap.stale()) {
@@ -281,7 +284,7 @@ public final class Router {
     }
     long predicted = CostModel.predictedCachedTokens(chosen.overlap, shape);
     Decision.Detail detail = detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, chosen,
-        predicted, lookupNanos, scoreNanos, evictionShare);
+        predicted, lookupNanos, scoreNanos, pressure);
     return new Decision(seq, req.id(), model, policy.name(), chosen.worker(), chosen.id().dpRank(),
         choice.reason(), join(fallbacks), null, detail, reservation, nanoTime.getAsLong() - t0);
   }
@@ -294,21 +297,21 @@ public final class Router {
 
   private static Decision.Detail detail(String tenantHash, PromptInfo prompt, RouteRequest req, long promptTokens,
       RequestShape shape, int outputTokens, List<Candidate> candidates, Candidate chosen, long predicted,
-      long lookupNanos, long scoreNanos, double evictionShare) {
+      long lookupNanos, long scoreNanos, EvictionPressure.Reading pressure) {
     String unavailable = prompt != null ? null
         : req.promptUnavailable() != null ? req.promptUnavailable() : "not_tokenized";
     return new Decision.Detail(tenantHash, promptTokens, prompt != null, unavailable, shape, outputTokens,
-        candidates, chosen, predicted, lookupNanos, scoreNanos, req.timings(), req.request().stream(), evictionShare);
+        candidates, chosen, predicted, lookupNanos, scoreNanos, req.timings(), req.request().stream(), pressure);
   }
 
   /**
-   * The model's eviction share before this request, then records the request: the blocks beyond the longest
+   * The model's eviction pressure before this request, then records the request: the blocks beyond the longest
    * prefix any worker holds by its events or has in flight (the ledger's active prefix: a sibling or a turn still
    * prefilling there is pending, not evicted), the ineligible workers too (their copies still exist). Predicted
    * entries do not count: they live for seconds whatever the worker evicts, so on a cache turning over that fast
    * they would hide exactly the evictions this measures. A stale worker counts by its predictions, all it has.
    */
-  private double evictionShare(List<Worker> serving, List<Candidate> all, long[] hashes) {
+  private EvictionPressure.Reading pressure(List<Worker> serving, List<Candidate> all, long[] hashes) {
     int held = 0;
     for (int i = 0; i < all.size(); i++) {
       Candidate c = all.get(i);

@@ -26,11 +26,11 @@ class EvictionPressureTest {
     SplittableRandom r = new SplittableRandom(1);
     EvictionPressure p = new EvictionPressure(1 << 16);
     long[] doc = sampled(r, 40);
-    assertThat(p.observe(doc, 0)).isZero(); // the share before it: nothing yet
+    assertThat(p.observe(doc, 0).evictionShare()).isZero(); // the share before it: nothing yet
     assertThat(p.share()).isZero(); // all 40 new
 
     // The same document again while a worker holds all of it: nothing came back from eviction.
-    assertThat(p.observe(doc, 40)).isZero();
+    assertThat(p.observe(doc, 40).evictionShare()).isZero();
     assertThat(p.share()).isZero();
 
     // Again, a worker holding only its first 10 blocks: 30 came back.
@@ -40,7 +40,7 @@ class EvictionPressureTest {
 
     // A fresh prompt nobody holds: nothing came back, the share falls.
     double before = p.share();
-    assertThat(p.observe(sampled(r, 40), 0)).isEqualTo(before);
+    assertThat(p.observe(sampled(r, 40), 0).evictionShare()).isEqualTo(before);
     assertThat(p.share()).isCloseTo(30 * D / (blocks * D + 40), within(1e-12));
   }
 
@@ -97,6 +97,39 @@ class EvictionPressureTest {
     }
     // 16 x D^5000 / (about 16 / (1 - D)): five thousand fresh requests later it is all but gone
     assertThat(p.share()).isLessThan(1e-3).isGreaterThan(0);
+  }
+
+  @Test
+  void theHeldPrefixsHeatIsItsShareOfRecentRequestsAndScalesTheChargedShareDown() {
+    SplittableRandom r = new SplittableRandom(4);
+    EvictionPressure p = new EvictionPressure(1 << 16);
+    long[] hot = sampled(r, 8);
+    assertThat(p.observe(hot, 8).prefixHeat()).isZero(); // first time: no share yet
+    p.observe(sampled(r, 8), 0); // a request reusing nothing counts in the total
+    // 1 of 2 requests (decayed: 1 x D / (1 x D + 1)) held a prefix ending in hot's last block
+    assertThat(p.observe(hot, 8).prefixHeat()).isCloseTo(D / (D + 1), within(1e-12));
+    assertThat(p.observe(hot, 3).prefixHeat()).isZero(); // a shorter held prefix is another prefix
+
+    EvictionPressure.Reading cold = new EvictionPressure.Reading(0.2, 0.05);
+    assertThat(cold.chargedShare(8)).isCloseTo(0.2 * 0.6, within(1e-12)); // 5% of requests on 8 owners: 40% of one's
+    assertThat(new EvictionPressure.Reading(0.2, 0.125).chargedShare(8)).isZero(); // one owner's share: none
+    assertThat(new EvictionPressure.Reading(0.2, 0.5).chargedShare(8)).isZero();
+    assertThat(new EvictionPressure.Reading(0.2, 0).chargedShare(8)).isEqualTo(0.2);
+  }
+
+  @Test
+  void heatKeepsTheHeavyHittersAmongManyColdPrefixes() {
+    PrefixHeat heat = new PrefixHeat();
+    SplittableRandom r = new SplittableRandom(5);
+    double last = 0;
+    for (int i = 0; i < 20_000; i++) {
+      if (i % 4 == 0) {
+        last = heat.observe(42L); // a quarter of the requests
+      } else {
+        heat.observe(r.nextLong()); // each of the rest seen once: they churn the other 63 counters
+      }
+    }
+    assertThat(last).isCloseTo(0.25, within(0.01));
   }
 
   @Test

@@ -103,43 +103,46 @@ class RouterTest {
   }
 
   /**
-   * The eviction term, hand-worked on the flood above. A 64-block document is routed twice while no worker holds
-   * it (the fleet evicted it between): 64 of 64 D + 64 sampled blocks came back, a share of about 0.5, past
-   * {@code eviction_share_full} 0.05, so {@code new_prefill_eviction_weight} 2 applies in full and a recomputed block
-   * costs 3. Then the flood on an idle fleet: w1 costs 14.8k + 64 (16 more for its 8 new blocks), an idle worker
-   * 64 + 3 x 64 + 0.45 x 64 + 0.05 x 64 = 288, so w1 keeps 16 requests instead of 8. The share stays above 0.05
-   * through them (64 D^k / (128 + 64k) at k = 16 is 0.055). Without the eviction history, or with the weight off,
-   * the same flood spills after 8.
+   * The eviction term, hand-worked on the flood above. A 64-block document nobody holds is routed again and again
+   * (the fleet evicted it: each time its 64 sampled blocks come back), so the eviction share stays far above
+   * {@code eviction_share_full} 0.05 and {@code new_prefill_eviction_weight} 2 applies in full: a recomputed
+   * block costs 3. The flood prefix (56 blocks on w1, 8 own blocks each) is cold when five evicted-document
+   * requests come between its requests (its heat stays under 1/6, so at most half of one owner's share: the charge
+   * is still in full): w1 costs 14.8k + 64 (16 more for its 8 new blocks), an idle worker 64 + 3 x 64 + 0.45 x 64
+   * + 0.05 x 64 = 288, so w1 keeps 16 requests instead of 8. The same flood alone is hot (past a third of the
+   * requests on 3 owners): its copies are free and it spills after 8, as with the term off.
    */
   @Test
-  void aFleetThatEvictedWhatItIsAskedForAgainChargesRecomputeMoreAndKeepsTheHotSpotLonger() {
+  void aFleetThatEvictedWhatItIsAskedForAgainChargesRecomputeMoreButNotForAHotPrefix() {
     Weights evicting = Weights.DEFAULTS.with("new_prefill_eviction_weight", 2).with("eviction_share_full", 0.05);
     java.util.SplittableRandom r = new java.util.SplittableRandom(7);
     long[] doc = new long[64];
     for (int i = 0; i < doc.length; i++) {
       doc[i] = r.nextLong() >>> 3; // every block sampled
     }
-    double share = 64 / (64 * EvictionPressure.DECAY + 64);
     for (Weights w : List.of(evicting, Weights.DEFAULTS.with("new_prefill_eviction_weight", 0))) {
-      RouterHarness x = new RouterHarness().fleet(worker("w1"), worker("w2"), worker("w3"));
-      x.settings(new ModelRouting(KvAwarePolicy.NAME, w, BusyThresholds.OFF, ModelRouting.WhenAllBusy.REJECT));
-      for (int i = 0; i < 2; i++) {
-        Decision d = x.route(new PromptInfo(64 * B, B, doc));
-        x.ledger.release(d.reservation()); // served and gone: only the eviction history remains
-      }
-      x.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));
-      List<String> order = new ArrayList<>();
-      for (int i = 0; i < 17; i++) {
-        Decision d = x.route(prompt(1, 56, 8, i));
-        if (i == 0) {
-          assertThat(d.detail().evictionShare()).isCloseTo(share, within(1e-12));
-          assertThat(x.router().evictionShare(RouterHarness.MODEL)).isLessThan(share); // 64 more, none back
+      for (boolean cold : List.of(true, false)) {
+        RouterHarness x = new RouterHarness().fleet(worker("w1"), worker("w2"), worker("w3"));
+        x.settings(new ModelRouting(KvAwarePolicy.NAME, w, BusyThresholds.OFF, ModelRouting.WhenAllBusy.REJECT));
+        x.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));
+        List<String> order = new ArrayList<>();
+        for (int i = 0; i < 17; i++) {
+          for (int k = 0; k < (cold || i == 0 ? 5 : 0); k++) {
+            x.ledger.release(x.route(new PromptInfo(64 * B, B, doc)).reservation()); // served and gone
+          }
+          Decision d = x.route(prompt(1, 56, 8, i));
+          if (cold) {
+            assertThat(d.detail().evictionShare()).isGreaterThan(0.05);
+            assertThat(d.detail().prefixHeat()).isLessThan(1.0 / 6);
+          } else if (i >= 3) { // 3 of 8 requests by then
+            assertThat(d.detail().prefixHeat()).isGreaterThan(1.0 / 3);
+          }
+          order.add(name(d));
         }
-        order.add(name(d));
+        int kept = w == evicting && cold ? 16 : 8;
+        assertThat(order.subList(0, kept)).as("%s cold %s", w, cold).containsOnly("w1");
+        assertThat(order.get(kept)).as("%s cold %s", w, cold).isIn("w2", "w3");
       }
-      int kept = w == evicting ? 16 : 8;
-      assertThat(order.subList(0, kept)).as("%s", w).containsOnly("w1");
-      assertThat(order.get(kept)).as("%s", w).isIn("w2", "w3");
     }
     // The weight on, no eviction history: the plain flood
     h.settings(new ModelRouting(KvAwarePolicy.NAME, evicting, BusyThresholds.OFF, ModelRouting.WhenAllBusy.REJECT));

@@ -1,0 +1,63 @@
+package dev.kvrouter.extproc.routing;
+
+/**
+ * How hot the prefix a request would reuse is: the recent share of requests (all of them, those reusing nothing
+ * too) whose held prefix ends in the same block, for the few prefixes hot enough to matter (Space-Saving over
+ * {@link #SLOTS} counters, exponentially decayed like {@link EvictionPressure}). A prefix taking more than one
+ * worker's share of the requests needs copies whatever the fleet's memory pressure: its holder cannot serve it
+ * alone.
+ *
+ * <p>Counts are stored inflated by a global factor that grows per request (so decay costs nothing per entry) and
+ * renormalised before the factor overflows. Thread-safe under this object's lock: one scan of 64 entries.
+ */
+final class PrefixHeat {
+
+  static final int SLOTS = 64;
+
+  private final long[] keys = new long[SLOTS];
+  private final double[] counts = new double[SLOTS];
+  private double total;
+  private double inflation = 1;
+
+  /** A request that reuses no prefix: it counts in the total only. */
+  synchronized void skip() {
+    inflation /= EvictionPressure.DECAY;
+    total += inflation;
+    renormalise();
+  }
+
+  /** The share of recent requests on {@code key} before this one, then records it. */
+  synchronized double observe(long key) {
+    int at = -1;
+    int min = 0;
+    for (int i = 0; i < SLOTS; i++) {
+      if (counts[i] > 0 && keys[i] == key) {
+        at = i;
+        break;
+      }
+      if (counts[i] < counts[min]) {
+        min = i;
+      }
+    }
+    double before = at >= 0 && total > 0 ? counts[at] / total : 0;
+    inflation /= EvictionPressure.DECAY;
+    if (at < 0) {
+      at = min;
+      keys[at] = key; // Space-Saving: the newcomer inherits the smallest count
+    }
+    counts[at] += inflation;
+    total += inflation;
+    renormalise();
+    return before;
+  }
+
+  private void renormalise() {
+    if (inflation > 1e100) {
+      for (int i = 0; i < SLOTS; i++) {
+        counts[i] /= inflation;
+      }
+      total /= inflation;
+      inflation = 1;
+    }
+  }
+}
