@@ -326,15 +326,13 @@ public final class Router {
         registry.current().all().forEach(w -> live.add(w.model()));
         pressures.keySet().retainAll(live);
       }
-      p = pressures.computeIfAbsent(model, m -> new EvictionPressure(evictionSlots));
+      p = pressures.computeIfAbsent(model, m -> {
+        EvictionPressure created = new EvictionPressure(evictionSlots);
+        log.info("eviction pressure table for model {}: {} bytes", m, created.bytes());
+        return created;
+      });
     }
     return p.observe(hashes, held);
-  }
-
-  /** The model's recent eviction share (0 before any request of it), for metrics. */
-  public double evictionShare(String model) {
-    EvictionPressure p = pressures.get(model);
-    return p == null ? 0 : p.share();
   }
 
   private Overlap overlapOf(PrefixOverlapSource.Lookup lookup, WorkerId id, List<String> fallbacks) {

@@ -151,7 +151,7 @@ class RouterTest {
     flood(9, order, new ArrayList<>());
     assertThat(order.subList(0, 8)).containsOnly("w1");
     assertThat(order.get(8)).isIn("w2", "w3");
-    assertThat(h.router().evictionShare(RouterHarness.MODEL)).isZero();
+    assertThat(h.route(prompt(9, 4, 0, 99)).detail().evictionShare()).isZero(); // what the next request reads
   }
 
   /**
@@ -169,15 +169,15 @@ class RouterTest {
     PromptInfo p = new PromptInfo(32 * B, B, doc);
     Decision first = h.route(p);
     Decision second = h.route(p); // the first is still in flight: its 32 blocks are pending on its worker
-    assertThat(h.router().evictionShare(RouterHarness.MODEL)).isZero();
 
     h.ledger.release(first.reservation());
     h.ledger.release(second.reservation());
     h.overlaps.put(id("w1"), new Overlap(0, 0, 0, 32, false)); // predicted on w1, held by no worker's events
     Decision third = h.route(p);
-    assertThat(third.detail().evictionShare()).isZero(); // the share before it
+    assertThat(third.detail().evictionShare()).isZero(); // after the second: its blocks were pending, not evicted
     double d = EvictionPressure.DECAY;
-    assertThat(h.router().evictionShare(RouterHarness.MODEL)).isCloseTo(32 / (32 * d * d + 32 * d + 32), within(1e-12));
+    Decision next = h.route(prompt(9, 4, 0, 99)); // reads the share the third left
+    assertThat(next.detail().evictionShare()).isCloseTo(32 / (32 * d * d + 32 * d + 32), within(1e-12));
   }
 
   /**
