@@ -59,6 +59,7 @@ import dev.kvrouter.index.events.EventPlaneHealth;
 import dev.kvrouter.index.events.EventSource;
 import dev.kvrouter.index.events.InProcessEventFollower;
 import dev.kvrouter.index.events.WorkerEventHealth;
+import dev.kvrouter.index.media.MediaIdentities;
 import dev.kvrouter.index.wire.EventEncoder;
 import dev.kvrouter.xds.registry.Worker;
 import dev.kvrouter.xds.registry.WorkerRegistry;
@@ -716,6 +717,16 @@ public final class VirtualRun {
       events.merge("not_prefix_closed_workers", s.notPrefixClosed().isEmpty() ? 0L : 1L, Long::sum);
     }
     events.put("stale_transitions", staleTransitions[0]);
+    MediaIdentities media = index.media();
+    if (media.expectedTotal() > 0) {
+      // images sent without a uuid: what the router learned of the engines' identifiers (docs/request-path.md)
+      events.put("media_expected", media.expectedTotal());
+      events.put("media_learned", media.learnedTotal());
+      events.put("media_used", media.usedTotal());
+      events.put("media_conflicts", media.conflictsTotal());
+      events.put("media_claimed", media.claimedTotal());
+      events.put("media_evicted", media.evictedTotal());
+    }
     List<String> notes = new ArrayList<>();
     notes.add(String.format(java.util.Locale.ROOT,
         "virtual time: %d workers %s, %d KV blocks each, block %d; events %s%s%s; truth check %.2f%% within one "
@@ -727,6 +738,11 @@ public final class VirtualRun {
         truth.withinShare() * 100, truth.over(), truth.under(), ledgerEnd.zero() ? "zero" : ledgerEnd.toString()));
     if (!fallbacks.isEmpty()) {
       notes.add("fallbacks " + fallbacks);
+    }
+    if (media.expectedTotal() > 0) {
+      notes.add(String.format(java.util.Locale.ROOT, "media identities: %d items expected without a uuid, %d engine "
+          + "identifiers learned, used %d times, %d conflicts", media.expectedTotal(), media.learnedTotal(),
+          media.usedTotal(), media.conflictsTotal()));
     }
     // the engines generate the script by construction: there is no streamed answer to check
     Sessions sessions = chain.dependentTurns() == 0 ? null : Sessions.of(chain, workload.scriptsAnswers(),

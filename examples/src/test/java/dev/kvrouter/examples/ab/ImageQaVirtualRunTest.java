@@ -201,7 +201,15 @@ class ImageQaVirtualRunTest {
     }
     assertThat(creditedPastTheImage).as("repeats credited with the whole image from events").isPositive();
     assertThat(hitsOnHolders).isPositive();
+    // the run's report counts what the router learned: every image it routed without a uuid was expected, and
+    // each distinct one it saw stored was learned once and used by the repeats
+    Map<String, Long> events = run.outcome().events();
+    assertThat(events.get("media_expected")).isPositive();
+    assertThat(events.get("media_learned")).isPositive().isLessThanOrEqualTo(seen.size());
+    assertThat(events.get("media_used")).isPositive();
+    assertThat(events.get("media_conflicts")).isZero();
     Run named = run("yes", Duration.ofMillis(1));
+    assertThat(named.outcome().events()).doesNotContainKey("media_expected"); // uuids: nothing to learn
     assertThat(toHolders(run, holders)).as("learned: repeats go to a holder about as often as with a uuid")
         .isGreaterThan(toHolders(named, holders(named)) - 0.1);
     assertThat(run.served()).as("learned: about the uuid's cache hits").isGreaterThan(named.served() - 0.03);
