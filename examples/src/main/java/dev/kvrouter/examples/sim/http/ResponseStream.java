@@ -11,6 +11,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -51,7 +52,7 @@ final class ResponseStream {
   private final String[] engineIds;
   private final PromptEncoder encoder;
   /** Per choice, the text of each generated token of a scripted chat answer (null: the encoder's token text). */
-  private final String[][] scriptedText;
+  private final CompletableFuture<String[][]> scriptedText;
   private final Executor writer;
   private final Consumer<String> abort;
   private final String servedBy;
@@ -72,10 +73,12 @@ final class ResponseStream {
 
   /**
    * @param scriptedText per choice, the text each generated token streams (a scripted chat answer, which ends at
-   *     the model's end of turn: finish reason {@code stop}), or null for every token's {@code encoder} text
+   *     the model's end of turn: finish reason {@code stop}), completed while the engine prefills; or null for
+   *     every token's {@code encoder} text
    */
   ResponseStream(HttpExchange exchange, ApiRequest request, String id, long created, String[] engineIds,
-      PromptEncoder encoder, String[][] scriptedText, Executor writer, Consumer<String> abort, String servedBy) {
+      PromptEncoder encoder, CompletableFuture<String[][]> scriptedText, Executor writer, Consumer<String> abort,
+      String servedBy) {
     this.exchange = exchange;
     this.request = request;
     this.id = id;
@@ -242,13 +245,27 @@ final class ResponseStream {
   }
 
   private String text(Token t) {
-    String[] script = scriptedText == null ? null : scriptedText[t.choice()];
+    String[][] scripts = scripts();
+    String[] script = scripts == null ? null : scripts[t.choice()];
     return script != null && t.index() < script.length ? script[t.index()] : encoder.tokenText(t.tokenId());
   }
 
   /** A scripted chat answer stops at its end-of-turn token; any other output runs to its length. */
   private String finishReason(int choice) {
-    return scriptedText != null && scriptedText[choice] != null ? "stop" : "length";
+    String[][] scripts = scripts();
+    return scripts != null && scripts[choice] != null ? "stop" : "length";
+  }
+
+  /** The scripted answers' text, once computed (it always is: the server completes it); null when it failed. */
+  private String[][] scripts() {
+    if (scriptedText == null) {
+      return null;
+    }
+    try {
+      return scriptedText.join();
+    } catch (java.util.concurrent.CompletionException e) {
+      return null; // the tokens' own text then
+    }
   }
 
   private void complete() throws IOException {

@@ -13,7 +13,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * whose {@code seed} names a scripted answer gets the answer {@code Segment(seed, max_tokens)} as the model emits it
  * ({@link ChatAnswers#tokens}: the answer text's tokens, then the template's end-of-turn token, where the model
  * stops), exactly what the virtual-time A/B's engines generate for that request, and the client receives its text
- * ({@link ChatAnswers#deltas}, one piece per generated token).
+ * ({@link #deltas}, one piece per generated token).
  *
  * <p>The engine's output model is a pure function of a request's output seed, and the script's length is not a
  * function of the answer seed alone, so each generation in flight gets an output seed of its own, which
@@ -29,9 +29,9 @@ public final class ScriptedChatAnswers {
    *
    * @param outputSeed the engine request's output seed, naming the script to {@link #over}
    * @param tokens what the model generates (text tokens, then end of turn); the request's token budget
-   * @param deltas the text each generated token streams
+   * @param answer the scripted answer
    */
-  public record Generation(long outputSeed, int[] tokens, String[] deltas) {}
+  public record Generation(long outputSeed, int[] tokens, Segment answer) {}
 
   private final ChatAnswers answers;
   private final Map<Long, int[]> inFlight = new ConcurrentHashMap<>();
@@ -67,7 +67,16 @@ public final class ScriptedChatAnswers {
     int[] tokens = answers.tokens(answer);
     long key = keys.getAndIncrement();
     inFlight.put(key, tokens);
-    return new Generation(key, tokens, answers.deltas(answer));
+    return new Generation(key, tokens, answer);
+  }
+
+  /**
+   * The text each generated token of {@code g} streams ({@link ChatAnswers#deltas}). It encodes every word prefix
+   * of the answer, about a millisecond for a hundred words, so the server computes it after handing the request to
+   * the engine, not inside its time to first token.
+   */
+  public String[] deltas(Generation g) {
+    return answers.deltas(g.answer());
   }
 
   /** The generation under {@code outputSeed} ended (finished, failed or never submitted). */

@@ -24,6 +24,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -234,18 +235,28 @@ public final class SimHttpServer implements AutoCloseable {
       endAll(answers);
       throw e;
     }
-    String[][] text = null;
-    if (answer) {
-      text = new String[answers.length][];
-      for (int i = 0; i < answers.length; i++) {
-        text[i] = answers[i].deltas();
-      }
-    }
+    // a scripted answer's text per token is computed once the engine has the request, while it prefills
+    CompletableFuture<String[][]> text = answer ? new CompletableFuture<>() : null;
     ResponseStream rs = new ResponseStream(ex, req, id, System.currentTimeMillis() / 1000, engineIds, responseText,
         text, writer, engine::abort, name);
-    for (int i = 0; i < specs.length; i++) {
-      RequestObserver observer = rs.observer(i);
-      engine.submit(specs[i], answer ? ending(observer, answers[i].outputSeed()) : observer);
+    try {
+      for (int i = 0; i < specs.length; i++) {
+        RequestObserver observer = rs.observer(i);
+        engine.submit(specs[i], answer ? ending(observer, answers[i].outputSeed()) : observer);
+      }
+    } finally {
+      // always completed: the response writer, shared by every stream, waits on it at the first token
+      if (answer) {
+        try {
+          String[][] t = new String[answers.length][];
+          for (int i = 0; i < answers.length; i++) {
+            t[i] = chatAnswers.deltas(answers[i]);
+          }
+          text.complete(t);
+        } catch (RuntimeException e) {
+          text.completeExceptionally(e);
+        }
+      }
     }
   }
 
