@@ -17,7 +17,7 @@ import java.util.Map;
  * @param events the event plane: batches delivered, dropped by faults, gaps seen, replays, stale transitions
  * @param indexBytes the KV index's estimated footprint at the end
  * @param busyShare per worker, the share of the run (first arrival to last response) its engine spent in steps
- * @param evictionShare the eviction share the router's cost used, averaged over its decisions with block hashes
+ * @param evictionShare the model's eviction share at the router's decisions with block hashes, averaged
  *     ({@code EvictionPressure}: prompt blocks the fleet had computed and evicted everywhere, as the router saw them)
  * @param missBreakdown where the computed prompt blocks could have come from ({@link MissBreakdown#toJson}), or
  *     null when the run did not measure it

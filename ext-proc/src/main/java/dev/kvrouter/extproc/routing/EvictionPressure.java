@@ -49,13 +49,18 @@ public final class EvictionPressure {
    *     should be a few times the fleet's KV blocks, so a block is still remembered when the fleet has evicted it
    */
   public EvictionPressure(int slots) {
-    if (slots < 1 || slots > MAX_SLOTS) {
-      throw new IllegalArgumentException("slots must be in [1, 2^28], was " + slots);
-    }
+    checkSlots(slots);
     int n = Integer.highestOneBit(slots);
     n = n < slots ? n << 1 : n;
     this.seen = new int[n];
     this.mask = n - 1;
+  }
+
+  /** @throws IllegalArgumentException unless {@code slots} is in [1, {@link #MAX_SLOTS}] */
+  static void checkSlots(int slots) {
+    if (slots < 1 || slots > MAX_SLOTS) {
+      throw new IllegalArgumentException("slots must be in [1, 2^28], was " + slots);
+    }
   }
 
   /**
@@ -124,7 +129,7 @@ public final class EvictionPressure {
     return blocks > 0 ? evicted / blocks : 0;
   }
 
-  /** Memory held by the table, for the router's gauges. */
+  /** Memory held by the table (the router logs it when it creates one). */
   public long bytes() {
     return 4L * seen.length;
   }

@@ -21,9 +21,7 @@ final class PrefixHeat {
 
   /** A request that reuses no prefix: it counts in the total only. */
   synchronized void skip() {
-    inflation /= EvictionPressure.DECAY;
-    total += inflation;
-    renormalise();
+    tick();
   }
 
   /** The share of recent requests on {@code key} before this one, then records it. */
@@ -40,18 +38,19 @@ final class PrefixHeat {
       }
     }
     double before = at >= 0 && total > 0 ? counts[at] / total : 0;
-    inflation /= EvictionPressure.DECAY;
     if (at < 0) {
       at = min;
       keys[at] = key; // Space-Saving: the newcomer inherits the smallest count
     }
+    tick();
     counts[at] += inflation;
-    total += inflation;
-    renormalise();
     return before;
   }
 
-  private void renormalise() {
+  /** One more request: earlier ones decay (the factor grows) and it counts in the total. */
+  private void tick() {
+    inflation /= EvictionPressure.DECAY;
+    total += inflation;
     if (inflation > 1e100) {
       for (int i = 0; i < SLOTS; i++) {
         counts[i] /= inflation;

@@ -9,6 +9,7 @@ import dev.kvrouter.xds.registry.Worker;
 import dev.kvrouter.xds.registry.WorkerRegistry;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -322,7 +323,7 @@ public final class Router {
     EvictionPressure p = pressures.get(model);
     if (p == null) {
       if (pressures.size() >= 16) { // models that left the fleet: forget them
-        Set<String> live = new java.util.HashSet<>();
+        Set<String> live = new HashSet<>();
         registry.current().all().forEach(w -> live.add(w.model()));
         pressures.keySet().retainAll(live);
       }
@@ -423,9 +424,7 @@ public final class Router {
 
     /** Fingerprint slots of each model's {@link EvictionPressure} (4 bytes each, one table per served model). */
     public Builder evictionSlots(int slots) {
-      if (slots < 1 || slots > EvictionPressure.MAX_SLOTS) {
-        throw new IllegalArgumentException("eviction slots must be in [1, 2^28], was " + slots);
-      }
+      EvictionPressure.checkSlots(slots); // here, not at the first request of a model
       this.evictionSlots = slots;
       return this;
     }

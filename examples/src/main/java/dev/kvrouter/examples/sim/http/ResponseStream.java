@@ -12,6 +12,7 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -263,7 +264,7 @@ final class ResponseStream {
     }
     try {
       return scriptedText.join();
-    } catch (java.util.concurrent.CompletionException e) {
+    } catch (CompletionException e) {
       return null; // the tokens' own text then
     }
   }
