@@ -116,6 +116,12 @@ public final class EnvoyAb implements Callable<Integer> {
   @Option(names = "--sample-ms", defaultValue = "250")
   long sampleMs;
 
+  @Option(names = "--routing", defaultValue = "routing: {policy: kv_aware}",
+      description = "The router's routing section, one line of YAML; the A/B picks each run's policy per request, so "
+          + "this sets the weights kv_aware runs with (e.g. 'routing: {policy: kv_aware, weights: "
+          + "{new_prefill_eviction_weight: 0}}').")
+  String routing;
+
   @Option(names = "--router-jvm", split = " ", defaultValue = "-Xmx1g -XX:+UseParallelGC")
   List<String> routerJvm;
 
@@ -145,7 +151,7 @@ public final class EnvoyAb implements Callable<Integer> {
     Files.createDirectories(out);
     Path dir = Files.createTempDirectory("kvrouter-envoy-ab");
     EnvoyAbStack.Options o = new EnvoyAbStack.Options(root.toAbsolutePath(), workers, Presets.byId(preset), model,
-        tokenizer, blockSize, numGpuBlocks, seed, null, true, "routing: {policy: kv_aware}", dir, kvOffloadingSizeGib,
+        tokenizer, blockSize, numGpuBlocks, seed, null, true, routing, dir, kvOffloadingSizeGib,
         multimodal, "", scripted);
     Map<String, Object> meta = new LinkedHashMap<>();
     meta.put("mode", "through-envoy");
@@ -153,6 +159,7 @@ public final class EnvoyAb implements Callable<Integer> {
         .map(List::of).orElse(List.of())));
     meta.put("seed", seed);
     meta.put("preset", preset);
+    meta.put("routing", routing);
     meta.put("kvOffloadingSizeGib", kvOffloadingSizeGib);
     meta.put("tokenizer", tokenizer.toString());
     meta.put("multimodal", multimodal);

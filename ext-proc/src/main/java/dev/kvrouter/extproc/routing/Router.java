@@ -17,6 +17,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.random.RandomGenerator;
@@ -45,7 +46,10 @@ import org.slf4j.LoggerFactory;
  * </ol>
  *
  * <p>Thread-safe: reads immutable fleet snapshots and concurrent load views; all per-request state lives in the
- * candidates it creates.
+ * candidates it creates. Decisions are serialized from the index lookup to the reservation and prediction (a few
+ * microseconds, after the request was parsed and hashed): requests decided at the same moment on two threads would
+ * otherwise not see each other, and best-of-N siblings, which arrive together, scattered through real Envoy (40% of
+ * groups split, BENCHMARKS.md).
  */
 public final class Router {
 
@@ -66,6 +70,8 @@ public final class Router {
   private final LongSupplier nanoTime;
   private final Supplier<RandomGenerator> rng;
   private final AtomicLong seqs = new AtomicLong();
+  /** Held from the lookup to the prediction, so each decision sees the ones before it. */
+  private final ReentrantLock deciding = new ReentrantLock();
   private final AtomicLong lookupFailures = new AtomicLong();
   /** Per served model (the workers' model name); pruned to the fleet's models when it outgrows them. */
   private final ConcurrentHashMap<String, EvictionPressure> pressures = new ConcurrentHashMap<>();
@@ -164,130 +170,135 @@ public final class Router {
           t0);
     }
 
-    long tl = nanoTime.getAsLong();
-    PrefixOverlapSource.Lookup lookup = null;
-    if (hashes.length > 0) {
-      try {
-        lookup = overlaps.lookup(hashes);
-      } catch (RuntimeException e) {
-        // A broken index must not fail requests: route on load, visibly.
-        fallbacks.add("overlap_lookup_failed");
-        logLookupFailure(e);
-      }
-    }
-    long lookupNanos = nanoTime.getAsLong() - tl;
-
-    long ts = nanoTime.getAsLong();
-    List<Candidate> all = new ArrayList<>(serving.size());
-    List<Candidate> hard = new ArrayList<>(serving.size());
-    for (Worker w : serving) {
-      for (WorkerId id : w.cacheOwners()) {
-        Candidate c = new Candidate(w, id);
-        if (lookup != null) {
-          c.overlap = overlapOf(lookup, id, fallbacks);
+    deciding.lock();
+    try {
+      long tl = nanoTime.getAsLong();
+      PrefixOverlapSource.Lookup lookup = null;
+      if (hashes.length > 0) {
+        try {
+          lookup = overlaps.lookup(hashes);
+        } catch (RuntimeException e) {
+          // A broken index must not fail requests: route on load, visibly.
+          fallbacks.add("overlap_lookup_failed");
+          logLookupFailure(e);
         }
-        if (load != null) {
-          c.load = load.load(id);
-          c.activeSharedBlocks = hashes.length > 0 ? load.activePrefixBlocks(id, hashes) : 0;
-        }
-        if (w.draining()) {
-          c.whyNot = "draining";
-        } else if (w.role() == Worker.Role.PREFILL) {
-          c.whyNot = "role";
-        } else {
-          hard.add(c);
-        }
-        all.add(c);
       }
-    }
-    if (hard.isEmpty()) {
-      return reject(seq, req, policy, "no_eligible_worker", fallbacks,
-          OpenAiError.noEligibleWorker(model, "all " + serving.size() + " workers are draining or prefill-only"),
-          detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, null, 0, lookupNanos,
-              nanoTime.getAsLong() - ts, NO_PRESSURE), t0);
-    }
+      long lookupNanos = nanoTime.getAsLong() - tl;
 
-    List<Candidate> healthy = new ArrayList<>(hard.size());
-    for (Candidate c : hard) {
-      String why = health.unhealthyReason(c.worker().name());
-      if (why == null) {
-        healthy.add(c);
-      } else {
-        c.whyNot = why;
+      long ts = nanoTime.getAsLong();
+      List<Candidate> all = new ArrayList<>(serving.size());
+      List<Candidate> hard = new ArrayList<>(serving.size());
+      for (Worker w : serving) {
+        for (WorkerId id : w.cacheOwners()) {
+          Candidate c = new Candidate(w, id);
+          if (lookup != null) {
+            c.overlap = overlapOf(lookup, id, fallbacks);
+          }
+          if (load != null) {
+            c.load = load.load(id);
+            c.activeSharedBlocks = hashes.length > 0 ? load.activePrefixBlocks(id, hashes) : 0;
+          }
+          if (w.draining()) {
+            c.whyNot = "draining";
+          } else if (w.role() == Worker.Role.PREFILL) {
+            c.whyNot = "role";
+          } else {
+            hard.add(c);
+          }
+          all.add(c);
+        }
       }
-    }
-    if (healthy.isEmpty()) {
-      fallbacks.add("all_unhealthy");
-      for (Candidate c : hard) {
-        c.whyNot = null;
-      }
-      healthy = hard;
-    }
-
-    List<Candidate> pool = new ArrayList<>(healthy.size());
-    BusyThresholds busy = settings.busy();
-    for (Candidate c : healthy) {
-      String why = busy.check(c.load);
-      if (why == null) {
-        pool.add(c);
-      } else {
-        c.whyNot = why;
-      }
-    }
-    boolean allBusy = pool.isEmpty();
-    if (allBusy) {
-      if (settings.whenAllBusy() == ModelRouting.WhenAllBusy.REJECT) {
-        return reject(seq, req, policy, "all_busy", fallbacks, OpenAiError.overloaded(model),
+      if (hard.isEmpty()) {
+        return reject(seq, req, policy, "no_eligible_worker", fallbacks,
+            OpenAiError.noEligibleWorker(model, "all " + serving.size() + " workers are draining or prefill-only"),
             detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, null, 0, lookupNanos,
                 nanoTime.getAsLong() - ts, NO_PRESSURE), t0);
       }
-      fallbacks.add("all_busy");
-      pool = healthy;
-    }
 
-    EvictionPressure.Reading pressure =
-        hashes.length > 0 && lookup != null ? pressure(serving, all, hashes) : NO_PRESSURE;
-    CostModel.score(pool, weights, shape, pressure.chargedShare(all.size()));
-    if (lookup != null) {
-      for (Candidate c : pool) {
-        if (c.overlap.stale()) {
-          fallbacks.add("stale_events");
-          break;
+      List<Candidate> healthy = new ArrayList<>(hard.size());
+      for (Candidate c : hard) {
+        String why = health.unhealthyReason(c.worker().name());
+        if (why == null) {
+          healthy.add(c);
+        } else {
+          c.whyNot = why;
         }
       }
-    }
-    Scoring scoring = new Scoring(req, pool, weights, shape, hashes.length > 0, rng.get());
-    RoutingPolicy.Choice choice;
-    if (allBusy) {
-      choice = new RoutingPolicy.Choice(LeastLoadPolicy.pick(scoring), "all_busy_least_loaded");
-    } else {
-      choice = policy.choose(scoring);
-    }
-    Candidate chosen = choice.candidate();
-    if (allBusy) {
-      // The busy ones were routed to on purpose; their why_not stays in the record, the choice is eligible.
-      chosen.whyNot = null;
-    }
-    long scoreNanos = nanoTime.getAsLong() - ts;
-
-    Reservation reservation = Reservation.NONE;
-    if (load != null) {
-      long prefillTokens = Math.max(0, promptTokens - Math.round(chosen.creditBlocks * blockSize));
-      int unique = (shape.promptBlocks() - shape.fullBlocks()) + shape.outputBlocks();
-      reservation = load.ledger().reserve(chosen.id(), prefillTokens, hashes, unique);
-    }
-    if (hashes.length > 0) {
-      try {
-        overlaps.recordPrediction(chosen.id(), hashes);
-      } catch (RuntimeException e) {
-        logLookupFailure(e);
+      if (healthy.isEmpty()) {
+        fallbacks.add("all_unhealthy");
+        for (Candidate c : hard) {
+          c.whyNot = null;
+        }
+        healthy = hard;
       }
+
+      List<Candidate> pool = new ArrayList<>(healthy.size());
+      BusyThresholds busy = settings.busy();
+      for (Candidate c : healthy) {
+        String why = busy.check(c.load);
+        if (why == null) {
+          pool.add(c);
+        } else {
+          c.whyNot = why;
+        }
+      }
+      boolean allBusy = pool.isEmpty();
+      if (allBusy) {
+        if (settings.whenAllBusy() == ModelRouting.WhenAllBusy.REJECT) {
+          return reject(seq, req, policy, "all_busy", fallbacks, OpenAiError.overloaded(model),
+              detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, null, 0, lookupNanos,
+                  nanoTime.getAsLong() - ts, NO_PRESSURE), t0);
+        }
+        fallbacks.add("all_busy");
+        pool = healthy;
+      }
+
+      EvictionPressure.Reading pressure =
+          hashes.length > 0 && lookup != null ? pressure(serving, all, hashes) : NO_PRESSURE;
+      CostModel.score(pool, weights, shape, pressure.chargedShare(all.size()));
+      if (lookup != null) {
+        for (Candidate c : pool) {
+          if (c.overlap.stale()) {
+            fallbacks.add("stale_events");
+            break;
+          }
+        }
+      }
+      Scoring scoring = new Scoring(req, pool, weights, shape, hashes.length > 0, rng.get());
+      RoutingPolicy.Choice choice;
+      if (allBusy) {
+        choice = new RoutingPolicy.Choice(LeastLoadPolicy.pick(scoring), "all_busy_least_loaded");
+      } else {
+        choice = policy.choose(scoring);
+      }
+      Candidate chosen = choice.candidate();
+      if (allBusy) {
+        // The busy ones were routed to on purpose; their why_not stays in the record, the choice is eligible.
+        chosen.whyNot = null;
+      }
+      long scoreNanos = nanoTime.getAsLong() - ts;
+
+      Reservation reservation = Reservation.NONE;
+      if (load != null) {
+        long prefillTokens = Math.max(0, promptTokens - Math.round(chosen.creditBlocks * blockSize));
+        int unique = (shape.promptBlocks() - shape.fullBlocks()) + shape.outputBlocks();
+        reservation = load.ledger().reserve(chosen.id(), prefillTokens, hashes, unique);
+      }
+      if (hashes.length > 0) {
+        try {
+          overlaps.recordPrediction(chosen.id(), hashes);
+        } catch (RuntimeException e) {
+          logLookupFailure(e);
+        }
+      }
+      long predicted = CostModel.predictedCachedTokens(chosen.overlap, shape);
+      Decision.Detail detail = detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, chosen,
+          predicted, lookupNanos, scoreNanos, pressure);
+      return new Decision(seq, req.id(), model, policy.name(), chosen.worker(), chosen.id().dpRank(),
+          choice.reason(), join(fallbacks), null, detail, reservation, nanoTime.getAsLong() - t0);
+    } finally {
+      deciding.unlock();
     }
-    long predicted = CostModel.predictedCachedTokens(chosen.overlap, shape);
-    Decision.Detail detail = detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, chosen,
-        predicted, lookupNanos, scoreNanos, pressure);
-    return new Decision(seq, req.id(), model, policy.name(), chosen.worker(), chosen.id().dpRank(),
-        choice.reason(), join(fallbacks), null, detail, reservation, nanoTime.getAsLong() - t0);
   }
 
   private Decision reject(long seq, RouteRequest req, RoutingPolicy policy, String reason, List<String> fallbacks,

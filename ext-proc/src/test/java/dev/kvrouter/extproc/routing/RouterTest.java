@@ -17,6 +17,14 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.junit.jupiter.api.Test;
 
 class RouterTest {
@@ -541,5 +549,50 @@ class RouterTest {
     assertThat(p.routed()).isTrue();
     assertThat(p.fallback()).isEqualTo("overlap_lookup_failed");
     assertThat(p.detail().candidates()).allSatisfy(c -> assertThat(c.overlap()).isEqualTo(Overlap.NONE));
+  }
+
+  /**
+   * Two siblings decided at the same moment on two threads. Each lookup waits up to 300 ms for the other's lookup
+   * to start as well; with decisions serialized from the lookup to the prediction, the second lookup only starts
+   * once the first decision has predicted, so the first wait times out and the second sibling finds the prediction
+   * and the reservation and joins its sibling. Concurrent lookups would both find nothing and, tied, split (the
+   * tie goes to the worker chosen least recently): what scattered best-of-N siblings through real Envoy.
+   */
+  @Test
+  void siblingsDecidedAtTheSameMomentSeeEachOther() throws Exception {
+    CyclicBarrier bothLookingUp = new CyclicBarrier(2);
+    Map<WorkerId, Integer> predicted = new ConcurrentHashMap<>();
+    Router r = Router.builder(h.registry).config(h.config).load(h.load).nanoTime(h.clock).random(() -> h.random)
+        .overlaps(new PrefixOverlapSource() {
+          @Override
+          public Lookup lookup(long[] blockHashes) {
+            try {
+              bothLookingUp.await(300, TimeUnit.MILLISECONDS);
+            } catch (BrokenBarrierException | TimeoutException e) {
+              // the other decision is not looking up now
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+            Map<WorkerId, Integer> now = Map.copyOf(predicted);
+            return id -> new Overlap(0, 0, 0, now.getOrDefault(id, 0), false);
+          }
+
+          @Override
+          public void recordPrediction(WorkerId worker, long[] blockHashes) {
+            predicted.merge(worker, blockHashes.length, Math::max);
+          }
+        }).build();
+    ExecutorService threads = Executors.newFixedThreadPool(2);
+    try {
+      Future<Decision> first = threads.submit(() -> r.route(request(prompt(1, 64, 0, 0))));
+      Future<Decision> second = threads.submit(() -> r.route(request(prompt(1, 64, 0, 1))));
+      Decision a = first.get(10, TimeUnit.SECONDS);
+      Decision b = second.get(10, TimeUnit.SECONDS);
+      assertThat(name(b)).isEqualTo(name(a));
+      assertThat(Math.max(a.detail().predictedCachedTokens(), b.detail().predictedCachedTokens()))
+          .as("the later sibling found the earlier one's prediction").isPositive();
+    } finally {
+      threads.shutdownNow();
+    }
   }
 }
