@@ -25,8 +25,9 @@ package dev.kvrouter.extproc.routing;
  * blocks than it has slots, and a 2,000-block prompt touches about 250 slots, not 2,000. A newer block overwrites an
  * older one in its slot, so the table remembers roughly the last {@code SAMPLE x slots} distinct blocks. Slots take
  * the hash's low bits, fingerprints bits 29-60 and the sample its top three, so a false "seen" needs a 32-bit
- * collision. Writes race benignly (an int store is atomic; a lost write forgets one block). The share is a
- * block-weighted moving average over about {@code 1 / (1 - DECAY)} requests, updated under this object's lock.
+ * collision. The share is a block-weighted moving average over about {@code 1 / (1 - DECAY)} requests.
+ *
+ * <p>Not thread-safe: the {@link Router} reads and updates it only inside a decision, under its decision lock.
  */
 public final class EvictionPressure {
 
@@ -116,16 +117,14 @@ public final class EvictionPressure {
       }
       seen[slot] = print;
     }
-    synchronized (this) {
-      double before = share();
-      evicted = evicted * DECAY + back;
-      blocks = blocks * DECAY + sampled;
-      return before;
-    }
+    double before = share();
+    evicted = evicted * DECAY + back;
+    blocks = blocks * DECAY + sampled;
+    return before;
   }
 
   /** The recent share of prompt blocks that came back after the fleet evicted them, 0 before any request. */
-  public synchronized double share() {
+  public double share() {
     return blocks > 0 ? evicted / blocks : 0;
   }
 

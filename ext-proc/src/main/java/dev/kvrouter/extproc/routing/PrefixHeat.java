@@ -8,7 +8,8 @@ package dev.kvrouter.extproc.routing;
  * alone.
  *
  * <p>Counts are stored inflated by a global factor that grows per request (so decay costs nothing per entry) and
- * renormalised before the factor overflows. Thread-safe under this object's lock: one scan of 64 entries.
+ * renormalised before the factor overflows. One scan of 64 entries per request. Not thread-safe: its {@link
+ * EvictionPressure} is used only under the {@link Router}'s decision lock.
  */
 final class PrefixHeat {
 
@@ -20,12 +21,12 @@ final class PrefixHeat {
   private double inflation = 1;
 
   /** A request that reuses no prefix: it counts in the total only. */
-  synchronized void skip() {
+  void skip() {
     tick();
   }
 
   /** The share of recent requests on {@code key} before this one, then records it. */
-  synchronized double observe(long key) {
+  double observe(long key) {
     int at = -1;
     int min = 0;
     for (int i = 0; i < SLOTS; i++) {

@@ -70,7 +70,7 @@ public final class Router {
   private final LongSupplier nanoTime;
   private final Supplier<RandomGenerator> rng;
   private final AtomicLong seqs = new AtomicLong();
-  /** Held from the lookup to the prediction, so each decision sees the ones before it. */
+  /** Held from the lookup to the prediction, so each decision sees the ones before it; owns {@link #pressures}. */
   private final ReentrantLock deciding = new ReentrantLock();
   private final AtomicLong lookupFailures = new AtomicLong();
   /** Per served model (the workers' model name); pruned to the fleet's models when it outgrows them. */
