@@ -9,6 +9,7 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.kvrouter.extproc.model.ModelSpec;
 import dev.kvrouter.extproc.model.ModelSpecs;
 import dev.kvrouter.extproc.routing.Router;
+import dev.kvrouter.extproc.server.ExtProcOptions;
 import dev.kvrouter.extproc.routing.Weights;
 import dev.kvrouter.index.IndexConfig;
 import dev.kvrouter.index.media.MediaIdentityConfig;
@@ -48,7 +49,7 @@ public record KvrouterConfig(
     routing = routing == null ? new Routing(null, null, null, null, null, null, null, null) : routing;
     tenancy = tenancy == null ? new Tenancy(null, false, null, null) : tenancy;
     limits = limits == null ? new Limits(0, 0) : limits;
-    observability = observability == null ? new Observability(null, null) : observability;
+    observability = observability == null ? new Observability(null, null, null) : observability;
   }
 
   /** Listening addresses and ports. */
@@ -313,10 +314,15 @@ public record KvrouterConfig(
   }
 
   /** Logging. {@code log_format: json} (default) writes one JSON object per line. */
-  public record Observability(String logFormat, String logLevel) {
+  /**
+   * Logs, and how closely responses are watched: {@code truthCheckEvery} streamed responses in N are followed to
+   * their last chunk for the truth check (usage); the rest are left after the first (docs/ext-proc.md).
+   */
+  public record Observability(String logFormat, String logLevel, Integer truthCheckEvery) {
     public Observability {
       logFormat = logFormat == null ? "json" : logFormat.toLowerCase(Locale.ROOT);
       logLevel = logLevel == null ? "info" : logLevel.toLowerCase(Locale.ROOT);
+      truthCheckEvery = truthCheckEvery == null ? ExtProcOptions.DEFAULT_TRUTH_CHECK_EVERY : truthCheckEvery;
     }
   }
 
@@ -423,6 +429,9 @@ public record KvrouterConfig(
     }
     if (!List.of("trace", "debug", "info", "warn", "error").contains(observability.logLevel())) {
       errors.add("observability.log_level: must be one of trace, debug, info, warn, error");
+    }
+    if (observability.truthCheckEvery() < 0) {
+      errors.add("observability.truth_check_every: must be >= 0 (1: every streamed response, 0: none)");
     }
     if (!errors.isEmpty()) {
       throw new InvalidConfig(errors.stream().map(e -> source + ": " + e).collect(Collectors.joining("\n")));

@@ -18,6 +18,7 @@ import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.extproc.routing.Router;
 import dev.kvrouter.extproc.server.ExtProcOptions;
 import dev.kvrouter.extproc.server.ExtProcServer;
+import dev.kvrouter.extproc.server.InFlight;
 import dev.kvrouter.extproc.server.RequestPath;
 import dev.kvrouter.extproc.tenancy.SaltKey;
 import dev.kvrouter.extproc.tenancy.TenantIsolation;
@@ -37,6 +38,7 @@ import dev.kvrouter.xds.registry.WorkerSet;
 import dev.kvrouter.xds.registry.WorkersFileWatcher;
 import dev.kvrouter.xds.server.XdsServer;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
@@ -167,9 +169,18 @@ public final class KvrouterRuntime implements AutoCloseable {
           BodySendMode.valueOf(s.requestBodyMode()) == BodySendMode.FULL_DUPLEX_STREAMED
               ? BodySendMode.FULL_DUPLEX_STREAMED
               : BodySendMode.STREAMED,
-          config.limits().retryAfterSeconds(), Runtime.getRuntime().availableProcessors(), 16 * 1024);
+          config.limits().retryAfterSeconds(), Runtime.getRuntime().availableProcessors(), 16 * 1024,
+          config.observability().truthCheckEvery());
       Router router = routing(overlaps);
       extProc = new ExtProcServer(options, new RequestPath(preparer, pipeline, router, tracker)).start();
+      InFlight inFlight = extProc.inFlight();
+      // What following responses costs: one message per chunk while the observer follows a response.
+      FunctionCounter.builder("kvrouter.observer.messages", inFlight, InFlight::observerMessages)
+          .description("messages from Envoy's response observer filter (one per response chunk followed)")
+          .register(metrics);
+      FunctionCounter.builder("kvrouter.observer.left", inFlight, InFlight::left)
+          .description("streamed responses left after their first chunk (outside observability.truth_check_every)")
+          .register(metrics);
     }
     admin = new AdminServer(metrics, registry, () -> extProc != null || xds != null).start(s.bind(), s.adminPort());
     log.info("kvrouter started: mode={} workers={} ext_proc={} xds={} admin={}", mode,

@@ -98,13 +98,14 @@ class KvrouterConfigTest {
         server: {xds_port: 70000, request_body_mode: STREAMED}
         routing: {policy: magic}
         limits: {max_body_bytes: 10}
-        observability: {log_format: xml}
+        observability: {log_format: xml, truth_check_every: -1}
         """, "k.yaml"))
         .hasMessageContaining("server.xds_port: must be 1..65535")
         .hasMessageContaining("server.request_body_mode: must be BUFFERED or FULL_DUPLEX_STREAMED")
         .hasMessageContaining("routing.policy: `magic`")
         .hasMessageContaining("limits.max_body_bytes: must be >= 1024")
-        .hasMessageContaining("observability.log_format: must be json or text");
+        .hasMessageContaining("observability.log_format: must be json or text")
+        .hasMessageContaining("observability.truth_check_every: must be >= 0");
   }
 
   @Test

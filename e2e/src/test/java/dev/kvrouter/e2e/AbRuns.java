@@ -51,7 +51,7 @@ final class AbRuns {
         return new Fleet(model, EnvoyAbStack.start(new EnvoyAbStack.Options(Stack.ROOT, WORKERS,
             Presets.byId("llama3.1-8b-h100"), model, dir, BS, GPU_BLOCKS, seed, null, true,
             "routing: {policy: kv_aware, scrape: {interval_ms: 100}}", Files.createTempDirectory("kvrouter-e2e-ab"), 0,
-            multimodal, "", scripted), InProcessRouter.launcher(List::of)), chat);
+            multimodal, "", scripted, null), InProcessRouter.launcher(List::of)), chat);
       } catch (Exception | Error e) {
         chat.close();
         throw e;

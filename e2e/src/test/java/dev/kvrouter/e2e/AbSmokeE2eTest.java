@@ -84,7 +84,7 @@ class AbSmokeE2eTest {
     RouterLauncher inProcess = InProcessRouter.launcher(List::of);
     stack = EnvoyAbStack.start(new EnvoyAbStack.Options(Stack.ROOT, 4, Presets.byId("qwen3-8b-h100"), MODEL,
         tokenizer, 16, 0, 7, null, true, "routing: {policy: kv_aware, scrape: {interval_ms: 100}}", dir, 0, null, "",
-        new ScriptedOutput(TokenSpace.DEFAULT)), inProcess);
+        new ScriptedOutput(TokenSpace.DEFAULT), null), inProcess);
   }
 
   @AfterAll

@@ -19,7 +19,9 @@ import org.junit.jupiter.api.TestInstance;
  * The routing policy's bookkeeping through real Envoy with the product default ({@code kv_aware}; no index yet,
  * so it balances on load and says so): reservations follow each response (routing stream, then the response
  * observer) and return to zero after completions and cancellations; a worker busy with a long stream is
- * avoided; every request leaves a decision, an outcome and a truth check in the metrics.
+ * avoided; every request leaves a decision, an outcome and a truth check in the metrics. The router here reads
+ * no streamed response's usage ({@code truth_check_every: 0}): the observer leaves every streamed response after
+ * its first chunk, and the routing stream's close ends it.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class LoadAccountingE2eTest {
@@ -28,7 +30,8 @@ class LoadAccountingE2eTest {
 
   @BeforeAll
   void start() throws Exception {
-    stack = new Stack("envoy.yaml", 3, 25, "routing: {policy: kv_aware, scrape: {interval_ms: 100}}");
+    stack = new Stack("envoy.yaml", 3, 25, "routing: {policy: kv_aware, scrape: {interval_ms: 100}}",
+        Stack.Options.NONE.withTruthCheckEvery(0));
   }
 
   @AfterAll
@@ -105,13 +108,42 @@ class LoadAccountingE2eTest {
     assertThat(sample(m, "kvrouter_routing_decisions_total{fallback=\"no_tokenization\",policy=\"kv_aware\","
         + "reason=\"load_only\"")).isGreaterThanOrEqualTo(3);
     assertThat(sample(m, "kvrouter_routing_fallbacks_total{fallback=\"no_tokenization\"")).isGreaterThanOrEqualTo(3);
-    // the fake workers report cached_tokens 0 and the router predicted 0: the picture is right
-    assertThat(sample(m, "kvrouter_truth_checks_total{outcome=\"within_block\"")).isGreaterThanOrEqualTo(3);
+    // the fake workers report cached_tokens 0 and the router predicted 0: the picture is right; the streamed
+    // response was left after its first chunk, its usage unread
+    assertThat(sample(m, "kvrouter_truth_checks_total{outcome=\"within_block\"")).isGreaterThanOrEqualTo(2);
+    assertThat(sample(m, "kvrouter_truth_checks_total{outcome=\"skipped\"")).isGreaterThanOrEqualTo(1);
     assertThat(sample(m, "kvrouter_truth_checks_total{outcome=\"over\"")).isZero();
     assertThat(sample(m, "kvrouter_routing_decision_seconds_count")).isGreaterThanOrEqualTo(3);
     assertThat(sample(m, "kvrouter_ledger_reservations")).isZero();
     // the fake workers expose no metrics: reached (healthy), scraped as "no_metrics"
     assertThat(sample(m, "kvrouter_scrapes_total{outcome=\"no_metrics\"")).isPositive();
     assertThat(sample(m, "kvrouter_worker_healthy{")).isEqualTo(3);
+  }
+
+  @Test
+  void aStreamedResponseIsLeftAfterItsFirstChunkAndEndsWhenTheExchangeDoes() throws Exception {
+    String before = metrics();
+    HttpResponse<InputStream> r = openStream(40); // 40 tokens 25 ms apart
+    try (InputStream in = r.body()) {
+      assertThat(in.read(new byte[16])).isPositive();
+      await("the observer left after the first chunk", () -> delta(before, "kvrouter_observer_left_total") == 1);
+      assertThat(stack.runtime.ledger().liveReservations()).as("the response still streams").isEqualTo(1);
+      String rest = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+      assertThat(rest).endsWith("data: [DONE]\n\n");
+    }
+    await("released when Envoy closed the routing stream", () -> stack.runtime.ledger().liveReservations() == 0);
+    assertThat(stack.runtime.ledger().expired()).as("not by expiry").isZero();
+    // response headers, the first chunk and what Envoy had sent before it saw the close: not one per token
+    assertThat(delta(before, "kvrouter_observer_messages_total")).isBetween(2.0, 10.0);
+    assertThat(delta(before, "kvrouter_truth_checks_total{outcome=\"skipped\"")).isEqualTo(1.0);
+    assertThat(delta(before, "kvrouter_request_ttft_seconds_count")).as("the first token was seen").isEqualTo(1.0);
+  }
+
+  double delta(String before, String prefix) {
+    try {
+      return sample(metrics(), prefix) - sample(before, prefix);
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
   }
 }

@@ -74,7 +74,7 @@ class MultimodalRoutingE2eTest {
     Path dir = Files.createTempDirectory("kvrouter-e2e-multimodal");
     stack = EnvoyAbStack.start(new EnvoyAbStack.Options(Stack.ROOT, 3, Presets.byId("llama3.1-8b-h100"), MODEL, gemma,
         BS, 4096, 11, null, false, "routing: {policy: kv_aware, scrape: {interval_ms: 100}}", dir, 0, "gemma3",
-        "events: {predicted_ttl_ms: 1}\n", null), inProcess);
+        "events: {predicted_ttl_ms: 1}\n", null, null), inProcess);
   }
 
   @AfterAll

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.kvrouter.examples.fake.FakeWorker;
+import dev.kvrouter.extproc.server.InFlight;
 import java.io.BufferedReader;
 import java.io.InputStream;
 import java.io.InputStreamReader;
@@ -150,6 +151,28 @@ abstract class RoutingContract {
     }
     assertThat(inFlight.claimed() - before).isEqualTo(4);
     assertThat(inFlight.unclaimed()).isZero();
+  }
+
+  @Test
+  void streamedResponsesAreLeftAfterTheirFirstChunkAndEndWhenTheExchangeDoes() throws Exception {
+    // The product default (truth_check_every 16) reads one streamed response's usage in 16, by decision number:
+    // of three in a row at least two are left after their first chunk. The observer may leave only while the
+    // routing stream is open, which the shipped configs keep until the exchange is over (response trailers).
+    InFlight inFlight = stack.runtime.extProc().inFlight();
+    long left = inFlight.left();
+    long messages = inFlight.observerMessages();
+    for (int i = 0; i < 3; i++) {
+      HttpResponse<String> r = stack.post("/v1/completions", Stack.completion("s" + i, true, 20), Map.of());
+      assertThat(r.statusCode()).isEqualTo(200);
+      assertThat(r.body()).endsWith("data: [DONE]\n\n");
+    }
+    Await.until("released when Envoy closed the routing streams", Duration.ofSeconds(10),
+        () -> stack.runtime.ledger().liveReservations() == 0);
+    assertThat(stack.runtime.ledger().expired()).isZero();
+    assertThat(inFlight.left() - left).isGreaterThanOrEqualTo(2);
+    // a left response costs its headers, first chunk and what Envoy sent before it saw the close; a followed
+    // one every chunk (20 tokens, the usage chunk and [DONE])
+    assertThat(inFlight.observerMessages() - messages).isLessThan(2 * 8 + 25);
   }
 
   @Test

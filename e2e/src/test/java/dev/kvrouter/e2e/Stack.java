@@ -4,6 +4,7 @@ import dev.kvrouter.dist.KvrouterConfig;
 import dev.kvrouter.dist.KvrouterRuntime;
 import dev.kvrouter.examples.envoy.EnvoyProcess;
 import dev.kvrouter.examples.fake.FakeWorker;
+import dev.kvrouter.extproc.server.ExtProcOptions;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -57,9 +58,20 @@ final class Stack implements AutoCloseable {
    * @param kvrouterYaml extra kvrouter.yaml sections (besides server, workers, routing, observability)
    * @param files files written into the deployment directory before the router starts (name to content)
    * @param envoyTransform applied to the shipped Envoy config after the ports are set
+   * @param truthCheckEvery the router's {@code observability.truth_check_every}
    */
-  record Options(String kvrouterYaml, Map<String, String> files, UnaryOperator<String> envoyTransform) {
+  record Options(String kvrouterYaml, Map<String, String> files, UnaryOperator<String> envoyTransform,
+      int truthCheckEvery) {
     static final Options NONE = new Options("", Map.of(), y -> y);
+
+    Options(String kvrouterYaml, Map<String, String> files, UnaryOperator<String> envoyTransform) {
+      this(kvrouterYaml, files, envoyTransform, ExtProcOptions.DEFAULT_TRUTH_CHECK_EVERY);
+    }
+
+    /** The router's {@code observability.truth_check_every} (the product default unless set). */
+    Options withTruthCheckEvery(int n) {
+      return new Options(kvrouterYaml, files, envoyTransform, n);
+    }
   }
 
   Stack(String envoyConfig, int workerCount, long tokenDelayMillis) throws Exception {
@@ -96,9 +108,9 @@ final class Stack implements AutoCloseable {
         "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: %s}%n"
             + "workers: {file: workers.yaml, poll_interval_ms: 100}%n"
             + "%s%n"
-            + "observability: {log_level: info}%n%s",
+            + "observability: {log_level: info, truth_check_every: %d}%n%s",
         extProcPort, xdsPort, adminPort, fullDuplex ? "FULL_DUPLEX_STREAMED" : "BUFFERED", routingYaml,
-        options.kvrouterYaml()), "e2e");
+        options.truthCheckEvery(), options.kvrouterYaml()), "e2e");
     runtime = KvrouterRuntime.start(cfg, dir, KvrouterRuntime.Mode.ALL);
     Path bin = EnvoyProcess.binary();
     envoyVersion = EnvoyProcess.version(bin);

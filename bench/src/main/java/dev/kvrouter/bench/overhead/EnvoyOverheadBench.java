@@ -69,15 +69,7 @@ public final class EnvoyOverheadBench {
         new Side("ext_proc_buffered_without_response_observer", "envoy.yaml", true, true));
 
     Path dir = Files.createTempDirectory("kvrouter-overhead");
-    List<FakeWorker> workers = new ArrayList<>();
-    StringBuilder yaml = new StringBuilder("workers:\n");
-    for (int i = 1; i <= 3; i++) {
-      FakeWorker w = new FakeWorker("w" + i, MODEL, 0).start("127.0.0.1", 0);
-      workers.add(w);
-      yaml.append("  - {name: w").append(i).append(", address: 127.0.0.1, port: ").append(w.port())
-          .append(", model: ").append(MODEL).append("}\n");
-    }
-    Files.writeString(dir.resolve("workers.yaml"), yaml);
+    List<FakeWorker> workers = fakeFleet(dir, MODEL, 3, 0);
     int extProc = EnvoyProcess.freeLoopbackPort();
     int xds = EnvoyProcess.freeLoopbackPort();
     KvrouterConfig cfg = KvrouterConfig.parse(String.format(
@@ -129,6 +121,20 @@ public final class EnvoyOverheadBench {
       pool.shutdownNow();
     }
     report(out, envoyVersion, rounds, seconds, concurrency, sides, hist, perRound);
+  }
+
+  /** Starts {@code n} fake workers on loopback and writes them to {@code dir/workers.yaml}. */
+  static List<FakeWorker> fakeFleet(Path dir, String model, int n, long tokenDelayMillis) throws IOException {
+    List<FakeWorker> workers = new ArrayList<>();
+    StringBuilder yaml = new StringBuilder("workers:\n");
+    for (int i = 1; i <= n; i++) {
+      FakeWorker w = new FakeWorker("w" + i, model, tokenDelayMillis).start("127.0.0.1", 0);
+      workers.add(w);
+      yaml.append("  - {name: w").append(i).append(", address: 127.0.0.1, port: ").append(w.port())
+          .append(", model: ").append(model).append("}\n");
+    }
+    Files.writeString(dir.resolve("workers.yaml"), yaml);
+    return workers;
   }
 
   /** Runs {@code concurrency} closed-loop clients for {@code seconds}; returns the requests completed. */

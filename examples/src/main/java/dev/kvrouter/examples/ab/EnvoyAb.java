@@ -122,6 +122,11 @@ public final class EnvoyAb implements Callable<Integer> {
           + "{new_prefill_eviction_weight: 0}}').")
   String routing;
 
+  @Option(names = "--truth-check-every", defaultValue = "1",
+      description = "The router's observability.truth_check_every: 1 (the A/B's truth check reads every response's "
+          + "usage) or the product default 16, which leaves 15 streamed responses in 16 after their first chunk.")
+  int truthCheckEvery;
+
   @Option(names = "--router-jvm", split = " ", defaultValue = "-Xmx1g -XX:+UseParallelGC")
   List<String> routerJvm;
 
@@ -152,7 +157,7 @@ public final class EnvoyAb implements Callable<Integer> {
     Path dir = Files.createTempDirectory("kvrouter-envoy-ab");
     EnvoyAbStack.Options o = new EnvoyAbStack.Options(root.toAbsolutePath(), workers, Presets.byId(preset), model,
         tokenizer, blockSize, numGpuBlocks, seed, null, true, routing, dir, kvOffloadingSizeGib,
-        multimodal, "", scripted);
+        multimodal, "", scripted, truthCheckEvery);
     Map<String, Object> meta = new LinkedHashMap<>();
     meta.put("mode", "through-envoy");
     meta.put("command", "EnvoyAb " + String.join(" ", ProcessHandle.current().info().arguments()
@@ -160,6 +165,7 @@ public final class EnvoyAb implements Callable<Integer> {
     meta.put("seed", seed);
     meta.put("preset", preset);
     meta.put("routing", routing);
+    meta.put("truthCheckEvery", truthCheckEvery);
     meta.put("kvOffloadingSizeGib", kvOffloadingSizeGib);
     meta.put("tokenizer", tokenizer.toString());
     meta.put("multimodal", multimodal);

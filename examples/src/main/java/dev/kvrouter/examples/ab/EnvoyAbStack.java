@@ -58,10 +58,12 @@ public final class EnvoyAbStack implements AutoCloseable {
    * @param extraYaml further kvrouter.yaml sections (e.g. {@code events: {...}}), or empty
    * @param scriptedOutput the workers generate the answer a request's {@code seed} names ({@link ScriptedOutput}:
    *     workloads that script their answers), or null for their default output
+   * @param truthCheckEvery the router's {@code observability.truth_check_every}, or null for 1 (every response)
    */
   public record Options(Path root, int workers, Preset preset, String model, Path tokenizer, int blockSize,
       int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir,
-      double kvOffloadingSizeGib, String multimodalPreset, String extraYaml, ScriptedOutput scriptedOutput) {
+      double kvOffloadingSizeGib, String multimodalPreset, String extraYaml, ScriptedOutput scriptedOutput,
+      Integer truthCheckEvery) {
 
     public Options {
       Objects.requireNonNull(root, "root");
@@ -71,6 +73,8 @@ public final class EnvoyAbStack implements AutoCloseable {
       Objects.requireNonNull(dir, "dir");
       routingYaml = routingYaml == null ? "routing: {policy: kv_aware}" : routingYaml;
       extraYaml = extraYaml == null ? "" : extraYaml;
+      // The A/B's truth check reads every response's usage; the product default follows one streamed response in 16.
+      truthCheckEvery = truthCheckEvery == null ? 1 : truthCheckEvery;
     }
   }
 
@@ -118,10 +122,10 @@ public final class EnvoyAbStack implements AutoCloseable {
               + "workers: {file: workers.yaml, poll_interval_ms: 200}%n"
               + "models:%n  - {name: \"%s\", tokenizer: \"%s\", block_size: %d%s}%n"
               + "%s%n"
-              + "observability: {log_level: warn}%n%s",
+              + "observability: {log_level: warn, truth_check_every: %d}%n%s",
           extProc, xds, admin, o.model(), abs, o.blockSize(),
           o.multimodalPreset() == null ? "" : ", multimodal: {preset: " + o.multimodalPreset() + "}",
-          o.routingYaml(), o.extraYaml()));
+          o.routingYaml(), o.truthCheckEvery(), o.extraYaml()));
       router = launcher.start(config);
       Path bin = EnvoyProcess.binary();
       String version = EnvoyProcess.version(bin);

@@ -21,8 +21,10 @@ import org.slf4j.LoggerFactory;
  * {@link Decision#seq()}, bounded by {@code maxTracked} (beyond it a request is still released and recorded,
  * without a truth check) and swept of entries older than the ledger's TTL.
  *
- * <p>Threading: {@link RequestListener} calls for one request come from its stream one at a time, in order;
- * different requests run concurrently. {@link #sweep} runs on the runtime's owner thread.
+ * <p>Threading: {@link RequestListener} calls for one request come one at a time, in order (from its routing
+ * stream, its observer, and possibly its routing stream again for the end, handed over through an atomic that
+ * publishes the observer's writes); different requests run concurrently. {@link #sweep} runs on the runtime's
+ * owner thread.
  */
 public final class DecisionTracker implements RequestListener {
 
@@ -44,6 +46,7 @@ public final class DecisionTracker implements RequestListener {
     final UsageScanner usage = new UsageScanner();
     int status;
     long firstByteNanos = -1;
+    boolean followed = true;
     boolean logged;
 
     Tracked(Decision decision, long startNanos) {
@@ -131,6 +134,14 @@ public final class DecisionTracker implements RequestListener {
   }
 
   @Override
+  public void onObserverLeft(Decision d) {
+    Tracked t = tracked.get(d.seq());
+    if (t != null) {
+      t.followed = false;
+    }
+  }
+
+  @Override
   public void onEnd(Decision d, boolean aborted) {
     if (!d.routed()) {
       return;
@@ -144,8 +155,9 @@ public final class DecisionTracker implements RequestListener {
     }
     logDecision(t);
     long now = nanoClock.getAsLong();
-    TruthCheck truth = new TruthCheck(d.detail().predictedCachedTokens(), t.usage.cachedTokens(),
-        d.detail().shape().blockSize());
+    TruthCheck truth = t.followed
+        ? new TruthCheck(d.detail().predictedCachedTokens(), t.usage.cachedTokens(), d.detail().shape().blockSize())
+        : TruthCheck.skipped(d.detail().predictedCachedTokens(), d.detail().shape().blockSize());
     long ttft = t.firstByteNanos >= 0 && d.detail().stream() ? t.firstByteNanos - t.startNanos : -1;
     long duration = now - t.startNanos;
     try {

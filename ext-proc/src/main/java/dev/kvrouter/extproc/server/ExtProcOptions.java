@@ -15,6 +15,8 @@ import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.Bo
  * @param threads routing threads for bodies routed off the event loop (default: available processors)
  * @param inlineRoutingMaxBytes bodies up to this size are routed on the gRPC event loop, larger ones on the
  *     routing threads (default 16 KiB: about 4k tokens, well under a millisecond of work)
+ * @param truthCheckEvery the response observer follows one streamed response in this many to its end, where the
+ *     usage for the truth check is; the others are left after their first chunk (default 16; 1: all, 0: none)
  */
 public record ExtProcOptions(
     String bind,
@@ -25,17 +27,19 @@ public record ExtProcOptions(
     BodySendMode defaultResponseBodyMode,
     int retryAfterSeconds,
     int threads,
-    int inlineRoutingMaxBytes) {
+    int inlineRoutingMaxBytes,
+    int truthCheckEvery) {
 
   public static final int DEFAULT_PORT = 9002;
+  public static final int DEFAULT_TRUTH_CHECK_EVERY = 16;
 
   public static ExtProcOptions defaults() {
     return new ExtProcOptions("127.0.0.1", DEFAULT_PORT, 8 * 1024 * 1024, "x-tenant-id", BodySendMode.BUFFERED,
-        BodySendMode.STREAMED, 1, Runtime.getRuntime().availableProcessors(), 16 * 1024);
+        BodySendMode.STREAMED, 1, Runtime.getRuntime().availableProcessors(), 16 * 1024, DEFAULT_TRUTH_CHECK_EVERY);
   }
 
   public ExtProcOptions withPort(int p) {
     return new ExtProcOptions(bind, p, maxBodyBytes, tenantHeader, defaultRequestBodyMode, defaultResponseBodyMode,
-        retryAfterSeconds, threads, inlineRoutingMaxBytes);
+        retryAfterSeconds, threads, inlineRoutingMaxBytes, truthCheckEvery);
   }
 }

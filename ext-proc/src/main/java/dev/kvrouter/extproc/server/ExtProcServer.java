@@ -110,7 +110,7 @@ public final class ExtProcServer implements AutoCloseable {
     @Override
     public StreamObserver<ProcessingRequest> process(StreamObserver<ProcessingResponse> responses) {
       if ("observe".equals(ROLE.get())) {
-        return new ObserverStream(responses, inFlight, path.listener());
+        return new ObserverStream(responses, inFlight, path.listener(), options.truthCheckEvery());
       }
       return new RequestStream(responses, path, options, executor, inFlight);
     }

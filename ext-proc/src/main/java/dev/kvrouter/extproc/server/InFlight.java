@@ -3,9 +3,9 @@ package dev.kvrouter.extproc.server;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.RemovalCause;
-import dev.kvrouter.extproc.routing.Decision;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,15 +25,17 @@ public final class InFlight {
 
   private static final Logger log = LoggerFactory.getLogger(InFlight.class);
 
-  private final Cache<String, Decision> pending;
+  private final Cache<String, Exchange> pending;
   private final AtomicLong unclaimed = new AtomicLong();
   private final AtomicLong claimed = new AtomicLong();
+  private final AtomicLong left = new AtomicLong();
+  private final LongAdder observerMessages = new LongAdder();
 
   public InFlight(long maxEntries, Duration ttl) {
     pending = Caffeine.newBuilder()
         .maximumSize(maxEntries)
         .expireAfterWrite(ttl)
-        .removalListener((String id, Decision d, RemovalCause cause) -> {
+        .removalListener((String id, Exchange x, RemovalCause cause) -> {
           if (cause.wasEvicted() && unclaimed.getAndIncrement() == 0) {
             log.warn("a routed request was never claimed by a response observer (first seen: {}); without the "
                 + "observer filter the load ledger relies on reservation expiry", id);
@@ -42,22 +44,40 @@ public final class InFlight {
         .build();
   }
 
-  void register(Decision d) {
-    pending.put(d.id(), d);
+  void register(Exchange x) {
+    pending.put(x.decision().id(), x);
   }
 
-  /** Removes and returns the decision with this id, or null. */
-  Decision claim(String id) {
-    Decision d = id == null ? null : pending.asMap().remove(id);
-    if (d != null) {
+  /** Removes and returns the exchange of the decision with this id, or null. */
+  Exchange claim(String id) {
+    Exchange x = id == null ? null : pending.asMap().remove(id);
+    if (x != null) {
       claimed.incrementAndGet();
     }
-    return d;
+    return x;
   }
 
   /** Decisions claimed since start (by an observer, or taken back by a routing stream that saw the response). */
   public long claimed() {
     return claimed.get();
+  }
+
+  /** Streamed responses the observer stopped following after their first chunk, since start. */
+  public long left() {
+    return left.get();
+  }
+
+  void observerLeft() {
+    left.incrementAndGet();
+  }
+
+  /** Messages the response observer filter sent since start: one per response chunk while a response is followed. */
+  public long observerMessages() {
+    return observerMessages.sum();
+  }
+
+  void observerMessage() {
+    observerMessages.increment();
   }
 
   /** Decisions routed and not yet claimed nor expired. */

@@ -15,49 +15,70 @@ import io.grpc.stub.StreamObserver;
  *
  * <p>Feeds the {@link RequestListener} exactly as the routing stream would if the responses went through it.
  * Messages of one stream arrive one at a time; nothing is ever sent back.
+ *
+ * <p>A streamed response outside the truth check's sample ({@code truthCheckEvery}) is left after its first
+ * chunk: the stream is closed from our side, Envoy stops sending the rest (one message per token otherwise), and
+ * the end of the request comes from the routing stream (see {@link Exchange}).
  */
 final class ObserverStream implements StreamObserver<ProcessingRequest> {
 
   private final StreamObserver<ProcessingResponse> out;
   private final InFlight inFlight;
   private final RequestListener listener;
+  private final int truthCheckEvery;
+  private Exchange exchange;
   private Decision decision;
   private boolean claimed;
+  private boolean left;
   private boolean responseStarted;
   private boolean ended;
   private boolean closed;
 
-  ObserverStream(StreamObserver<ProcessingResponse> out, InFlight inFlight, RequestListener listener) {
+  /**
+   * @param truthCheckEvery follow one streamed response in this many to its end (by decision sequence number);
+   *     1: every one, 0: none
+   */
+  ObserverStream(StreamObserver<ProcessingResponse> out, InFlight inFlight, RequestListener listener,
+      int truthCheckEvery) {
     this.out = out;
     this.inFlight = inFlight;
     this.listener = listener;
+    this.truthCheckEvery = truthCheckEvery;
   }
 
   @Override
   public void onNext(ProcessingRequest req) {
+    inFlight.observerMessage();
+    if (left) {
+      return; // chunks Envoy sent before it saw our close
+    }
     if (!claimed) {
       // Envoy forwards the routing filter's envoy.lb metadata with the observer's first message; configs that
       // send the observer request headers instead are served below.
       String id = EnvoyMessages.forwardedDecision(req);
       if (id != null) {
-        claimed = true;
-        decision = inFlight.claim(id);
+        claim(id);
       }
     }
     switch (req.getRequestCase()) {
       case REQUEST_HEADERS -> {
         if (!claimed) {
-          claimed = true;
-          decision = inFlight.claim(EnvoyMessages.header(req.getRequestHeaders(), Headers.DECISION));
+          claim(EnvoyMessages.header(req.getRequestHeaders(), Headers.DECISION));
         }
       }
       case RESPONSE_HEADERS -> onResponseHeaders(req.getResponseHeaders());
       case RESPONSE_BODY -> onResponseBody(req.getResponseBody());
       default -> { }
     }
-    if (claimed && (decision == null || ended)) {
+    if (claimed && (decision == null || ended || left)) {
       close();
     }
+  }
+
+  private void claim(String id) {
+    claimed = true;
+    exchange = inFlight.claim(id);
+    decision = exchange == null ? null : exchange.decision();
   }
 
   /**
@@ -98,11 +119,24 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
     listener.onResponseBody(decision, b.getBody(), first, b.getEndOfStream());
     if (b.getEndOfStream()) {
       end(false);
+    } else if (first && !sampled()) {
+      // Leave if the routing stream is still open to report the end; onNext then closes this stream and Envoy
+      // stops sending the rest.
+      left = exchange.tryLeave();
+      if (left) {
+        inFlight.observerLeft();
+      }
     }
   }
 
+  /** Whether this response is followed to its end for the truth check: every non-streamed one, a sample of others. */
+  private boolean sampled() {
+    return !decision.detail().stream() || truthCheckEvery == 1
+        || (truthCheckEvery > 1 && decision.seq() % truthCheckEvery == 0);
+  }
+
   private void end(boolean aborted) {
-    if (!ended && decision != null) {
+    if (!ended && !left && decision != null) {
       ended = true;
       listener.onEnd(decision, aborted);
     }

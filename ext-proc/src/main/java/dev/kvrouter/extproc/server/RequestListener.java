@@ -5,7 +5,9 @@ import dev.kvrouter.extproc.routing.Decision;
 
 /**
  * Hooks into one request's life after routing: load accounting, truth checks and decision records listen here.
- * All calls for one request come from that request's stream, in order, one at a time.
+ * All calls for one request come one at a time, in order: from the routing stream, then from the response
+ * observer; when the observer leaves after the first chunk, {@link #onObserverLeft} and {@link #onEnd} come from
+ * the routing stream, ordered after the observer's calls by {@link Exchange}'s atomic hand-over.
  */
 public interface RequestListener {
 
@@ -19,6 +21,12 @@ public interface RequestListener {
 
   /** A chunk of the response body; {@code first} on the first non-empty chunk. */
   default void onResponseBody(Decision decision, ByteString chunk, boolean first, boolean endOfStream) {}
+
+  /**
+   * The response observer stopped following this streamed response after its first chunk (outside the truth
+   * check's sample), so its usage was not read; called right before {@link #onEnd}.
+   */
+  default void onObserverLeft(Decision decision) {}
 
   /** The request ended: completed, or aborted (client cancel, reset, error) when {@code aborted}. */
   default void onEnd(Decision decision, boolean aborted) {}

@@ -88,6 +88,8 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
    * decision back.
    */
   private boolean handedOff;
+  /** Shared with the response observer; says which of the two reports the end when the observer leaves early. */
+  private Exchange exchange;
 
   RequestStream(StreamObserver<ProcessingResponse> out, RequestPath path, ExtProcOptions options,
       java.util.concurrent.Executor routingExecutor, InFlight inFlight) {
@@ -304,7 +306,8 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     }
     HeaderMutation mutation = headers.build();
     var metadata = EnvoyMessages.lbMetadata(decision.chosen().endpoint(), decision.id());
-    inFlight.register(decision); // before the headers leave: the observer may ask for it right after
+    exchange = new Exchange(decision);
+    inFlight.register(exchange); // before the headers leave: the observer may ask for it right after
     handedOff = true;
     if (requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED) {
       send(EnvoyMessages.routeOnHeaders(mutation, metadata));
@@ -400,9 +403,13 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     // Envoy resets the stream when the client goes away or the upstream fails mid-response.
     aborted = true;
     if (handedOff) {
-      // Unclaimed means the request died before reaching the observer: end it here. Claimed: the observer ends it.
+      // Unclaimed means the request died before reaching the observer: end it here. Claimed: the observer ends it,
+      // unless it left after the first chunk.
       handedOff = false;
-      if (inFlight.claim(decision.id()) != null) {
+      if (exchange.exchangeEnded()) {
+        listener.onObserverLeft(decision);
+        end(true);
+      } else if (inFlight.claim(decision.id()) != null) {
         end(true);
       }
     } else if (decision != null) {
@@ -418,7 +425,15 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     if (routing) {
       aborted = true; // Envoy gave up on this request while it was being routed
     }
-    if (decision != null && !handedOff) {
+    if (handedOff) {
+      // Envoy closes this stream when the HTTP exchange is over. An observer that left after the first chunk
+      // waits for exactly this; one that follows the response ends the request itself.
+      handedOff = false;
+      if (exchange.exchangeEnded()) {
+        listener.onObserverLeft(decision);
+        end(false);
+      }
+    } else if (decision != null) {
       end(!responseStarted && !ended);
     }
     out.onCompleted();

@@ -179,6 +179,26 @@ class DecisionTrackerTest {
   }
 
   @Test
+  void aResponseLeftAfterItsFirstChunkKeepsItsTtftAndRecordsItsTruthAsSkipped() throws Exception {
+    Decision d = router.route(request("left", true, 4));
+    tracker.onDecision(d);
+    tracker.onResponseHeaders(d, 200);
+    clock.advance(40, TimeUnit.MILLISECONDS);
+    tracker.onResponseBody(d, bytes("data: {\"choices\":[{\"text\":\"a\"}]}\n\n"), true, false);
+    clock.advance(900, TimeUnit.MILLISECONDS);
+    tracker.onObserverLeft(d); // the routing stream reports, right before the end
+    tracker.onEnd(d, false);
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0, 0);
+    JsonNode out = line(1);
+    assertThat(out.path("truth").asText()).isEqualTo("skipped");
+    assertThat(out.path("actual_cached_tokens").isNull()).isTrue();
+    assertThat(out.path("ttft_ms").asDouble()).isEqualTo(40.0);
+    assertThat(out.path("duration_ms").asDouble()).isEqualTo(940.0);
+    assertThat(meters.get("kvrouter.truth.checks").tag("outcome", "skipped").counter().count()).isEqualTo(1.0);
+    assertThat(meters.find("kvrouter.truth.error.blocks").summary()).as("no error without a reading").isNull();
+  }
+
+  @Test
   void aCancelBeforeTheFirstByteReleasesEverythingAndIsMarkedAborted() throws Exception {
     Decision d = router.route(request("gone", true, 4));
     tracker.onDecision(d);

@@ -50,7 +50,7 @@ class RequestStreamRoutingTest {
     };
     ExtProcOptions o = ExtProcOptions.defaults();
     return new RequestStream(out, RequestPath.of(router, l), new ExtProcOptions(o.bind(), 0, 1 << 20, o.tenantHeader(),
-        BodySendMode.BUFFERED, BodySendMode.STREAMED, 1, 1, 1 << 20), Runnable::run,
+        BodySendMode.BUFFERED, BodySendMode.STREAMED, 1, 1, 1 << 20, 1), Runnable::run,
         new InFlight(100, java.time.Duration.ofMinutes(1)));
   }
 

@@ -62,7 +62,7 @@ class RequestStreamTenancyTest {
 
   RequestStream stream(BodySendMode mode) {
     ExtProcOptions o = ExtProcOptions.defaults();
-    o = new ExtProcOptions(o.bind(), 0, 1 << 22, "x-tenant-id", mode, BodySendMode.STREAMED, 1, 1, 1 << 22);
+    o = new ExtProcOptions(o.bind(), 0, 1 << 22, "x-tenant-id", mode, BodySendMode.STREAMED, 1, 1, 1 << 22, 1);
     return new RequestStream(out, new RequestPath(preparer, null, router, new RequestListener() {
       @Override
       public void onDecision(Decision d) {

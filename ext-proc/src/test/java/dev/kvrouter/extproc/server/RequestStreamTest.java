@@ -61,6 +61,11 @@ class RequestStreamTest {
     }
 
     @Override
+    public void onObserverLeft(dev.kvrouter.extproc.routing.Decision d) {
+      events.add("observer left");
+    }
+
+    @Override
     public void onEnd(dev.kvrouter.extproc.routing.Decision d, boolean aborted) {
       events.add("end aborted=" + aborted);
     }
@@ -76,7 +81,7 @@ class RequestStreamTest {
   RequestStream stream(int maxBody) {
     ExtProcOptions o = ExtProcOptions.defaults();
     o = new ExtProcOptions(o.bind(), 0, maxBody, o.tenantHeader(), BodySendMode.BUFFERED, BodySendMode.STREAMED,
-        1, 1, inlineLimit);
+        1, 1, inlineLimit, 1);
     return new RequestStream(out, RequestPath.of(router, listener), o, offloaded::add, inFlight);
   }
 
@@ -252,7 +257,7 @@ class RequestStreamTest {
     RequestStream s = stream(1 << 20);
     s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
     s.onNext(body(BODY, true));
-    ObserverStream obs = new ObserverStream(out, inFlight, listener);
+    ObserverStream obs = new ObserverStream(out, inFlight, listener, 1);
     HeaderMap.Builder h = HeaderMap.newBuilder().addHeaders(HeaderValue.newBuilder().setKey("x-kvrouter-decision")
         .setRawValue(ByteString.copyFromUtf8("req-1")));
     obs.onNext(ProcessingRequest.newBuilder().setRequestHeaders(HttpHeaders.newBuilder().setHeaders(h)).build());
@@ -276,7 +281,7 @@ class RequestStreamTest {
     var metadata = sent.get(1).getDynamicMetadata();
     s.onCompleted();
     assertThat(inFlight.pending()).as("routed, waiting for its observer").isEqualTo(1);
-    ObserverStream obs = new ObserverStream(out, inFlight, listener);
+    ObserverStream obs = new ObserverStream(out, inFlight, listener, 1);
     obs.onNext(ProcessingRequest.newBuilder().setMetadataContext(io.envoyproxy.envoy.config.core.v3.Metadata
             .newBuilder().putAllFilterMetadata(metadata.getFieldsMap().entrySet().stream().collect(
                 java.util.stream.Collectors.toMap(java.util.Map.Entry::getKey, e -> e.getValue().getStructValue()))))
@@ -295,7 +300,7 @@ class RequestStreamTest {
     s.onNext(body(BODY, true));
     s.onError(new io.grpc.StatusRuntimeException(io.grpc.Status.CANCELLED));
     assertThat(events).containsExactly("end aborted=true");
-    ObserverStream late = new ObserverStream(out, inFlight, listener);
+    ObserverStream late = new ObserverStream(out, inFlight, listener, 1);
     HeaderMap.Builder h = HeaderMap.newBuilder().addHeaders(HeaderValue.newBuilder().setKey("x-kvrouter-decision")
         .setRawValue(ByteString.copyFromUtf8("req-1")));
     late.onNext(ProcessingRequest.newBuilder().setRequestHeaders(HttpHeaders.newBuilder().setHeaders(h)).build());
@@ -303,6 +308,83 @@ class RequestStreamTest {
     assertThat(events).containsExactly("end aborted=true", "completed");
     late.onError(new io.grpc.StatusRuntimeException(io.grpc.Status.CANCELLED));
     assertThat(events).containsExactly("end aborted=true", "completed"); // ended once, not twice
+  }
+
+  /** The response observer of decision req-1 as Envoy opens it when the response starts. */
+  ObserverStream observer(int truthCheckEvery) {
+    ObserverStream obs = new ObserverStream(out, inFlight, listener, truthCheckEvery);
+    HeaderMap.Builder h = HeaderMap.newBuilder().addHeaders(HeaderValue.newBuilder().setKey("x-kvrouter-decision")
+        .setRawValue(ByteString.copyFromUtf8("req-1")));
+    obs.onNext(ProcessingRequest.newBuilder().setRequestHeaders(HttpHeaders.newBuilder().setHeaders(h)).build());
+    return obs;
+  }
+
+  RequestStream routed(String body) {
+    RequestStream s = stream(1 << 20);
+    s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
+    s.onNext(body(body, true));
+    return s;
+  }
+
+  @Test
+  void aStreamedResponseOutsideTheSampleIsLeftAfterItsFirstChunkAndEndedByTheRoutingStream() {
+    RequestStream s = routed(BODY);
+    ObserverStream obs = observer(0);
+    obs.onNext(responseBody("data: 1\n\n", false));
+    // the observer closes its stream: Envoy stops sending it the response's chunks
+    assertThat(events).containsExactly("body first=true eos=false", "completed");
+    assertThat(inFlight.left()).isEqualTo(1);
+    obs.onNext(responseBody("data: 2\n\n", false)); // sent before Envoy saw the close
+    obs.onCompleted();
+    assertThat(events).as("not over yet: the response still streams").hasSize(2);
+    s.onCompleted(); // the routing filter's stream closes when the HTTP exchange is over
+    assertThat(events).containsExactly("body first=true eos=false", "completed", "observer left",
+        "end aborted=false", "completed");
+    assertThat(inFlight.observerMessages()).isEqualTo(3);
+  }
+
+  @Test
+  void aClientGoneAfterTheObserverLeftEndsAborted() {
+    RequestStream s = routed(BODY);
+    ObserverStream obs = observer(0);
+    obs.onNext(responseBody("data: 1\n\n", false));
+    s.onError(new io.grpc.StatusRuntimeException(io.grpc.Status.CANCELLED));
+    assertThat(events).containsExactly("body first=true eos=false", "completed", "observer left",
+        "end aborted=true");
+  }
+
+  @Test
+  void whenEnvoyClosedTheRoutingStreamBeforeTheResponseTheObserverFollowsItToTheEnd() {
+    // an Envoy config whose routing filter asks for nothing of the response closes its stream after the request
+    // phases: its close says nothing about the end, so the observer must not leave
+    RequestStream s = routed(BODY);
+    s.onCompleted();
+    ObserverStream obs = observer(0);
+    obs.onNext(responseBody("data: 1\n\n", false));
+    obs.onNext(responseBody("data: [DONE]\n\n", true));
+    assertThat(events).containsExactly("completed", "body first=true eos=false", "body first=false eos=true",
+        "end aborted=false", "completed");
+    assertThat(inFlight.left()).isZero();
+  }
+
+  @Test
+  void nonStreamedResponsesAndTheSampledStreamsAreFollowedToTheirEnd() {
+    RequestStream s = routed("{\"model\":\"m\",\"prompt\":\"hello\"}");
+    ObserverStream obs = observer(0);
+    obs.onNext(responseBody("{\"choices\":", false)); // a large JSON answer may come in pieces
+    obs.onNext(responseBody("[]}", true));
+    s.onCompleted();
+    assertThat(events).containsExactly("body first=true eos=false", "body first=false eos=true",
+        "end aborted=false", "completed", "completed");
+    events.clear();
+    RequestStream streamed = routed(BODY);
+    ObserverStream sampled = observer(1);
+    sampled.onNext(responseBody("data: 1\n\n", false));
+    sampled.onNext(responseBody("data: [DONE]\n\n", true));
+    streamed.onCompleted();
+    assertThat(events).containsExactly("body first=true eos=false", "body first=false eos=true",
+        "end aborted=false", "completed", "completed");
+    assertThat(inFlight.left()).isZero();
   }
 
   @Test
