@@ -181,6 +181,10 @@ public final class KvrouterRuntime implements AutoCloseable {
       FunctionCounter.builder("kvrouter.observer.left", inFlight, InFlight::left)
           .description("streamed responses left after their first chunk (outside observability.truth_check_every)")
           .register(metrics);
+      FunctionCounter.builder("kvrouter.observer.followed.for.end", inFlight, InFlight::followedForTheEnd)
+          .description("streamed responses followed to the end because Envoy had closed the routing stream "
+              + "(routing filter without response trailers)")
+          .register(metrics);
     }
     admin = new AdminServer(metrics, registry, () -> extProc != null || xds != null).start(s.bind(), s.adminPort());
     log.info("kvrouter started: mode={} workers={} ext_proc={} xds={} admin={}", mode,

@@ -29,6 +29,7 @@ public final class InFlight {
   private final AtomicLong unclaimed = new AtomicLong();
   private final AtomicLong claimed = new AtomicLong();
   private final AtomicLong left = new AtomicLong();
+  private final AtomicLong followedForTheEnd = new AtomicLong();
   private final LongAdder observerMessages = new LongAdder();
 
   public InFlight(long maxEntries, Duration ttl) {
@@ -69,6 +70,24 @@ public final class InFlight {
 
   void observerLeft() {
     left.incrementAndGet();
+  }
+
+  /**
+   * Streamed responses the observer meant to leave but had to follow to their end, because Envoy had already
+   * closed the routing stream that would have reported the end: an Envoy config whose routing filter does not
+   * ask for response trailers (docs/ext-proc.md). A short response can also end before its first chunk reaches
+   * the observer, so the warning waits for 64 of them without a single response ever left.
+   */
+  public long followedForTheEnd() {
+    return followedForTheEnd.get();
+  }
+
+  void observerStayed() {
+    if (followedForTheEnd.incrementAndGet() == 64 && left.get() == 0) {
+      log.warn("the routing ext_proc stream closed before a streamed response started, so the response observer "
+          + "follows every chunk of it to learn its end (one gRPC message per token); set "
+          + "response_trailer_mode: SEND on the routing filter as envoy-config/envoy.yaml does");
+    }
   }
 
   /** Messages the response observer filter sent since start: one per response chunk while a response is followed. */

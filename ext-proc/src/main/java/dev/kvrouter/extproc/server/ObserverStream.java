@@ -125,6 +125,8 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
       left = exchange.tryLeave();
       if (left) {
         inFlight.observerLeft();
+      } else {
+        inFlight.observerStayed();
       }
     }
   }

@@ -365,6 +365,7 @@ class RequestStreamTest {
     assertThat(events).containsExactly("completed", "body first=true eos=false", "body first=false eos=true",
         "end aborted=false", "completed");
     assertThat(inFlight.left()).isZero();
+    assertThat(inFlight.followedForTheEnd()).as("counted").isEqualTo(1);
   }
 
   @Test
@@ -385,6 +386,7 @@ class RequestStreamTest {
     assertThat(events).containsExactly("body first=true eos=false", "body first=false eos=true",
         "end aborted=false", "completed", "completed");
     assertThat(inFlight.left()).isZero();
+    assertThat(inFlight.followedForTheEnd()).as("followed by choice, not for want of a routing stream").isZero();
   }
 
   @Test
