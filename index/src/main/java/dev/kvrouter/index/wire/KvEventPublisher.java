@@ -220,8 +220,11 @@ public final class KvEventPublisher implements AutoCloseable {
 
   @Override
   public void close() {
+    // No interrupt: the thread sees the flag within one idle poll (2 ms). An interrupt landing while it is
+    // inside a JeroMQ call (ctx.close() on the way out, say) closes the NIO pipe of a socket's mailbox, and
+    // ZMQ's I/O thread then fails to deliver the socket's termination ack (ClosedChannelException on stderr
+    // at shutdown, seen in the demo).
     running = false;
-    thread.interrupt();
     try {
       thread.join(REBIND_TIMEOUT_MILLIS);
     } catch (InterruptedException e) {
@@ -276,7 +279,7 @@ public final class KvEventPublisher implements AutoCloseable {
         completeFlushes();
       }
     } catch (InterruptedException e) {
-      // close() interrupts us; fall through to cleanup
+      // only if the owner of the thread interrupts it; fall through to cleanup
     } catch (RuntimeException e) {
       started.completeExceptionally(e);
       log.error("KV event publisher on {} failed", config.endpoint(), e);

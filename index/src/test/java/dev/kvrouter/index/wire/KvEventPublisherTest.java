@@ -237,4 +237,29 @@ class KvEventPublisherTest {
     assertThat(System.nanoTime() - t0).isGreaterThanOrEqualTo(Duration.ofMillis(90).toNanos());
     assertThat(recvSeqAndCheckFrames(sub, dec, got)[0]).isEqualTo(first + 2);
   }
+
+  @Test
+  void closingWhileBusyLeavesZmqClean() throws Exception {
+    // close() used to interrupt the publisher thread; landing inside a JeroMQ call, the interrupt closed the NIO
+    // pipe of a socket's mailbox and ZMQ's I/O thread printed a ClosedChannelException at shutdown. Closing while
+    // the thread drains a queue of batches is when it is inside such calls.
+    java.io.PrintStream err = System.err;
+    java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
+    System.setErr(new java.io.PrintStream(captured, true));
+    try {
+      for (int i = 0; i < 30; i++) {
+        KvEventPublisher p = KvEventPublisher.start(PublisherConfig.vllm("tcp://127.0.0.1:*").withBind(true)
+            .withReplay("tcp://127.0.0.1:*", ReplayLayout.WITH_TOPIC).withTopic("kv@w1@m").withClock(CLOCK));
+        for (int b = 0; b < 200; b++) {
+          p.publish(List.of());
+        }
+        p.close();
+      }
+      Thread.sleep(200); // ZMQ's I/O threads finish terminating after close returns
+    } finally {
+      System.setErr(err);
+    }
+    assertThat(captured.toString()).doesNotContain("ZMQException").doesNotContain("ZError")
+        .doesNotContain("ClosedChannelException").doesNotContain("ClosedByInterruptException");
+  }
 }
