@@ -154,16 +154,9 @@ public final class EnvoyProcess implements AutoCloseable {
     return Integer.parseInt(m.group(1));
   }
 
-  /** CPU time Envoy has used so far (user + system, from /proc; -1 where /proc is not there). */
+  /** CPU time Envoy has used so far (user + system), or -1 where the platform does not tell. */
   public long cpuNanos() {
-    try {
-      String stat = java.nio.file.Files.readString(Path.of("/proc", Long.toString(process.pid()), "stat"));
-      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-      long ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime (fields 14 and 15)
-      return ticks * 10_000_000L; // USER_HZ is 100 on Linux
-    } catch (java.io.IOException | RuntimeException e) {
-      return -1;
-    }
+    return process.info().totalCpuDuration().map(Duration::toNanos).orElse(-1L);
   }
 
   public int adminPort() {
