@@ -67,7 +67,7 @@ public final class EnvoyAb implements Callable<Integer> {
   @Option(names = "--preset", defaultValue = "qwen3-8b-h100")
   String preset;
 
-  @Option(names = "--model", defaultValue = "Qwen/Qwen3-8B")
+  @Option(names = "--model", description = "Served model name (default: the preset's model).")
   String model;
 
   @Option(names = "--tokenizer", defaultValue = ".cache/tokenizers/qwen3")
@@ -147,6 +147,9 @@ public final class EnvoyAb implements Callable<Integer> {
       specs.add(AbRunner.withSeed(s, Long.toString(seed)));
     }
     ScriptedOutput scripted = scriptedOutput(specs);
+    if (model == null) {
+      model = Presets.byId(preset).model().name();
+    }
     MultimodalSpec media;
     try {
       media = media(multimodal, specs);
@@ -237,7 +240,7 @@ public final class EnvoyAb implements Callable<Integer> {
       for (String spec : WorkloadCatalog.expand(raw)) {
         if (WorkloadCatalog.create(spec).hasImages()) {
           throw new IllegalArgumentException(spec + " sends images: run it with --multimodal gemma3 --tokenizer "
-              + ".cache/tokenizers/gemma3 --model google/gemma-3-4b-it");
+              + ".cache/tokenizers/gemma3 --preset gemma3-12b-h100 (or gemma3-27b-h100)");
         }
       }
     }

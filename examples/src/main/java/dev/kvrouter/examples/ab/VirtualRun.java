@@ -744,6 +744,21 @@ public final class VirtualRun {
           + "identifiers learned, used %d times, %d conflicts", media.expectedTotal(), media.learnedTotal(),
           media.usedTotal(), media.conflictsTotal()));
     }
+    long encoded = 0;
+    long inPrefix = 0;
+    long encoderHits = 0;
+    for (EngineStats s : stats) {
+      encoded += s.media().encoderRuns();
+      inPrefix += s.media().skippedByPrefix();
+      encoderHits += s.media().encoderCacheHits();
+    }
+    if (encoded + inPrefix + encoderHits > 0) {
+      // a hit on an image's blocks saves its vision-encoder run too (presets with a vision tower time it)
+      notes.add(String.format(java.util.Locale.ROOT, "images: %d encoded, %d found in the prefix cache, %d in the "
+          + "encoder cache (%s)", encoded, inPrefix, encoderHits,
+          setup.preset().vision() == null ? "timed as text: the preset has no vision tower" : "vision tower "
+              + setup.preset().vision().name()));
+    }
     // the engines generate the script by construction: there is no streamed answer to check
     Sessions sessions = chain.dependentTurns() == 0 ? null : Sessions.of(chain, workload.scriptsAnswers(),
         receivedShort.size(), receivedShort.values().stream().filter(t -> t == 0).count(), null);

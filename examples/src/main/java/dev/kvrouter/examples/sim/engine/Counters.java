@@ -25,6 +25,12 @@ final class Counters {
   long offloadStoreNanos;
   long offloadStoresSkipped;
   long cpuEvictionsBeforeRestart;
+  /** Media items the vision encoder ran on. */
+  long encoderRuns;
+  /** Media items not encoded because their positions were in the prefix-cache hit. */
+  long encoderSkippedByPrefix;
+  /** Media items not encoded because their output was in the encoder cache. */
+  long encoderCacheHits;
   final Histogram ttft = new Histogram(Histogram.TTFT_BUCKETS);
   final Histogram e2e = new Histogram(Histogram.E2E_BUCKETS);
   final Histogram itl = new Histogram(Histogram.ITL_BUCKETS);

@@ -24,6 +24,8 @@ import java.util.Objects;
  * @param dpRank data-parallel rank stamped on event batches
  * @param numCpuBlocks blocks of vLLM's native CPU offload tier ({@code --kv-offloading-size} with
  *     {@code --kv-offloading-backend native}, converted to blocks), 0 = no offload
+ * @param disableChunkedMmInput {@code --disable-chunked-mm-input}: a prefill chunk that would end inside an image
+ *     stops before it instead (vLLM forces it for Gemma 3, whose attention within an image is bidirectional)
  */
 public record EngineConfig(
     String model,
@@ -40,7 +42,8 @@ public record EngineConfig(
     int vocabSize,
     long seed,
     int dpRank,
-    int numCpuBlocks) {
+    int numCpuBlocks,
+    boolean disableChunkedMmInput) {
 
   /** vLLM's default {@code --block-size} on CUDA. */
   public static final int DEFAULT_BLOCK_SIZE = 16;
@@ -96,7 +99,9 @@ public record EngineConfig(
         .blockSize(blockSize)
         .numGpuBlocks(preset.numGpuBlocks(blockSize))
         .maxModelLen(preset.model().maxModelLen())
-        .vocabSize(preset.model().vocab());
+        .vocabSize(preset.model().vocab())
+        // the only presets with a vision tower are Gemma 3's, for which vLLM forces this on
+        .disableChunkedMmInput(preset.vision() != null);
   }
 
   public Builder toBuilder() {
@@ -104,7 +109,8 @@ public record EngineConfig(
         .maxNumSeqs(maxNumSeqs).maxNumBatchedTokens(maxNumBatchedTokens).maxModelLen(maxModelLen)
         .longPrefillTokenThreshold(longPrefillTokenThreshold).enableChunkedPrefill(enableChunkedPrefill)
         .enablePrefixCaching(enablePrefixCaching).maxWaitingRequests(maxWaitingRequests).vocabSize(vocabSize)
-        .seed(seed).dpRank(dpRank).numCpuBlocks(numCpuBlocks);
+        .seed(seed).dpRank(dpRank).numCpuBlocks(numCpuBlocks)
+        .disableChunkedMmInput(disableChunkedMmInput);
   }
 
   /** Mutable builder; defaults are vLLM's. */
@@ -124,6 +130,7 @@ public record EngineConfig(
     private long seed;
     private int dpRank;
     private int numCpuBlocks;
+    private boolean disableChunkedMmInput;
 
     private Builder(String model) {
       this.model = model;
@@ -144,11 +151,12 @@ public record EngineConfig(
     public Builder seed(long v) { seed = v; return this; }
     public Builder dpRank(int v) { dpRank = v; return this; }
     public Builder numCpuBlocks(int v) { numCpuBlocks = v; return this; }
+    public Builder disableChunkedMmInput(boolean v) { disableChunkedMmInput = v; return this; }
 
     public EngineConfig build() {
       return new EngineConfig(model, adapters, blockSize, numGpuBlocks, maxNumSeqs, maxNumBatchedTokens,
           maxModelLen, longPrefillTokenThreshold, enableChunkedPrefill, enablePrefixCaching, maxWaitingRequests,
-          vocabSize, seed, dpRank, numCpuBlocks);
+          vocabSize, seed, dpRank, numCpuBlocks, disableChunkedMmInput);
     }
   }
 }

@@ -64,6 +64,8 @@ public final class EngineCore {
   private final ArrayList<EngineRequest> running = new ArrayList<>();
   private final Map<String, EngineRequest> live = new HashMap<>();
   private final Map<String, Long> roots = new HashMap<>();
+  /** vLLM's encoder cache, sized as its default: one step's token budget. */
+  private final EncoderCache encoderCache;
 
   /** The CPU offload tier, or null when off. */
   private final CpuOffloadManager offload;
@@ -106,6 +108,7 @@ public final class EngineCore {
     this.counters = counters;
     this.timing = timing != null ? timing : w -> 0L;
     this.offload = config.offloadEnabled() ? new CpuOffloadManager(config.numCpuBlocks()) : null;
+    this.encoderCache = new EncoderCache(config.maxNumBatchedTokens());
     if (offload != null) {
       pool.beforeEvict(this::flushStoreOf);
     }
@@ -359,6 +362,7 @@ public final class EngineCore {
       }
       want = Math.min(want, budget);
       want = Math.min(want, config.maxModelLen() - 1 - r.numComputedTokens);
+      want = stopBeforeImage(r, r.numComputedTokens, want);
       if (want <= 0) {
         i++;
         continue;
@@ -417,6 +421,7 @@ public final class EngineCore {
           break;
         }
         want = Math.min(want, budget);
+        want = stopBeforeImage(r, computed, want);
         if (!cache.allocateSlots(r, want, hits)) {
           break;
         }
@@ -460,12 +465,60 @@ public final class EngineCore {
         counters.prefillTokensComputed += q;
       }
       work.add(c, q, r.numPromptTokens, samples);
+      if (r.nextMedia < r.media.length) {
+        work.encode(encodeMedia(r, c, c + q));
+      }
       r.numComputedTokens = c + q;
       if (offload != null) {
         prepareStore(r, c + q);
       }
     }
     return new ScheduledStep(reqs, tokens, n, preempted, work.build());
+  }
+
+  /**
+   * With {@link EngineConfig#disableChunkedMmInput()}: a chunk of {@code want} tokens from {@code computed} that
+   * starts before an image and would end inside it is cut back to the image's start, as vLLM's
+   * {@code _try_schedule_encoder_inputs} does (an image the prefix hit already entered is not rolled back).
+   */
+  private int stopBeforeImage(EngineRequest r, int computed, int want) {
+    if (!config.disableChunkedMmInput()) {
+      return want;
+    }
+    for (int i = r.nextMedia; i < r.media.length; i++) {
+      MediaSpan m = r.media[i];
+      if (m.offset() >= computed + want) {
+        break;
+      }
+      if (computed < m.offset() && computed + want < m.end()) {
+        return m.offset() - computed;
+      }
+    }
+    return want;
+  }
+
+  /**
+   * vLLM's {@code _try_schedule_encoder_inputs} for a chunk computing positions {@code [from, to)}: each media item
+   * the chunk reaches for the first time is encoded, unless its positions are already computed (a prefix hit: vLLM
+   * skips an item that ends at or before {@code num_computed_tokens}) or its output is in the encoder cache.
+   *
+   * @return items the vision encoder runs on in this step
+   */
+  private int encodeMedia(EngineRequest r, int from, int to) {
+    int encoded = 0;
+    while (r.nextMedia < r.media.length && r.media[r.nextMedia].offset() < to) {
+      MediaSpan m = r.media[r.nextMedia++];
+      if (m.end() <= from) {
+        counters.encoderSkippedByPrefix++;
+      } else if (encoderCache.hit(m.identifier())) {
+        counters.encoderCacheHits++;
+      } else {
+        encoderCache.put(m.identifier(), m.length());
+        counters.encoderRuns++;
+        encoded++;
+      }
+    }
+    return encoded;
   }
 
   /**
@@ -643,6 +696,7 @@ public final class EngineCore {
     cache.free(r);
     r.status = EngineRequest.Status.PREEMPTED;
     r.numComputedTokens = 0;
+    r.nextMedia = 0;
     r.numPreemptions++;
     counters.preemptions++;
     waiting.addFirst(r);
@@ -676,7 +730,7 @@ public final class EngineCore {
         c.prefillTokensComputed, c.generationTokens, c.finishedRequests, c.failedRequests, c.preemptions,
         c.evictionsBeforeRestart + pool.evictions(), c.steps, c.busyNanos, c.restarts, c.ttft.snapshot(),
         c.e2e.snapshot(), c.itl.snapshot(), offloadStats(c, offload == null ? 0 : offload.size(),
-            offload == null ? 0 : offload.evictions()));
+            offload == null ? 0 : offload.evictions()), EngineStats.Media.of(c));
   }
 
   /** The offload figures of {@code c} with the tier's current size and evictions; NONE when off. */

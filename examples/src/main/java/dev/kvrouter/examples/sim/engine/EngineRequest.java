@@ -25,6 +25,8 @@ final class EngineRequest {
   final long outputSeed;
   /** Media items by position; empty for text. */
   final MediaSpan[] media;
+  /** The first media item not yet reached by a scheduled chunk (encoded, found in a cache, or in the prefix hit). */
+  int nextMedia;
   private final int blockSize;
 
   /** Prompt then output tokens; capacity prompt + maxTokens. */

@@ -28,6 +28,7 @@ package dev.kvrouter.examples.sim.engine;
  * @param e2e end-to-end latency histogram, seconds
  * @param itl inter-token latency histogram, seconds
  * @param offload the CPU offload tier's figures ({@link Offload#NONE} when it is off)
+ * @param media what happened to the media items the scheduler reached
  */
 public record EngineStats(
     int numRunning,
@@ -51,7 +52,22 @@ public record EngineStats(
     Histogram ttft,
     Histogram e2e,
     Histogram itl,
-    Offload offload) {
+    Offload offload,
+    Media media) {
+
+  /**
+   * Media items (images) by what the scheduler did with each one the first time a chunk reached it.
+   *
+   * @param encoderRuns encoded by the vision encoder (in the step that reached it)
+   * @param skippedByPrefix not encoded: its positions were in the request's prefix-cache hit
+   * @param encoderCacheHits not encoded: its output was in the encoder cache
+   */
+  public record Media(long encoderRuns, long skippedByPrefix, long encoderCacheHits) {
+
+    static Media of(Counters c) {
+      return new Media(c.encoderRuns, c.encoderSkippedByPrefix, c.encoderCacheHits);
+    }
+  }
 
   /**
    * The CPU offload tier (vLLM's native offloading): its size and traffic. {@code cachedPromptTokens} of the

@@ -195,7 +195,8 @@ public final class SimEngine {
     return new EngineStats(0, 0, 0.0, config.numGpuBlocks(), 0, c.prefixQueryTokens, c.prefixHitTokens,
         c.promptTokens, c.cachedPromptTokens, c.prefillTokensComputed, c.generationTokens, c.finishedRequests,
         c.failedRequests, c.preemptions, c.evictionsBeforeRestart, c.steps, c.busyNanos, c.restarts,
-        c.ttft.snapshot(), c.e2e.snapshot(), c.itl.snapshot(), EngineCore.offloadStats(c, config, 0, 0));
+        c.ttft.snapshot(), c.e2e.snapshot(), c.itl.snapshot(), EngineCore.offloadStats(c, config, 0, 0),
+        EngineStats.Media.of(c));
   }
 
   /** Whether the engine has requests waiting or running; owner thread. */

@@ -374,6 +374,9 @@ public final class SimHttpServer implements AutoCloseable {
     n.put("steps", s.steps());
     n.put("busy_seconds", s.busyNanos() / 1e9);
     n.put("restarts", s.restarts());
+    n.put("images_encoded", s.media().encoderRuns());
+    n.put("images_in_prefix_cache", s.media().skippedByPrefix());
+    n.put("images_in_encoder_cache", s.media().encoderCacheHits());
     sendJson(ex, 200, JSON.writeValueAsBytes(n), name);
   }
 

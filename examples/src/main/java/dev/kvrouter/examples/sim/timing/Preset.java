@@ -19,6 +19,7 @@ import java.util.Objects;
  * @param nonKvOverheadBytes memory vLLM's profiling run reserves besides weights and KV
  * @param hostLinkEfficiency see {@link RooflineTimingModel}: achieved fraction of the GPU's host link bandwidth
  *     when KV blocks are copied to or from host memory (CPU offload)
+ * @param vision the model's vision tower, or null for a text-only model; its weights take GPU memory too
  */
 public record Preset(
     String id,
@@ -29,7 +30,8 @@ public record Preset(
     long overheadNanos,
     double gpuMemoryUtilization,
     long nonKvOverheadBytes,
-    double hostLinkEfficiency) {
+    double hostLinkEfficiency,
+    VisionEncoder vision) {
 
   public Preset {
     Objects.requireNonNull(id, "id");
@@ -41,7 +43,8 @@ public record Preset(
   }
 
   public RooflineTimingModel timingModel() {
-    return new RooflineTimingModel(model, gpu, mfu, bandwidthEfficiency, overheadNanos, hostLinkEfficiency);
+    return new RooflineTimingModel(model, gpu, mfu, bandwidthEfficiency, overheadNanos, hostLinkEfficiency,
+        vision);
   }
 
   /**
@@ -58,7 +61,8 @@ public record Preset(
 
   /** Bytes left for the KV cache after weights and profiled overhead. */
   public long kvCacheBytes() {
-    return (long) (gpu.memoryBytes() * gpuMemoryUtilization) - model.weightBytes() - nonKvOverheadBytes;
+    long weights = model.weightBytes() + (vision == null ? 0 : vision.weightBytes());
+    return (long) (gpu.memoryBytes() * gpuMemoryUtilization) - weights - nonKvOverheadBytes;
   }
 
   /** vLLM's {@code num_gpu_blocks} for this block size (including the one null block vLLM reserves). */

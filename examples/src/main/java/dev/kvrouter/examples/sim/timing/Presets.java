@@ -24,6 +24,34 @@ public final class Presets {
   public static final ModelSpec QWEN3_8B = new ModelSpec("Qwen/Qwen3-8B",
       36, 4096, 32, 8, 128, 12288, 151936, false, 2, 2, 40960);
 
+  /** google/gemma-3-4b-it's language model, BF16: no preset, the model of the one published Gemma 3 check. */
+  public static final ModelSpec GEMMA_3_4B = new ModelSpec("google/gemma-3-4b-it",
+      34, 2560, 8, 4, 256, 10240, 262208, true, 2, 2, 131072);
+
+  /**
+   * google/gemma-3-12b-it's language model, BF16. Its sliding-window layers are counted as full attention: with KV
+   * events on (the router needs them) vLLM turns the hybrid KV cache manager off and gives every layer a full KV
+   * cache; their compute is counted as full attention too, which overstates prompts beyond the 1,024-token window.
+   */
+  public static final ModelSpec GEMMA_3_12B = new ModelSpec("google/gemma-3-12b-it",
+      48, 3840, 16, 8, 256, 15360, 262208, true, 2, 2, 131072);
+
+  /**
+   * google/gemma-3-27b-it's language model, BF16 (sliding windows as for {@link #GEMMA_3_12B}). Served with
+   * {@code --max-model-len 32768}: vLLM refuses the default 131,072 on one 80 GB GPU, as one sequence would not fit
+   * in the KV cache.
+   */
+  public static final ModelSpec GEMMA_3_27B = new ModelSpec("google/gemma-3-27b-it",
+      62, 5376, 32, 16, 128, 21504, 262208, true, 2, 2, 32768);
+
+  /**
+   * Gemma 3's vision tower (SigLIP So400m at 896 x 896, patch 14: 4,096 patches) and its projector, average-pooled
+   * to 256 tokens per image; {@code projectTo} is the language model's hidden size.
+   */
+  public static VisionEncoder gemma3Vision(int projectTo) {
+    return new VisionEncoder("siglip-so400m-patch14-896", 27, 1152, 4304, 896, 14, 256, projectTo, 2);
+  }
+
   /** PCIe Gen5 x16: 128 GB/s both directions together (H100 datasheet), 64 GB/s each way. */
   public static final double PCIE_GEN5_X16 = 64e9;
   /** PCIe Gen4 x16: 64 GB/s both directions together (A100 datasheet), 32 GB/s each way. */
@@ -61,18 +89,26 @@ public final class Presets {
   public static final Preset LLAMA_3_1_8B_A100 = preset("llama3.1-8b-a100", LLAMA_3_1_8B, A100_SXM_80G);
   public static final Preset LLAMA_3_1_8B_A100_40G = preset("llama3.1-8b-a100-40g", LLAMA_3_1_8B, A100_SXM_40G);
   public static final Preset QWEN3_8B_H100 = preset("qwen3-8b-h100", QWEN3_8B, H100_SXM);
+  public static final Preset GEMMA_3_12B_H100 = preset("gemma3-12b-h100", GEMMA_3_12B, H100_SXM,
+      gemma3Vision(GEMMA_3_12B.hidden()));
+  public static final Preset GEMMA_3_27B_H100 = preset("gemma3-27b-h100", GEMMA_3_27B, H100_SXM,
+      gemma3Vision(GEMMA_3_27B.hidden()));
 
   /** The preset used when none is named. */
   public static final Preset DEFAULT = LLAMA_3_1_8B_H100;
 
   private static final Map<String, Preset> BY_ID = List.of(LLAMA_3_1_8B_H100, LLAMA_3_1_8B_A100,
-      LLAMA_3_1_8B_A100_40G, QWEN3_8B_H100).stream().collect(Collectors.toMap(Preset::id, Function.identity()));
+      LLAMA_3_1_8B_A100_40G, QWEN3_8B_H100, GEMMA_3_12B_H100, GEMMA_3_27B_H100).stream().collect(Collectors.toMap(Preset::id, Function.identity()));
 
   private Presets() {}
 
   private static Preset preset(String id, ModelSpec m, GpuSpec g) {
+    return preset(id, m, g, null);
+  }
+
+  private static Preset preset(String id, ModelSpec m, GpuSpec g, VisionEncoder vision) {
     return new Preset(id, m, g, MFU, BANDWIDTH_EFFICIENCY, STEP_OVERHEAD_NANOS, GPU_MEMORY_UTILIZATION,
-        NON_KV_OVERHEAD, HOST_LINK_EFFICIENCY);
+        NON_KV_OVERHEAD, HOST_LINK_EFFICIENCY, vision);
   }
 
   /** The preset named {@code id} (case-insensitive). */

@@ -10,8 +10,10 @@ import java.util.Objects;
  *   flops = 2 * linearParams * newTokens            (projections and MLP, every new token)
  *         + 2 * lmHeadParams * sampledSeqs          (logits, one row per sampling request)
  *         + 4 * layers * queryHeads * headDim * attentionPairs   (QK^T and PV)
+ *         + vision.flopsPerItem * encodedItems     (the vision encoder, on images not found in a cache)
  *   bytes = weightBytes                              (every step reads all weights once)
  *         + kvBytesPerToken * (kvTokensRead + newTokens)         (attention reads context, writes new KV)
+ *         + vision.weightBytes if any image is encoded
  *   step  = overhead + max(flops / (peakFlops * mfu), bytes / (bandwidth * bandwidthEfficiency))
  * </pre>
  *
@@ -26,9 +28,11 @@ import java.util.Objects;
  * @param overheadNanos fixed cost of a non-empty step
  * @param hostLinkEfficiency achieved fraction of the GPU's one-way host link bandwidth for KV copies to and from
  *     host memory: {@code transfer = tokens * kvBytesPerToken / (hostLinkBandwidth * hostLinkEfficiency)}
+ * @param vision the vision tower of a multimodal model, or null: then images cost what their placeholder tokens
+ *     cost as text
  */
 public record RooflineTimingModel(ModelSpec model, GpuSpec gpu, double mfu, double bandwidthEfficiency,
-    long overheadNanos, double hostLinkEfficiency) implements TimingModel {
+    long overheadNanos, double hostLinkEfficiency, VisionEncoder vision) implements TimingModel {
 
   public RooflineTimingModel {
     Objects.requireNonNull(model, "model");
@@ -39,10 +43,10 @@ public record RooflineTimingModel(ModelSpec model, GpuSpec gpu, double mfu, doub
     }
   }
 
-  /** Without an offload figure: the presets' host link efficiency. */
+  /** Without an offload figure: the presets' host link efficiency; text only. */
   public RooflineTimingModel(ModelSpec model, GpuSpec gpu, double mfu, double bandwidthEfficiency,
       long overheadNanos) {
-    this(model, gpu, mfu, bandwidthEfficiency, overheadNanos, Presets.HOST_LINK_EFFICIENCY);
+    this(model, gpu, mfu, bandwidthEfficiency, overheadNanos, Presets.HOST_LINK_EFFICIENCY, null);
   }
 
   @Override
@@ -68,6 +72,10 @@ public record RooflineTimingModel(ModelSpec model, GpuSpec gpu, double mfu, doub
         + 4.0 * model.layers() * model.queryHeads() * model.headDim() * w.attentionPairs();
     double bytes = model.weightBytes()
         + (double) model.kvBytesPerToken() * (w.kvTokensRead() + w.newTokens());
+    if (vision != null && w.encodedItems() > 0) {
+      flops += vision.flopsPerItem() * w.encodedItems();
+      bytes += vision.weightBytes();
+    }
     double compute = flops / (gpu.peakFlops() * mfu);
     double memory = bytes / (gpu.memoryBandwidth() * bandwidthEfficiency);
     return overheadNanos + (long) Math.ceil(Math.max(compute, memory) * 1e9);

@@ -10,6 +10,7 @@ package dev.kvrouter.examples.sim.timing;
  * @param attentionPairs query-key pairs of causal attention: for a request with {@code c} tokens already cached
  *     and {@code n} new ones, {@code n * c + n * (n + 1) / 2}
  * @param kvTokensRead tokens of KV cache read by attention, {@code c + n} per request
+ * @param encodedItems media items (images) the vision encoder runs on in this step
  */
 public record StepWork(
     int scheduledSeqs,
@@ -17,9 +18,16 @@ public record StepWork(
     long prefillTokens,
     int sampledSeqs,
     double attentionPairs,
-    long kvTokensRead) {
+    long kvTokensRead,
+    int encodedItems) {
 
-  public static final StepWork EMPTY = new StepWork(0, 0, 0, 0, 0, 0);
+  public static final StepWork EMPTY = new StepWork(0, 0, 0, 0, 0, 0, 0);
+
+  /** A step of text only. */
+  public StepWork(int scheduledSeqs, long newTokens, long prefillTokens, int sampledSeqs, double attentionPairs,
+      long kvTokensRead) {
+    this(scheduledSeqs, newTokens, prefillTokens, sampledSeqs, attentionPairs, kvTokensRead, 0);
+  }
 
   /** Accumulates the work of one request into a step total; not thread-safe. */
   public static final class Builder {
@@ -29,6 +37,7 @@ public record StepWork(
     private int sampled;
     private double pairs;
     private long kvRead;
+    private int encoded;
 
     /**
      * @param cachedBefore tokens of this request already in the KV cache before the step ({@code c})
@@ -48,8 +57,14 @@ public record StepWork(
       return this;
     }
 
+    /** Counts {@code items} media items encoded in this step. */
+    public Builder encode(int items) {
+      encoded += items;
+      return this;
+    }
+
     public StepWork build() {
-      return new StepWork(seqs, tokens, prefill, sampled, pairs, kvRead);
+      return new StepWork(seqs, tokens, prefill, sampled, pairs, kvRead, encoded);
     }
   }
 }

@@ -14,10 +14,18 @@ public final class Tokens {
     return t;
   }
 
-  /** {@code a} followed by {@code b}. */
-  public static int[] concat(int[] a, int[] b) {
-    int[] out = java.util.Arrays.copyOf(a, a.length + b.length);
-    System.arraycopy(b, 0, out, a.length, b.length);
+  /** The parts one after another. */
+  public static int[] concat(int[]... parts) {
+    int n = 0;
+    for (int[] p : parts) {
+      n += p.length;
+    }
+    int[] out = new int[n];
+    int at = 0;
+    for (int[] p : parts) {
+      System.arraycopy(p, 0, out, at, p.length);
+      at += p.length;
+    }
     return out;
   }
 }
