@@ -753,7 +753,7 @@ public final class VirtualRun {
       encoderHits += s.media().encoderCacheHits();
     }
     if (encoded + inPrefix + encoderHits > 0) {
-      // a hit on an image's blocks saves its vision-encoder run too (presets with a vision tower time it)
+      // what the engines did with each image; only a preset with a vision tower charges the encoded ones time
       notes.add(String.format(java.util.Locale.ROOT, "images: %d encoded, %d found in the prefix cache, %d in the "
           + "encoder cache (%s)", encoded, inPrefix, encoderHits,
           setup.preset().vision() == null ? "timed as text: the preset has no vision tower" : "vision tower "

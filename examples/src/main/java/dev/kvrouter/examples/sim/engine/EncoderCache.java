@@ -8,8 +8,9 @@ import java.util.Map;
  * vLLM's encoder cache, as far as it saves work: vision-encoder outputs by media identifier, charged by the item's
  * tokens, kept after their request is done and evicted least recently used when a new output needs room. An item
  * found here is not encoded again, even behind a different prefix. Simplification: vLLM never evicts an output a
- * scheduled request still needs; here the cache is always at least one step's worth of items, so that bound is
- * not reached by the workloads this simulator runs. Owned by the engine thread.
+ * running request still needs; here the entry is dropped even then, which only matters if more images than fit in
+ * one step's budget were in flight on one worker at once (the request that needs it was encoded already). Owned by
+ * the engine thread.
  */
 final class EncoderCache {
 
@@ -46,13 +47,5 @@ final class EncoderCache {
     }
     entries.put(id, tokens);
     usedTokens += tokens;
-  }
-
-  int usedTokens() {
-    return usedTokens;
-  }
-
-  int size() {
-    return entries.size();
   }
 }

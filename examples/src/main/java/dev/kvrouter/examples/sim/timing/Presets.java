@@ -98,7 +98,8 @@ public final class Presets {
   public static final Preset DEFAULT = LLAMA_3_1_8B_H100;
 
   private static final Map<String, Preset> BY_ID = List.of(LLAMA_3_1_8B_H100, LLAMA_3_1_8B_A100,
-      LLAMA_3_1_8B_A100_40G, QWEN3_8B_H100, GEMMA_3_12B_H100, GEMMA_3_27B_H100).stream().collect(Collectors.toMap(Preset::id, Function.identity()));
+      LLAMA_3_1_8B_A100_40G, QWEN3_8B_H100, GEMMA_3_12B_H100, GEMMA_3_27B_H100).stream()
+      .collect(Collectors.toMap(Preset::id, Function.identity()));
 
   private Presets() {}
 
