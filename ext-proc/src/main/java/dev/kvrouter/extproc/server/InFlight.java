@@ -51,11 +51,19 @@ public final class InFlight {
 
   /** Removes and returns the exchange of the decision with this id, or null. */
   Exchange claim(String id) {
-    Exchange x = id == null ? null : pending.asMap().remove(id);
-    if (x != null) {
-      claimed.incrementAndGet();
+    if (id == null) {
+      return null;
     }
-    return x;
+    Exchange[] taken = new Exchange[1];
+    // Counted inside the removal, before the entry leaves the map: whoever sees pending() drop also sees the
+    // claim counted. Counting after the removal let a reader catch the gap between the two (a test saw pending 0,
+    // read claimed, and then the late increment landed in its own window).
+    pending.asMap().computeIfPresent(id, (k, x) -> {
+      claimed.incrementAndGet();
+      taken[0] = x;
+      return null;
+    });
+    return taken[0];
   }
 
   /** Decisions claimed since start (by an observer, or taken back by a routing stream that saw the response). */
