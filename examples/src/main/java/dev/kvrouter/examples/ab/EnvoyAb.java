@@ -122,6 +122,11 @@ public final class EnvoyAb implements Callable<Integer> {
           + "{new_prefill_eviction_weight: 0}}').")
   String routing;
 
+  @Option(names = "--router-yaml", defaultValue = "",
+      description = "Further sections of the router's kvrouter.yaml, one line of YAML each (e.g. 'load: {scrape: "
+          + "{enabled: false}}').")
+  List<String> routerYaml;
+
   @Option(names = "--truth-check-every", defaultValue = "1",
       description = "The router's observability.truth_check_every: 1 (the A/B's truth check reads every response's "
           + "usage) or the product default 16, which leaves 15 streamed responses in 16 after their first chunk.")
@@ -160,7 +165,7 @@ public final class EnvoyAb implements Callable<Integer> {
     Path dir = Files.createTempDirectory("kvrouter-envoy-ab");
     EnvoyAbStack.Options o = new EnvoyAbStack.Options(root.toAbsolutePath(), workers, Presets.byId(preset), model,
         tokenizer, blockSize, numGpuBlocks, seed, null, true, routing, dir, kvOffloadingSizeGib,
-        multimodal, "", scripted, truthCheckEvery);
+        multimodal, String.join(System.lineSeparator(), routerYaml), scripted, truthCheckEvery);
     Map<String, Object> meta = new LinkedHashMap<>();
     meta.put("mode", "through-envoy");
     meta.put("command", "EnvoyAb " + String.join(" ", ProcessHandle.current().info().arguments()

@@ -149,6 +149,8 @@ public final class EnvoyAbStack implements AutoCloseable {
         envoy.close();
       }
       if (router != null) {
+        // Envoy's readiness wait is what times out when the router never came up: say what the router said
+        e.addSuppressed(new IllegalStateException(router.toString()));
         router.close();
       }
       fleet.close();

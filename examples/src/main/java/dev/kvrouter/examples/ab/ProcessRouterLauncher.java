@@ -93,8 +93,19 @@ public final class ProcessRouterLauncher implements RouterLauncher {
 
     @Override
     public String toString() {
-      return "router pid " + process.pid() + (process.isAlive() ? "" : " (exited " + process.exitValue() + ")")
-          + ", log " + log;
+      if (process.isAlive()) {
+        return "router pid " + process.pid() + ", log " + log;
+      }
+      // a router that exited says why at the end of its log (an invalid kvrouter.yaml, a port in use)
+      List<String> tail = new ArrayList<>();
+      try {
+        List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
+        tail.addAll(lines.subList(Math.max(0, lines.size() - 5), lines.size()));
+      } catch (IOException e) {
+        tail.add("(no log: " + e.getMessage() + ")");
+      }
+      return "router pid " + process.pid() + " exited " + process.exitValue() + ", log " + log + ", last lines: "
+          + String.join(" | ", tail);
     }
   }
 
