@@ -66,6 +66,8 @@ final class ResponseStream {
   private final boolean[] ended;
   private OutputStream body;
   private int accepted;
+  /** Whether the chat role chunks went out: vLLM sends them with the first engine output, not at acceptance. */
+  private boolean roleSent;
   private int finishedCount;
   private long promptTokens;
   private long completionTokens;
@@ -171,6 +173,9 @@ final class ResponseStream {
     }
     if (e instanceof Token t) {
       if (request.stream()) {
+        if (request.chat() && !roleSent) {
+          writeRoleChunks();
+        }
         writeTokenChunk(t);
         return true;
       }
@@ -194,28 +199,35 @@ final class ResponseStream {
     return false;
   }
 
+  /**
+   * Headers as soon as every engine accepted the request. The chat role chunk waits for the first token, as vLLM
+   * writes it in the first iteration over the engine's outputs: a gateway that takes the first body chunk for the
+   * end of the prefill (the router's load ledger does) must not see it while the prompt is still being computed.
+   */
   private void startStream() throws IOException {
     exchange.getResponseHeaders().set("Content-Type", "text/event-stream; charset=utf-8");
     exchange.getResponseHeaders().set("Cache-Control", "no-cache");
     exchange.getResponseHeaders().set(SimHttpServer.SERVED_BY, servedBy);
     exchange.sendResponseHeaders(200, 0);
     body = exchange.getResponseBody();
-    if (request.chat()) {
-      for (int i = 0; i < engineIds.length; i++) {
-        JsonGenerator g = chunkStart();
-        g.writeArrayFieldStart("choices");
-        g.writeStartObject();
-        g.writeNumberField("index", i);
-        g.writeObjectFieldStart("delta");
-        g.writeStringField("role", "assistant");
-        g.writeStringField("content", "");
-        g.writeEndObject();
-        g.writeNullField("logprobs");
-        g.writeNullField("finish_reason");
-        g.writeEndObject();
-        g.writeEndArray();
-        chunkEnd(g);
-      }
+  }
+
+  private void writeRoleChunks() throws IOException {
+    roleSent = true;
+    for (int i = 0; i < engineIds.length; i++) {
+      JsonGenerator g = chunkStart();
+      g.writeArrayFieldStart("choices");
+      g.writeStartObject();
+      g.writeNumberField("index", i);
+      g.writeObjectFieldStart("delta");
+      g.writeStringField("role", "assistant");
+      g.writeStringField("content", "");
+      g.writeEndObject();
+      g.writeNullField("logprobs");
+      g.writeNullField("finish_reason");
+      g.writeEndObject();
+      g.writeEndArray();
+      chunkEnd(g);
     }
   }
 
