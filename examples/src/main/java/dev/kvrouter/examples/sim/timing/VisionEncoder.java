@@ -50,9 +50,13 @@ public record VisionEncoder(String name, int layers, int hidden, int intermediat
     return 2.0 * linearParams() * p + 4.0 * layers * p * p * hidden + 2.0 * projectorParams() * tokensPerItem;
   }
 
-  /** Weights, with the patch embedding (an RGB patch to a vector) and one position embedding per patch. */
-  public long weightBytes() {
+  /** All parameters, with the patch embedding (an RGB patch to a vector) and one position embedding per patch. */
+  public long totalParams() {
     long embeddings = 3L * patchSize * patchSize * hidden + patchesPerItem() * hidden;
-    return (linearParams() + projectorParams() + embeddings) * bytesPerWeight;
+    return linearParams() + projectorParams() + embeddings;
+  }
+
+  public long weightBytes() {
+    return totalParams() * bytesPerWeight;
   }
 }
