@@ -125,10 +125,10 @@ public record KvrouterConfig(
       predictedCredit = predictedCredit == null ? 1.0 : predictedCredit;
       overlapCreditDecay = overlapCreditDecay == null ? 0.0 : overlapCreditDecay;
       prefillLoadScale = prefillLoadScale == null ? 1.0 : prefillLoadScale;
-      decodeLoadScale = decodeLoadScale == null ? 0.45 : decodeLoadScale;
+      decodeLoadScale = decodeLoadScale == null ? Weights.DEFAULTS.decodeLoadScale() : decodeLoadScale;
       activeRequestWeight = activeRequestWeight == null ? 0.0 : activeRequestWeight;
       newPrefillWeight = newPrefillWeight == null ? 1.0 : newPrefillWeight;
-      decodeReadWeight = decodeReadWeight == null ? 0.05 : decodeReadWeight;
+      decodeReadWeight = decodeReadWeight == null ? Weights.DEFAULTS.decodeReadWeight() : decodeReadWeight;
       temperature = temperature == null ? 0.0 : temperature;
       imbalanceGate = imbalanceGate != null && imbalanceGate;
       imbalanceAbs = imbalanceAbs == null ? 32.0 : imbalanceAbs;

@@ -65,17 +65,17 @@ public record Weights(
 
   /**
    * kvrouter's defaults: Dynamo's, but {@code new_prefill_weight} 1, which keeps best-of-N siblings and
-   * conversation turns on the worker that is already computing their prefix, and a decode weight of 0.5 in all,
-   * since a block held by a decoding request delays a new request's first token less than a block of prefill
-   * queued ahead of it, split 0.45 on held blocks ({@code decode_load_scale}) and 0.05 on blocks read per decode
-   * step ({@code decode_read_weight}): without shared prefixes the two counts are equal and the cost is exactly
-   * that of 0.5 on held blocks; with them, a worker holding a popular document pays for every request reading it;
-   * and {@code new_prefill_eviction_weight} 8 reaching its full value at an eviction share of 0.05: a fleet that
-   * keeps recomputing what it evicted charges a recomputed block up to 9, one that evicts nothing that comes back
-   * stays at 1 (docs/routing.md has the A/B behind all four).
+   * conversation turns on the worker that is already computing their prefix; a decode weight of 0.1 per held
+   * block ({@code decode_load_scale}) and 0.1 per block read per decode step ({@code decode_read_weight}), since a
+   * block held by a decoding request delays a new request's first token far less than a block of prefill queued
+   * ahead of it, while a block every decode step reads slows each memory-bound step of the worker (a worker holding
+   * a popular document pays once per request reading it); and {@code new_prefill_eviction_weight} 8 reaching its
+   * full value at an eviction share of 0.05: a fleet that keeps recomputing what it evicted charges a recomputed
+   * block up to 9, one that evicts nothing that comes back stays at 1. Memory is the eviction term's to price, so
+   * the held-block weight is only a tie-breaker (docs/routing.md has the A/B behind all four).
    */
   public static final Weights DEFAULTS =
-      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.45, 0.0, 1.0, 0.05, 0.0, false, 32, 1.1, 0.0, 0.0, 8.0, 0.05);
+      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.1, 0.0, 1.0, 0.1, 0.0, false, 32, 1.1, 0.0, 0.0, 8.0, 0.05);
 
   /** Dynamo's published defaults exactly (anchors §1.1): {@code new_prefill_weight} 0. */
   public static final Weights DYNAMO =

@@ -1,6 +1,7 @@
 package dev.kvrouter.extproc.decision;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -131,10 +132,10 @@ class DecisionTrackerTest {
     JsonNode w2 = dec.path("candidates").get(1);
     assertThat(w2.path("worker").asText()).isEqualTo("w2");
     assertThat(w2.path("overlap").path("gpu").asInt()).isEqualTo(6);
-    // w2: prefill 9 - 6 = 3 blocks, + 3 new (new_prefill_weight 1), + 0.5 x decode (9 + 2) -> 11.5;
-    // w1: 9 + 9 + 5.5 = 23.5
-    assertThat(w2.path("cost").asDouble()).isEqualTo(11.5);
-    assertThat(dec.path("candidates").get(0).path("cost").asDouble()).isEqualTo(23.5);
+    // w2: prefill 9 - 6 = 3 blocks, + 3 new (new_prefill_weight 1), + 0.1 x held (9 + 2) + 0.1 x read (9 + 2)
+    // -> 8.2; w1: 9 + 9 + 2.2 = 20.2
+    assertThat(w2.path("cost").asDouble()).isCloseTo(8.2, within(1e-9));
+    assertThat(dec.path("candidates").get(0).path("cost").asDouble()).isCloseTo(20.2, within(1e-9));
     assertThat(w2.path("eligible").asBoolean()).isTrue();
     assertThat(dec.path("timings_us").path("parse").asDouble()).isEqualTo(5.0);
     assertThat(lines.get(0)).doesNotContain("tenant-7");

@@ -61,14 +61,14 @@ class CostModelTest {
 
   @Test
   void theDefaultsChargeTheBlocksARequestRecomputesOnceMore() {
-    // Dynamo's example under our defaults: prefill + the same again as new blocks + half the decode blocks (0.45
-    // per held block + 0.05 per block read; nothing is shared here, so the two counts are equal):
-    // w1 8 + 8 + 10 = 26, w2 5 + 5 + 7.5 = 17.5, w3 2 + 2 + 9.5 = 13.5: now w3 wins, the worker that holds the most
+    // Dynamo's example under our defaults: prefill + the same again as new blocks + 0.2 per decode block (0.1 per
+    // held block + 0.1 per block read; nothing is shared here, so the two counts are equal):
+    // w1 8 + 8 + 4 = 20, w2 5 + 5 + 3 = 13, w3 2 + 2 + 3.8 = 7.8: now w3 wins, the worker that holds the most
     List<Candidate> cs = dynamosThreeWorkers();
     CostModel.score(cs, Weights.DEFAULTS, prompt(10), 0);
-    assertThat(cs.get(0).cost()).isCloseTo(26.0, within(1e-9));
-    assertThat(cs.get(1).cost()).isCloseTo(17.5, within(1e-9));
-    assertThat(cs.get(2).cost()).isCloseTo(13.5, within(1e-9));
+    assertThat(cs.get(0).cost()).isCloseTo(20.0, within(1e-9));
+    assertThat(cs.get(1).cost()).isCloseTo(13.0, within(1e-9));
+    assertThat(cs.get(2).cost()).isCloseTo(7.8, within(1e-9));
     assertThat(new KvAwarePolicy().choose(new Scoring(null, cs, Weights.DEFAULTS, prompt(10), true, new Random(1)))
         .candidate().worker().name()).isEqualTo("w3");
   }
@@ -234,13 +234,13 @@ class CostModelTest {
     // the load without the request: 0.5 x 260 + 0.25 x 2160 = 670; 0.5 x 116 + 0.25 x 216 = 112
     assertThat(hot.loadCost()).isEqualTo(670.0);
     assertThat(cold.loadCost()).isEqualTo(112.0);
-    // the defaults (0.45 held + 0.05 read): 8 + 0.45 x 268 + 0.05 x 2268 = 8 + 120.6 + 113.4 = 242;
-    // 8 + 0.45 x 124 + 0.05 x 324 = 8 + 55.8 + 16.2 = 80; loads 117 + 108 = 225 and 52.2 + 10.8 = 63
+    // the defaults (0.1 held + 0.1 read): 8 + 0.1 x 268 + 0.1 x 2268 = 8 + 26.8 + 226.8 = 261.6;
+    // 8 + 0.1 x 124 + 0.1 x 324 = 8 + 12.4 + 32.4 = 52.8; loads 26 + 216 = 242 and 11.6 + 21.6 = 33.2
     CostModel.score(List.of(hot, cold), Weights.DEFAULTS, shape, 0);
-    assertThat(hot.cost()).isCloseTo(242.0, within(1e-9));
-    assertThat(cold.cost()).isCloseTo(80.0, within(1e-9));
-    assertThat(hot.loadCost()).isCloseTo(225.0, within(1e-9));
-    assertThat(cold.loadCost()).isCloseTo(63.0, within(1e-9));
+    assertThat(hot.cost()).isCloseTo(261.6, within(1e-9));
+    assertThat(cold.cost()).isCloseTo(52.8, within(1e-9));
+    assertThat(hot.loadCost()).isCloseTo(242.0, within(1e-9));
+    assertThat(cold.loadCost()).isCloseTo(33.2, within(1e-9));
   }
 
   @Test
@@ -255,11 +255,11 @@ class CostModelTest {
     CostModel.score(List.of(shared, spread), MEMORY_ONLY, shape, 0);
     assertThat(shared.cost()).isEqualTo(85.0);
     assertThat(spread.cost()).isEqualTo(85.0);
-    // the defaults: 20 + 0.45 x 130 + 0.05 x 1030 = 130 vs 20 + 0.45 x 130 + 0.05 x 130 = 85: spread, which shares
-    // nothing, costs exactly what it cost with the whole 0.5 on held blocks
+    // the defaults: 20 + 0.1 x 130 + 0.1 x 1030 = 136 vs 20 + 0.1 x 130 + 0.1 x 130 = 46: the worker reading the
+    // document once per request costs three times the one that shares nothing
     CostModel.score(List.of(shared, spread), Weights.DEFAULTS, shape, 0);
-    assertThat(shared.cost()).isCloseTo(130.0, within(1e-9));
-    assertThat(spread.cost()).isCloseTo(85.0, within(1e-9));
+    assertThat(shared.cost()).isCloseTo(136.0, within(1e-9));
+    assertThat(spread.cost()).isCloseTo(46.0, within(1e-9));
     // decode_read_weight 0.1: + 0.1 x (1020 + 10) = 103 -> 188; + 0.1 x (120 + 10) = 13 -> 98: spread wins
     Weights w = MEMORY_ONLY.with("decode_read_weight", 0.1);
     CostModel.score(List.of(shared, spread), w, shape, 0);

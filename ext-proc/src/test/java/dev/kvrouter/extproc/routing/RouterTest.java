@@ -89,11 +89,11 @@ class RouterTest {
 
   /**
    * The same flood under our default weights ({@code new_prefill_weight} 1: a recomputed block counts once more;
-   * {@code decode_load_scale} 0.45 on held blocks, {@code decode_read_weight} 0.05 on blocks read). w1 after k
-   * requests holds 56 + 8k blocks and reads 64k: (8k + 8) + 8 new + 0.45 x (56 + 8k + 8) + 0.05 x (64k + 64)
-   * = 14.8k + 48; an idle worker 64 + 64 + 0.45 x 64 + 0.05 x 64 = 160. So w1 takes requests 0..7 (48 .. 151.6),
-   * and the ninth goes to an idle worker. With the whole 0.5 on held blocks (the earlier defaults) w1 cost 12k + 48
-   * and kept ten: the shared prefix read once per request is what brakes the hot spot sooner.
+   * {@code decode_load_scale} 0.1 on held blocks, {@code decode_read_weight} 0.1 on blocks read). w1 after k
+   * requests holds 56 + 8k blocks and reads 64k: (8k + 8) + 8 new + 0.1 x (56 + 8k + 8) + 0.1 x (64k + 64)
+   * = 15.2k + 28.8; an idle worker 64 + 64 + 0.1 x 64 + 0.1 x 64 = 140.8. So w1 takes requests 0..7 (28.8 ..
+   * 135.2), and the ninth goes to an idle worker. With the whole decode weight on held blocks (0.2, no read term)
+   * w1 would cost 9.6k + 28.8 and keep twelve: the shared prefix read once per request is what brakes the hot spot.
    */
   @Test
   void underTheDefaultsTheHolderKeepsTheFloodLongerButStillSpills() {
@@ -103,7 +103,7 @@ class RouterTest {
     flood(9, order, costs);
     assertThat(order.subList(0, 8)).containsOnly("w1");
     assertThat(order.get(8)).isIn("w2", "w3");
-    double[] expected = {48.0, 62.8, 77.6, 92.4, 107.2, 122.0, 136.8, 151.6, 160.0};
+    double[] expected = {28.8, 44.0, 59.2, 74.4, 89.6, 104.8, 120.0, 135.2, 140.8};
     assertThat(costs).hasSize(expected.length);
     for (int i = 0; i < expected.length; i++) {
       assertThat(costs.get(i)).as("request %d", i).isCloseTo(expected[i], within(1e-9));
@@ -116,8 +116,8 @@ class RouterTest {
    * {@code eviction_share_full} 0.05 and {@code new_prefill_eviction_weight} 2 applies in full: a recomputed
    * block costs 3. The flood prefix (56 blocks on w1, 8 own blocks each) is cold when five evicted-document
    * requests come between its requests (its heat stays under 1/6, so at most half of one owner's share: the charge
-   * is still in full): w1 costs 14.8k + 64 (16 more for its 8 new blocks), an idle worker 64 + 3 x 64 + 0.45 x 64
-   * + 0.05 x 64 = 288, so w1 keeps 16 requests instead of 8. The same flood alone is hot (past a third of the
+   * is still in full): w1 costs 15.2k + 44.8 (16 more for its 8 new blocks), an idle worker 64 + 3 x 64 + 0.1 x 64
+   * + 0.1 x 64 = 268.8, so w1 keeps 15 requests instead of 8. The same flood alone is hot (past a third of the
    * requests on 3 owners): its copies are free and it spills after 8, as with the term off.
    */
   @Test
@@ -147,7 +147,7 @@ class RouterTest {
           }
           order.add(name(d));
         }
-        int kept = w == evicting && cold ? 16 : 8;
+        int kept = w == evicting && cold ? 15 : 8;
         assertThat(order.subList(0, kept)).as("%s cold %s", w, cold).containsOnly("w1");
         assertThat(order.get(kept)).as("%s cold %s", w, cold).isIn("w2", "w3");
       }

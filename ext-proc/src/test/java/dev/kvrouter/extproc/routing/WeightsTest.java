@@ -10,11 +10,11 @@ class WeightsTest {
   @Test
   void defaultsAreDynamosAndSglangsPublishedOnesButForThreeMeasuredChanges() {
     Weights d = Weights.DEFAULTS;
-    // ours (docs/routing.md, the A/B): a recomputed block counts once more; decode weighs half a block in all,
-    // 0.45 per held block and 0.05 per block read by decode steps
+    // ours (docs/routing.md, the A/B): a recomputed block counts once more; decode weighs 0.1 per held block and
+    // 0.1 per block read by decode steps
     assertThat(d.newPrefillWeight()).isEqualTo(1.0);
-    assertThat(d.decodeLoadScale()).isEqualTo(0.45);
-    assertThat(d.decodeReadWeight()).isEqualTo(0.05);
+    assertThat(d.decodeLoadScale()).isEqualTo(0.1);
+    assertThat(d.decodeReadWeight()).isEqualTo(0.1);
     assertThat(Weights.DYNAMO.newPrefillWeight()).isZero();
     assertThat(Weights.DYNAMO.decodeLoadScale()).isEqualTo(1.0);
     assertThat(Weights.DYNAMO.decodeReadWeight()).isZero();
@@ -22,8 +22,8 @@ class WeightsTest {
     assertThat(d.newPrefillEvictionWeight()).isEqualTo(8.0);
     assertThat(d.evictionShareFull()).isEqualTo(0.05);
     assertThat(Weights.DYNAMO.newPrefillEvictionWeight()).isZero();
-    assertThat(Weights.DYNAMO.with("new_prefill_weight", 1.0).with("decode_load_scale", 0.45)
-        .with("decode_read_weight", 0.05).with("new_prefill_eviction_weight", 8)).isEqualTo(d);
+    assertThat(Weights.DYNAMO.with("new_prefill_weight", 1.0).with("decode_load_scale", 0.1)
+        .with("decode_read_weight", 0.1).with("new_prefill_eviction_weight", 8)).isEqualTo(d);
     assertThat(d.gpuCredit()).isEqualTo(1.0);
     assertThat(d.cpuCredit()).isEqualTo(0.75);
     assertThat(d.diskCredit()).isEqualTo(0.25);
@@ -48,7 +48,7 @@ class WeightsTest {
     assertThat(w.gpuCredit()).isEqualTo(1.0);
     Weights read = Weights.DEFAULTS.withOverrides("decode_read_weight=0.25");
     assertThat(read.decodeReadWeight()).isEqualTo(0.25);
-    assertThat(read.with("decode_read_weight", 0.05)).isEqualTo(Weights.DEFAULTS);
+    assertThat(read.with("decode_read_weight", 0.1)).isEqualTo(Weights.DEFAULTS);
     assertThat(Weights.DEFAULTS.withOverrides("")).isSameAs(Weights.DEFAULTS);
     assertThat(Weights.DEFAULTS.withOverrides(null)).isSameAs(Weights.DEFAULTS);
     for (String k : Weights.KEYS) {
