@@ -119,25 +119,27 @@ public record KvrouterConfig(
       Double newPrefillEvictionWeight,
       Double evictionShareFull) {
     public RoutingWeights {
-      gpuCredit = gpuCredit == null ? 1.0 : gpuCredit;
-      cpuCredit = cpuCredit == null ? 0.75 : cpuCredit;
-      diskCredit = diskCredit == null ? 0.25 : diskCredit;
-      predictedCredit = predictedCredit == null ? 1.0 : predictedCredit;
-      overlapCreditDecay = overlapCreditDecay == null ? 0.0 : overlapCreditDecay;
-      prefillLoadScale = prefillLoadScale == null ? 1.0 : prefillLoadScale;
-      decodeLoadScale = decodeLoadScale == null ? Weights.DEFAULTS.decodeLoadScale() : decodeLoadScale;
-      activeRequestWeight = activeRequestWeight == null ? 0.0 : activeRequestWeight;
-      newPrefillWeight = newPrefillWeight == null ? 1.0 : newPrefillWeight;
-      decodeReadWeight = decodeReadWeight == null ? Weights.DEFAULTS.decodeReadWeight() : decodeReadWeight;
-      temperature = temperature == null ? 0.0 : temperature;
-      imbalanceGate = imbalanceGate != null && imbalanceGate;
-      imbalanceAbs = imbalanceAbs == null ? 32.0 : imbalanceAbs;
-      imbalanceRel = imbalanceRel == null ? 1.1 : imbalanceRel;
-      newPrefillQueueWeight = newPrefillQueueWeight == null ? 0.0 : newPrefillQueueWeight;
-      boundedLoad = boundedLoad == null ? 0.0 : boundedLoad;
+      // every default is Weights.DEFAULTS', read from there so the file and the code cannot disagree
+      Weights d = Weights.DEFAULTS;
+      gpuCredit = gpuCredit == null ? d.gpuCredit() : gpuCredit;
+      cpuCredit = cpuCredit == null ? d.cpuCredit() : cpuCredit;
+      diskCredit = diskCredit == null ? d.diskCredit() : diskCredit;
+      predictedCredit = predictedCredit == null ? d.predictedCredit() : predictedCredit;
+      overlapCreditDecay = overlapCreditDecay == null ? d.overlapCreditDecay() : overlapCreditDecay;
+      prefillLoadScale = prefillLoadScale == null ? d.prefillLoadScale() : prefillLoadScale;
+      decodeLoadScale = decodeLoadScale == null ? d.decodeLoadScale() : decodeLoadScale;
+      activeRequestWeight = activeRequestWeight == null ? d.activeRequestWeight() : activeRequestWeight;
+      newPrefillWeight = newPrefillWeight == null ? d.newPrefillWeight() : newPrefillWeight;
+      decodeReadWeight = decodeReadWeight == null ? d.decodeReadWeight() : decodeReadWeight;
+      temperature = temperature == null ? d.temperature() : temperature;
+      imbalanceGate = imbalanceGate == null ? d.imbalanceGate() : imbalanceGate;
+      imbalanceAbs = imbalanceAbs == null ? d.imbalanceAbs() : imbalanceAbs;
+      imbalanceRel = imbalanceRel == null ? d.imbalanceRel() : imbalanceRel;
+      newPrefillQueueWeight = newPrefillQueueWeight == null ? d.newPrefillQueueWeight() : newPrefillQueueWeight;
+      boundedLoad = boundedLoad == null ? d.boundedLoad() : boundedLoad;
       newPrefillEvictionWeight = newPrefillEvictionWeight == null
-          ? Weights.DEFAULTS.newPrefillEvictionWeight() : newPrefillEvictionWeight;
-      evictionShareFull = evictionShareFull == null ? Weights.DEFAULTS.evictionShareFull() : evictionShareFull;
+          ? d.newPrefillEvictionWeight() : newPrefillEvictionWeight;
+      evictionShareFull = evictionShareFull == null ? d.evictionShareFull() : evictionShareFull;
     }
   }
 

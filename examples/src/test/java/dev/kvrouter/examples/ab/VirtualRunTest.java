@@ -108,10 +108,11 @@ class VirtualRunTest {
     assertThat(on.evictionShare()).isZero();
     assertThat(on.data().requests()).isEqualTo(off.data().requests());
 
+    VirtualSetup shortOfMemory = SETUP.withNumGpuBlocks(SHORT_BLOCKS);
     for (String decode : List.of("", "decode_load_scale=0.45,decode_read_weight=0.05,")) {
-      VirtualSetup shortOfMemory = SETUP.withNumGpuBlocks(SHORT_BLOCKS);
+      // 8 is the default: with no decode override the first run is the defaults exactly
       VirtualOutcome shortOn = VirtualRun.run(EVICTING, "kv_aware",
-          decode.isEmpty() ? shortOfMemory : shortOfMemory.withWeights(decode + "new_prefill_eviction_weight=8"), null);
+          shortOfMemory.withWeights(decode + "new_prefill_eviction_weight=8"), null);
       VirtualOutcome shortOff = VirtualRun.run(EVICTING, "kv_aware",
           shortOfMemory.withWeights(decode + "new_prefill_eviction_weight=0"), null);
       assertThat(shortOn.evictionShare()).as(decode).isGreaterThan(0.05);
