@@ -88,7 +88,7 @@ public record KvrouterConfig(
     public Routing {
       policy = policy == null ? "kv_aware" : policy;
       weights = weights == null ? new RoutingWeights(null, null, null, null, null, null, null, null, null, null,
-          null, null, null, null, null, null, null, null) : weights;
+          null, null, null, null, null, null, null, null, null) : weights;
       busy = busy == null ? new Busy(null, null, null, null, null) : busy;
       load = load == null ? new Load(null, null, null, null, null, null, null) : load;
       scrape = scrape == null ? new Scrape(null, null, null, null, null) : scrape;
@@ -117,7 +117,8 @@ public record KvrouterConfig(
       Double newPrefillQueueWeight,
       Double boundedLoad,
       Double newPrefillEvictionWeight,
-      Double evictionShareFull) {
+      Double evictionShareFull,
+      Double hotPrefixRelief) {
     public RoutingWeights {
       // every default is Weights.DEFAULTS', read from there so the file and the code cannot disagree
       Weights d = Weights.DEFAULTS;
@@ -140,6 +141,7 @@ public record KvrouterConfig(
       newPrefillEvictionWeight = newPrefillEvictionWeight == null
           ? d.newPrefillEvictionWeight() : newPrefillEvictionWeight;
       evictionShareFull = evictionShareFull == null ? d.evictionShareFull() : evictionShareFull;
+      hotPrefixRelief = hotPrefixRelief == null ? d.hotPrefixRelief() : hotPrefixRelief;
     }
   }
 

@@ -127,7 +127,8 @@ final class RoutingSettings {
     return new Weights(c.gpuCredit(), c.cpuCredit(), c.diskCredit(), c.predictedCredit(), c.overlapCreditDecay(),
         c.prefillLoadScale(), c.decodeLoadScale(), c.activeRequestWeight(), c.newPrefillWeight(),
         c.decodeReadWeight(), c.temperature(), c.imbalanceGate(), c.imbalanceAbs(), c.imbalanceRel(),
-        c.newPrefillQueueWeight(), c.boundedLoad(), c.newPrefillEvictionWeight(), c.evictionShareFull());
+        c.newPrefillQueueWeight(), c.boundedLoad(), c.newPrefillEvictionWeight(), c.evictionShareFull(),
+        c.hotPrefixRelief());
   }
 
   static BusyThresholds busy(KvrouterConfig.Busy b) {

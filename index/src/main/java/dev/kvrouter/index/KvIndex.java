@@ -59,6 +59,7 @@ public final class KvIndex {
   private volatile int perWorkerCap;
   private volatile long evictionsOfRemoved;
   private final AtomicLong predictionsRejected = new AtomicLong();
+  private final AtomicLong cacheResets = new AtomicLong();
   private final boolean[] ordinalUsed = new boolean[BlockTable.MAX_ORDINAL + 1];
 
   public KvIndex(IndexConfig config, Clock clock) {
@@ -150,11 +151,21 @@ public final class KvIndex {
     updateCap();
   }
 
-  /** Drops every predicted entry of {@code view} (its engine cleared its cache). */
-  void purgePredictions(WorkerView view) {
+  /** {@code view}'s engine emptied its cache: counts the reset and drops the worker's predicted entries. */
+  void cacheReset(WorkerView view) {
+    cacheResets.incrementAndGet();
     if (!view.retired()) {
       predicted.purge(view.ordinal(), clock.millis());
     }
+  }
+
+  /**
+   * How many times a worker's engine emptied its cache ({@code AllBlocksCleared}, a restarted event stream) since
+   * start. Blocks lost that way were not evicted for want of memory; readers of eviction history use the count to
+   * tell the two apart.
+   */
+  public long cacheResets() {
+    return cacheResets.get();
   }
 
   WorkerView viewAt(int ordinal) {

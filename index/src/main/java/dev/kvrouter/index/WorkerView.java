@@ -366,7 +366,7 @@ public final class WorkerView {
    */
   public void reset() {
     clear();
-    index.purgePredictions(this);
+    index.cacheReset(this);
   }
 
   /** Blocks (handles) this worker holds in the index. */

@@ -17,8 +17,10 @@ import java.util.List;
  *               + decode_read_weight x read + active_request_weight x active_requests) / worker weight
  *   gpu_credit_eff = gpu_credit / (1 + overlap_credit_decay x excess_prefill / prompt_blocks)
  *   excess_prefill = (active_prefill_tokens - least active_prefill_tokens among candidates) / block_size
- *   new_weight = new_prefill_weight + new_prefill_queue_weight x min(1, mean active_prefill_blocks / prompt_blocks)
+ *   new_weight = new_prefill_weight x (1 - hot_prefix_relief x hot_excess)
+ *                + new_prefill_queue_weight x min(1, mean active_prefill_blocks / prompt_blocks)
  *                + new_prefill_eviction_weight x min(1, eviction_share / eviction_share_full)
+ *   hot_excess = min(1, max(0, prefix_heat x owners - 1))   (0 for a prefix one worker can serve alone)
  * </pre>
  *
  * <p>With Dynamo's weights (credits 1 / 0.75 / 0.25, scales 1, no decay, no request weight, no new-prefill term) a
@@ -56,11 +58,18 @@ public final class CostModel {
         + w.activeRequestWeight() * activeRequests) / Math.max(1, workerWeight);
   }
 
+  /** {@link #score(List, Weights, RequestShape, double, double)} for a request whose held prefix is not hot. */
+  public static void score(List<Candidate> candidates, Weights w, RequestShape shape, double evictionShare) {
+    score(candidates, w, shape, evictionShare, 0);
+  }
+
   /**
    * Fills the cost terms of every candidate for a request of {@code shape}; {@code evictionShare} is the model's
-   * {@link EvictionPressure} share.
+   * {@link EvictionPressure} share as charged for this request, {@code hotExcess} its held prefix's
+   * {@link EvictionPressure.Reading#hotExcess}.
    */
-  public static void score(List<Candidate> candidates, Weights w, RequestShape shape, double evictionShare) {
+  public static void score(List<Candidate> candidates, Weights w, RequestShape shape, double evictionShare,
+      double hotExcess) {
     double b = shape.blockSize();
     long minPrefill = Long.MAX_VALUE;
     if (w.overlapCreditDecay() > 0) {
@@ -68,7 +77,7 @@ public final class CostModel {
         minPrefill = Math.min(minPrefill, candidates.get(i).load.prefillTokens());
       }
     }
-    double newWeight = w.newPrefillWeight();
+    double newWeight = w.newPrefillWeight() * (1 - w.hotPrefixRelief() * Math.min(1, Math.max(0, hotExcess)));
     if (w.newPrefillQueueWeight() > 0 && shape.promptBlocks() > 0 && !candidates.isEmpty()) {
       double queued = 0;
       for (int i = 0; i < candidates.size(); i++) {

@@ -1,5 +1,7 @@
 package dev.kvrouter.extproc.routing;
 
+import java.util.Arrays;
+
 /**
  * How much of what a model's fleet is asked for it had already computed once and since evicted everywhere, and how
  * hot the prefix a request would reuse is. The first is the share of recent prompt blocks that no worker holds
@@ -81,6 +83,16 @@ public final class EvictionPressure {
     public double chargedShare(int owners) {
       return evictionShare * Math.max(0, 1 - prefixHeat * owners);
     }
+
+    /**
+     * How far past one of {@code owners} cache owners' share of the requests the prefix is, in owners' shares,
+     * capped at 1: 0 for a prefix one holder can serve alone, 1 from two owners' share. Where
+     * {@link #chargedShare} stops exempting (one owner's share), this starts relieving the base recompute charge
+     * ({@link Weights#hotPrefixRelief}).
+     */
+    public double hotExcess(int owners) {
+      return Math.max(0, Math.min(1, prefixHeat * owners - 1));
+    }
   }
 
   private final PrefixHeat heat = new PrefixHeat();
@@ -121,6 +133,14 @@ public final class EvictionPressure {
     evicted = evicted * DECAY + back;
     blocks = blocks * DECAY + sampled;
     return before;
+  }
+
+  /**
+   * Forgets every block seen so far, keeping the share measured until now (it decays as requests come): after a
+   * worker's cache was emptied, blocks it held come back without the fleet having evicted them.
+   */
+  public void forgetSeen() {
+    Arrays.fill(seen, 0);
   }
 
   /** The recent share of prompt blocks that came back after the fleet evicted them, 0 before any request. */

@@ -32,6 +32,11 @@ public final class KvIndexOverlapSource implements PrefixOverlapSource {
   }
 
   @Override
+  public long cacheResets() {
+    return index.cacheResets();
+  }
+
+  @Override
   public Matcher matcher() {
     PrefixCursor c = matchers.get();
     c.reset();

@@ -32,6 +32,14 @@ public interface PrefixOverlapSource {
   default void recordPrediction(WorkerId worker, long[] blockHashes) {}
 
   /**
+   * How many times a worker's cache was emptied (its engine cleared it or restarted) since start; the router
+   * forgets its eviction history when this moves, since those blocks were not evicted for want of memory.
+   */
+  default long cacheResets() {
+    return 0;
+  }
+
+  /**
    * The engine's identifier learned for a media item the client sent without a uuid ({@code routerId} is the
    * router's {@code kvr1-mm:} identifier) in the cache namespace whose root seed is {@code namespace}, or null.
    * Must not block.

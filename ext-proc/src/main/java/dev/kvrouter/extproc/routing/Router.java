@@ -75,6 +75,8 @@ public final class Router {
   private final AtomicLong lookupFailures = new AtomicLong();
   /** Per served model (the workers' model name); pruned to the fleet's models when it outgrows them. */
   private final ConcurrentHashMap<String, EvictionPressure> pressures = new ConcurrentHashMap<>();
+  /** {@link PrefixOverlapSource#cacheResets} when {@link #pressures} last forgot; under {@link #deciding}. */
+  private long cacheResetsSeen;
   private final int evictionSlots;
 
   private Router(Builder b) {
@@ -255,7 +257,7 @@ public final class Router {
 
       EvictionPressure.Reading pressure =
           hashes.length > 0 && lookup != null ? pressure(serving, all, hashes) : NO_PRESSURE;
-      CostModel.score(pool, weights, shape, pressure.chargedShare(all.size()));
+      CostModel.score(pool, weights, shape, pressure.chargedShare(all.size()), pressure.hotExcess(all.size()));
       if (lookup != null) {
         for (Candidate c : pool) {
           if (c.overlap.stale()) {
@@ -329,6 +331,13 @@ public final class Router {
       Candidate c = all.get(i);
       int events = c.overlap.stale() ? c.overlap.predicted() : c.overlap.cached();
       held = Math.max(held, Math.max(events, c.activeSharedBlocks));
+    }
+    long resets = overlaps.cacheResets();
+    if (resets != cacheResetsSeen) {
+      // A worker's cache was emptied (cleared, restarted): its blocks coming back are not evictions for want of
+      // memory, so every model's table forgets what it had seen (what it measured so far still decays away).
+      cacheResetsSeen = resets;
+      pressures.values().forEach(EvictionPressure::forgetSeen);
     }
     String model = serving.get(0).model();
     EvictionPressure p = pressures.get(model);

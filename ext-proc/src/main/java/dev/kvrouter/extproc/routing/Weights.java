@@ -5,9 +5,9 @@ import java.util.Locale;
 
 /**
  * The knobs of the cost model and the optional imbalance gate. Defaults are Dynamo's published defaults
- * (anchors §1.1) but for {@code new_prefill_weight}, {@code decode_load_scale} and {@code decode_read_weight}, and
- * SGLang's gate thresholds
- * (§2.1, §2.5). Configurable globally and per model
+ * (anchors §1.1) but for {@code new_prefill_weight}, {@code decode_load_scale} and {@code decode_read_weight}, plus
+ * the terms that are ours ({@code new_prefill_eviction_weight}, {@code hot_prefix_relief}), and SGLang's gate
+ * thresholds (§2.1, §2.5). Configurable globally and per model
  * ({@code routing.weights}, {@code routing.models.<m>.weights}) and per request through the trusted
  * {@code x-kvrouter-weights} header, all with the same snake_case keys ({@link #KEYS}).
  *
@@ -42,6 +42,11 @@ import java.util.Locale;
  *     reaching its full value at {@code eviction_share_full}. A second copy of a prefix is free while the fleet
  *     evicts nothing that comes back, and costs later hits once it does (0 = off)
  * @param evictionShareFull the eviction share at which {@code new_prefill_eviction_weight} applies in full (> 0)
+ * @param hotPrefixRelief the part of {@code new_prefill_weight} forgiven for a prefix hotter than one worker can
+ *     serve, in proportion to how far its {@link PrefixHeat} share of requests is past one worker's share (none at
+ *     one worker's share, all of this from two workers'). Its copies are not wasted compute: one holder cannot
+ *     serve it alone, so a copy made when the holder's queue outweighs the prefix serves later requests of it.
+ *     In [0, 1]; 0 = off
  */
 public record Weights(
     double gpuCredit,
@@ -61,7 +66,8 @@ public record Weights(
     double newPrefillQueueWeight,
     double boundedLoad,
     double newPrefillEvictionWeight,
-    double evictionShareFull) {
+    double evictionShareFull,
+    double hotPrefixRelief) {
 
   /**
    * kvrouter's defaults: Dynamo's, but {@code new_prefill_weight} 1, which keeps best-of-N siblings and
@@ -72,21 +78,23 @@ public record Weights(
    * a popular document pays once per request reading it); and {@code new_prefill_eviction_weight} 8 reaching its
    * full value at an eviction share of 0.05: a fleet that keeps recomputing what it evicted charges a recomputed
    * block up to 9, one that evicts nothing that comes back stays at 1. Memory is the eviction term's to price, so
-   * the held-block weight is only a tie-breaker (docs/routing.md has the A/B behind all four).
+   * the held-block weight is only a tie-breaker. {@code hot_prefix_relief} 1: a prefix with two workers' share of
+   * the requests or more is charged its wait only, so its holder's queue gets a second copy as soon as waiting
+   * there costs more than computing it elsewhere (docs/routing.md has the A/B behind all five).
    */
-  public static final Weights DEFAULTS =
-      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.1, 0.0, 1.0, 0.1, 0.0, false, 32, 1.1, 0.0, 0.0, 8.0, 0.05);
+  public static final Weights DEFAULTS = new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.1, 0.0, 1.0, 0.1, 0.0, false,
+      32, 1.1, 0.0, 0.0, 8.0, 0.05, 1.0);
 
   /** Dynamo's published defaults exactly (anchors §1.1): {@code new_prefill_weight} 0. */
-  public static final Weights DYNAMO =
-      new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, false, 32, 1.1, 0.0, 0.0, 0.0, 0.05);
+  public static final Weights DYNAMO = new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, false,
+      32, 1.1, 0.0, 0.0, 0.0, 0.05, 0.0);
 
   /** Every key accepted in configuration and in {@code x-kvrouter-weights}. */
   public static final List<String> KEYS = List.of("gpu_credit", "cpu_credit", "disk_credit", "predicted_credit",
       "overlap_credit_decay", "prefill_load_scale", "decode_load_scale", "active_request_weight",
       "new_prefill_weight", "decode_read_weight", "temperature",
       "imbalance_gate", "imbalance_abs", "imbalance_rel", "new_prefill_queue_weight",
-      "bounded_load", "new_prefill_eviction_weight", "eviction_share_full");
+      "bounded_load", "new_prefill_eviction_weight", "eviction_share_full", "hot_prefix_relief");
 
   /** Longest {@code x-kvrouter-weights} value read. */
   static final int MAX_HEADER = 1024;
@@ -118,6 +126,10 @@ public record Weights(
     if (evictionShareFull <= 0 || evictionShareFull > 1) {
       throw new IllegalArgumentException("eviction_share_full must be in (0, 1], was " + evictionShareFull);
     }
+    check("hot_prefix_relief", hotPrefixRelief);
+    if (hotPrefixRelief > 1) {
+      throw new IllegalArgumentException("hot_prefix_relief must be in [0, 1], was " + hotPrefixRelief);
+    }
   }
 
   private static void check(String key, double v) {
@@ -142,7 +154,8 @@ public record Weights(
       };
       return new Weights(gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
           decodeLoadScale, activeRequestWeight, newPrefillWeight, decodeReadWeight, temperature, b, imbalanceAbs,
-          imbalanceRel, newPrefillQueueWeight, boundedLoad, newPrefillEvictionWeight, evictionShareFull);
+          imbalanceRel, newPrefillQueueWeight, boundedLoad, newPrefillEvictionWeight, evictionShareFull,
+          hotPrefixRelief);
     }
     double d;
     try {
@@ -157,14 +170,15 @@ public record Weights(
   public Weights with(String key, double d) {
     double[] f = {gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
         decodeLoadScale, activeRequestWeight, newPrefillWeight, decodeReadWeight, temperature, 0, imbalanceAbs,
-        imbalanceRel, newPrefillQueueWeight, boundedLoad, newPrefillEvictionWeight, evictionShareFull};
+        imbalanceRel, newPrefillQueueWeight, boundedLoad, newPrefillEvictionWeight, evictionShareFull,
+        hotPrefixRelief};
     int i = KEYS.indexOf(key);
     if (i < 0 || key.equals("imbalance_gate")) {
       throw new IllegalArgumentException("unknown weight `" + key + "` (known: " + String.join(", ", KEYS) + ")");
     }
     f[i] = d;
     return new Weights(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], imbalanceGate, f[12],
-        f[13], f[14], f[15], f[16], f[17]);
+        f[13], f[14], f[15], f[16], f[17], f[18]);
   }
 
   /**

@@ -45,6 +45,29 @@ class EvictionPressureTest {
   }
 
   @Test
+  void afterAWorkersCacheWasEmptiedWhatComesBackIsNotCountedAndTheShareSoFarDecays() {
+    SplittableRandom r = new SplittableRandom(9);
+    EvictionPressure p = new EvictionPressure(1 << 16);
+    long[] doc = sampled(r, 40);
+    long[] other = sampled(r, 40);
+    p.observe(doc, 0);
+    p.observe(doc, 0); // came back: all 40
+    double share = p.share();
+    assertThat(share).isCloseTo(40 / (40 * D + 40), within(1e-12));
+    p.observe(other, 0);
+
+    p.forgetSeen();
+    // both were seen before the reset; neither counts now, and the share measured so far only decays
+    double blocks = (40 * D + 40) * D + 40;
+    assertThat(p.observe(doc, 0).evictionShare()).isCloseTo(40 * D / blocks, within(1e-12));
+    assertThat(p.observe(other, 0).evictionShare()).isCloseTo(40 * D * D / (blocks * D + 40), within(1e-12));
+    assertThat(p.share()).isCloseTo(40 * D * D * D / ((blocks * D + 40) * D + 40), within(1e-12));
+    // seen again after the reset: an eviction again
+    p.observe(doc, 0);
+    assertThat(p.share()).isGreaterThan(40 * D * D * D * D / (((blocks * D + 40) * D + 40) * D + 40));
+  }
+
+  @Test
   void onlyHashesWithTheTopThreeBitsZeroAreTrackedSoEveryBlockIsAlwaysOrNeverSampled() {
     SplittableRandom r = new SplittableRandom(2);
     long[] unsampled = new long[64];
@@ -115,6 +138,13 @@ class EvictionPressureTest {
     assertThat(new EvictionPressure.Reading(0.2, 0.125).chargedShare(8)).isZero(); // one owner's share: none
     assertThat(new EvictionPressure.Reading(0.2, 0.5).chargedShare(8)).isZero();
     assertThat(new EvictionPressure.Reading(0.2, 0).chargedShare(8)).isEqualTo(0.2);
+
+    // where the exemption ends, the base charge's relief starts: owners' shares past the first, capped at 1
+    assertThat(cold.hotExcess(8)).isZero();
+    assertThat(new EvictionPressure.Reading(0.2, 0.125).hotExcess(8)).isZero(); // one owner's share
+    assertThat(new EvictionPressure.Reading(0, 0.1875).hotExcess(8)).isCloseTo(0.5, within(1e-12)); // 1.5 owners'
+    assertThat(new EvictionPressure.Reading(0, 0.25).hotExcess(8)).isEqualTo(1.0); // two owners'
+    assertThat(new EvictionPressure.Reading(0, 1).hotExcess(8)).isEqualTo(1.0);
   }
 
   @Test

@@ -31,6 +31,8 @@ final class RouterHarness {
   /** Overlap per cache owner, as the index would answer; absent = nothing cached. */
   final Map<WorkerId, Overlap> overlaps = new ConcurrentHashMap<>();
   final List<String> predictions = new ArrayList<>();
+  /** Worker caches emptied so far, as the index counts them. */
+  final java.util.concurrent.atomic.AtomicLong cacheResets = new java.util.concurrent.atomic.AtomicLong();
   final Random random = new Random(1234);
   RoutingConfig config = new RoutingConfig(ModelRouting.defaults(KvAwarePolicy.NAME), Map.of(), B, 0, 0);
   private Router router;
@@ -39,6 +41,11 @@ final class RouterHarness {
     @Override
     public Lookup lookup(long[] blockHashes) {
       return id -> overlaps.getOrDefault(id, Overlap.NONE);
+    }
+
+    @Override
+    public long cacheResets() {
+      return cacheResets.get();
     }
 
     @Override

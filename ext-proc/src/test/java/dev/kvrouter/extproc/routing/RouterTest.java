@@ -91,19 +91,53 @@ class RouterTest {
    * The same flood under our default weights ({@code new_prefill_weight} 1: a recomputed block counts once more;
    * {@code decode_load_scale} 0.1 on held blocks, {@code decode_read_weight} 0.1 on blocks read). w1 after k
    * requests holds 56 + 8k blocks and reads 64k: (8k + 8) + 8 new + 0.1 x (56 + 8k + 8) + 0.1 x (64k + 64)
-   * = 15.2k + 28.8; an idle worker 64 + 64 + 0.1 x 64 + 0.1 x 64 = 140.8. So w1 takes requests 0..7 (28.8 ..
-   * 135.2), and the ninth goes to an idle worker. With the whole decode weight on held blocks (0.2, no read term)
-   * w1 would cost 9.6k + 28.8 and keep twelve: the shared prefix read once per request is what brakes the hot spot.
+   * = 15.2k + 28.8; an idle worker 64 + 64 + 0.1 x 64 + 0.1 x 64 = 140.8. But a flood is the hottest prefix there
+   * is: from the second request on it is every recent request, past two of the three workers' shares, so
+   * {@code hot_prefix_relief} 1 lifts the recompute charge off it (a copy of a prefix one worker cannot serve alone
+   * is not wasted compute). Then w1 costs 15.2k + 20.8 (36.0, 51.2, 66.4, 81.6) against an idle worker's 76.8, and
+   * the fifth request goes to an idle worker, the sixth to the other (w1's 81.6 is still more), the seventh back to
+   * w1. Without the relief w1 keeps eight (28.8 .. 135.2) and the ninth goes to an idle worker at 140.8. With the
+   * whole decode weight on held blocks (0.2, no read term) w1 would cost 9.6k + 28.8 and keep twelve: the shared
+   * prefix read once per request is what brakes the hot spot.
    */
   @Test
-  void underTheDefaultsTheHolderKeepsTheFloodLongerButStillSpills() {
+  void underTheDefaultsAHotFloodSpillsOnceWaitingOnItsHolderCostsMoreThanACopy() {
     h.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));
     List<String> order = new ArrayList<>();
     List<Double> costs = new ArrayList<>();
-    flood(9, order, costs);
-    assertThat(order.subList(0, 8)).containsOnly("w1");
-    assertThat(order.get(8)).isIn("w2", "w3");
-    double[] expected = {28.8, 44.0, 59.2, 74.4, 89.6, 104.8, 120.0, 135.2, 140.8};
+    flood(7, order, costs);
+    assertThat(order.subList(0, 4)).containsOnly("w1");
+    assertThat(order.subList(4, 6)).containsExactlyInAnyOrder("w2", "w3");
+    assertThat(order.get(6)).isEqualTo("w1");
+    assertCosts(costs, 28.8, 36.0, 51.2, 66.4, 76.8, 76.8, 81.6);
+
+    RouterHarness x = new RouterHarness().fleet(worker("w1"), worker("w2"), worker("w3"));
+    x.settings(new ModelRouting(KvAwarePolicy.NAME, Weights.DEFAULTS.with("hot_prefix_relief", 0),
+        BusyThresholds.OFF, ModelRouting.WhenAllBusy.REJECT));
+    x.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));
+    List<String> held = new ArrayList<>();
+    List<Double> heldCosts = new ArrayList<>();
+    for (int i = 0; i < 9; i++) {
+      Decision d = x.route(prompt(1, 56, 8, i));
+      held.add(name(d));
+      heldCosts.add(d.detail().chosen().cost());
+    }
+    assertThat(held.subList(0, 8)).containsOnly("w1");
+    assertThat(held.get(8)).isIn("w2", "w3");
+    assertCosts(heldCosts, 28.8, 44.0, 59.2, 74.4, 89.6, 104.8, 120.0, 135.2, 140.8);
+  }
+
+  /** {@code n} random block hashes that {@link EvictionPressure} all tracks (top three bits zero). */
+  static long[] sampledBlocks(long seed, int n) {
+    java.util.SplittableRandom r = new java.util.SplittableRandom(seed);
+    long[] h = new long[n];
+    for (int i = 0; i < n; i++) {
+      h[i] = r.nextLong() >>> 3;
+    }
+    return h;
+  }
+
+  private static void assertCosts(List<Double> costs, double... expected) {
     assertThat(costs).hasSize(expected.length);
     for (int i = 0; i < expected.length; i++) {
       assertThat(costs.get(i)).as("request %d", i).isCloseTo(expected[i], within(1e-9));
@@ -118,16 +152,15 @@ class RouterTest {
    * requests come between its requests (its heat stays under 1/6, so at most half of one owner's share: the charge
    * is still in full): w1 costs 15.2k + 44.8 (16 more for its 8 new blocks), an idle worker 64 + 3 x 64 + 0.1 x 64
    * + 0.1 x 64 = 268.8, so w1 keeps 15 requests instead of 8. The same flood alone is hot (past a third of the
-   * requests on 3 owners): its copies are free and it spills after 8, as with the term off.
+   * requests on 3 owners): its copies are free, as with the term off; and as its heat passes one owner's share the
+   * base charge is relieved too ({@code hot_prefix_relief}; after the five documents its heat is i / (i + 5), so
+   * the relief is 0 up to the third request and 0.64 at the seventh, where w1's 112 + 8 x 0.36 = 114.9 passes an
+   * idle worker's 76.8 + 64 x 0.36 = 100.1): it spills after 6.
    */
   @Test
   void aFleetThatEvictedWhatItIsAskedForAgainChargesRecomputeMoreButNotForAHotPrefix() {
     Weights evicting = Weights.DEFAULTS.with("new_prefill_eviction_weight", 2).with("eviction_share_full", 0.05);
-    java.util.SplittableRandom r = new java.util.SplittableRandom(7);
-    long[] doc = new long[64];
-    for (int i = 0; i < doc.length; i++) {
-      doc[i] = r.nextLong() >>> 3; // every block sampled
-    }
+    long[] doc = sampledBlocks(7, 64);
     for (Weights w : List.of(evicting, Weights.DEFAULTS.with("new_prefill_eviction_weight", 0))) {
       for (boolean cold : List.of(true, false)) {
         RouterHarness x = new RouterHarness().fleet(worker("w1"), worker("w2"), worker("w3"));
@@ -147,19 +180,43 @@ class RouterTest {
           }
           order.add(name(d));
         }
-        int kept = w == evicting && cold ? 15 : 8;
+        int kept = cold ? (w == evicting ? 15 : 8) : 6;
         assertThat(order.subList(0, kept)).as("%s cold %s", w, cold).containsOnly("w1");
         assertThat(order.get(kept)).as("%s cold %s", w, cold).isIn("w2", "w3");
       }
     }
-    // The weight on, no eviction history: the plain flood
+    // The weight on, no eviction history: the plain flood (above)
     h.settings(new ModelRouting(KvAwarePolicy.NAME, evicting, BusyThresholds.OFF, ModelRouting.WhenAllBusy.REJECT));
     h.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));
     List<String> order = new ArrayList<>();
-    flood(9, order, new ArrayList<>());
-    assertThat(order.subList(0, 8)).containsOnly("w1");
-    assertThat(order.get(8)).isIn("w2", "w3");
+    flood(5, order, new ArrayList<>());
+    assertThat(order.subList(0, 4)).containsOnly("w1");
+    assertThat(order.get(4)).isIn("w2", "w3");
     assertThat(h.route(prompt(9, 4, 0, 99)).detail().evictionShare()).isZero(); // what the next request reads
+  }
+
+  /**
+   * A worker's cache emptied (an operator's reset, a restart) is not memory pressure: the blocks it held come back
+   * without the fleet having evicted them for want of room. The router forgets what it had seen when the index
+   * counts a reset, so the document below, routed before and after one, reads as new, not evicted.
+   */
+  @Test
+  void blocksThatComeBackAfterACacheResetAreNotEvictions() {
+    long[] doc = sampledBlocks(11, 32);
+    for (boolean reset : List.of(false, true)) {
+      RouterHarness x = new RouterHarness().fleet(worker("w1"), worker("w2"), worker("w3"));
+      x.ledger.release(x.route(new PromptInfo(32 * B, B, doc)).reservation()); // served; nobody holds it now
+      if (reset) {
+        x.cacheResets.incrementAndGet();
+      }
+      x.ledger.release(x.route(new PromptInfo(32 * B, B, doc)).reservation());
+      double share = x.route(prompt(9, 4, 0, 1)).detail().evictionShare();
+      if (reset) {
+        assertThat(share).isZero();
+      } else {
+        assertThat(share).isCloseTo(1 / (1 + EvictionPressure.DECAY), within(1e-9)); // all 32 came back
+      }
+    }
   }
 
   /**
@@ -169,11 +226,7 @@ class RouterTest {
    */
   @Test
   void inFlightBlocksArePendingAndPredictionsDoNotHideAnEviction() {
-    java.util.SplittableRandom r = new java.util.SplittableRandom(8);
-    long[] doc = new long[32];
-    for (int i = 0; i < doc.length; i++) {
-      doc[i] = r.nextLong() >>> 3; // every block sampled
-    }
+    long[] doc = sampledBlocks(8, 32);
     PromptInfo p = new PromptInfo(32 * B, B, doc);
     Decision first = h.route(p);
     Decision second = h.route(p); // the first is still in flight: its 32 blocks are pending on its worker
@@ -467,18 +520,20 @@ class RouterTest {
   @Test
   void boundedLoadSkipsAHolderRunningMoreThanItsShareAndKeepsTheCostAmongTheRest() {
     // w1 holds the whole prompt and runs 6 requests, w2 runs 2 and holds half of it, w3 runs 2 and holds nothing:
-    // bound = ceil(1.25 x (10 + 1) / 3) = 5, so w1 (6) is over and the cheaper of the rest (w2, its half hit) wins
+    // bound = ceil(1.25 x (10 + 1) / 3) = 5, so w1 (6) is over and the cheaper of the rest (w2, its half hit) wins.
+    // The repeated prompt is hot from its second request; relieved of its recompute charge, w2's half hit would tie
+    // w1 exactly (0 + 0.8 + 6.4 against 4 + 0.8 + 2.4), so the relief is off to keep this case about the bound.
     h.overlaps.put(id("w1"), new Overlap(8, 0, 0, 0, false));
     h.overlaps.put(id("w2"), new Overlap(4, 0, 0, 0, false));
     h.scraped.put(id("w1"), new ScrapedLoad(6, 0, Double.NaN, 0, h.clock.getAsLong()));
     h.scraped.put(id("w2"), new ScrapedLoad(2, 0, Double.NaN, 0, h.clock.getAsLong()));
     h.scraped.put(id("w3"), new ScrapedLoad(2, 0, Double.NaN, 0, h.clock.getAsLong()));
     assertThat(name(h.route(prompt(1, 8, 0, 0)))).isEqualTo("w1"); // off: request counts cost nothing
-    Decision bounded = h.route(request(prompt(1, 8, 0, 1)).withWeightsOverride("bounded_load=1.25"));
+    Decision bounded = h.route(request(prompt(1, 8, 0, 1)).withWeightsOverride("bounded_load=1.25,hot_prefix_relief=0"));
     assertThat(bounded.reason()).isEqualTo("bounded_load");
     assertThat(name(bounded)).isEqualTo("w2");
     // a looser bound, ceil(2 x 13 / 3) = 9, lets the holder keep it
-    Decision loose = h.route(request(prompt(1, 8, 0, 2)).withWeightsOverride("bounded_load=2"));
+    Decision loose = h.route(request(prompt(1, 8, 0, 2)).withWeightsOverride("bounded_load=2,hot_prefix_relief=0"));
     assertThat(loose.reason()).isEqualTo("lowest_cost");
     assertThat(name(loose)).isEqualTo("w1");
   }

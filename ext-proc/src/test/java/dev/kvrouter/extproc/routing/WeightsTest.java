@@ -8,7 +8,7 @@ import org.junit.jupiter.api.Test;
 class WeightsTest {
 
   @Test
-  void defaultsAreDynamosAndSglangsPublishedOnesButForThreeMeasuredChanges() {
+  void defaultsAreDynamosAndSglangsPublishedOnesButForFourMeasuredChanges() {
     Weights d = Weights.DEFAULTS;
     // ours (docs/routing.md, the A/B): a recomputed block counts once more; decode weighs 0.1 per held block and
     // 0.1 per block read by decode steps
@@ -22,8 +22,12 @@ class WeightsTest {
     assertThat(d.newPrefillEvictionWeight()).isEqualTo(8.0);
     assertThat(d.evictionShareFull()).isEqualTo(0.05);
     assertThat(Weights.DYNAMO.newPrefillEvictionWeight()).isZero();
+    // and falls, for a prefix past one worker's share of the requests, to nothing at two workers' share
+    assertThat(d.hotPrefixRelief()).isEqualTo(1.0);
+    assertThat(Weights.DYNAMO.hotPrefixRelief()).isZero();
     assertThat(Weights.DYNAMO.with("new_prefill_weight", 1.0).with("decode_load_scale", 0.1)
-        .with("decode_read_weight", 0.1).with("new_prefill_eviction_weight", 8)).isEqualTo(d);
+        .with("decode_read_weight", 0.1).with("new_prefill_eviction_weight", 8).with("hot_prefix_relief", 1))
+        .isEqualTo(d);
     assertThat(d.gpuCredit()).isEqualTo(1.0);
     assertThat(d.cpuCredit()).isEqualTo(0.75);
     assertThat(d.diskCredit()).isEqualTo(0.25);
@@ -76,6 +80,10 @@ class WeightsTest {
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("bounded_load=0.9"))
         .hasMessageContaining("bounded_load").hasMessageContaining(">= 1");
     assertThat(Weights.DEFAULTS.withOverrides("bounded_load=1").boundedLoad()).isEqualTo(1.0);
+    // a relief is a part of the charge: more than all of it would pay a worker for recomputing
+    assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("hot_prefix_relief=1.5"))
+        .hasMessageContaining("hot_prefix_relief").hasMessageContaining("[0, 1]");
+    assertThat(Weights.DEFAULTS.withOverrides("hot_prefix_relief=0.5").hotPrefixRelief()).isEqualTo(0.5);
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("temperature")).hasMessageContaining("key=value");
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("temperature=1,".repeat(100)))
         .hasMessageContaining("longer than");

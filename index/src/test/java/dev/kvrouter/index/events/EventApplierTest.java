@@ -237,9 +237,12 @@ class EventApplierTest {
   @Test
   void clearEmptiesTheWorker() {
     int[] t = tokens(3 * BS, 9);
+    assertThat(index.cacheResets()).isZero();
     apply(BlockStored.of(engine(3, 900), null, t, BS, "GPU"), AllBlocksCleared.INSTANCE);
     assertThat(view.size()).isZero();
     assertThat(h.count(EventCounter.CLEARED_EVENTS)).isEqualTo(1);
+    // counted for the router, which then stops reading the blocks coming back as evictions
+    assertThat(index.cacheResets()).isEqualTo(1);
   }
 
   @Test

@@ -153,6 +153,7 @@ class StreamFollowerTest {
     buffer.clear();
     deliver(f, next());
     assertThat(h.count(EventCounter.RESETS)).isEqualTo(1);
+    assertThat(index.cacheResets()).as("a restarted engine's cache is empty").isEqualTo(1);
     assertThat(view.size()).as("cleared, then the new lifetime's first store").isEqualTo(1);
     assertThat(h.lastSeq()).isZero();
   }
