@@ -94,26 +94,31 @@ class CostModelTest {
     assertThat(busy.get(1).cost()).isCloseTo(95.0, within(1e-9));
   }
 
+  /** A 10-block prompt's holder of 8 blocks with 10 blocks of prefill queued (w1), and an idle worker (w2). */
+  static List<Candidate> holderAndIdle() {
+    return List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+  }
+
   @Test
   void theEvictionWeightRaisesTheRecomputeChargeOnlyWhileTheFleetEvictsWhatComesBack() {
     // 10-block prompt; w1 holds 8 with 160 tokens (10 blocks) queued, w2 holds nothing, idle. Decode 0.5 x 10 = 5.
     // Without eviction pressure the charge is 1: w1 (10 + 2) + 2 + 5 = 19, w2 10 + 10 + 5 = 25.
     Weights w = MEMORY_ONLY.with("new_prefill_eviction_weight", 2).with("eviction_share_full", 0.05);
-    List<Candidate> calm = List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+    List<Candidate> calm = holderAndIdle();
     CostModel.score(calm, w, prompt(10), 0);
     assertThat(calm.get(0).cost()).isCloseTo(19.0, within(1e-9));
     assertThat(calm.get(1).cost()).isCloseTo(25.0, within(1e-9));
     // Half the full share: 1 + 2 x 0.5 = 2: w1 12 + 4 + 5 = 21, w2 10 + 20 + 5 = 35
-    List<Candidate> half = List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+    List<Candidate> half = holderAndIdle();
     CostModel.score(half, w, prompt(10), 0.025);
     assertThat(half.get(0).cost()).isCloseTo(21.0, within(1e-9));
     assertThat(half.get(1).cost()).isCloseTo(35.0, within(1e-9));
     // Past the full share it is capped at 1 + 2 = 3: w2 10 + 30 + 5 = 45
-    List<Candidate> full = List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+    List<Candidate> full = holderAndIdle();
     CostModel.score(full, w, prompt(10), 0.4);
     assertThat(full.get(1).cost()).isCloseTo(45.0, within(1e-9));
     // The weight off (0), any share changes nothing
-    List<Candidate> off = List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+    List<Candidate> off = holderAndIdle();
     CostModel.score(off, MEMORY_ONLY.with("new_prefill_eviction_weight", 0), prompt(10), 0.4);
     assertThat(off.get(1).cost()).isCloseTo(25.0, within(1e-9));
   }
@@ -123,33 +128,33 @@ class CostModelTest {
     // The prompt of the eviction case above (10 blocks; w1 holds 8 and has 10 blocks queued, w2 holds nothing and
     // is idle), no eviction pressure. The base charge of 1 keeps it on w1: 19 against 25.
     Weights w = MEMORY_ONLY;
-    List<Candidate> cold = List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+    List<Candidate> cold = holderAndIdle();
     CostModel.score(cold, w, prompt(10), 0, 0);
     assertThat(cold.get(0).cost()).isCloseTo(19.0, within(1e-9));
     assertThat(cold.get(1).cost()).isCloseTo(25.0, within(1e-9));
     // Halfway from one worker's share to two (hot excess 0.5): the charge is 0.5, w1 12 + 1 + 5 = 18, w2 10 + 5 + 5
-    List<Candidate> warm = List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+    List<Candidate> warm = holderAndIdle();
     CostModel.score(warm, w, prompt(10), 0, 0.5);
     assertThat(warm.get(0).cost()).isCloseTo(18.0, within(1e-9));
     assertThat(warm.get(1).cost()).isCloseTo(20.0, within(1e-9));
     // Two workers' share or more (excess 1, and anything above is capped): its wait only, w1 12 + 5 = 17 against
     // w2 10 + 5 = 15: the copy on the idle worker now comes first
     for (double excess : new double[] {1, 3}) {
-      List<Candidate> hot = List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+      List<Candidate> hot = holderAndIdle();
       CostModel.score(hot, w, prompt(10), 0, excess);
       assertThat(hot.get(0).cost()).isCloseTo(17.0, within(1e-9));
       assertThat(hot.get(1).cost()).isCloseTo(15.0, within(1e-9));
     }
     // The relief off, or half of it: excess 1 charges 1 or 0.5
-    List<Candidate> off = List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+    List<Candidate> off = holderAndIdle();
     CostModel.score(off, w.with("hot_prefix_relief", 0), prompt(10), 0, 1);
     assertThat(off.get(1).cost()).isCloseTo(25.0, within(1e-9));
-    List<Candidate> half = List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+    List<Candidate> half = holderAndIdle();
     CostModel.score(half, w.with("hot_prefix_relief", 0.5), prompt(10), 0, 1);
     assertThat(half.get(1).cost()).isCloseTo(20.0, within(1e-9));
     // The eviction charge is not the relief's: with a full eviction share (the share as charged, already scaled
     // down for a hot prefix by the Router) a recomputed block still costs 0 + 8 = 8 on top: w2 10 + 80 + 5
-    List<Candidate> evicting = List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+    List<Candidate> evicting = holderAndIdle();
     CostModel.score(evicting, w, prompt(10), 0.05, 1);
     assertThat(evicting.get(1).cost()).isCloseTo(95.0, within(1e-9));
   }

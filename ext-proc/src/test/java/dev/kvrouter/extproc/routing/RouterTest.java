@@ -39,10 +39,15 @@ class RouterTest {
     return d.chosen().name();
   }
 
-  /** Routes {@code n} requests sharing 56 blocks, 8 of their own each, recording where and at what cost. */
+  /** {@link #flood(RouterHarness, int, List, List)} through this test's harness. */
   void flood(int n, List<String> order, List<Double> costs) {
+    flood(h, n, order, costs);
+  }
+
+  /** Routes {@code n} requests sharing 56 blocks, 8 of their own each, recording where and at what cost. */
+  static void flood(RouterHarness x, int n, List<String> order, List<Double> costs) {
     for (int i = 0; i < n; i++) {
-      Decision d = h.route(prompt(1, 56, 8, i));
+      Decision d = x.route(prompt(1, 56, 8, i));
       order.add(name(d));
       costs.add(d.detail().chosen().cost());
     }
@@ -117,11 +122,7 @@ class RouterTest {
     x.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));
     List<String> held = new ArrayList<>();
     List<Double> heldCosts = new ArrayList<>();
-    for (int i = 0; i < 9; i++) {
-      Decision d = x.route(prompt(1, 56, 8, i));
-      held.add(name(d));
-      heldCosts.add(d.detail().chosen().cost());
-    }
+    flood(x, 9, held, heldCosts);
     assertThat(held.subList(0, 8)).containsOnly("w1");
     assertThat(held.get(8)).isIn("w2", "w3");
     assertCosts(heldCosts, 28.8, 44.0, 59.2, 74.4, 89.6, 104.8, 120.0, 135.2, 140.8);
@@ -529,7 +530,8 @@ class RouterTest {
     h.scraped.put(id("w2"), new ScrapedLoad(2, 0, Double.NaN, 0, h.clock.getAsLong()));
     h.scraped.put(id("w3"), new ScrapedLoad(2, 0, Double.NaN, 0, h.clock.getAsLong()));
     assertThat(name(h.route(prompt(1, 8, 0, 0)))).isEqualTo("w1"); // off: request counts cost nothing
-    Decision bounded = h.route(request(prompt(1, 8, 0, 1)).withWeightsOverride("bounded_load=1.25,hot_prefix_relief=0"));
+    Decision bounded =
+        h.route(request(prompt(1, 8, 0, 1)).withWeightsOverride("bounded_load=1.25,hot_prefix_relief=0"));
     assertThat(bounded.reason()).isEqualTo("bounded_load");
     assertThat(name(bounded)).isEqualTo("w2");
     // a looser bound, ceil(2 x 13 / 3) = 9, lets the holder keep it
