@@ -9,6 +9,7 @@ import dev.kvrouter.examples.loadgen.PolicyPreparer;
 import dev.kvrouter.examples.report.RequestRecord;
 import dev.kvrouter.examples.report.RoutingOverhead;
 import dev.kvrouter.examples.sim.fleet.MultimodalModels;
+import dev.kvrouter.examples.sim.http.FaultControl;
 import dev.kvrouter.examples.sim.http.ScriptedOutput;
 import dev.kvrouter.examples.sim.timing.Presets;
 import dev.kvrouter.examples.workload.AnswerReuse;
@@ -132,6 +133,24 @@ public final class EnvoyAb implements Callable<Integer> {
           + "usage) or the product default 16, which leaves 15 streamed responses in 16 after their first chunk.")
   int truthCheckEvery;
 
+  @Option(names = "--event-drop", defaultValue = "0",
+      description = "Fault: the share of every worker's KV event batches numbered but never sent, in [0, 1] (the "
+          + "router sees a sequence gap, as with a ZMQ high-water-mark drop).")
+  double eventDrop;
+
+  @Option(names = "--event-delay-ms", defaultValue = "0",
+      description = "Fault: every KV event batch is sent this many milliseconds late, in order.")
+  long eventDelayMs;
+
+  @Option(names = "--event-reorder", defaultValue = "0",
+      description = "Fault: the share of KV event batches held back and sent after the next one, in [0, 1].")
+  double eventReorder;
+
+  @Option(names = "--no-replay",
+      description = "The workers open no replay socket (vLLM without a replay endpoint): the router cannot fetch a "
+          + "lost batch again, so a gap leaves its view of that worker stale until the worker's cache is known again.")
+  boolean noReplay;
+
   @Option(names = "--router-jvm", split = " ", defaultValue = "-Xmx1g -XX:+UseParallelGC")
   List<String> routerJvm;
 
@@ -156,16 +175,18 @@ public final class EnvoyAb implements Callable<Integer> {
       model = Presets.byId(preset).model().name();
     }
     MultimodalSpec media;
+    FaultControl.Update faults;
     try {
       media = media(multimodal, specs);
+      faults = eventFaults(eventDrop, eventDelayMs, eventReorder);
     } catch (IllegalArgumentException e) {
       throw new CommandLine.ParameterException(command.commandLine(), e.getMessage(), e);
     }
     Files.createDirectories(out);
     Path dir = Files.createTempDirectory("kvrouter-envoy-ab");
     EnvoyAbStack.Options o = new EnvoyAbStack.Options(root.toAbsolutePath(), workers, Presets.byId(preset), model,
-        tokenizer, blockSize, numGpuBlocks, seed, null, true, routing, dir, kvOffloadingSizeGib,
-        multimodal, String.join(System.lineSeparator(), routerYaml), scripted, truthCheckEvery);
+        tokenizer, blockSize, numGpuBlocks, seed, faults, true, routing, dir, kvOffloadingSizeGib,
+        multimodal, String.join(System.lineSeparator(), routerYaml), scripted, truthCheckEvery, !noReplay);
     Map<String, Object> meta = new LinkedHashMap<>();
     meta.put("mode", "through-envoy");
     meta.put("command", "EnvoyAb " + String.join(" ", ProcessHandle.current().info().arguments()
@@ -177,6 +198,10 @@ public final class EnvoyAb implements Callable<Integer> {
     meta.put("kvOffloadingSizeGib", kvOffloadingSizeGib);
     meta.put("tokenizer", tokenizer.toString());
     meta.put("multimodal", multimodal);
+    meta.put("eventDrop", eventDrop);
+    meta.put("eventDelayMs", eventDelayMs);
+    meta.put("eventReorder", eventReorder);
+    meta.put("replay", !noReplay);
     meta.put("idealReuse", "the prompts as the workers prefill them (chat: the model's template and tokenizer, media "
         + "keyed by the engine's identifiers), infinite cache");
     meta.put("workerOutput", scripted == null ? "model" : scripted.toString());
@@ -231,6 +256,26 @@ public final class EnvoyAb implements Callable<Integer> {
           .writeValueAsString(extras) + "\n");
     }
     return 0;
+  }
+
+  /**
+   * The workers' event faults from the command's options, or null when none is asked for (the fleet then starts
+   * without fault hooks in the way).
+   */
+  static FaultControl.Update eventFaults(double drop, long delayMs, double reorder) {
+    if (!(drop >= 0 && drop <= 1)) {
+      throw new IllegalArgumentException("--event-drop must be in [0, 1], was " + drop);
+    }
+    if (!(reorder >= 0 && reorder <= 1)) {
+      throw new IllegalArgumentException("--event-reorder must be in [0, 1], was " + reorder);
+    }
+    if (delayMs < 0 || delayMs > 3_600_000) {
+      throw new IllegalArgumentException("--event-delay-ms must be in [0, 3600000], was " + delayMs);
+    }
+    if (drop == 0 && delayMs == 0 && reorder == 0) {
+      return null;
+    }
+    return new FaultControl.Update(drop, delayMs, reorder, null, null, null);
   }
 
   /**

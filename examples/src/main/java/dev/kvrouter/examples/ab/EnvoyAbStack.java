@@ -59,11 +59,21 @@ public final class EnvoyAbStack implements AutoCloseable {
    * @param scriptedOutput the workers generate the answer a request's {@code seed} names ({@link ScriptedOutput}:
    *     workloads that script their answers), or null for their default output
    * @param truthCheckEvery the router's {@code observability.truth_check_every}, or null for 1 (every response)
+   * @param replay the workers open a replay socket and workers.yaml names it (vLLM's {@code replay_endpoint})
    */
   public record Options(Path root, int workers, Preset preset, String model, Path tokenizer, int blockSize,
       int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir,
       double kvOffloadingSizeGib, String multimodalPreset, String extraYaml, ScriptedOutput scriptedOutput,
-      Integer truthCheckEvery) {
+      Integer truthCheckEvery, boolean replay) {
+
+    /** Options whose workers open a replay socket, as every e2e fleet does. */
+    public Options(Path root, int workers, Preset preset, String model, Path tokenizer, int blockSize,
+        int numGpuBlocks, long seed, FaultControl.Update faults, boolean policyHeader, String routingYaml, Path dir,
+        double kvOffloadingSizeGib, String multimodalPreset, String extraYaml, ScriptedOutput scriptedOutput,
+        Integer truthCheckEvery) {
+      this(root, workers, preset, model, tokenizer, blockSize, numGpuBlocks, seed, faults, policyHeader, routingYaml,
+          dir, kvOffloadingSizeGib, multimodalPreset, extraYaml, scriptedOutput, truthCheckEvery, true);
+    }
 
     public Options {
       Objects.requireNonNull(root, "root");
@@ -104,7 +114,7 @@ public final class EnvoyAbStack implements AutoCloseable {
   public static EnvoyAbStack start(Options o, RouterLauncher launcher) throws Exception {
     Files.createDirectories(o.dir());
     Path abs = o.tokenizer().toAbsolutePath().normalize();
-    SimFleet fleet = SimFleet.start(new FleetConfig(o.workers(), "sim-", "127.0.0.1", 0, true, 0, 0, "",
+    SimFleet fleet = SimFleet.start(new FleetConfig(o.workers(), "sim-", "127.0.0.1", 0, true, 0, o.replay() ? 0 : -1, "",
         WireLayout.VLLM_MAP, o.preset(), o.model(), List.of(), abs, o.blockSize(), o.numGpuBlocks(), 256, 8192, 0, 0,
         true, o.seed(), o.faults(), 2, o.kvOffloadingSizeGib(),
         o.multimodalPreset() == null ? null : MultimodalModels.preset(o.multimodalPreset()), o.scriptedOutput()));

@@ -3,6 +3,7 @@ package dev.kvrouter.examples.ab;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.kvrouter.examples.sim.http.FaultControl;
 import dev.kvrouter.examples.sim.http.ScriptedOutput;
 import dev.kvrouter.examples.workload.TokenSpace;
 import java.io.PrintWriter;
@@ -35,6 +36,28 @@ class EnvoyAbOptionsTest {
     int code = cl.execute("--workload", "image-qa:count=4", "--out", out.toString());
     assertThat(code).isEqualTo(2);
     assertThat(err.toString()).contains("sends images: run it with --multimodal gemma3");
+    assertThat(Files.exists(out)).as("nothing written").isFalse();
+  }
+
+  @Test
+  void eventFaultsReachTheWorkersOnlyWhenAskedFor() {
+    assertThat(EnvoyAb.eventFaults(0, 0, 0)).as("no fault: the fleet starts without one").isNull();
+    assertThat(EnvoyAb.eventFaults(0.1, 0, 0)).isEqualTo(new FaultControl.Update(0.1, 0L, 0.0, null, null, null));
+    assertThat(EnvoyAb.eventFaults(0, 1000, 0.2)).isEqualTo(new FaultControl.Update(0.0, 1000L, 0.2, null, null, null));
+    assertThatThrownBy(() -> EnvoyAb.eventFaults(1.5, 0, 0)).hasMessage("--event-drop must be in [0, 1], was 1.5");
+    assertThatThrownBy(() -> EnvoyAb.eventFaults(0, 0, -0.1)).hasMessageContaining("--event-reorder must be in [0, 1]");
+    assertThatThrownBy(() -> EnvoyAb.eventFaults(Double.NaN, 0, 0)).hasMessageContaining("--event-drop");
+    assertThatThrownBy(() -> EnvoyAb.eventFaults(0, -1, 0)).hasMessageContaining("--event-delay-ms must be in");
+  }
+
+  @Test
+  void anEventFaultOutOfRangeIsRefusedBeforeAnythingStarts(@TempDir Path dir) {
+    Path out = dir.resolve("out");
+    StringWriter err = new StringWriter();
+    CommandLine cl = new CommandLine(new EnvoyAb()).setErr(new PrintWriter(err));
+    int code = cl.execute("--workload", "rag:count=4", "--event-drop", "2", "--no-replay", "--out", out.toString());
+    assertThat(code).isEqualTo(2);
+    assertThat(err.toString()).contains("--event-drop must be in [0, 1], was 2.0");
     assertThat(Files.exists(out)).as("nothing written").isFalse();
   }
 

@@ -62,6 +62,21 @@ class SimFleetTest {
   }
 
   @Test
+  void aFleetWithoutReplayNamesNoReplaySocket(@TempDir Path dir) throws Exception {
+    FleetConfig noReplay = new FleetConfig(2, "sim-", "127.0.0.1", 0, true, 0, -1, "", WireLayout.VLLM_MAP,
+        Presets.LLAMA_3_1_8B_H100, "m", List.of(), null, 16, 512, 64, 2048, 8192, 0, true, 1, null, 2);
+    try (SimFleet fleet = SimFleet.start(noReplay)) {
+      Path file = dir.resolve("workers.yaml");
+      fleet.writeWorkersFile(file);
+      for (Worker w : WorkersFile.read(file)) {
+        assertThat(w.events().endpoint()).as(w.name() + " publishes").isNotNull();
+        assertThat(w.events().replayEndpoint()).as(w.name() + " (vLLM without replay_endpoint)").isNull();
+      }
+      assertThat(fleet.workers()).allSatisfy(w -> assertThat(w.replayEndpoint()).isNull());
+    }
+  }
+
+  @Test
   void workersYamlRoundTripsEveryField() {
     Worker full = new Worker("a.b-1", "10.0.0.5", 8000, "Qwen/Qwen3-8B", List.of("alice", "bob"),
         Worker.Role.PREFILL, new Worker.EventEndpoint("tcp://10.0.0.5:5557", "tcp://10.0.0.5:5558", "kv@a@m", true),
