@@ -3,6 +3,7 @@ package dev.kvrouter.examples.ab;
 import dev.kvrouter.examples.report.RouterSnapshot;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -38,6 +39,9 @@ public final class ProcessRouterLauncher implements RouterLauncher {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.addAll(jvmOptions);
+    // Compiler threads that come and go take their CPU time out of /proc/<pid>/task when they exit, and the JIT
+    // share of the router's CPU is read from there: keep the JVM's compiler threads for its whole life.
+    cmd.add("-XX:-UseDynamicNumberOfCompilerThreads");
     cmd.add("-cp");
     cmd.add(System.getProperty("java.class.path"));
     cmd.add(MAIN);
@@ -59,7 +63,8 @@ public final class ProcessRouterLauncher implements RouterLauncher {
     @Override
     public RouterSnapshot snapshot() {
       long cpu = process.info().totalCpuDuration().map(Duration::toNanos).orElse(-1L);
-      return new RouterSnapshot(cpu, -1, rss(process.pid()));
+      return new RouterSnapshot(cpu, -1, rss(process.pid()),
+          jitCpuNanos(Path.of("/proc", Long.toString(process.pid()), "task")));
     }
 
     @Override
@@ -107,6 +112,38 @@ public final class ProcessRouterLauncher implements RouterLauncher {
       return "router pid " + process.pid() + " exited " + process.exitValue() + ", log " + log + ", last lines: "
           + String.join(" | ", tail);
     }
+  }
+
+  /** Linux's fixed unit of {@code /proc/<pid>/task/<tid>/stat} times (USER_HZ), in nanoseconds. */
+  private static final long CLOCK_TICK_NANOS = 10_000_000L;
+
+  /**
+   * CPU time of a HotSpot JVM's JIT compiler threads ({@code C1 CompilerThread<n>}, {@code C2 CompilerThread<n>},
+   * whose names the kernel keeps to 15 characters) under {@code taskDir} ({@code /proc/<pid>/task}): user plus
+   * system time, fields 14 and 15 of each thread's {@code stat}. -1 when the directory cannot be read (not Linux,
+   * the process gone).
+   */
+  static long jitCpuNanos(Path taskDir) {
+    long ticks = 0;
+    try (DirectoryStream<Path> tasks = Files.newDirectoryStream(taskDir)) {
+      for (Path task : tasks) {
+        try {
+          String comm = Files.readString(task.resolve("comm"), StandardCharsets.UTF_8).trim();
+          if (!comm.startsWith("C1 CompilerThre") && !comm.startsWith("C2 CompilerThre")) {
+            continue;
+          }
+          String stat = Files.readString(task.resolve("stat"), StandardCharsets.UTF_8);
+          // the name in parentheses may hold spaces: count the fields after its closing parenthesis
+          String[] f = stat.substring(stat.lastIndexOf(')') + 2).trim().split("\\s+");
+          ticks += Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime: fields 14 and 15
+        } catch (IOException | RuntimeException e) {
+          // a thread that exited between the listing and the read: its time is no longer anyone's
+        }
+      }
+    } catch (IOException e) {
+      return -1;
+    }
+    return ticks * CLOCK_TICK_NANOS;
   }
 
   /** Resident set size of {@code pid} from {@code /proc/<pid>/status}, or -1 off Linux. */

@@ -84,7 +84,32 @@ public final class MarkdownReport {
             + "computed prefill tokens, of computed tokens (prefill computed + generated: the work), and of "
             + "queued + running requests over time. \"vs base\": "
             + report.baseline() + " / policy.\n\n");
+    routerCost(b, report, w);
     sessions(b, report, w);
+  }
+
+  /** The router's own cost per policy, for runs that measured it (a router process or the in-process one). */
+  private static void routerCost(StringBuilder b, AbReport report, WorkloadResult w) {
+    List<PolicyResult> measured = ordered(report, w).stream()
+        .filter(r -> r.router() != null && r.router().cpuSeconds() != null).toList();
+    if (measured.isEmpty()) {
+      return;
+    }
+    b.append("| policy | router CPU s | µs per request | of which JIT s | µs per request without JIT | RSS after MB "
+        + "| decision p50 / p99 µs |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    for (PolicyResult r : measured) {
+      PolicyResult.RouterCost c = r.router();
+      b.append("| ").append(r.policy()).append(" | ").append(num(c.cpuSeconds())).append(" | ")
+          .append(c.cpuMicrosPerRequest() == null ? "-" : ms(c.cpuMicrosPerRequest())).append(" | ")
+          .append(c.jitCpuSeconds() == null ? "-" : num(c.jitCpuSeconds())).append(" | ")
+          .append(c.cpuMicrosPerRequestWithoutJit() == null ? "-" : ms(c.cpuMicrosPerRequestWithoutJit()))
+          .append(" | ").append(c.rssAfterBytes() == null ? "-" : ms(c.rssAfterBytes() / 1e6)).append(" | ")
+          .append(c.decisions() == null ? "-" : ms(c.decisions().p50Micros()) + " / " + ms(c.decisions().p99Micros()))
+          .append(" |\n");
+    }
+    b.append("\nThe router's own CPU over each run. A fresh router compiles its hot paths during the first policy's "
+        + "run and runs them interpreted until then: compare policies on the cost without JIT, and know that the "
+        + "first run still carries some of the warm-up (or reverse the order).\n\n");
   }
 
   /** Closed-loop conversations: one row per policy whose run had them. */

@@ -76,9 +76,13 @@ public record PolicyResult(String policy, Counts counts, Map<String, Long> error
   /**
    * @param cpuSeconds router CPU time over the run
    * @param cpuMicrosPerRequest cpuSeconds per sent request
+   * @param jitCpuSeconds the part of cpuSeconds spent compiling (the JVM's JIT threads), null when unknown
+   * @param cpuMicrosPerRequestWithoutJit (cpuSeconds - jitCpuSeconds) per sent request: what routing costs once the
+   *     router is warm, comparable across the policies of one A/B whichever ran first
    */
-  public record RouterCost(Double cpuSeconds, Double cpuMicrosPerRequest, Long heapUsedBeforeBytes,
-      Long heapUsedAfterBytes, Long peakHeapBytes, Long rssAfterBytes, RoutingOverhead decisions) {}
+  public record RouterCost(Double cpuSeconds, Double cpuMicrosPerRequest, Double jitCpuSeconds,
+      Double cpuMicrosPerRequestWithoutJit, Long heapUsedBeforeBytes, Long heapUsedAfterBytes, Long peakHeapBytes,
+      Long rssAfterBytes, RoutingOverhead decisions) {}
 
   /** Per worker, [seconds from start, running, waiting] points (downsampled to at most 1,000 per worker). */
   public record LoadTimeline(double intervalSeconds, Map<String, List<double[]>> series) {}
@@ -256,7 +260,10 @@ public record PolicyResult(String policy, Counts counts, Map<String, Long> error
     }
     Double cpu = b != null && a != null && b.cpuTimeNanos() >= 0 && a.cpuTimeNanos() >= 0
         ? round3((a.cpuTimeNanos() - b.cpuTimeNanos()) / 1e9) : null;
-    return new RouterCost(cpu, cpu == null || sent == 0 ? null : round3(cpu * 1e6 / sent),
+    Double jit = cpu != null && b.jitCpuTimeNanos() >= 0 && a.jitCpuTimeNanos() >= 0
+        ? round3((a.jitCpuTimeNanos() - b.jitCpuTimeNanos()) / 1e9) : null;
+    return new RouterCost(cpu, cpu == null || sent == 0 ? null : round3(cpu * 1e6 / sent), jit,
+        jit == null || sent == 0 ? null : round3((cpu - jit) * 1e6 / sent),
         b == null || b.heapUsedBytes() < 0 ? null : b.heapUsedBytes(),
         a == null || a.heapUsedBytes() < 0 ? null : a.heapUsedBytes(),
         run.routerPeakHeapBytes() < 0 ? null : run.routerPeakHeapBytes(),

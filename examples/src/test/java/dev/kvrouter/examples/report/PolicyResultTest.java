@@ -117,6 +117,22 @@ class PolicyResultTest {
     assertThat(c.heapUsedAfterBytes()).isEqualTo(12_000_000L);
     assertThat(c.rssAfterBytes()).isEqualTo(60_000_000L);
     assertThat(c.decisions().p99Micros()).isEqualTo(400);
+    assertThat(c.jitCpuSeconds()).as("the snapshots cannot tell JIT apart").isNull();
+    assertThat(c.cpuMicrosPerRequestWithoutJit()).isNull();
+  }
+
+  @Test
+  void theJitShareOfTheRouterCpuIsReportedApart() {
+    RunData r = RunDataFixtures.run("x", 40, 500);
+    RunData withJit = new RunData(r.policy(), r.workers(), r.requests(), r.itlMicros(), r.durationMicros(), r.counters(),
+        r.load(), r.loadIntervalMicros(), new RouterSnapshot(1_000_000_000L, -1, -1, 300_000_000L),
+        new RouterSnapshot(1_600_000_000L, -1, -1, 450_000_000L), -1, r.overhead(), 1, List.of(), null);
+    PolicyResult.RouterCost c = PolicyResult.summarize(withJit, IDEAL).router();
+    assertThat(c.cpuSeconds()).isEqualTo(0.6);
+    assertThat(c.jitCpuSeconds()).isEqualTo(0.15);
+    // 6 requests sent: 0.6 s is 100 ms each, 0.45 s without the compiler threads 75 ms each
+    assertThat(c.cpuMicrosPerRequest()).isEqualTo(100_000.0);
+    assertThat(c.cpuMicrosPerRequestWithoutJit()).isEqualTo(75_000.0);
   }
 
   @Test
