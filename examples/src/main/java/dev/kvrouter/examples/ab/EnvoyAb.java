@@ -148,7 +148,8 @@ public final class EnvoyAb implements Callable<Integer> {
 
   @Option(names = "--no-replay",
       description = "The workers open no replay socket (vLLM without a replay endpoint): the router cannot fetch a "
-          + "lost batch again, so a gap leaves its view of that worker stale until the worker's cache is known again.")
+          + "lost batch again, so a gap leaves its view of that worker stale until events.stale_recovery_ms passes "
+          + "without a new one.")
   boolean noReplay;
 
   @Option(names = "--router-jvm", split = " ", defaultValue = "-Xmx1g -XX:+UseParallelGC")

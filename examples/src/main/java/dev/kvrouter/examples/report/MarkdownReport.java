@@ -109,7 +109,7 @@ public final class MarkdownReport {
     }
     b.append("\nThe router's own CPU over each run. A fresh router compiles its hot paths during the first policy's "
         + "run and runs them interpreted until then: compare policies on the cost without JIT, and know that the "
-        + "first run still carries some of the warm-up (or reverse the order).\n\n");
+        + "first run still carries some of the warm-up (send the whole workload as warm-up to remove it).\n\n");
   }
 
   /** Closed-loop conversations: one row per policy whose run had them. */

@@ -124,8 +124,8 @@ class PolicyResultTest {
   @Test
   void theJitShareOfTheRouterCpuIsReportedApart() {
     RunData r = RunDataFixtures.run("x", 40, 500);
-    RunData withJit = new RunData(r.policy(), r.workers(), r.requests(), r.itlMicros(), r.durationMicros(), r.counters(),
-        r.load(), r.loadIntervalMicros(), new RouterSnapshot(1_000_000_000L, -1, -1, 300_000_000L),
+    RunData withJit = new RunData(r.policy(), r.workers(), r.requests(), r.itlMicros(), r.durationMicros(),
+        r.counters(), r.load(), r.loadIntervalMicros(), new RouterSnapshot(1_000_000_000L, -1, -1, 300_000_000L),
         new RouterSnapshot(1_600_000_000L, -1, -1, 450_000_000L), -1, r.overhead(), 1, List.of(), null);
     PolicyResult.RouterCost c = PolicyResult.summarize(withJit, IDEAL).router();
     assertThat(c.cpuSeconds()).isEqualTo(0.6);
