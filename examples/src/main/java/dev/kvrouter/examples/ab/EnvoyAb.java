@@ -8,6 +8,7 @@ import dev.kvrouter.examples.loadgen.LoadGenerator;
 import dev.kvrouter.examples.loadgen.PolicyPreparer;
 import dev.kvrouter.examples.report.RequestRecord;
 import dev.kvrouter.examples.report.RoutingOverhead;
+import dev.kvrouter.examples.sim.events.EventFaults;
 import dev.kvrouter.examples.sim.fleet.MultimodalModels;
 import dev.kvrouter.examples.sim.http.FaultControl;
 import dev.kvrouter.examples.sim.http.ScriptedOutput;
@@ -270,8 +271,9 @@ public final class EnvoyAb implements Callable<Integer> {
     if (!(reorder >= 0 && reorder <= 1)) {
       throw new IllegalArgumentException("--event-reorder must be in [0, 1], was " + reorder);
     }
-    if (delayMs < 0 || delayMs > 3_600_000) {
-      throw new IllegalArgumentException("--event-delay-ms must be in [0, 3600000], was " + delayMs);
+    if (delayMs < 0 || delayMs > EventFaults.MAX_DELAY_MILLIS) {
+      throw new IllegalArgumentException("--event-delay-ms must be in [0, " + EventFaults.MAX_DELAY_MILLIS + "], was "
+          + delayMs);
     }
     if (drop == 0 && delayMs == 0 && reorder == 0) {
       return null;

@@ -14,12 +14,15 @@ public record EventFaults(double dropRate, long delayMillis, double reorderRate,
 
   public static final EventFaults NONE = new EventFaults(0, 0, 0, false);
 
+  /** The longest delay a fault may put on a batch: an hour. */
+  public static final long MAX_DELAY_MILLIS = 3_600_000;
+
   public EventFaults {
     if (!(dropRate >= 0 && dropRate <= 1) || !(reorderRate >= 0 && reorderRate <= 1)) {
       throw new IllegalArgumentException("dropRate and reorderRate must be in [0, 1]");
     }
-    if (delayMillis < 0 || delayMillis > 3_600_000) {
-      throw new IllegalArgumentException("delayMillis must be in [0, 3600000]");
+    if (delayMillis < 0 || delayMillis > MAX_DELAY_MILLIS) {
+      throw new IllegalArgumentException("delayMillis must be in [0, " + MAX_DELAY_MILLIS + "]");
     }
   }
 }
