@@ -42,7 +42,7 @@ public record KvrouterConfig(
     Observability observability) {
 
   public KvrouterConfig {
-    events = events == null ? new Events(null, 0, 0, 0, 0, 0, null, null, null, null) : events;
+    events = events == null ? new Events(null, 0, 0, 0, 0, 0, null, null, null, null, null) : events;
     server = server == null ? new Server(null, 0, 0, 0, null) : server;
     models = models == null ? List.of() : java.util.Collections.unmodifiableList(new ArrayList<>(models));
     workers = workers == null ? new Workers(null, 0) : workers;
@@ -246,11 +246,14 @@ public record KvrouterConfig(
    * @param walkModels models whose workers are always walked (engines known to evict a block before its children
    *     without a detectable signature)
    * @param mediaIdentities learning the engine's identifier of media sent without a uuid from its KV events
+   * @param staleViewTrust credit a stale view as far as the workers' usage reports confirm it, before
+   *     {@code staleRecoveryMs} (default true; false: a stale view earns nothing until it recovers)
    */
   public record Events(Boolean enabled, long maxIndexEntries, int predictedTtlMs, int approximateTtlMs,
       int subscriberThreads, int staleRecoveryMs, Boolean earlyStop, Integer prefixJump, List<String> walkModels,
-      MediaIdentities mediaIdentities) {
+      MediaIdentities mediaIdentities, Boolean staleViewTrust) {
     public Events {
+      staleViewTrust = staleViewTrust == null || staleViewTrust;
       mediaIdentities = mediaIdentities == null ? new MediaIdentities(null, null, null, null, null) : mediaIdentities;
       prefixJump = prefixJump == null ? IndexConfig.DEFAULT_JUMP : prefixJump;
       walkModels = walkModels == null ? List.of() : List.copyOf(walkModels);

@@ -16,6 +16,7 @@ import dev.kvrouter.extproc.request.RequestPreparer;
 import dev.kvrouter.extproc.routing.KvIndexOverlapSource;
 import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.extproc.routing.Router;
+import dev.kvrouter.extproc.routing.StaleViewTrust;
 import dev.kvrouter.extproc.server.ExtProcOptions;
 import dev.kvrouter.extproc.server.ExtProcServer;
 import dev.kvrouter.extproc.server.InFlight;
@@ -117,6 +118,8 @@ public final class KvrouterRuntime implements AutoCloseable {
   private LoadLedger ledger;
   private MetricsScraper scraper;
   private DecisionTracker tracker;
+  /** Filled by the tracker's usage reports and the event plane's stale transitions; read by the router. */
+  private StaleViewTrust staleViewTrust = StaleViewTrust.NONE;
   private Consumer<WorkerSet> fleetListener;
   private Consumer<WorkerSet> indexListener;
 
@@ -154,6 +157,9 @@ public final class KvrouterRuntime implements AutoCloseable {
       models = ModelRegistry.create(config.models(), baseDir, PipelineResources.loader(segments, clock), modelLoader,
           System::nanoTime, metrics);
       models.preload();
+      if (config.events().staleViewTrust()) {
+        staleViewTrust = new StaleViewTrust();
+      }
       PrefixOverlapSource overlaps = startIndex(); // after the models: event sources take their block size
       var t = config.tenancy();
       SaltKey key = SaltKey.load(t.secretFile() == null ? null : baseDir.resolve(t.secretFile()), t.secretEnv(),
@@ -231,8 +237,9 @@ public final class KvrouterRuntime implements AutoCloseable {
         .overlaps(overlaps)
         .load(load)
         .health(health)
+        .staleViewTrust(staleViewTrust)
         .build();
-    tracker = new DecisionTracker(ledger, health,
+    tracker = new DecisionTracker(ledger, health, staleViewTrust,
         DecisionLog.toLogger(r.decisionLog().maxCandidates(), r.decisionLog().enabled()),
         new DecisionMetrics(metrics), System::nanoTime, r.load().maxReservations(), ttl);
     DecisionTracker t = tracker;
@@ -266,7 +273,8 @@ public final class KvrouterRuntime implements AutoCloseable {
     if (e.enabled()) {
       EventPlaneHealth health = new EventPlaneHealth(metrics, clock, Duration.ofMillis(e.staleRecoveryMs()));
       health.addListener((worker, stale, reason) -> log.warn("worker {} event view {}: {}", worker,
-          stale ? "stale, routing it by predicted entries" : "trusted again", reason));
+          stale ? "stale, routing it by predicted entries and what usage confirms" : "trusted again", reason));
+      health.addListener(staleViewTrust::staleChanged);
       AtomicInteger n = new AtomicInteger();
       events = new EventSubscriber(index, health, SubscriberConfig.defaults().withShards(e.subscriberThreads()),
           clock, r -> {

@@ -85,6 +85,15 @@ class KvrouterConfigTest {
   }
 
   @Test
+  void staleViewsAreCreditedAsUsageConfirmsThemUnlessTurnedOff() {
+    assertThat(KvrouterConfig.defaults().events().staleViewTrust()).isTrue();
+    assertThat(KvrouterConfig.parse("events: {stale_recovery_ms: 5000}\n", "k.yaml").events().staleViewTrust())
+        .isTrue();
+    assertThat(KvrouterConfig.parse("events: {stale_view_trust: false}\n", "k.yaml").events().staleViewTrust())
+        .isFalse();
+  }
+
+  @Test
   void unknownKeysAreErrorsNamingTheAllowedOnes() {
     assertThatThrownBy(() -> KvrouterConfig.parse("server:\n  ext_proc_prot: 1\n", "k.yaml"))
         .isInstanceOf(KvrouterConfig.InvalidConfig.class)

@@ -150,7 +150,8 @@ public final class EnvoyAb implements Callable<Integer> {
   @Option(names = "--no-replay",
       description = "The workers open no replay socket (vLLM without a replay endpoint): the router cannot fetch a "
           + "lost batch again, so a gap leaves its view of that worker stale until events.stale_recovery_ms passes "
-          + "without a new one.")
+          + "without a new one (meanwhile credited as far as usage confirms it; --router-yaml "
+          + "'events: {stale_view_trust: false}' turns that off).")
   boolean noReplay;
 
   @Option(names = "--router-jvm", split = " ", defaultValue = "-Xmx1g -XX:+UseParallelGC")

@@ -100,6 +100,11 @@ public final class VirtualAb implements Callable<Integer> {
   @Option(names = "--replay-steps", defaultValue = "10000", description = "Replay buffer per engine, 0 = no replay.")
   int replaySteps;
 
+  @Option(names = "--stale-view-trust", negatable = true, defaultValue = "true", fallbackValue = "true",
+      description = "The router's events.stale_view_trust: credit a stale view as far as usage reports confirm it "
+          + "(--no-stale-view-trust: nothing until it recovers).")
+  boolean staleViewTrust;
+
   @Option(names = "--event-delay-ms", split = ",", defaultValue = "0",
       description = "Event delivery delay; several values sweep.")
   List<Long> delays;
@@ -182,7 +187,7 @@ public final class VirtualAb implements Callable<Integer> {
       }
       base = base.withMultimodal(multimodal);
     }
-    base = base.withSampleInterval(Duration.ofMillis(sampleMs));
+    base = base.withSampleInterval(Duration.ofMillis(sampleMs)).withStaleViewTrust(staleViewTrust);
     WireLayout wl = layout.equalsIgnoreCase("none") ? null : WireLayout.valueOf(layout.toUpperCase(Locale.ROOT));
     List<String> specs = new ArrayList<>();
     for (String s : workloads) {
@@ -202,6 +207,7 @@ public final class VirtualAb implements Callable<Integer> {
     meta.put("policies", policies);
     meta.put("eventLayout", layout);
     meta.put("replaySteps", replaySteps);
+    meta.put("staleViewTrust", staleViewTrust);
     meta.put("scrapeMs", scrapeMs);
     meta.put("weights", weights);
     meta.put("multimodal", multimodal);

@@ -39,6 +39,7 @@ import dev.kvrouter.extproc.pipeline.PromptPipeline;
 import dev.kvrouter.extproc.request.InferenceRequest;
 import dev.kvrouter.extproc.request.PreparedRequest;
 import dev.kvrouter.extproc.request.RequestBodyParser;
+import dev.kvrouter.extproc.routing.Candidate;
 import dev.kvrouter.extproc.routing.Decision;
 import dev.kvrouter.extproc.routing.KvAwarePolicy;
 import dev.kvrouter.extproc.routing.KvIndexOverlapSource;
@@ -47,6 +48,7 @@ import dev.kvrouter.extproc.routing.RequestTimings;
 import dev.kvrouter.extproc.routing.RouteRequest;
 import dev.kvrouter.extproc.routing.Router;
 import dev.kvrouter.extproc.routing.RoutingConfig;
+import dev.kvrouter.extproc.routing.StaleViewTrust;
 import dev.kvrouter.extproc.routing.StandardPolicies;
 import dev.kvrouter.index.IndexConfig;
 import dev.kvrouter.index.KvIndex;
@@ -142,6 +144,7 @@ public final class VirtualRun {
   private final List<WorkerId> ids = new ArrayList<>();
   private final KvIndex index;
   private final EventPlaneHealth health;
+  private final StaleViewTrust staleViewTrust;
   private final LoadLedger ledger;
   private final Map<WorkerId, ScrapedLoad> scraped = new HashMap<>();
   private final Router router;
@@ -222,6 +225,8 @@ public final class VirtualRun {
         1 << 20, 4096), javaClock);
     health = new EventPlaneHealth(new SimpleMeterRegistry(), javaClock, setup.staleRecovery());
     health.addListener((w, stale, why) -> staleTransitions[0] += stale ? 1 : 0);
+    staleViewTrust = setup.staleViewTrust() ? new StaleViewTrust() : StaleViewTrust.NONE;
+    health.addListener(staleViewTrust::staleChanged);
     KvIndexOverlapSource overlaps = new KvIndexOverlapSource(index);
     ledger = new LoadLedger(clock::nanoTime, LEDGER_TTL_NANOS, 1_000_000);
     LoadTracker load = new LoadTracker(ledger, setup.scrapeInterval().isZero() ? id -> null : scraped::get,
@@ -233,6 +238,7 @@ public final class VirtualRun {
         .overlaps(overlaps)
         .load(load)
         .health(WorkerHealth.alwaysHealthy())
+        .staleViewTrust(staleViewTrust)
         .nanoTime(System::nanoTime)
         .random(() -> rng)
         .build();
@@ -584,6 +590,8 @@ public final class VirtualRun {
           maxGap < 0 ? -1 : micros(maxGap));
       received(request, chunks);
       done(request.index(), o.finishNanos());
+      Candidate chosen = decision.detail().chosen();
+      staleViewTrust.report(chosen.id(), chosen.overlap(), decision.detail().shape(), o.cachedTokens());
       long predicted = decision.detail().predictedCachedTokens();
       records.outcome(decision, 200, false, new TruthCheck(predicted, o.cachedTokens(), setup.blockSize()),
           o.promptTokens(), (o.firstTokenNanos() - sentNanos) / 1e6, (o.finishNanos() - sentNanos) / 1e6);

@@ -33,6 +33,7 @@ import java.util.Objects;
  * @param weights a trusted {@code x-kvrouter-weights} override for every request, or null for the defaults
  * @param predictedTtl lifetime of the router's predicted entries (kvrouter.yaml {@code events.predicted_ttl_ms})
  * @param staleRecovery quiet period after which a stale view is trusted again ({@code events.stale_recovery_ms})
+ * @param staleViewTrust credit a stale view as far as usage reports confirm it ({@code events.stale_view_trust})
  * @param seed seeds the engines, the event faults and the router's tie-breaks
  * @param kvOffloadingSizeGib per worker, GiB of vLLM's native CPU offload tier ({@code --kv-offloading-size}), 0 = off
  * @param multimodal the served model's media expansion, a {@link MultimodalModels} preset name (the router's
@@ -56,6 +57,7 @@ public record VirtualSetup(
     String weights,
     Duration predictedTtl,
     Duration staleRecovery,
+    boolean staleViewTrust,
     long seed,
     double kvOffloadingSizeGib,
     String multimodal) {
@@ -90,13 +92,14 @@ public record VirtualSetup(
   /**
    * 8 workers of {@code llama3.1-8b-h100} at their calibrated capacity, vLLM's defaults (block 16, 256 seqs,
    * 8192 batched tokens), events in vLLM's map layout with a 10,000-batch replay buffer, no faults, 250 ms
-   * samples and scrapes, default weights, 5 s predicted entries, 60 s stale recovery.
+   * samples and scrapes, default weights, 5 s predicted entries, 60 s stale recovery, stale views credited as
+   * far as usage confirms them.
    */
   public static VirtualSetup defaults() {
     return new VirtualSetup(8, Presets.byId("llama3.1-8b-h100"), EngineConfig.DEFAULT_BLOCK_SIZE, null,
         EngineConfig.DEFAULT_MAX_NUM_SEQS, EngineConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS, 0, 0, WireLayout.VLLM_MAP,
         10_000, EventFaults.NONE, Duration.ofMillis(250), Duration.ofMillis(250), null, Duration.ofSeconds(5),
-        Duration.ofSeconds(60), 1, 0, null);
+        Duration.ofSeconds(60), true, 1, 0, null);
   }
 
   public VirtualSetup withWorkers(int n) {
@@ -148,6 +151,10 @@ public record VirtualSetup(
     return toBuilder().staleRecovery(d).build();
   }
 
+  public VirtualSetup withStaleViewTrust(boolean on) {
+    return toBuilder().staleViewTrust(on).build();
+  }
+
   public VirtualSetup withSeed(long s) {
     return toBuilder().seed(s).build();
   }
@@ -190,6 +197,7 @@ public record VirtualSetup(
     b.weights = weights;
     b.predictedTtl = predictedTtl;
     b.staleRecovery = staleRecovery;
+    b.staleViewTrust = staleViewTrust;
     b.seed = seed;
     b.kvOffloadingSizeGib = kvOffloadingSizeGib;
     b.multimodal = multimodal;
@@ -214,6 +222,7 @@ public record VirtualSetup(
     String weights;
     Duration predictedTtl;
     Duration staleRecovery;
+    boolean staleViewTrust;
     long seed;
     double kvOffloadingSizeGib;
     String multimodal;
@@ -233,6 +242,7 @@ public record VirtualSetup(
     Builder scrapeInterval(Duration v) { scrapeInterval = v; return this; }
     Builder weights(String v) { weights = v; return this; }
     Builder staleRecovery(Duration v) { staleRecovery = v; return this; }
+    Builder staleViewTrust(boolean v) { staleViewTrust = v; return this; }
     Builder predictedTtl(Duration v) { predictedTtl = v; return this; }
     Builder multimodal(String v) { multimodal = v; return this; }
     Builder seed(long v) { seed = v; return this; }
@@ -241,7 +251,7 @@ public record VirtualSetup(
     VirtualSetup build() {
       return new VirtualSetup(workers, preset, blockSize, model, maxNumSeqs, maxNumBatchedTokens, numGpuBlocks,
           maxModelLen, layout, replayBufferSteps, faults, sampleInterval, scrapeInterval, weights, predictedTtl,
-          staleRecovery, seed, kvOffloadingSizeGib, multimodal);
+          staleRecovery, staleViewTrust, seed, kvOffloadingSizeGib, multimodal);
     }
   }
 

@@ -156,6 +156,30 @@ class VirtualRunTest {
   }
 
   @Test
+  void lostBatchesWithoutReplayCostLessCacheWhenUsageConfirmsTheStaleViews() {
+    // 200 documents at 20 req/s: most come back after the router's predicted entries (5 s) have gone, so only the
+    // event view knows where they are
+    Workload slow = WorkloadCatalog.create(
+        "rag:count=1200,rate=20,documents=200,document=512..1024,zipf=0.8,output=16,seed=3");
+    VirtualSetup lossy = SETUP.withEvents(WireLayout.VLLM_MAP, 0, new EventFaults(0.1, 0, 0, false));
+    VirtualOutcome trusted = VirtualRun.run(slow, "kv_aware", lossy, null);
+    VirtualOutcome blind = VirtualRun.run(slow, "kv_aware", lossy.withStaleViewTrust(false), null);
+    VirtualOutcome onTime = VirtualRun.run(slow, "kv_aware", SETUP, null);
+    assertThat(trusted.events().get("stale_transitions")).isPositive();
+    assertThat(trusted.fallbacks()).containsKey("stale_events");
+    double withTrust = served(slow, trusted);
+    double without = served(slow, blind);
+    double lost = served(slow, onTime) - without;
+    assertThat(lost).as("what stale views cost without trust").isGreaterThan(0.1);
+    assertThat(withTrust).as("trust wins back most of it").isGreaterThan(without + lost * 0.8);
+    assertThat(trusted.ledger().zero()).isTrue();
+  }
+
+  private static double served(Workload w, VirtualOutcome o) {
+    return PolicyResult.summarize(o.data(), w.idealReuse(16)).cache().servedShare();
+  }
+
+  @Test
   void directApplicationAndEveryWireLayoutIndexTheSameBlocks() {
     List<List<RequestRecord>> runs = new ArrayList<>();
     for (WireLayout l : new WireLayout[] {null, WireLayout.VLLM_MAP, WireLayout.VLLM_ARRAY, WireLayout.SGLANG_ARRAY}) {

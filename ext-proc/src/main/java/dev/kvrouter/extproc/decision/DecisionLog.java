@@ -189,6 +189,9 @@ public final class DecisionLog {
     g.writeNumberField("predicted", c.overlap().predicted());
     g.writeEndObject();
     g.writeBooleanField("stale", c.overlap().stale());
+    if (c.overlap().stale()) {
+      g.writeNumberField("view_trust", round(c.viewTrust()));
+    }
     g.writeNumberField("active_prefill_tokens", c.load().prefillTokens());
     g.writeNumberField("active_decode_blocks", c.load().decodeBlocks());
     g.writeNumberField("active_context_blocks", c.load().contextBlocks());

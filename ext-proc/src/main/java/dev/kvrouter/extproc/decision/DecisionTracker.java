@@ -3,7 +3,9 @@ package dev.kvrouter.extproc.decision;
 import com.google.protobuf.ByteString;
 import dev.kvrouter.extproc.load.LoadLedger;
 import dev.kvrouter.extproc.load.WorkerHealth;
+import dev.kvrouter.extproc.routing.Candidate;
 import dev.kvrouter.extproc.routing.Decision;
+import dev.kvrouter.extproc.routing.StaleViewTrust;
 import dev.kvrouter.extproc.server.RequestListener;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
@@ -14,7 +16,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Follows each routed request after its decision: releases its load reservation (prefill at the first response
  * byte, the rest at the end, cancel or reset), reports response statuses to {@link WorkerHealth}, reads the
- * worker's usage for the truth check, and writes the decision and outcome records and metrics.
+ * worker's usage for the truth check (and for {@link StaleViewTrust}), and writes the decision and outcome
+ * records and metrics.
  *
  * <p>The decision line is written after the request has left for the worker (at its first response event), so
  * rendering it never delays routing; rejections are written at once. Per-request state lives in a map keyed by
@@ -32,6 +35,7 @@ public final class DecisionTracker implements RequestListener {
 
   private final LoadLedger ledger;
   private final WorkerHealth health;
+  private final StaleViewTrust staleViewTrust;
   private final DecisionLog records;
   private final DecisionMetrics metrics;
   private final LongSupplier nanoClock;
@@ -62,8 +66,15 @@ public final class DecisionTracker implements RequestListener {
    */
   public DecisionTracker(LoadLedger ledger, WorkerHealth health, DecisionLog records, DecisionMetrics metrics,
       LongSupplier nanoClock, int maxTracked, long ttlNanos) {
+    this(ledger, health, StaleViewTrust.NONE, records, metrics, nanoClock, maxTracked, ttlNanos);
+  }
+
+  /** @param staleViewTrust told each followed response's cached tokens, so it can test stale views */
+  public DecisionTracker(LoadLedger ledger, WorkerHealth health, StaleViewTrust staleViewTrust, DecisionLog records,
+      DecisionMetrics metrics, LongSupplier nanoClock, int maxTracked, long ttlNanos) {
     this.ledger = ledger;
     this.health = health;
+    this.staleViewTrust = staleViewTrust;
     this.records = records;
     this.metrics = metrics;
     this.nanoClock = nanoClock;
@@ -158,6 +169,10 @@ public final class DecisionTracker implements RequestListener {
     TruthCheck truth = t.followed
         ? new TruthCheck(d.detail().predictedCachedTokens(), t.usage.cachedTokens(), d.detail().shape().blockSize())
         : TruthCheck.skipped(d.detail().predictedCachedTokens(), d.detail().shape().blockSize());
+    if (t.followed && !aborted && (t.status == 0 || t.status / 100 == 2)) {
+      Candidate chosen = d.detail().chosen();
+      staleViewTrust.report(chosen.id(), chosen.overlap(), d.detail().shape(), t.usage.cachedTokens());
+    }
     long ttft = t.firstByteNanos >= 0 && d.detail().stream() ? t.firstByteNanos - t.startNanos : -1;
     long duration = now - t.startNanos;
     try {

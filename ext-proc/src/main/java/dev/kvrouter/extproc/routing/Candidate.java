@@ -16,6 +16,8 @@ public final class Candidate {
   Overlap overlap = Overlap.NONE;
   WorkerLoad load = WorkerLoad.ZERO;
   int activeSharedBlocks;
+  /** For a stale view, the share of its credit confirmed lately ({@link StaleViewTrust}); unused when fresh. */
+  double viewTrust;
   String whyNot;
   boolean scored;
   double creditBlocks;
@@ -58,6 +60,15 @@ public final class Candidate {
   /** Leading prompt blocks already held by the router's in-flight requests on this worker. */
   public int activeSharedBlocks() {
     return activeSharedBlocks;
+  }
+
+  /**
+   * For a worker whose view is stale, the share of the view's credit the cost model gives it ({@link
+   * StaleViewTrust#trust}: half when the view has just gone stale, then the share the worker's usage reports
+   * confirmed); 0 for a fresh view, which is credited in full.
+   */
+  public double viewTrust() {
+    return overlap.stale() ? viewTrust : 0;
   }
 
   public boolean eligible() {

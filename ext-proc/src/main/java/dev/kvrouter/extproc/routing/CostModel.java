@@ -8,7 +8,8 @@ import java.util.List;
  *
  * <pre>
  *   credit   = min(full blocks, max(gpu_credit_eff x gpu + cpu_credit x cpu + disk_credit x disk,
- *                                   predicted_credit x predicted))        (stale view: predicted term only)
+ *                                   predicted_credit x predicted))
+ *            (stale view: the event term times its view_trust, StaleViewTrust: half, then as usage confirms it)
  *   new      = max(prompt_blocks - credit, 0)
  *   prefill  = max(active_prefill_tokens / block_size + prompt_blocks - credit, 0)
  *   decode   = active_decode_blocks + (prompt_blocks - active_shared_blocks) + output_blocks
@@ -97,7 +98,10 @@ public final class CostModel {
         double excess = (c.load.prefillTokens() - minPrefill) / b;
         gpuCredit = gpuCredit / (1 + w.overlapCreditDecay() * excess / shape.promptBlocks());
       }
-      double eventCredit = o.stale() ? 0 : gpuCredit * o.gpu() + w.cpuCredit() * o.cpu() + w.diskCredit() * o.disk();
+      double eventCredit = gpuCredit * o.gpu() + w.cpuCredit() * o.cpu() + w.diskCredit() * o.disk();
+      if (o.stale()) {
+        eventCredit *= c.viewTrust;
+      }
       double credit = Math.min(Math.max(eventCredit, w.predictedCredit() * o.predicted()), shape.fullBlocks());
       double activePrefill = c.load.prefillTokens() / b;
       double prefill = Math.max(activePrefill + shape.promptBlocks() - credit, 0);

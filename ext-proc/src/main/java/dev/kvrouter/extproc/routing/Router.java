@@ -67,6 +67,7 @@ public final class Router {
   private final PrefixOverlapSource overlaps;
   private final LoadTracker load;
   private final WorkerHealth health;
+  private final StaleViewTrust staleViewTrust;
   private final LongSupplier nanoTime;
   private final Supplier<RandomGenerator> rng;
   private final AtomicLong seqs = new AtomicLong();
@@ -86,6 +87,7 @@ public final class Router {
     this.overlaps = b.overlaps;
     this.load = b.load;
     this.health = b.health;
+    this.staleViewTrust = b.staleViewTrust;
     this.nanoTime = b.nanoTime;
     this.rng = b.rng;
     this.evictionSlots = b.evictionSlots;
@@ -195,6 +197,9 @@ public final class Router {
           Candidate c = new Candidate(w, id);
           if (lookup != null) {
             c.overlap = overlapOf(lookup, id, fallbacks);
+            if (c.overlap.stale()) {
+              c.viewTrust = staleViewTrust.trust(id);
+            }
           }
           if (load != null) {
             c.load = load.load(id);
@@ -323,13 +328,16 @@ public final class Router {
    * prefix any worker holds by its events or has in flight (the ledger's active prefix: a sibling or a turn still
    * prefilling there is pending, not evicted), the ineligible workers too (their copies still exist). Predicted
    * entries do not count: they live for seconds whatever the worker evicts, so on a cache turning over that fast
-   * they would hide exactly the evictions this measures. A stale worker counts by its predictions, all it has.
+   * they would hide exactly the evictions this measures. A stale worker counts by its view as far as the router
+   * credits it ({@link StaleViewTrust}), else by its predictions: otherwise a document held only by stale views
+   * would look unheld, its heat would go unmeasured, and the relief for hot prefixes would never spread it.
    */
   private EvictionPressure.Reading pressure(List<Worker> serving, List<Candidate> all, long[] hashes) {
     int held = 0;
     for (int i = 0; i < all.size(); i++) {
       Candidate c = all.get(i);
-      int events = c.overlap.stale() ? c.overlap.predicted() : c.overlap.cached();
+      int events = !c.overlap.stale() ? c.overlap.cached()
+          : c.viewTrust > 0 ? Math.max(c.overlap.cached(), c.overlap.predicted()) : c.overlap.predicted();
       held = Math.max(held, Math.max(events, c.activeSharedBlocks));
     }
     long resets = overlaps.cacheResets();
@@ -397,6 +405,7 @@ public final class Router {
     private PrefixOverlapSource overlaps = PrefixOverlapSource.NONE;
     private LoadTracker load;
     private WorkerHealth health = WorkerHealth.alwaysHealthy();
+    private StaleViewTrust staleViewTrust = StaleViewTrust.NONE;
     private LongSupplier nanoTime = System::nanoTime;
     private Supplier<RandomGenerator> rng = ThreadLocalRandom::current;
     private int evictionSlots = DEFAULT_EVICTION_SLOTS;
@@ -428,6 +437,15 @@ public final class Router {
 
     public Builder health(WorkerHealth h) {
       this.health = h;
+      return this;
+    }
+
+    /**
+     * How far stale views have been confirmed by usage reports; without one a stale view is credited nothing (its
+     * worker scored on predicted entries alone). Feed it the outcomes and the event plane's stale transitions.
+     */
+    public Builder staleViewTrust(StaleViewTrust t) {
+      this.staleViewTrust = Objects.requireNonNull(t, "staleViewTrust");
       return this;
     }
 

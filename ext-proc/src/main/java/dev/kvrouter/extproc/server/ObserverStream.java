@@ -1,5 +1,6 @@
 package dev.kvrouter.extproc.server;
 
+import dev.kvrouter.extproc.routing.Candidate;
 import dev.kvrouter.extproc.routing.Decision;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
@@ -16,9 +17,10 @@ import io.grpc.stub.StreamObserver;
  * <p>Feeds the {@link RequestListener} exactly as the routing stream would if the responses went through it.
  * Messages of one stream arrive one at a time; nothing is ever sent back.
  *
- * <p>A streamed response outside the truth check's sample ({@code truthCheckEvery}) is left after its first
- * chunk: the stream is closed from our side, Envoy stops sending the rest (one message per token otherwise), and
- * the end of the request comes from the routing stream (see {@link Exchange}).
+ * <p>A streamed response outside the truth check's sample ({@code truthCheckEvery}, plus every response from a
+ * worker whose event view was stale: {@link #followed}) is left after its first chunk: the stream is closed from
+ * our side, Envoy stops sending the rest (one message per token otherwise), and the end of the request comes from
+ * the routing stream (see {@link Exchange}).
  */
 final class ObserverStream implements StreamObserver<ProcessingRequest> {
 
@@ -131,10 +133,24 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
     }
   }
 
-  /** Whether this response is followed to its end for the truth check: every non-streamed one, a sample of others. */
   private boolean sampled() {
-    return !decision.detail().stream() || truthCheckEvery == 1
-        || (truthCheckEvery > 1 && decision.seq() % truthCheckEvery == 0);
+    return followed(decision, truthCheckEvery);
+  }
+
+  /**
+   * Whether {@code d}'s response is followed to its end for the truth check: every non-streamed one, one streamed
+   * response in {@code truthCheckEvery} (by decision number), and (unless checks are off) every one from a worker
+   * whose view was stale, because its usage report is what tests that view ({@code StaleViewTrust}).
+   */
+  static boolean followed(Decision d, int truthCheckEvery) {
+    if (!d.detail().stream() || truthCheckEvery == 1) {
+      return true;
+    }
+    if (truthCheckEvery == 0) {
+      return false;
+    }
+    Candidate chosen = d.detail().chosen();
+    return d.seq() % truthCheckEvery == 0 || (chosen != null && chosen.overlap().stale());
   }
 
   private void end(boolean aborted) {

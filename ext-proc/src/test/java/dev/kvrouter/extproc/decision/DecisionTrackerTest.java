@@ -21,6 +21,7 @@ import dev.kvrouter.extproc.routing.RequestTimings;
 import dev.kvrouter.extproc.routing.RouteRequest;
 import dev.kvrouter.extproc.routing.Router;
 import dev.kvrouter.extproc.routing.RoutingConfig;
+import dev.kvrouter.extproc.routing.StaleViewTrust;
 import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.xds.registry.Worker;
 import dev.kvrouter.xds.registry.WorkerRegistry;
@@ -53,11 +54,16 @@ class DecisionTrackerTest {
 
   DecisionTrackerTest() {
     registry.replace(List.of(Worker.simple("w1", "10.0.0.1", 8000, "m"), Worker.simple("w2", "10.0.0.2", 8000, "m")));
-    router = Router.builder(registry)
+    router = router(StaleViewTrust.NONE);
+  }
+
+  Router router(StaleViewTrust trust) {
+    return Router.builder(registry)
         .config(new RoutingConfig(ModelRouting.defaults("kv_aware"), Map.of(), B, 64, 64))
         .overlaps(hashes -> id -> overlaps.getOrDefault(id, Overlap.NONE))
         .load(new LoadTracker(ledger, ScrapedLoadSource.NONE, clock, 1))
         .health(health)
+        .staleViewTrust(trust)
         .nanoTime(clock)
         .random(() -> new Random(9))
         .build();
@@ -177,6 +183,34 @@ class DecisionTrackerTest {
     assertThat(new TruthCheck(0, 64, 16).outcome()).isEqualTo("under");
     assertThat(new TruthCheck(32, 47, 16).outcome()).isEqualTo("within_block");
     assertThat(new TruthCheck(32, 48, 16).outcome()).isEqualTo("under");
+  }
+
+  @Test
+  void theUsageOfARequestSentToAStaleViewTestsThatView() throws Exception {
+    StaleViewTrust trust = new StaleViewTrust();
+    tracker = new DecisionTracker(ledger, health, trust, new DecisionLog(lines::add, Clock.systemUTC(), 16, true),
+        new DecisionMetrics(meters), clock, 100, TimeUnit.SECONDS.toNanos(300));
+    router = router(trust);
+    trust.staleChanged(WorkerId.of("w1"), true, "gap");
+    overlaps.put(WorkerId.of("w1"), new Overlap(8, 0, 0, 0, true));
+    overlaps.put(WorkerId.of("w2"), new Overlap(0, 0, 0, 0, false));
+    Decision d = router.route(request("s", false, 8));
+    assertThat(d.chosen().name()).isEqualTo("w1");
+    tracker.onDecision(d);
+    tracker.onResponseHeaders(d, 200);
+    // the engine had none of the 8 blocks the stale view claimed
+    tracker.onResponseBody(d, bytes("{\"usage\":{\"prompt_tokens_details\":{\"cached_tokens\":0}}}"), true, true);
+    tracker.onEnd(d, false);
+    assertThat(trust.trust(WorkerId.of("w1"))).isEqualTo(32 * 0.9 / (64 * 0.9 + 8), within(1e-9));
+    assertThat(line(0).path("candidates").get(0).path("view_trust").asDouble()).isEqualTo(0.5);
+    // an error response says nothing about the cache
+    Decision failed = router.route(request("f", false, 8));
+    tracker.onDecision(failed);
+    tracker.onResponseHeaders(failed, 503);
+    tracker.onResponseBody(failed, bytes("{\"usage\":{\"prompt_tokens_details\":{\"cached_tokens\":0}}}"), true,
+        true);
+    tracker.onEnd(failed, false);
+    assertThat(trust.trust(WorkerId.of("w1"))).isEqualTo(32 * 0.9 / (64 * 0.9 + 8), within(1e-9));
   }
 
   @Test

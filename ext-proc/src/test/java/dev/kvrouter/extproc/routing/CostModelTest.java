@@ -207,6 +207,25 @@ class CostModelTest {
   }
 
   @Test
+  void aStaleViewConfirmedByUsageIsCreditedAtItsTrust() {
+    // stale, 8 GPU blocks claimed, trust 0.75: event credit 6 beats predicted 3
+    Candidate trusted = cand("t", new Overlap(8, 0, 0, 3, true), load(0, 0, 0));
+    trusted.viewTrust = 0.75;
+    // stale, trust 0.25: event credit 2 loses to predicted 3
+    Candidate doubted = cand("d", new Overlap(8, 0, 0, 3, true), load(0, 0, 0));
+    doubted.viewTrust = 0.25;
+    // fresh: a trust value left on it changes nothing
+    Candidate fresh = cand("f", new Overlap(8, 0, 0, 3, false), load(0, 0, 0));
+    fresh.viewTrust = 0.1;
+    CostModel.score(List.of(trusted, doubted, fresh), Weights.DYNAMO, prompt(10), 0);
+    assertThat(trusted.creditBlocks()).isEqualTo(6.0);
+    assertThat(doubted.creditBlocks()).isEqualTo(3.0);
+    assertThat(fresh.creditBlocks()).isEqualTo(8.0);
+    assertThat(fresh.viewTrust()).isZero();
+    assertThat(trusted.viewTrust()).isEqualTo(0.75);
+  }
+
+  @Test
   void creditNeverExceedsTheHashedBlocks() {
     // 20 blocks claimed, the request has 10: credit 10, prefill 0 (the last partial block has no hash: prompt of
     // 170 tokens = 10 full + 1 partial block -> prefill 11 - 10 = 1)

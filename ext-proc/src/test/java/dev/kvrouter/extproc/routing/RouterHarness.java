@@ -35,6 +35,7 @@ final class RouterHarness {
   final java.util.concurrent.atomic.AtomicLong cacheResets = new java.util.concurrent.atomic.AtomicLong();
   final Random random = new Random(1234);
   RoutingConfig config = new RoutingConfig(ModelRouting.defaults(KvAwarePolicy.NAME), Map.of(), B, 0, 0);
+  StaleViewTrust staleViewTrust = StaleViewTrust.NONE;
   private Router router;
 
   final PrefixOverlapSource source = new PrefixOverlapSource() {
@@ -84,7 +85,7 @@ final class RouterHarness {
   Router router() {
     if (router == null) {
       router = Router.builder(registry).config(config).overlaps(source).load(load).health(health)
-          .nanoTime(clock).random(() -> random).build();
+          .staleViewTrust(staleViewTrust).nanoTime(clock).random(() -> random).build();
     }
     return router;
   }

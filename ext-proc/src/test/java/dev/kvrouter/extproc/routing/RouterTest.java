@@ -439,6 +439,31 @@ class RouterTest {
   }
 
   @Test
+  void aStaleViewEarnsCreditAsUsageConfirmsIt() {
+    h.staleViewTrust = new StaleViewTrust();
+    // w1's stale view claims the whole 64-block prompt; w2 predicted 30 blocks of it from our own routing
+    h.overlaps.put(id("w1"), new Overlap(64, 0, 0, 0, true));
+    h.overlaps.put(id("w2"), new Overlap(0, 0, 0, 30, false));
+    // w1 not seen going stale: no trust, predicted entries decide
+    Decision untested = h.route(prompt(1, 64, 0, 0));
+    assertThat(name(untested)).isEqualTo("w2");
+    h.staleViewTrust.staleChanged(id("w1"), true, "gap");
+    // half credit: 32 blocks against w2's 30
+    Decision half = h.route(prompt(1, 64, 0, 1));
+    assertThat(name(half)).isEqualTo("w1");
+    assertThat(half.detail().chosen().viewTrust()).isEqualTo(StaleViewTrust.PRIOR);
+    assertThat(half.detail().chosen().creditBlocks()).isEqualTo(32.0);
+    assertThat(half.fallback()).isEqualTo("stale_events"); // still a stale view, and the record says so
+    // the engine had nothing of a 500-block prompt the view claimed (a lost cache clear, say)
+    h.staleViewTrust.report(id("w1"), new Overlap(500, 0, 0, 0, true), RequestShape.of(500L * B + 1, B, 500, 0), 0);
+    Decision refuted = h.route(prompt(1, 64, 0, 2));
+    assertThat(name(refuted)).isEqualTo("w2");
+    Candidate w1 = refuted.detail().candidates().stream().filter(c -> c.worker().name().equals("w1")).findFirst()
+        .orElseThrow();
+    assertThat(w1.viewTrust()).isLessThan(0.1);
+  }
+
+  @Test
   void withoutTokensTheDecisionIsByLoadOnlyAndSaysWhy() {
     h.ledger.reserve(id("w1"), 1000, new long[0], 0);
     h.ledger.reserve(id("w3"), 500, new long[0], 0);
