@@ -2,36 +2,28 @@ package dev.kvrouter.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import ch.qos.logback.classic.Logger;
-import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.core.AppenderBase;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvrouter.e2e.RoutedChat.Reply;
 import dev.kvrouter.examples.ab.EnvoyAbStack;
-import dev.kvrouter.examples.ab.RouterLauncher;
 import dev.kvrouter.examples.ab.RouterMetrics;
 import dev.kvrouter.examples.sim.fleet.SimWorker;
 import dev.kvrouter.examples.sim.timing.Presets;
-import dev.kvrouter.extproc.decision.DecisionLog;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
-import org.slf4j.LoggerFactory;
 
 /**
  * Media requests through real Envoy to three simulated vLLM workers serving Gemma 3 (its real tokenizer and
@@ -56,36 +48,24 @@ class MultimodalRoutingE2eTest {
   static final ObjectMapper JSON = new ObjectMapper();
   static final Duration WAIT = Duration.ofSeconds(30);
 
-  final DecisionRecords records = new DecisionRecords();
+  RoutedChat chat;
   EnvoyAbStack stack;
-  Logger decisionLogger;
 
   @BeforeAll
   void start() throws Exception {
     Path gemma = Stack.tokenizer("gemma3");
-    assertThat(LoggerFactory.getLogger(DecisionLog.LOGGER)).as("decision records are read from logback")
-        .isInstanceOf(Logger.class);
-    decisionLogger = (Logger) LoggerFactory.getLogger(DecisionLog.LOGGER);
-    records.setContext(decisionLogger.getLoggerContext());
-    records.start();
-    decisionLogger.addAppender(records);
-
-    RouterLauncher inProcess = InProcessRouter.launcher(() -> List.copyOf(records.lines));
     Path dir = Files.createTempDirectory("kvrouter-e2e-multimodal");
-    stack = EnvoyAbStack.start(new EnvoyAbStack.Options(Stack.ROOT, 3, Presets.byId("llama3.1-8b-h100"), MODEL, gemma,
+    chat = RoutedChat.start(new EnvoyAbStack.Options(Stack.ROOT, 3, Presets.byId("llama3.1-8b-h100"), MODEL, gemma,
         BS, 4096, 11, null, false, "routing: {policy: kv_aware, scrape: {interval_ms: 100}}", dir, 0, "gemma3",
-        "events: {predicted_ttl_ms: 1}\n", null, null), inProcess);
+        "events: {predicted_ttl_ms: 1}\n", null, null));
+    stack = chat.stack();
   }
 
   @AfterAll
   void stop() {
-    if (stack != null) {
-      stack.close();
+    if (chat != null) {
+      chat.close();
     }
-    if (decisionLogger != null) {
-      decisionLogger.detachAppender(records);
-    }
-    records.stop();
   }
 
   @Test
@@ -179,21 +159,8 @@ class MultimodalRoutingE2eTest {
         "reason=\"multimodal\"") - before).isEqualTo(1);
   }
 
-  /** One chat request through Envoy: who served it, its usage, and the router's decision id. */
-  record Reply(String worker, int prompt, int cached, String decisionId, DecisionRecords records) {
-    /** The router's decision record of this request (bounded wait: it is logged before the request is forwarded). */
-    JsonNode decision() throws Exception {
-      return records.decision(decisionId);
-    }
-  }
-
   Reply send(ObjectNode body) throws Exception {
-    HttpResponse<String> r = stack.post("/v1/chat/completions", JSON.writeValueAsString(body), Map.of());
-    assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
-    JsonNode usage = JSON.readTree(r.body()).get("usage");
-    return new Reply(r.headers().firstValue("x-kvrouter-served-by").orElseThrow(),
-        usage.get("prompt_tokens").asInt(), usage.get("prompt_tokens_details").get("cached_tokens").asInt(),
-        r.headers().firstValue("x-kvrouter-decision").orElseThrow(), records);
+    return chat.send(body);
   }
 
   /** Blocks the router applied from each worker's {@code BlockStored} events so far. */
@@ -232,12 +199,7 @@ class MultimodalRoutingE2eTest {
   }
 
   static JsonNode candidate(JsonNode decision, String worker) {
-    for (JsonNode c : decision.get("candidates")) {
-      if (c.get("worker").asText().equals(worker)) {
-        return c;
-      }
-    }
-    throw new AssertionError("no candidate " + worker + " in " + decision);
+    return RoutedChat.candidate(decision, worker);
   }
 
   static void assertOthersHoldNothing(JsonNode decision, String holder) {
@@ -262,39 +224,5 @@ class MultimodalRoutingE2eTest {
 
   static void await(String what, BooleanSupplier done) throws InterruptedException {
     Await.until(what, WAIT, done);
-  }
-
-  /** Decision records of the in-process router, captured from its {@code kvrouter.decisions} logger; bounded. */
-  static final class DecisionRecords extends AppenderBase<ILoggingEvent> {
-    static final int MAX = 2048;
-    final ConcurrentLinkedDeque<String> lines = new ConcurrentLinkedDeque<>();
-    final AtomicInteger size = new AtomicInteger();
-
-    @Override
-    protected void append(ILoggingEvent e) {
-      lines.addLast(e.getFormattedMessage());
-      if (size.incrementAndGet() > MAX) {
-        lines.pollFirst();
-        size.decrementAndGet();
-      }
-    }
-
-    JsonNode decision(String id) throws Exception {
-      Map<String, JsonNode> found = new HashMap<>();
-      await("the decision record " + id + " is logged", () -> {
-        for (String l : lines) {
-          if (l.contains("\"event\":\"decision\"") && l.contains("\"id\":\"" + id + "\"")) {
-            try {
-              found.put(id, JSON.readTree(l));
-            } catch (java.io.IOException e) {
-              throw new AssertionError(e);
-            }
-            return true;
-          }
-        }
-        return false;
-      });
-      return found.get(id);
-    }
   }
 }

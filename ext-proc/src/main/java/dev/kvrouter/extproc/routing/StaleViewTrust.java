@@ -89,10 +89,13 @@ public final class StaleViewTrust {
    * @param worker the chosen worker
    * @param overlap the chosen worker's overlap at the decision
    * @param shape the request's shape
-   * @param actualCachedTokens the engine's {@code cached_tokens}; negative when not reported (ignored)
+   * @param actualCachedTokens the engine's {@code cached_tokens} of a successful response followed to its end;
+   *     negative when the response did not report it, which confirms nothing: a worker that never reports (vLLM
+   *     without {@code --enable-prompt-tokens-details}) sees its stale view's credit fall to nothing, the rule
+   *     before this class
    */
   public void report(WorkerId worker, Overlap overlap, RequestShape shape, long actualCachedTokens) {
-    if (!enabled || !overlap.stale() || actualCachedTokens < 0 || shape.promptTokens() <= 0) {
+    if (!enabled || !overlap.stale() || shape.promptTokens() <= 0) {
       return;
     }
     // vLLM computes at least the last prompt token, so a hit is capped below the prompt's full blocks
@@ -102,7 +105,7 @@ public final class StaleViewTrust {
     if (claimed <= 0) {
       return; // nothing the view claimed beyond the router's own predictions: no test of the view
     }
-    long actualBlocks = actualCachedTokens / shape.blockSize();
+    long actualBlocks = actualCachedTokens < 0 ? 0 : actualCachedTokens / shape.blockSize();
     int confirmed = (int) Math.max(0, Math.min(claimed, actualBlocks - predicted));
     Evidence e = evidence.get(worker);
     if (e == null) {

@@ -84,12 +84,14 @@ class StaleViewTrustTest {
   }
 
   @Test
-  void onlyStaleDecisionsWithAReportCount() {
+  void onlyStaleDecisionsCountAndAnUnreportedHitConfirmsNothing() {
     StaleViewTrust t = new StaleViewTrust();
     t.staleChanged(W, true, "gap");
     t.report(W, new Overlap(100, 0, 0, 0, false), shape(100), 0); // decided on a fresh view
-    t.report(W, stale(100, 0), shape(100), -1); // no usage reported
     assertThat(t.trust(W)).isEqualTo(StaleViewTrust.PRIOR);
+    // a worker that does not report cached_tokens cannot vouch for its view
+    t.report(W, stale(100, 0), shape(100), -1);
+    assertThat(t.trust(W)).isEqualTo(32 * 0.9 / (64 * 0.9 + 100), within(1e-9));
   }
 
   @Test
