@@ -158,7 +158,7 @@ public final class KvrouterRuntime implements AutoCloseable {
           System::nanoTime, metrics);
       models.preload();
       if (config.events().staleViewTrust()) {
-        staleViewTrust = new StaleViewTrust();
+        staleViewTrust = new StaleViewTrust().bindTo(metrics);
       }
       PrefixOverlapSource overlaps = startIndex(); // after the models: event sources take their block size
       var t = config.tenancy();

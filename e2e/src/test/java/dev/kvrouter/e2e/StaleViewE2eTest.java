@@ -91,6 +91,8 @@ class StaleViewE2eTest {
     double trust = RoutedChat.candidate(confirmed.decision(), holder.name()).get("view_trust")
         .asDouble();
     assertThat(trust).as("confirmed by the worker's own report").isGreaterThan(0.8);
+    assertThat(RouterMetrics.sum(stack.routerMetrics(), "kvrouter_events_stale_view_trust",
+        "worker=\"" + holder.name() + "\"")).as("exported as well").isGreaterThan(0.8);
     assertThat(confirmed.worker()).isEqualTo(holder.name());
     JsonNode credited = RoutedChat.candidate(confirmed.decision(), holder.name());
     assertThat(credited.get("credit_blocks").asDouble()).isGreaterThan(0.8 * credited.get("overlap").get("gpu")

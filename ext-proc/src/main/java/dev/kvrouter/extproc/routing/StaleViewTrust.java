@@ -1,6 +1,8 @@
 package dev.kvrouter.extproc.routing;
 
 import dev.kvrouter.index.WorkerId;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -54,11 +56,14 @@ public final class StaleViewTrust {
   private final boolean enabled;
   private final ConcurrentHashMap<WorkerId, Evidence> evidence = new ConcurrentHashMap<>();
 
+  private volatile MeterRegistry meters;
+
   /** Decayed sums of claimed and confirmed blocks, starting from the prior. */
   private static final class Evidence {
     double claimed = PRIOR_BLOCKS;
     double confirmed = PRIOR * PRIOR_BLOCKS;
     volatile double trust = PRIOR;
+    Gauge gauge;
   }
 
   public StaleViewTrust() {
@@ -71,6 +76,15 @@ public final class StaleViewTrust {
 
   public boolean enabled() {
     return enabled;
+  }
+
+  /**
+   * Exports {@code kvrouter_events_stale_view_trust{worker, dp_rank}} for each stale worker while it is stale:
+   * beside {@code kvrouter_events_stale}, whether the router still routes on that view.
+   */
+  public StaleViewTrust bindTo(MeterRegistry registry) {
+    this.meters = registry;
+    return this;
   }
 
   /**
@@ -125,10 +139,28 @@ public final class StaleViewTrust {
    * non-blocking, as the event threads that call it require.
    */
   public void staleChanged(WorkerId worker, boolean stale, String reason) {
+    Evidence old;
     if (stale && enabled) {
-      evidence.put(worker, new Evidence());
+      Evidence e = new Evidence();
+      MeterRegistry m = meters;
+      if (m != null) {
+        old = evidence.remove(worker);
+        unregister(m, old);
+        e.gauge = Gauge.builder("kvrouter.events.stale.view.trust", e, x -> x.trust)
+            .tags("worker", worker.name(), "dp_rank", Integer.toString(worker.dpRank()))
+            .description("share of a stale worker view's credit the router still gives it (confirmed by usage)")
+            .register(m);
+      }
+      evidence.put(worker, e);
     } else {
-      evidence.remove(worker);
+      old = evidence.remove(worker);
+      unregister(meters, old);
+    }
+  }
+
+  private static void unregister(MeterRegistry m, Evidence e) {
+    if (m != null && e != null && e.gauge != null) {
+      m.remove(e.gauge);
     }
   }
 

@@ -112,6 +112,22 @@ class StaleViewTrustTest {
   }
 
   @Test
+  void eachStaleWorkerExportsItsTrustWhileStale() {
+    var registry = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+    StaleViewTrust t = new StaleViewTrust().bindTo(registry);
+    t.staleChanged(W, true, "gap");
+    var gauge = registry.get("kvrouter.events.stale.view.trust").tag("worker", "w").tag("dp_rank", "0").gauge();
+    assertThat(gauge.value()).isEqualTo(StaleViewTrust.PRIOR);
+    t.report(W, stale(500, 0), shape(500), 0);
+    assertThat(gauge.value()).isLessThan(0.07);
+    t.staleChanged(W, true, "another gap, its evidence anew");
+    assertThat(registry.get("kvrouter.events.stale.view.trust").gauges()).hasSize(1);
+    assertThat(registry.get("kvrouter.events.stale.view.trust").gauge().value()).isEqualTo(StaleViewTrust.PRIOR);
+    t.staleChanged(W, false, "replayed");
+    assertThat(registry.find("kvrouter.events.stale.view.trust").gauges()).isEmpty();
+  }
+
+  @Test
   void noneTrustsNothing() {
     StaleViewTrust t = StaleViewTrust.NONE;
     t.staleChanged(W, true, "gap");
