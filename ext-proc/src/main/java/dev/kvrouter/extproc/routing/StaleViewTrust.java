@@ -36,14 +36,15 @@ public final class StaleViewTrust {
   /**
    * The trust of a view that has just gone stale, before any report: half. At 0 the router would route nothing
    * to a stale worker for its view, so the view would never be tested (at 10% batch loss RAG served 87.8% of its
-   * prompts from cache with no prior, 89.3% with half; Mooncake 30.5% and 32.4%; BENCHMARKS.md).
+   * prompts from cache with no prior, 89.3% with half, no better with more; Mooncake 30.5% and 32.4%;
+   * docs/benchmarks/ab.md, "Stale views credited as far as usage confirms them").
    */
   static final double PRIOR = 0.5;
 
   /**
    * The prior's weight, in claimed blocks (1,024 tokens at block 16): one report of a long prompt outweighs it, a
    * few short ones do. So a view whose lost batches removed what it claims (a lost cache clear) loses its credit
-   * at the first long request that finds nothing (trust 0.06 after a 500-block miss).
+   * at the first long request that finds nothing (trust 0.05 after a 500-block miss).
    */
   static final double PRIOR_BLOCKS = 64;
 
