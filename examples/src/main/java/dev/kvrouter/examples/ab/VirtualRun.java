@@ -39,7 +39,6 @@ import dev.kvrouter.extproc.pipeline.PromptPipeline;
 import dev.kvrouter.extproc.request.InferenceRequest;
 import dev.kvrouter.extproc.request.PreparedRequest;
 import dev.kvrouter.extproc.request.RequestBodyParser;
-import dev.kvrouter.extproc.routing.Candidate;
 import dev.kvrouter.extproc.routing.Decision;
 import dev.kvrouter.extproc.routing.KvAwarePolicy;
 import dev.kvrouter.extproc.routing.KvIndexOverlapSource;
@@ -590,8 +589,7 @@ public final class VirtualRun {
           maxGap < 0 ? -1 : micros(maxGap));
       received(request, chunks);
       done(request.index(), o.finishNanos());
-      Candidate chosen = decision.detail().chosen();
-      staleViewTrust.report(chosen.id(), chosen.overlap(), decision.detail().shape(), o.cachedTokens());
+      staleViewTrust.report(decision, o.cachedTokens());
       long predicted = decision.detail().predictedCachedTokens();
       records.outcome(decision, 200, false, new TruthCheck(predicted, o.cachedTokens(), setup.blockSize()),
           o.promptTokens(), (o.firstTokenNanos() - sentNanos) / 1e6, (o.finishNanos() - sentNanos) / 1e6);

@@ -3,7 +3,6 @@ package dev.kvrouter.extproc.decision;
 import com.google.protobuf.ByteString;
 import dev.kvrouter.extproc.load.LoadLedger;
 import dev.kvrouter.extproc.load.WorkerHealth;
-import dev.kvrouter.extproc.routing.Candidate;
 import dev.kvrouter.extproc.routing.Decision;
 import dev.kvrouter.extproc.routing.StaleViewTrust;
 import dev.kvrouter.extproc.server.RequestListener;
@@ -56,6 +55,11 @@ public final class DecisionTracker implements RequestListener {
     Tracked(Decision decision, long startNanos) {
       this.decision = decision;
       this.startNanos = startNanos;
+    }
+
+    /** Not refused: a 2xx, or no status seen (an observer config without response headers). */
+    boolean succeeded() {
+      return status == 0 || status / 100 == 2;
     }
   }
 
@@ -138,7 +142,7 @@ public final class DecisionTracker implements RequestListener {
       if (first) {
         t.firstByteNanos = nanoClock.getAsLong();
       }
-      if (t.status == 0 || t.status / 100 == 2) {
+      if (t.succeeded()) {
         t.usage.feed(chunk.asReadOnlyByteBuffer());
       }
     }
@@ -169,9 +173,8 @@ public final class DecisionTracker implements RequestListener {
     TruthCheck truth = t.followed
         ? new TruthCheck(d.detail().predictedCachedTokens(), t.usage.cachedTokens(), d.detail().shape().blockSize())
         : TruthCheck.skipped(d.detail().predictedCachedTokens(), d.detail().shape().blockSize());
-    if (t.followed && !aborted && (t.status == 0 || t.status / 100 == 2)) {
-      Candidate chosen = d.detail().chosen();
-      staleViewTrust.report(chosen.id(), chosen.overlap(), d.detail().shape(), t.usage.cachedTokens());
+    if (t.followed && !aborted && t.succeeded()) {
+      staleViewTrust.report(d, t.usage.cachedTokens());
     }
     long ttft = t.firstByteNanos >= 0 && d.detail().stream() ? t.firstByteNanos - t.startNanos : -1;
     long duration = now - t.startNanos;

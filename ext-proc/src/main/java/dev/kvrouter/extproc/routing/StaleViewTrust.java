@@ -98,6 +98,14 @@ public final class StaleViewTrust {
     return e == null ? 0 : e.trust;
   }
 
+  /** {@link #report(WorkerId, Overlap, RequestShape, long)} for a routed decision's chosen worker. */
+  public void report(Decision d, long actualCachedTokens) {
+    Candidate chosen = d.detail().chosen();
+    if (chosen != null) {
+      report(chosen.id(), chosen.overlap(), d.detail().shape(), actualCachedTokens);
+    }
+  }
+
   /**
    * Records what the engine reported for a request routed to a worker whose view was stale at its decision.
    *
@@ -140,28 +148,20 @@ public final class StaleViewTrust {
    * non-blocking, as the event threads that call it require.
    */
   public void staleChanged(WorkerId worker, boolean stale, String reason) {
-    Evidence old;
+    MeterRegistry m = meters;
+    Evidence old = evidence.remove(worker);
+    if (m != null && old != null && old.gauge != null) {
+      m.remove(old.gauge);
+    }
     if (stale && enabled) {
       Evidence e = new Evidence();
-      MeterRegistry m = meters;
       if (m != null) {
-        old = evidence.remove(worker);
-        unregister(m, old);
         e.gauge = Gauge.builder("kvrouter.events.stale.view.trust", e, x -> x.trust)
             .tags("worker", worker.name(), "dp_rank", Integer.toString(worker.dpRank()))
             .description("share of a stale worker view's credit the router still gives it (confirmed by usage)")
             .register(m);
       }
       evidence.put(worker, e);
-    } else {
-      old = evidence.remove(worker);
-      unregister(meters, old);
-    }
-  }
-
-  private static void unregister(MeterRegistry m, Evidence e) {
-    if (m != null && e != null && e.gauge != null) {
-      m.remove(e.gauge);
     }
   }
 

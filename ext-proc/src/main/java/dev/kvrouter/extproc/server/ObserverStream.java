@@ -121,7 +121,7 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
     listener.onResponseBody(decision, b.getBody(), first, b.getEndOfStream());
     if (b.getEndOfStream()) {
       end(false);
-    } else if (first && !sampled()) {
+    } else if (first && !followed(decision, truthCheckEvery)) {
       // Leave if the routing stream is still open to report the end; onNext then closes this stream and Envoy
       // stops sending the rest.
       left = exchange.tryLeave();
@@ -131,10 +131,6 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
         inFlight.observerStayed();
       }
     }
-  }
-
-  private boolean sampled() {
-    return followed(decision, truthCheckEvery);
   }
 
   /**
