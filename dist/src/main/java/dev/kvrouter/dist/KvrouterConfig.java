@@ -88,7 +88,7 @@ public record KvrouterConfig(
     public Routing {
       policy = policy == null ? "kv_aware" : policy;
       weights = weights == null ? new RoutingWeights(null, null, null, null, null, null, null, null, null, null,
-          null, null, null, null, null, null, null, null, null) : weights;
+          null, null, null, null, null, null, null, null, null, null) : weights;
       busy = busy == null ? new Busy(null, null, null, null, null) : busy;
       load = load == null ? new Load(null, null, null, null, null, null, null) : load;
       scrape = scrape == null ? new Scrape(null, null, null, null, null) : scrape;
@@ -118,7 +118,8 @@ public record KvrouterConfig(
       Double boundedLoad,
       Double newPrefillEvictionWeight,
       Double evictionShareFull,
-      Double hotPrefixRelief) {
+      Double hotPrefixRelief,
+      Double stepTokens) {
     public RoutingWeights {
       // every default is Weights.DEFAULTS', read from there so the file and the code cannot disagree
       Weights d = Weights.DEFAULTS;
@@ -142,6 +143,7 @@ public record KvrouterConfig(
           ? d.newPrefillEvictionWeight() : newPrefillEvictionWeight;
       evictionShareFull = evictionShareFull == null ? d.evictionShareFull() : evictionShareFull;
       hotPrefixRelief = hotPrefixRelief == null ? d.hotPrefixRelief() : hotPrefixRelief;
+      stepTokens = stepTokens == null ? d.stepTokens() : stepTokens;
     }
   }
 

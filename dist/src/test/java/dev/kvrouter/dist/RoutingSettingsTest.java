@@ -28,11 +28,13 @@ class RoutingSettingsTest {
     KvrouterConfig cfg = KvrouterConfig.parse("""
         routing:
           policy: kv_aware
-          weights: {prefill_load_scale: 2.0, temperature: 0.1, decode_read_weight: 0.2, bounded_load: 1.5}
+          weights: {prefill_load_scale: 2.0, temperature: 0.1, decode_read_weight: 0.2, bounded_load: 1.5,
+                    step_tokens: 8192}
           busy: {max_prefill_tokens: 8192, when_all_busy: least_loaded}
           models:
             meta-llama/Llama-3.1-8B-Instruct:
-              weights: {gpu_credit: 0.5, imbalance_gate: true, decode_read_weight: 0.05, new_prefill_queue_weight: 2}
+              weights: {gpu_credit: 0.5, imbalance_gate: true, decode_read_weight: 0.05, new_prefill_queue_weight: 2,
+                        step_tokens: 2048}
               busy: {max_kv_usage: 0.95}
             qwen-ab:
               policy: round_robin
@@ -47,11 +49,13 @@ class RoutingSettingsTest {
     assertThat(llama.weights().decodeReadWeight()).isEqualTo(0.05);
     assertThat(llama.weights().newPrefillQueueWeight()).isEqualTo(2.0);
     assertThat(llama.weights().boundedLoad()).isEqualTo(1.5); // inherited
+    assertThat(llama.weights().stepTokens()).isEqualTo(2048.0);
     assertThat(llama.busy()).isEqualTo(new BusyThresholds(8192, 0, 0.95, 0));
     assertThat(llama.whenAllBusy()).isEqualTo(ModelRouting.WhenAllBusy.LEAST_LOADED);
     assertThat(c.resolve("qwen-ab", null).policy()).isEqualTo("round_robin");
     assertThat(c.resolve("qwen-ab", null).weights().prefillLoadScale()).isEqualTo(2.0);
     assertThat(c.resolve("qwen-ab", null).weights().decodeReadWeight()).isEqualTo(0.2); // inherited
+    assertThat(c.resolve("qwen-ab", null).weights().stepTokens()).isEqualTo(8192.0); // inherited
     assertThat(c.resolve("other", null).weights().gpuCredit()).isEqualTo(1.0);
     assertThat(c.resolve("other", null).weights().newPrefillQueueWeight()).isZero();
   }

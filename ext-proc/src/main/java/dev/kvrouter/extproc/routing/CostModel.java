@@ -15,7 +15,8 @@ import java.util.List;
  *   decode   = active_decode_blocks + (prompt_blocks - active_shared_blocks) + output_blocks
  *   read     = active_context_blocks + prompt_blocks + output_blocks
  *   cost     = (prefill_load_scale x prefill + new_weight x new + decode_load_scale x decode
- *               + decode_read_weight x read + active_request_weight x active_requests) / worker weight
+ *               + decode_read_weight x read x steps + active_request_weight x active_requests) / worker weight
+ *   steps    = max(1, prefill x block_size / step_tokens)   (1 while step_tokens is 0, the default)
  *   gpu_credit_eff = gpu_credit / (1 + overlap_credit_decay x excess_prefill / prompt_blocks)
  *   excess_prefill = (active_prefill_tokens - least active_prefill_tokens among candidates) / block_size
  *   new_weight = new_prefill_weight x (1 - hot_prefix_relief x hot_excess)
@@ -34,7 +35,11 @@ import java.util.List;
  * <p>{@code decode} is the worker's memory: a prefix shared by in-flight requests counts once. {@code read} is its
  * decode traffic: each running sequence's KV is read by every decode step separately (paged attention), so a
  * shared prefix counts once per request that holds it, and a worker holding a popular document reads it once per
- * request on it. With {@code decode_read_weight} 0 (Dynamo) that traffic is invisible to the cost.
+ * request on it. With {@code decode_read_weight} 0 (Dynamo) that traffic is invisible to the cost. With
+ * {@code step_tokens} set (the engine's per-step token budget) the read counts once per engine step the request
+ * waits for its first token: behind more prefill than one step takes, it waits through several steps, each
+ * reading every running sequence. That keeps a prefix's holder with a cold prompt queued from looking cheaper
+ * than an idle worker merely because fewer requests decode there.
  *
  * <p>Pure functions of their inputs; allocation-free.
  */
@@ -114,7 +119,8 @@ public final class CostModel {
       c.decodeBlocks = decode;
       c.readBlocks = read;
       double added = Math.max(shape.promptBlocks() - credit, 0);
-      c.cost = cost(prefill, added, newWeight, decode, read, c.load.requests(), w, weight);
+      double steps = w.stepTokens() > 0 ? Math.max(1, prefill * b / w.stepTokens()) : 1;
+      c.cost = cost(prefill, added, newWeight, decode, read * steps, c.load.requests(), w, weight);
       c.loadCost = cost(activePrefill, 0, c.load.decodeBlocks(), c.load.contextBlocks(), c.load.requests(), w,
           weight);
       c.scored = true;

@@ -47,6 +47,12 @@ import java.util.Locale;
  *     one worker's share, all of this from two workers'). Its copies are not wasted compute: one holder cannot
  *     serve it alone, so a copy made when the holder's queue outweighs the prefix serves later requests of it.
  *     In [0, 1]; 0 = off
+ * @param stepTokens the engine's token budget per step (vLLM's {@code --max-num-batched-tokens}; its default is
+ *     8192 on H100-class GPUs, 2048 on A100 and smaller ones). When set, the read term counts once per step the
+ *     request waits for its first token ({@code max(1, prefill tokens ahead and its own / step_tokens)}): a
+ *     worker with a long prefill queued reads its running sequences through every one of those steps. 0 = off
+ *     (one step, the default): it buys the TTFT tail of workloads whose holders queue cold prompts longer than a
+ *     step with some TPOT and cache (docs/routing.md)
  */
 public record Weights(
     double gpuCredit,
@@ -67,7 +73,8 @@ public record Weights(
     double boundedLoad,
     double newPrefillEvictionWeight,
     double evictionShareFull,
-    double hotPrefixRelief) {
+    double hotPrefixRelief,
+    double stepTokens) {
 
   /**
    * kvrouter's defaults: Dynamo's, but {@code new_prefill_weight} 1, which keeps best-of-N siblings and
@@ -83,18 +90,19 @@ public record Weights(
    * there costs more than computing it elsewhere (docs/routing.md has the A/B behind all five).
    */
   public static final Weights DEFAULTS = new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.1, 0.0, 1.0, 0.1, 0.0, false,
-      32, 1.1, 0.0, 0.0, 8.0, 0.05, 1.0);
+      32, 1.1, 0.0, 0.0, 8.0, 0.05, 1.0, 0.0);
 
   /** Dynamo's published defaults exactly (anchors §1.1): {@code new_prefill_weight} 0. */
   public static final Weights DYNAMO = new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, false,
-      32, 1.1, 0.0, 0.0, 0.0, 0.05, 0.0);
+      32, 1.1, 0.0, 0.0, 0.0, 0.05, 0.0, 0.0);
 
   /** Every key accepted in configuration and in {@code x-kvrouter-weights}. */
   public static final List<String> KEYS = List.of("gpu_credit", "cpu_credit", "disk_credit", "predicted_credit",
       "overlap_credit_decay", "prefill_load_scale", "decode_load_scale", "active_request_weight",
       "new_prefill_weight", "decode_read_weight", "temperature",
       "imbalance_gate", "imbalance_abs", "imbalance_rel", "new_prefill_queue_weight",
-      "bounded_load", "new_prefill_eviction_weight", "eviction_share_full", "hot_prefix_relief");
+      "bounded_load", "new_prefill_eviction_weight", "eviction_share_full", "hot_prefix_relief",
+      "step_tokens");
 
   /** Longest {@code x-kvrouter-weights} value read. */
   static final int MAX_HEADER = 1024;
@@ -130,6 +138,7 @@ public record Weights(
     if (hotPrefixRelief > 1) {
       throw new IllegalArgumentException("hot_prefix_relief must be in [0, 1], was " + hotPrefixRelief);
     }
+    check("step_tokens", stepTokens);
   }
 
   private static void check(String key, double v) {
@@ -155,7 +164,7 @@ public record Weights(
       return new Weights(gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
           decodeLoadScale, activeRequestWeight, newPrefillWeight, decodeReadWeight, temperature, b, imbalanceAbs,
           imbalanceRel, newPrefillQueueWeight, boundedLoad, newPrefillEvictionWeight, evictionShareFull,
-          hotPrefixRelief);
+          hotPrefixRelief, stepTokens);
     }
     double d;
     try {
@@ -171,14 +180,14 @@ public record Weights(
     double[] f = {gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
         decodeLoadScale, activeRequestWeight, newPrefillWeight, decodeReadWeight, temperature, 0, imbalanceAbs,
         imbalanceRel, newPrefillQueueWeight, boundedLoad, newPrefillEvictionWeight, evictionShareFull,
-        hotPrefixRelief};
+        hotPrefixRelief, stepTokens};
     int i = KEYS.indexOf(key);
     if (i < 0 || key.equals("imbalance_gate")) {
       throw new IllegalArgumentException("unknown weight `" + key + "` (known: " + String.join(", ", KEYS) + ")");
     }
     f[i] = d;
     return new Weights(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], imbalanceGate, f[12],
-        f[13], f[14], f[15], f[16], f[17], f[18]);
+        f[13], f[14], f[15], f[16], f[17], f[18], f[19]);
   }
 
   /**

@@ -160,6 +160,33 @@ class CostModelTest {
   }
 
   @Test
+  void withAStepBudgetTheReadTermCountsEveryStepTheFirstTokenWaits() {
+    // 10-block prompt. h holds 6 of it with a cold 20-block prompt queued and light decoding (20 held, 20 read); i
+    // holds nothing, has nothing queued and decodes heavily (70 held, 70 read). Defaults, no pressure:
+    // h: prefill 20 + 10 - 6 = 24, new 4, held 20 + 10 = 30, read 30: 24 + 4 + 3 + 3 = 34
+    // i: prefill 10, new 10, held 70 + 10 = 80, read 80: 10 + 10 + 8 + 8 = 36, so h wins
+    List<Candidate> off = holderBehindAColdPrompt();
+    CostModel.score(off, Weights.DEFAULTS, prompt(10), 0);
+    assertThat(off.get(0).cost()).isCloseTo(34.0, within(1e-9));
+    assertThat(off.get(1).cost()).isCloseTo(36.0, within(1e-9));
+    // A 160-token step: h's first token comes after 24 blocks = 384 tokens, 2.4 steps, each reading its 30 blocks:
+    // 24 + 4 + 3 + 0.1 x 30 x 2.4 = 38.2; i's 10 blocks fit one step, its cost stays 36: now i wins
+    List<Candidate> on = holderBehindAColdPrompt();
+    CostModel.score(on, Weights.DEFAULTS.with("step_tokens", 160), prompt(10), 0);
+    assertThat(on.get(0).cost()).isCloseTo(38.2, within(1e-9));
+    assertThat(on.get(1).cost()).isCloseTo(36.0, within(1e-9));
+    assertThat(on.get(0).readBlocks()).isEqualTo(30.0); // the record keeps the blocks, the cost counts the steps
+    // A budget that takes h's 384 tokens in one step changes nothing
+    List<Candidate> wide = holderBehindAColdPrompt();
+    CostModel.score(wide, Weights.DEFAULTS.with("step_tokens", 384), prompt(10), 0);
+    assertThat(wide).extracting(Candidate::cost).containsExactly(34.0, 36.0);
+  }
+
+  static List<Candidate> holderBehindAColdPrompt() {
+    return List.of(cand("h", gpu(6), load(320, 20, 20, 1)), cand("i", gpu(0), load(0, 70, 70, 4)));
+  }
+
+  @Test
   void dynamosExampleThroughTheScorerPicksWorkerTwo() {
     // The docs' decode column is each worker's active blocks; the scorer adds the request's own 10 blocks to every
     // worker alike (nothing of it is active anywhere), so each cost is the documented one plus 10.
