@@ -205,6 +205,9 @@ public final class DecisionLog {
       g.writeNumberField("prefill_blocks", round(c.prefillBlocks()));
       g.writeNumberField("decode_blocks", round(c.decodeBlocks()));
       g.writeNumberField("read_blocks", round(c.readBlocks()));
+      if (c.readSteps() != 1) {
+        g.writeNumberField("read_steps", round(c.readSteps()));
+      }
       g.writeNumberField("cost", round(c.cost()));
     }
     g.writeBooleanField("eligible", c.eligible());

@@ -24,6 +24,7 @@ public final class Candidate {
   double prefillBlocks;
   double decodeBlocks;
   double readBlocks;
+  double readSteps = 1;
   double cost;
   double loadCost;
 
@@ -106,6 +107,14 @@ public final class Candidate {
    */
   public double readBlocks() {
     return readBlocks;
+  }
+
+  /**
+   * Engine steps the request's first token would wait for here, by which the read term is counted (1 unless
+   * {@code step_tokens} is set and more prefill than one step is ahead of it and in it).
+   */
+  public double readSteps() {
+    return readSteps;
   }
 
   /** The cost model's value; the lowest wins. */

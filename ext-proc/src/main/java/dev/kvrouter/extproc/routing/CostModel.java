@@ -120,6 +120,7 @@ public final class CostModel {
       c.readBlocks = read;
       double added = Math.max(shape.promptBlocks() - credit, 0);
       double steps = w.stepTokens() > 0 ? Math.max(1, prefill * b / w.stepTokens()) : 1;
+      c.readSteps = steps;
       c.cost = cost(prefill, added, newWeight, decode, read * steps, c.load.requests(), w, weight);
       c.loadCost = cost(activePrefill, 0, c.load.decodeBlocks(), c.load.contextBlocks(), c.load.requests(), w,
           weight);

@@ -143,6 +143,7 @@ class DecisionTrackerTest {
     assertThat(w2.path("cost").asDouble()).isCloseTo(8.2, within(1e-9));
     assertThat(dec.path("candidates").get(0).path("cost").asDouble()).isCloseTo(20.2, within(1e-9));
     assertThat(w2.path("eligible").asBoolean()).isTrue();
+    assertThat(w2.has("read_steps")).as("no step budget, no factor").isFalse();
     assertThat(dec.path("timings_us").path("parse").asDouble()).isEqualTo(5.0);
     assertThat(lines.get(0)).doesNotContain("tenant-7");
 
@@ -183,6 +184,24 @@ class DecisionTrackerTest {
     assertThat(new TruthCheck(0, 64, 16).outcome()).isEqualTo("under");
     assertThat(new TruthCheck(32, 47, 16).outcome()).isEqualTo("within_block");
     assertThat(new TruthCheck(32, 48, 16).outcome()).isEqualTo("under");
+  }
+
+  @Test
+  void aCandidateWhoseFirstTokenWaitsSeveralStepsRecordsTheFactorItsReadsWereCountedBy() throws Exception {
+    overlaps.put(WorkerId.of("w2"), new Overlap(6, 0, 0, 0, false));
+    // 64-token steps. w1 computes all 9 blocks (144 tokens): 2.25 steps, so 9 + 9 + 0.1 x 11 + 0.1 x 11 x 2.25 =
+    // 21.575. w2 computes 3 (48 tokens), inside one step: 8.2 as without a budget, and no factor recorded
+    Decision d = router.route(request("steps", false, 8).withWeightsOverride("step_tokens=64"));
+    tracker.onDecision(d);
+    tracker.onResponseHeaders(d, 200);
+    JsonNode w1 = line(0).path("candidates").get(0);
+    JsonNode w2 = line(0).path("candidates").get(1);
+    assertThat(w1.path("read_steps").asDouble()).isEqualTo(2.25);
+    assertThat(w1.path("read_blocks").asDouble()).isEqualTo(11.0);
+    assertThat(w1.path("cost").asDouble()).isCloseTo(21.575, within(1e-9));
+    assertThat(w2.has("read_steps")).isFalse();
+    assertThat(w2.path("cost").asDouble()).isCloseTo(8.2, within(1e-9));
+    tracker.onEnd(d, false);
   }
 
   @Test
