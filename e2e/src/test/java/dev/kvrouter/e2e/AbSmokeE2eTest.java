@@ -118,6 +118,10 @@ class AbSmokeE2eTest {
       assertThat(r.counts().failed()).as(r.policy() + " errors " + r.errors() + "\n" + log).isZero();
       assertThat(r.counts().completed()).isEqualTo(64);
       assertThat(r.cache().source()).isEqualTo("sim");
+      // the engines' own TTFT: every request's first token, and less than the client saw through Envoy
+      assertThat(r.engineTtft().requests()).isEqualTo(64);
+      assertThat(r.engineTtft().meanMs()).isPositive().isLessThan(r.ttftMs().mean());
+      assertThat(r.engineTtft().frontMs()).isPositive();
     }
     assertThat(ours.cache().servedShare()).as(log).isGreaterThan(rr.cache().servedShare() + 0.15);
 

@@ -696,7 +696,8 @@ public final class VirtualRun {
     for (int i = 0; i < stats.size(); i++) {
       EngineStats s = stats.get(i);
       counters.put(names.get(i), new WorkerCounters(s.promptTokens(), s.prefixHitTokens(), s.prefixQueryTokens(),
-          s.generationTokens(), s.finishedRequests(), s.prefillTokensComputed(), s.cachedPromptTokens()));
+          s.generationTokens(), s.finishedRequests(), s.prefillTokensComputed(), s.cachedPromptTokens(),
+          s.ttft().sum(), s.ttft().count()));
     }
     long decisions = decisionMicros.getTotalCount();
     RoutingOverhead overhead = new RoutingOverhead(decisions, decisions == 0 ? 0 : decisionMicros.getMean(),

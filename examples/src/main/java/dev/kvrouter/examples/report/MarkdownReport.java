@@ -85,7 +85,23 @@ public final class MarkdownReport {
             + "queued + running requests over time. \"vs base\": "
             + report.baseline() + " / policy.\n\n");
     routerCost(b, report, w);
+    engineTtft(b, report, w);
     sessions(b, report, w);
+  }
+
+  /** The engines' own mean TTFT beside the client's, for runs whose workers export the histogram. */
+  private static void engineTtft(StringBuilder b, AbReport report, WorkloadResult w) {
+    List<PolicyResult> measured = ordered(report, w).stream().filter(r -> r.engineTtft() != null).toList();
+    if (measured.isEmpty()) {
+      return;
+    }
+    b.append("| policy | TTFT mean at the client | at the engines | in front of them |\n|---|---:|---:|---:|\n");
+    for (PolicyResult r : measured) {
+      b.append("| ").append(r.policy()).append(" | ").append(ms(r.ttftMs().mean())).append(" | ")
+          .append(ms(r.engineTtft().meanMs())).append(" | ").append(ms(r.engineTtft().frontMs())).append(" |\n");
+    }
+    b.append("\nMeans in ms; the engines' from their `vllm:time_to_first_token_seconds` histograms (arrival at the "
+        + "engine to the first token), the rest is the proxy, the router, the HTTP hops and the client.\n\n");
   }
 
   /** The router's own cost per policy, for runs that measured it (a router process or the in-process one). */

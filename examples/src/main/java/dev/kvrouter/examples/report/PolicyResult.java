@@ -30,11 +30,25 @@ import org.HdrHistogram.Histogram;
  * @param notes caveats of this run
  * @param sessions closed-loop conversations (turns held for the previous answer, answers resent short), or null for
  *     an open-loop run
+ * @param engineTtft TTFT as the engines measured it, or null when no worker exported its histogram
  */
 public record PolicyResult(String policy, Counts counts, Map<String, Long> errors, double durationSeconds,
     Throughput throughput, LatencyStats ttftMs, LatencyStats itlMs, LatencyStats tpotMs, LatencyStats e2eMs,
     LatencyStats sendLagMs, Cache cache, Balance balance, RouterCost router, List<double[]> ttftCdf,
-    LoadTimeline load, List<String> notes, Sessions sessions) {
+    LoadTimeline load, List<String> notes, Sessions sessions, EngineTtft engineTtft) {
+
+  /**
+   * The engines' own TTFT over the run, from each worker's {@code vllm:time_to_first_token_seconds} histogram
+   * (the change of its {@code _sum} and {@code _count}): from the request's arrival at the engine to its first
+   * token, so without the proxy, the router, the HTTP hops and the client. Only the mean is exact (the buckets are
+   * too coarse for quantiles at these latencies); beside the client's mean it splits a through-Envoy TTFT into the
+   * engines' share and everything in front of them.
+   *
+   * @param requests first tokens the engines counted
+   * @param meanMs their mean TTFT
+   * @param frontMs the client's mean TTFT minus {@code meanMs}
+   */
+  public record EngineTtft(long requests, double meanMs, double frontMs) {}
 
   /** Request counts. {@code failed} includes {@code overflow} and {@code notSent}. */
   public record Counts(int planned, int sent, int completed, int failed, int overflow, int notSent, int maxInFlight) {}
@@ -146,7 +160,23 @@ public record PolicyResult(String policy, Counts counts, Map<String, Long> error
     return new PolicyResult(run.policy(), counts, errors, round3(seconds), tp, LatencyStats.ofMicros(ttft),
         LatencyStats.ofMicros(run.itlMicros()), LatencyStats.ofMicros(tpot), LatencyStats.ofMicros(e2e),
         LatencyStats.ofMicros(lag), cache, balance(run, perWorker), routerCost(run, sent), cdf(ttft),
-        timeline(run), run.notes(), run.sessions());
+        timeline(run), run.notes(), run.sessions(), engineTtft(run, LatencyStats.ofMicros(ttft)));
+  }
+
+  private static EngineTtft engineTtft(RunData run, LatencyStats client) {
+    double sum = 0;
+    double count = 0;
+    for (WorkerCounters c : run.counters().values()) {
+      if (!Double.isNaN(c.ttftSecondsSum()) && !Double.isNaN(c.ttftCount())) {
+        sum += c.ttftSecondsSum();
+        count += c.ttftCount();
+      }
+    }
+    if (count <= 0) {
+      return null;
+    }
+    double mean = sum / count * 1000;
+    return new EngineTtft(Math.round(count), round3(mean), round3(client.mean() - mean));
   }
 
   private static Cache cache(RunData run, IdealReuse ideal, long usagePrompt, long usageCached, int usageResponses) {

@@ -6,13 +6,23 @@ package dev.kvrouter.examples.report;
  * cached or not), {@code vllm:prefix_cache_hits_total} / {@code vllm:prefix_cache_queries_total} (in tokens),
  * {@code vllm:generation_tokens_total}, {@code vllm:request_success_total}. The simulated worker also exports
  * its ground truth: {@code kvrouter_sim_prefill_tokens_computed_total} and
- * {@code kvrouter_sim_prompt_tokens_cached_total}.
+ * {@code kvrouter_sim_prompt_tokens_cached_total}. {@code ttftSecondsSum} / {@code ttftCount} are the engine's own
+ * {@code vllm:time_to_first_token_seconds} histogram's {@code _sum} and {@code _count}: TTFT from the request's
+ * arrival at the engine, without the proxy, router and client in front of it.
  */
 public record WorkerCounters(double promptTokens, double prefixCacheHits, double prefixCacheQueries,
-    double generationTokens, double requestSuccess, double simPrefillComputed, double simPromptTokensCached) {
+    double generationTokens, double requestSuccess, double simPrefillComputed, double simPromptTokensCached,
+    double ttftSecondsSum, double ttftCount) {
 
   public static final WorkerCounters ABSENT =
       new WorkerCounters(Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN);
+
+  /** Counters without the engine's TTFT histogram. */
+  public WorkerCounters(double promptTokens, double prefixCacheHits, double prefixCacheQueries,
+      double generationTokens, double requestSuccess, double simPrefillComputed, double simPromptTokensCached) {
+    this(promptTokens, prefixCacheHits, prefixCacheQueries, generationTokens, requestSuccess, simPrefillComputed,
+        simPromptTokensCached, Double.NaN, Double.NaN);
+  }
 
   /**
    * The change from {@code before} to this. A counter that went down was reset (a worker restarted), and as in
@@ -22,7 +32,8 @@ public record WorkerCounters(double promptTokens, double prefixCacheHits, double
     return new WorkerCounters(d(promptTokens, before.promptTokens), d(prefixCacheHits, before.prefixCacheHits),
         d(prefixCacheQueries, before.prefixCacheQueries), d(generationTokens, before.generationTokens),
         d(requestSuccess, before.requestSuccess), d(simPrefillComputed, before.simPrefillComputed),
-        d(simPromptTokensCached, before.simPromptTokensCached));
+        d(simPromptTokensCached, before.simPromptTokensCached), d(ttftSecondsSum, before.ttftSecondsSum),
+        d(ttftCount, before.ttftCount));
   }
 
   /** Prompt tokens whose KV the worker computed: the simulator's truth, else prompt tokens minus cache hits. */

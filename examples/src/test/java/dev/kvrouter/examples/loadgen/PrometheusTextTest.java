@@ -49,5 +49,18 @@ class PrometheusTextTest {
         """));
     assertThat(sim.computedPrefillTokens()).isEqualTo(70);
     assertThat(sim.cachedPromptTokens()).isEqualTo(45);
+    assertThat(sim.ttftCount()).as("no histogram exported").isNaN();
+  }
+
+  @Test
+  void readsTheEnginesTtftHistogramsSumAndCountNotItsBuckets() {
+    var c = WorkerMetrics.counters(PrometheusText.sums("""
+        vllm:time_to_first_token_seconds_bucket{le="0.01",model_name="m"} 3.0
+        vllm:time_to_first_token_seconds_bucket{le="+Inf",model_name="m"} 4.0
+        vllm:time_to_first_token_seconds_count{model_name="m"} 4.0
+        vllm:time_to_first_token_seconds_sum{model_name="m"} 0.062
+        """));
+    assertThat(c.ttftCount()).isEqualTo(4);
+    assertThat(c.ttftSecondsSum()).isEqualTo(0.062);
   }
 }
