@@ -179,6 +179,11 @@ public final class AbRunner {
             + "imbalance %.2f  errors %d%n",
         policy, r.ttftMs().p50(), r.ttftMs().p99(), r.e2eMs().p50(), r.cache().servedShare() * 100,
         r.cache().idealShare() * 100, r.balance().requestImbalance(), r.counts().failed());
+    if (r.engineTtft() != null) {
+      progress.printf(Locale.ROOT,
+          "    TTFT mean %.1f ms at the client, %.1f ms at the engines (%.1f ms in front of them)%n",
+          r.ttftMs().mean(), r.engineTtft().meanMs(), r.engineTtft().frontMs());
+    }
     for (String n : data.notes()) {
       if (n.startsWith("closed loop:") || n.startsWith("model answers:")) {
         progress.println("    " + n);
