@@ -83,6 +83,26 @@ public final class DecisionRecords {
     return m;
   }
 
+  /**
+   * The router's view of the requests' TTFT: mean and median of the outcome records' {@code ttft_ms} (from the
+   * routing decision to the first body byte the router saw), in ms, or null when none carried one. Beside the
+   * client's TTFT and the engines' it splits what stands in front of the engines: client to decision, and
+   * decision to engine and back.
+   */
+  public double[] routerTtftMs(List<RequestRecord> requests) {
+    Histogram h = new Histogram(3_600_000_000L, 3);
+    for (RequestRecord q : requests) {
+      JsonNode o = q.decisionId() == null ? null : outcomes.get(q.decisionId());
+      if (o != null && o.path("ttft_ms").isNumber()) {
+        h.recordValue(Math.max(0, Math.round(o.path("ttft_ms").asDouble() * 1000)));
+      }
+    }
+    if (h.getTotalCount() == 0) {
+      return null;
+    }
+    return new double[] {h.getMean() / 1000, h.getValueAtPercentile(50) / 1000.0};
+  }
+
   public int decisions() {
     return decisions.size();
   }

@@ -233,6 +233,13 @@ public final class EnvoyAb implements Callable<Integer> {
             m.put("fleetCacheBlocks", ideals.fleetBlocks());
             m.put("decisions", overhead.decisions());
             m.put("fallbacks", overhead.fallbacks());
+            double[] routerTtft = d.routerTtftMs(records);
+            if (routerTtft != null) {
+              m.put("routerTtftMeanMs", Math.round(routerTtft[0] * 1000) / 1000.0);
+              m.put("routerTtftP50Ms", Math.round(routerTtft[1] * 1000) / 1000.0);
+              System.out.printf(Locale.ROOT, "  %-12s TTFT mean %.1f ms from the routing decision (its records)%n",
+                  policy, routerTtft[0]);
+            }
             if (w.scriptsAnswers()) {
               // the answer blocks the next turns kept (the template's doing for chat) and were served
               int[] cached = new int[w.size()];
