@@ -122,6 +122,7 @@ class AbSmokeE2eTest {
       assertThat(r.engineTtft().requests()).isEqualTo(64);
       assertThat(r.engineTtft().meanMs()).isPositive().isLessThan(r.ttftMs().mean());
       assertThat(r.engineTtft().frontMs()).isPositive();
+      assertThat(r.engineTtft().simLateMs()).isNotNull().isNotNegative().isLessThan(r.engineTtft().frontMs());
     }
     assertThat(ours.cache().servedShare()).as(log).isGreaterThan(rr.cache().servedShare() + 0.15);
 

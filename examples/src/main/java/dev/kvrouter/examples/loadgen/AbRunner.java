@@ -180,9 +180,11 @@ public final class AbRunner {
         policy, r.ttftMs().p50(), r.ttftMs().p99(), r.e2eMs().p50(), r.cache().servedShare() * 100,
         r.cache().idealShare() * 100, r.balance().requestImbalance(), r.counts().failed());
     if (r.engineTtft() != null) {
+      PolicyResult.EngineTtft e = r.engineTtft();
       progress.printf(Locale.ROOT,
-          "    TTFT mean %.1f ms at the client, %.1f ms at the engines (%.1f ms in front of them)%n",
-          r.ttftMs().mean(), r.engineTtft().meanMs(), r.engineTtft().frontMs());
+          "    TTFT mean %.1f ms at the client, %.1f ms at the engines (%.1f ms in front of them%s)%n",
+          r.ttftMs().mean(), e.meanMs(), e.frontMs(), e.simLateMs() == null ? ""
+              : String.format(Locale.ROOT, ", %.1f of it the simulated engines' lateness", e.simLateMs()));
     }
     for (String n : data.notes()) {
       if (n.startsWith("closed loop:") || n.startsWith("model answers:")) {

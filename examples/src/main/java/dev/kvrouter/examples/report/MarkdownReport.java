@@ -95,13 +95,18 @@ public final class MarkdownReport {
     if (measured.isEmpty()) {
       return;
     }
-    b.append("| policy | TTFT mean at the client | at the engines | in front of them |\n|---|---:|---:|---:|\n");
+    b.append("| policy | TTFT mean at the client | at the engines | in front of them | of which the simulated "
+        + "engines' lateness |\n|---|---:|---:|---:|---:|\n");
     for (PolicyResult r : measured) {
+      PolicyResult.EngineTtft e = r.engineTtft();
       b.append("| ").append(r.policy()).append(" | ").append(ms(r.ttftMs().mean())).append(" | ")
-          .append(ms(r.engineTtft().meanMs())).append(" | ").append(ms(r.engineTtft().frontMs())).append(" |\n");
+          .append(ms(e.meanMs())).append(" | ").append(ms(e.frontMs())).append(" | ")
+          .append(e.simLateMs() == null ? "-" : ms(e.simLateMs())).append(" |\n");
     }
     b.append("\nMeans in ms; the engines' from their `vllm:time_to_first_token_seconds` histograms (arrival at the "
-        + "engine to the first token), the rest is the proxy, the router, the HTTP hops and the client.\n\n");
+        + "engine to the first token, as the engine times it), the rest is the proxy, the router, the HTTP hops and "
+        + "the client, and for simulated engines on a loaded host their thread's lateness after the modelled step "
+        + "end.\n\n");
   }
 
   /** The router's own cost per policy, for runs that measured it (a router process or the in-process one). */

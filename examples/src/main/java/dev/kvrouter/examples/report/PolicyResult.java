@@ -47,8 +47,10 @@ public record PolicyResult(String policy, Counts counts, Map<String, Long> error
    * @param requests first tokens the engines counted
    * @param meanMs their mean TTFT
    * @param frontMs the client's mean TTFT minus {@code meanMs}
+   * @param simLateMs of {@code frontMs}, the simulated engines' own lateness: how long after the modelled step end
+   *     their thread got to apply a first token on a loaded host, in mean (null for engines that do not say)
    */
-  public record EngineTtft(long requests, double meanMs, double frontMs) {}
+  public record EngineTtft(long requests, double meanMs, double frontMs, Double simLateMs) {}
 
   /** Request counts. {@code failed} includes {@code overflow} and {@code notSent}. */
   public record Counts(int planned, int sent, int completed, int failed, int overflow, int notSent, int maxInFlight) {}
@@ -166,17 +168,22 @@ public record PolicyResult(String policy, Counts counts, Map<String, Long> error
   private static EngineTtft engineTtft(RunData run, LatencyStats client) {
     double sum = 0;
     double count = 0;
+    double late = 0;
+    boolean lateKnown = true;
     for (WorkerCounters c : run.counters().values()) {
       if (!Double.isNaN(c.ttftSecondsSum()) && !Double.isNaN(c.ttftCount())) {
         sum += c.ttftSecondsSum();
         count += c.ttftCount();
+        lateKnown &= !Double.isNaN(c.simFirstTokenLateSeconds());
+        late += Double.isNaN(c.simFirstTokenLateSeconds()) ? 0 : c.simFirstTokenLateSeconds();
       }
     }
     if (count <= 0) {
       return null;
     }
     double mean = sum / count * 1000;
-    return new EngineTtft(Math.round(count), round3(mean), round3(client.mean() - mean));
+    return new EngineTtft(Math.round(count), round3(mean), round3(client.mean() - mean),
+        lateKnown ? round3(late / count * 1000) : null);
   }
 
   private static Cache cache(RunData run, IdealReuse ideal, long usagePrompt, long usageCached, int usageResponses) {

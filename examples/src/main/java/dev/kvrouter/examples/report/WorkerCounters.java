@@ -8,11 +8,13 @@ package dev.kvrouter.examples.report;
  * its ground truth: {@code kvrouter_sim_prefill_tokens_computed_total} and
  * {@code kvrouter_sim_prompt_tokens_cached_total}. {@code ttftSecondsSum} / {@code ttftCount} are the engine's own
  * {@code vllm:time_to_first_token_seconds} histogram's {@code _sum} and {@code _count}: TTFT from the request's
- * arrival at the engine, without the proxy, router and client in front of it.
+ * arrival at the engine, without the proxy, router and client in front of it. The simulated worker times that
+ * histogram by its model; {@code simFirstTokenLateSeconds} ({@code kvrouter_sim_first_token_late_seconds_total})
+ * sums how late a loaded host let it apply each first token after that.
  */
 public record WorkerCounters(double promptTokens, double prefixCacheHits, double prefixCacheQueries,
     double generationTokens, double requestSuccess, double simPrefillComputed, double simPromptTokensCached,
-    double ttftSecondsSum, double ttftCount) {
+    double ttftSecondsSum, double ttftCount, double simFirstTokenLateSeconds) {
 
   public static final WorkerCounters ABSENT =
       new WorkerCounters(Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN);
@@ -21,7 +23,7 @@ public record WorkerCounters(double promptTokens, double prefixCacheHits, double
   public WorkerCounters(double promptTokens, double prefixCacheHits, double prefixCacheQueries,
       double generationTokens, double requestSuccess, double simPrefillComputed, double simPromptTokensCached) {
     this(promptTokens, prefixCacheHits, prefixCacheQueries, generationTokens, requestSuccess, simPrefillComputed,
-        simPromptTokensCached, Double.NaN, Double.NaN);
+        simPromptTokensCached, Double.NaN, Double.NaN, Double.NaN);
   }
 
   /**
@@ -33,7 +35,7 @@ public record WorkerCounters(double promptTokens, double prefixCacheHits, double
         d(prefixCacheQueries, before.prefixCacheQueries), d(generationTokens, before.generationTokens),
         d(requestSuccess, before.requestSuccess), d(simPrefillComputed, before.simPrefillComputed),
         d(simPromptTokensCached, before.simPromptTokensCached), d(ttftSecondsSum, before.ttftSecondsSum),
-        d(ttftCount, before.ttftCount));
+        d(ttftCount, before.ttftCount), d(simFirstTokenLateSeconds, before.simFirstTokenLateSeconds));
   }
 
   /** Prompt tokens whose KV the worker computed: the simulator's truth, else prompt tokens minus cache hits. */

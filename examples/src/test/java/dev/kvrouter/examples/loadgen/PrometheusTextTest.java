@@ -59,8 +59,10 @@ class PrometheusTextTest {
         vllm:time_to_first_token_seconds_bucket{le="+Inf",model_name="m"} 4.0
         vllm:time_to_first_token_seconds_count{model_name="m"} 4.0
         vllm:time_to_first_token_seconds_sum{model_name="m"} 0.062
+        kvrouter_sim_first_token_late_seconds_total{model_name="m"} 0.004
         """));
     assertThat(c.ttftCount()).isEqualTo(4);
     assertThat(c.ttftSecondsSum()).isEqualTo(0.062);
+    assertThat(c.simFirstTokenLateSeconds()).isEqualTo(0.004);
   }
 }

@@ -31,6 +31,11 @@ final class Counters {
   long encoderSkippedByPrefix;
   /** Media items not encoded because their output was in the encoder cache. */
   long encoderCacheHits;
+  /**
+   * Real time only: how late, summed over first tokens, the clock thread applied the step that produced each one
+   * after the step's modelled end (the TTFT histogram times the model; the client sees the late application).
+   */
+  long firstTokenLateNanos;
   final Histogram ttft = new Histogram(Histogram.TTFT_BUCKETS);
   final Histogram e2e = new Histogram(Histogram.E2E_BUCKETS);
   final Histogram itl = new Histogram(Histogram.ITL_BUCKETS);

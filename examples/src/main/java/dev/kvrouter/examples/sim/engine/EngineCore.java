@@ -730,7 +730,7 @@ public final class EngineCore {
         c.prefillTokensComputed, c.generationTokens, c.finishedRequests, c.failedRequests, c.preemptions,
         c.evictionsBeforeRestart + pool.evictions(), c.steps, c.busyNanos, c.restarts, c.ttft.snapshot(),
         c.e2e.snapshot(), c.itl.snapshot(), offloadStats(c, offload == null ? 0 : offload.size(),
-            offload == null ? 0 : offload.evictions()), EngineStats.Media.of(c));
+            offload == null ? 0 : offload.evictions()), EngineStats.Media.of(c), c.firstTokenLateNanos);
   }
 
   /** The offload figures of {@code c} with the tier's current size and evictions; NONE when off. */

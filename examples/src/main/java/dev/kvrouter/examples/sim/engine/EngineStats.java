@@ -29,6 +29,9 @@ package dev.kvrouter.examples.sim.engine;
  * @param itl inter-token latency histogram, seconds
  * @param offload the CPU offload tier's figures ({@link Offload#NONE} when it is off)
  * @param media what happened to the media items the scheduler reached
+ * @param firstTokenLateNanos in real time, summed over the first tokens in {@code ttft}: how long after its
+ *     step's modelled end the engine thread got to apply it (a loaded host's lateness, not the model's); 0 in
+ *     virtual time
  */
 public record EngineStats(
     int numRunning,
@@ -53,7 +56,8 @@ public record EngineStats(
     Histogram e2e,
     Histogram itl,
     Offload offload,
-    Media media) {
+    Media media,
+    long firstTokenLateNanos) {
 
   /**
    * Media items (images) by what the scheduler did with each one the first time a chunk reached it.

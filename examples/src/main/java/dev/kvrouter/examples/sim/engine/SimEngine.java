@@ -196,7 +196,7 @@ public final class SimEngine {
         c.promptTokens, c.cachedPromptTokens, c.prefillTokensComputed, c.generationTokens, c.finishedRequests,
         c.failedRequests, c.preemptions, c.evictionsBeforeRestart, c.steps, c.busyNanos, c.restarts,
         c.ttft.snapshot(), c.e2e.snapshot(), c.itl.snapshot(), EngineCore.offloadStats(c, config, 0, 0),
-        EngineStats.Media.of(c));
+        EngineStats.Media.of(c), c.firstTokenLateNanos);
   }
 
   /** Whether the engine has requests waiting or running; owner thread. */
@@ -285,7 +285,9 @@ public final class SimEngine {
       return; // the process that ran this step crashed meanwhile
     }
     stepInFlight = false;
+    long firstTokens = counters.ttft.count();
     core.complete(step, duration, end);
+    counters.firstTokenLateNanos += (counters.ttft.count() - firstTokens) * Math.max(0, clock.nanoTime() - end);
     publishPending();
     if (core.hasWork()) {
       startStep(end);

@@ -77,6 +77,9 @@ final class MetricsRenderer {
     counter(b, "kvrouter_sim_engine_restarts", "Engine restarts after a crash.", s.restarts());
     counter(b, "kvrouter_sim_steps", "Engine steps executed.", s.steps());
     counter(b, "kvrouter_sim_busy_seconds", "Simulated seconds the engine spent in steps.", s.busyNanos() / 1e9);
+    counter(b, "kvrouter_sim_first_token_late_seconds", "Summed over first tokens: how long after its step's "
+        + "modelled end the engine thread applied it (host load; vllm:time_to_first_token_seconds times the model).",
+        s.firstTokenLateNanos() / 1e9);
     return b.toString();
   }
 

@@ -4,6 +4,7 @@ import static dev.kvrouter.examples.sim.testing.Tokens.concat;
 import static dev.kvrouter.examples.sim.testing.Tokens.seq;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvrouter.examples.sim.clock.SimClock;
 import dev.kvrouter.examples.sim.clock.VirtualClock;
 import dev.kvrouter.examples.sim.events.InProcessKvEventSink;
 import dev.kvrouter.index.wire.AllBlocksCleared;
@@ -47,6 +48,52 @@ class SimEngineVirtualTimeTest {
     assertThat(o.outcome.ttftNanos()).isEqualTo(prefill);
     assertThat(o.tokenTimes).containsExactly(5_000_000 + prefill, 5_000_000 + prefill + decode1,
         5_000_000 + prefill + decode1 + timing.stepNanos(new StepWork.Builder().add(1001, 1, 1000, true).build()));
+  }
+
+  @Test
+  void firstTokensAppliedLateByALoadedHostAreCountedApartFromTheModelsTtft() {
+    // A clock whose thread runs every task 2 ms after it was due, as a loaded host's does: the TTFT histogram keeps
+    // the model's time, and the lateness of each first token is summed beside it.
+    VirtualClock virtual = new VirtualClock();
+    SimClock late = new SimClock() {
+      @Override
+      public long nanoTime() {
+        return virtual.nanoTime() + 2_000_000;
+      }
+
+      @Override
+      public double epochSeconds() {
+        return virtual.epochSeconds();
+      }
+
+      @Override
+      public void execute(Runnable task) {
+        virtual.execute(task);
+      }
+
+      @Override
+      public Cancellable schedule(long atNanos, Runnable task) {
+        return virtual.schedule(atNanos, task); // due at atNanos of this clock, run 2 ms after it by this clock
+      }
+    };
+    SimEngine engine = new SimEngine("w", config(1), late, timing, new RecordingSink(), OutputTokens.range(1, 9));
+    RecordingObserver a = new RecordingObserver();
+    RecordingObserver b = new RecordingObserver();
+    engine.submitNow(RequestSpec.of("a", seq(1000, 1), 3), a);
+    engine.submitNow(RequestSpec.of("b", seq(500, 5000), 3), b);
+    virtual.runUntilIdle(MAX_TASKS);
+    // a alone is prefilled in the first step (b arrives while it runs): the model's time, whatever the lateness
+    assertThat(a.outcome.ttftNanos()).isEqualTo(timing.stepNanos(new StepWork.Builder().add(0, 1000, 1000, true)
+        .build()));
+    EngineStats s = engine.statsNow();
+    assertThat(s.ttft().count()).isEqualTo(2);
+    assertThat(s.firstTokenLateNanos()).isEqualTo(2 * 2_000_000L);
+    // on time, nothing
+    VirtualClock onTime = new VirtualClock();
+    SimEngine punctual = new SimEngine("w", config(1), onTime, timing, new RecordingSink(), OutputTokens.range(1, 9));
+    punctual.submitNow(RequestSpec.of("a", seq(1000, 1), 3), new RecordingObserver());
+    onTime.runUntilIdle(MAX_TASKS);
+    assertThat(punctual.statsNow().firstTokenLateNanos()).isZero();
   }
 
   @Test
