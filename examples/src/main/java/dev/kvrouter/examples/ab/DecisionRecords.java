@@ -89,7 +89,7 @@ public final class DecisionRecords {
    * client's TTFT and the engines' it splits what stands in front of the engines: client to decision, and
    * decision to engine and back.
    */
-  public double[] routerTtftMs(List<RequestRecord> requests) {
+  public RouterTtft routerTtft(List<RequestRecord> requests) {
     Histogram h = new Histogram(3_600_000_000L, 3);
     for (RequestRecord q : requests) {
       JsonNode o = q.decisionId() == null ? null : outcomes.get(q.decisionId());
@@ -100,8 +100,11 @@ public final class DecisionRecords {
     if (h.getTotalCount() == 0) {
       return null;
     }
-    return new double[] {h.getMean() / 1000, h.getValueAtPercentile(50) / 1000.0};
+    return new RouterTtft(h.getMean() / 1000, h.getValueAtPercentile(50) / 1000.0);
   }
+
+  /** The router's view of TTFT over a run's requests, in ms. */
+  public record RouterTtft(double meanMs, double p50Ms) {}
 
   public int decisions() {
     return decisions.size();

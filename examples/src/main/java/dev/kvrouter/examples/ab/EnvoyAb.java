@@ -233,12 +233,12 @@ public final class EnvoyAb implements Callable<Integer> {
             m.put("fleetCacheBlocks", ideals.fleetBlocks());
             m.put("decisions", overhead.decisions());
             m.put("fallbacks", overhead.fallbacks());
-            double[] routerTtft = d.routerTtftMs(records);
+            DecisionRecords.RouterTtft routerTtft = d.routerTtft(records);
             if (routerTtft != null) {
-              m.put("routerTtftMeanMs", Math.round(routerTtft[0] * 1000) / 1000.0);
-              m.put("routerTtftP50Ms", Math.round(routerTtft[1] * 1000) / 1000.0);
+              m.put("routerTtftMeanMs", Math.round(routerTtft.meanMs() * 1000) / 1000.0);
+              m.put("routerTtftP50Ms", Math.round(routerTtft.p50Ms() * 1000) / 1000.0);
               System.out.printf(Locale.ROOT, "  %-12s TTFT mean %.1f ms from the routing decision (its records)%n",
-                  policy, routerTtft[0]);
+                  policy, routerTtft.meanMs());
             }
             if (w.scriptsAnswers()) {
               // the answer blocks the next turns kept (the template's doing for chat) and were served

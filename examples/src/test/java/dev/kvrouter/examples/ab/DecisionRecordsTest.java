@@ -34,9 +34,9 @@ class DecisionRecordsTest {
     assertThat(d.overhead(run).meanMicros()).isCloseTo((40 + 20) / 2.0, within(0.1));
     assertThat(d.overhead(run).fallbacks()).isEqualTo(1);
     assertThat(d.truth(run)).isEqualTo(Map.of("within_block", 1L, "over", 1L));
-    double[] ttft = d.routerTtftMs(run);
-    assertThat(ttft[0]).isCloseTo(30.0, within(0.05));
-    assertThat(ttft[1]).isCloseTo(20.0, within(0.05));
-    assertThat(d.routerTtftMs(List.of(request(0, null)))).as("no outcome with a TTFT").isNull();
+    DecisionRecords.RouterTtft ttft = d.routerTtft(run);
+    assertThat(ttft.meanMs()).isCloseTo(30.0, within(0.05));
+    assertThat(ttft.p50Ms()).isCloseTo(20.0, within(0.05));
+    assertThat(d.routerTtft(List.of(request(0, null)))).as("no outcome with a TTFT").isNull();
   }
 }
