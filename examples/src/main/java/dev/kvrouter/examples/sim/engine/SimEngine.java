@@ -285,9 +285,10 @@ public final class SimEngine {
       return; // the process that ran this step crashed meanwhile
     }
     stepInFlight = false;
+    long late = Math.max(0, clock.nanoTime() - end); // before applying it: the step's own CPU is not lateness
     long firstTokens = counters.ttft.count();
     core.complete(step, duration, end);
-    counters.firstTokenLateNanos += (counters.ttft.count() - firstTokens) * Math.max(0, clock.nanoTime() - end);
+    counters.firstTokenLateNanos += (counters.ttft.count() - firstTokens) * late;
     publishPending();
     if (core.hasWork()) {
       startStep(end);
