@@ -123,6 +123,9 @@ class AbSmokeE2eTest {
       assertThat(r.engineTtft().meanMs()).isPositive().isLessThan(r.ttftMs().mean());
       assertThat(r.engineTtft().frontMs()).isPositive();
       assertThat(r.engineTtft().simLateMs()).isNotNull().isNotNegative().isLessThan(r.engineTtft().frontMs());
+      // the workers' servers see every streamed response's first chunk between the engines and the client
+      assertThat(r.engineTtft().simServerMs()).isNotNull().isGreaterThanOrEqualTo(r.engineTtft().meanMs())
+          .isLessThan(r.ttftMs().mean());
     }
     assertThat(ours.cache().servedShare()).as(log).isGreaterThan(rr.cache().servedShare() + 0.15);
 

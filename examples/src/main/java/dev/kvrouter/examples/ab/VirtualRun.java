@@ -697,7 +697,7 @@ public final class VirtualRun {
       EngineStats s = stats.get(i);
       counters.put(names.get(i), new WorkerCounters(s.promptTokens(), s.prefixHitTokens(), s.prefixQueryTokens(),
           s.generationTokens(), s.finishedRequests(), s.prefillTokensComputed(), s.cachedPromptTokens(),
-          s.ttft().sum(), s.ttft().count(), s.firstTokenLateNanos() / 1e9));
+          s.ttft().sum(), s.ttft().count(), s.firstTokenLateNanos() / 1e9, Double.NaN, Double.NaN));
     }
     long decisions = decisionMicros.getTotalCount();
     RoutingOverhead overhead = new RoutingOverhead(decisions, decisions == 0 ? 0 : decisionMicros.getMean(),

@@ -182,8 +182,10 @@ public final class AbRunner {
     if (r.engineTtft() != null) {
       PolicyResult.EngineTtft e = r.engineTtft();
       progress.printf(Locale.ROOT,
-          "    TTFT mean %.1f ms at the client, %.1f ms at the engines (%.1f ms in front of them%s)%n",
-          r.ttftMs().mean(), e.meanMs(), e.frontMs(), e.simLateMs() == null ? ""
+          "    TTFT mean %.1f ms at the client,%s %.1f ms at the engines (%.1f ms in front of them%s)%n",
+          r.ttftMs().mean(), e.simServerMs() == null ? ""
+              : String.format(Locale.ROOT, " %.1f ms at the workers' HTTP servers,", e.simServerMs()),
+          e.meanMs(), e.frontMs(), e.simLateMs() == null ? ""
               : String.format(Locale.ROOT, ", %.1f of it the simulated engines' lateness", e.simLateMs()));
     }
     for (String n : data.notes()) {

@@ -72,7 +72,8 @@ public final class WorkerMetrics {
         get(s, "vllm:generation_tokens_total"), get(s, "vllm:request_success_total"),
         get(s, "kvrouter_sim_prefill_tokens_computed_total"), get(s, "kvrouter_sim_prompt_tokens_cached_total"),
         get(s, "vllm:time_to_first_token_seconds_sum"), get(s, "vllm:time_to_first_token_seconds_count"),
-        get(s, "kvrouter_sim_first_token_late_seconds_total"));
+        get(s, "kvrouter_sim_first_token_late_seconds_total"), get(s, "kvrouter_sim_http_first_chunk_seconds_total"),
+        get(s, "kvrouter_sim_http_first_chunks_total"));
   }
 
   /**

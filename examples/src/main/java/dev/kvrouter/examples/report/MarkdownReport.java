@@ -95,11 +95,12 @@ public final class MarkdownReport {
     if (measured.isEmpty()) {
       return;
     }
-    b.append("| policy | TTFT mean at the client | at the engines | in front of them | of which the simulated "
-        + "engines' lateness |\n|---|---:|---:|---:|---:|\n");
+    b.append("| policy | TTFT mean at the client | at the workers' HTTP servers | at the engines | in front of them "
+        + "| of which the simulated engines' lateness |\n|---|---:|---:|---:|---:|---:|\n");
     for (PolicyResult r : measured) {
       PolicyResult.EngineTtft e = r.engineTtft();
       b.append("| ").append(r.policy()).append(" | ").append(ms(r.ttftMs().mean())).append(" | ")
+          .append(e.simServerMs() == null ? "-" : ms(e.simServerMs())).append(" | ")
           .append(ms(e.meanMs())).append(" | ").append(ms(e.frontMs())).append(" | ")
           .append(e.simLateMs() == null ? "-" : ms(e.simLateMs())).append(" |\n");
     }

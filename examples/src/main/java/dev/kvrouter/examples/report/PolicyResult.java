@@ -49,8 +49,11 @@ public record PolicyResult(String policy, Counts counts, Map<String, Long> error
    * @param frontMs the client's mean TTFT minus {@code meanMs}
    * @param simLateMs of {@code frontMs}, the simulated engines' own lateness: how long after the modelled step end
    *     their thread got to apply a first token on a loaded host, in mean (null for engines that do not say)
+   * @param simServerMs the simulated workers' HTTP servers' own mean TTFT of streamed responses (request taken to
+   *     first token chunk flushed), or null: between it and the client's is only the proxy, the router and the
+   *     client
    */
-  public record EngineTtft(long requests, double meanMs, double frontMs, Double simLateMs) {}
+  public record EngineTtft(long requests, double meanMs, double frontMs, Double simLateMs, Double simServerMs) {}
 
   /** Request counts. {@code failed} includes {@code overflow} and {@code notSent}. */
   public record Counts(int planned, int sent, int completed, int failed, int overflow, int notSent, int maxInFlight) {}
@@ -170,6 +173,8 @@ public record PolicyResult(String policy, Counts counts, Map<String, Long> error
     double count = 0;
     double late = 0;
     boolean lateKnown = true;
+    double server = 0;
+    double serverCount = 0;
     for (WorkerCounters c : run.counters().values()) {
       if (!Double.isNaN(c.ttftSecondsSum()) && !Double.isNaN(c.ttftCount())) {
         sum += c.ttftSecondsSum();
@@ -177,13 +182,17 @@ public record PolicyResult(String policy, Counts counts, Map<String, Long> error
         lateKnown &= !Double.isNaN(c.simFirstTokenLateSeconds());
         late += Double.isNaN(c.simFirstTokenLateSeconds()) ? 0 : c.simFirstTokenLateSeconds();
       }
+      if (!Double.isNaN(c.simHttpFirstChunkSeconds()) && !Double.isNaN(c.simHttpFirstChunks())) {
+        server += c.simHttpFirstChunkSeconds();
+        serverCount += c.simHttpFirstChunks();
+      }
     }
     if (count <= 0) {
       return null;
     }
     double mean = sum / count * 1000;
     return new EngineTtft(Math.round(count), round3(mean), round3(client.mean() - mean),
-        lateKnown ? round3(late / count * 1000) : null);
+        lateKnown ? round3(late / count * 1000) : null, serverCount > 0 ? round3(server / serverCount * 1000) : null);
   }
 
   private static Cache cache(RunData run, IdealReuse ideal, long usagePrompt, long usageCached, int usageResponses) {

@@ -10,11 +10,14 @@ package dev.kvrouter.examples.report;
  * {@code vllm:time_to_first_token_seconds} histogram's {@code _sum} and {@code _count}: TTFT from the request's
  * arrival at the engine, without the proxy, router and client in front of it. The simulated worker times that
  * histogram by its model; {@code simFirstTokenLateSeconds} ({@code kvrouter_sim_first_token_late_seconds_total})
- * sums how late a loaded host let it apply each first token after that.
+ * sums how late a loaded host let it apply each first token after that, and {@code simHttpFirstChunkSeconds} /
+ * {@code simHttpFirstChunks} its HTTP server's own TTFT of streamed responses (request taken to first token chunk
+ * flushed).
  */
 public record WorkerCounters(double promptTokens, double prefixCacheHits, double prefixCacheQueries,
     double generationTokens, double requestSuccess, double simPrefillComputed, double simPromptTokensCached,
-    double ttftSecondsSum, double ttftCount, double simFirstTokenLateSeconds) {
+    double ttftSecondsSum, double ttftCount, double simFirstTokenLateSeconds, double simHttpFirstChunkSeconds,
+    double simHttpFirstChunks) {
 
   public static final WorkerCounters ABSENT =
       new WorkerCounters(Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN);
@@ -23,7 +26,7 @@ public record WorkerCounters(double promptTokens, double prefixCacheHits, double
   public WorkerCounters(double promptTokens, double prefixCacheHits, double prefixCacheQueries,
       double generationTokens, double requestSuccess, double simPrefillComputed, double simPromptTokensCached) {
     this(promptTokens, prefixCacheHits, prefixCacheQueries, generationTokens, requestSuccess, simPrefillComputed,
-        simPromptTokensCached, Double.NaN, Double.NaN, Double.NaN);
+        simPromptTokensCached, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN);
   }
 
   /**
@@ -35,7 +38,8 @@ public record WorkerCounters(double promptTokens, double prefixCacheHits, double
         d(prefixCacheQueries, before.prefixCacheQueries), d(generationTokens, before.generationTokens),
         d(requestSuccess, before.requestSuccess), d(simPrefillComputed, before.simPrefillComputed),
         d(simPromptTokensCached, before.simPromptTokensCached), d(ttftSecondsSum, before.ttftSecondsSum),
-        d(ttftCount, before.ttftCount), d(simFirstTokenLateSeconds, before.simFirstTokenLateSeconds));
+        d(ttftCount, before.ttftCount), d(simFirstTokenLateSeconds, before.simFirstTokenLateSeconds),
+        d(simHttpFirstChunkSeconds, before.simHttpFirstChunkSeconds), d(simHttpFirstChunks, before.simHttpFirstChunks));
   }
 
   /** Prompt tokens whose KV the worker computed: the simulator's truth, else prompt tokens minus cache hits. */

@@ -60,9 +60,13 @@ class PrometheusTextTest {
         vllm:time_to_first_token_seconds_count{model_name="m"} 4.0
         vllm:time_to_first_token_seconds_sum{model_name="m"} 0.062
         kvrouter_sim_first_token_late_seconds_total{model_name="m"} 0.004
+        kvrouter_sim_http_first_chunk_seconds_total{model_name="m"} 0.09
+        kvrouter_sim_http_first_chunks_total{model_name="m"} 4
         """));
     assertThat(c.ttftCount()).isEqualTo(4);
     assertThat(c.ttftSecondsSum()).isEqualTo(0.062);
     assertThat(c.simFirstTokenLateSeconds()).isEqualTo(0.004);
+    assertThat(c.simHttpFirstChunkSeconds()).isEqualTo(0.09);
+    assertThat(c.simHttpFirstChunks()).isEqualTo(4);
   }
 }

@@ -104,8 +104,8 @@ class PolicyResultTest {
     assertThat(PolicyResult.summarize(r, IDEAL).engineTtft()).as("no histogram scraped").isNull();
     // a: three first tokens in 0.09 s, b: two in 0.05 s, c exports no histogram: 0.14 s / 5 = 28 ms
     Map<String, WorkerCounters> counters = new java.util.LinkedHashMap<>();
-    counters.put("a", new WorkerCounters(3000, 0, 3000, 30, 3, 3000, 0, 0.09, 3, 0.006));
-    counters.put("b", new WorkerCounters(2000, 0, 2000, 20, 2, 2000, 0, 0.05, 2, 0.004));
+    counters.put("a", new WorkerCounters(3000, 0, 3000, 30, 3, 3000, 0, 0.09, 3, 0.006, 0.1, 3));
+    counters.put("b", new WorkerCounters(2000, 0, 2000, 20, 2, 2000, 0, 0.05, 2, 0.004, 0.06, 2));
     counters.put("c", new WorkerCounters(1000, 0, 1000, 10, 1, 1000, 0));
     RunData run = new RunData("x", r.workers(), r.requests(), r.itlMicros(), r.durationMicros(), counters, r.load(),
         r.loadIntervalMicros(), null, null, -1, null, 1, List.of(), null);
@@ -114,12 +114,14 @@ class PolicyResultTest {
     assertThat(e.meanMs()).isEqualTo(28.0);
     assertThat(e.frontMs()).isCloseTo(12.0, within(0.1)); // 40 at the client
     assertThat(e.simLateMs()).as("of which the simulated engines' lateness: 10 ms over 5").isEqualTo(2.0);
+    assertThat(e.simServerMs()).as("their servers' own TTFT: 0.16 s over 5").isEqualTo(32.0);
     // the histogram's _sum and _count change over a run like the other counters
-    WorkerCounters before = new WorkerCounters(0, 0, 0, 0, 0, 0, 0, 1.5, 40, 0.1);
-    WorkerCounters after = new WorkerCounters(0, 0, 0, 0, 0, 0, 0, 1.59, 43, 0.13);
+    WorkerCounters before = new WorkerCounters(0, 0, 0, 0, 0, 0, 0, 1.5, 40, 0.1, 2.0, 40);
+    WorkerCounters after = new WorkerCounters(0, 0, 0, 0, 0, 0, 0, 1.59, 43, 0.13, 2.1, 43);
     assertThat(after.minus(before).ttftSecondsSum()).isCloseTo(0.09, within(1e-9));
     assertThat(after.minus(before).ttftCount()).isEqualTo(3);
     assertThat(after.minus(before).simFirstTokenLateSeconds()).isCloseTo(0.03, within(1e-9));
+    assertThat(after.minus(before).simHttpFirstChunks()).isEqualTo(3);
   }
 
   @Test

@@ -36,6 +36,14 @@ final class MetricsRenderer {
   }
 
   String render(EngineStats s, boolean up) {
+    return render(s, up, 0, 0);
+  }
+
+  /**
+   * With the server's own TTFT of streamed responses: {@code firstChunkSeconds} summed over {@code firstChunks}
+   * responses, from the request taken to its first token chunk flushed.
+   */
+  String render(EngineStats s, boolean up, double firstChunkSeconds, long firstChunks) {
     StringBuilder b = new StringBuilder(8192);
     gauge(b, "vllm:num_requests_running", "Number of requests in model execution batches.", s.numRunning());
     gauge(b, "vllm:num_requests_waiting", "Number of requests waiting to be processed.", s.numWaiting());
@@ -80,6 +88,11 @@ final class MetricsRenderer {
     counter(b, "kvrouter_sim_first_token_late_seconds", "Summed over first tokens: how long after its step's "
         + "modelled end the engine thread applied it (host load; vllm:time_to_first_token_seconds times the model).",
         s.firstTokenLateNanos() / 1e9);
+    counter(b, "kvrouter_sim_http_first_chunk_seconds", "Summed over streamed responses: request taken by the HTTP "
+        + "server to its first token chunk flushed (parsing, tokenizing, hand-offs, the engine, the writer).",
+        firstChunkSeconds);
+    counter(b, "kvrouter_sim_http_first_chunks", "Streamed responses whose first token chunk was flushed.",
+        firstChunks);
     return b.toString();
   }
 

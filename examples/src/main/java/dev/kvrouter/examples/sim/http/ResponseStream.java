@@ -17,6 +17,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import java.util.function.LongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -57,6 +58,8 @@ final class ResponseStream {
   private final Executor writer;
   private final Consumer<String> abort;
   private final String servedBy;
+  private final long receivedNanos;
+  private final LongConsumer firstChunk;
   private final ConcurrentLinkedQueue<Object> inbox = new ConcurrentLinkedQueue<>();
   private final AtomicBoolean draining = new AtomicBoolean();
 
@@ -73,15 +76,22 @@ final class ResponseStream {
   private long completionTokens;
   private long cachedTokens;
   private boolean done;
+  /** Whether a token chunk was written; the first flush after one times the server's own TTFT. */
+  private boolean tokenWritten;
+  private boolean firstChunkTimed;
 
   /**
    * @param scriptedText per choice, the text each generated token streams (a scripted chat answer, which ends at
    *     the model's end of turn: finish reason {@code stop}), completed while the engine prefills; or null for
    *     every token's {@code encoder} text
+   * @param receivedNanos when the server took the request ({@link System#nanoTime()})
+   * @param firstChunk given, once per streamed response, the nanoseconds from {@code receivedNanos} to the flush of
+   *     its first token chunk: the server's own TTFT, which the engine's histogram leaves out (parsing,
+   *     tokenizing, the hand-off to the engine thread, the writer pool)
    */
   ResponseStream(HttpExchange exchange, ApiRequest request, String id, long created, String[] engineIds,
       PromptEncoder encoder, CompletableFuture<String[][]> scriptedText, Executor writer, Consumer<String> abort,
-      String servedBy) {
+      String servedBy, long receivedNanos, LongConsumer firstChunk) {
     this.exchange = exchange;
     this.request = request;
     this.id = id;
@@ -92,6 +102,8 @@ final class ResponseStream {
     this.writer = writer;
     this.abort = abort;
     this.servedBy = servedBy;
+    this.receivedNanos = receivedNanos;
+    this.firstChunk = firstChunk;
     this.text = new StringBuilder[engineIds.length];
     this.ended = new boolean[engineIds.length];
     for (int i = 0; i < text.length; i++) {
@@ -151,6 +163,10 @@ final class ResponseStream {
       if (wrote && body != null && !done) {
         body.flush();
       }
+      if (tokenWritten && !firstChunkTimed) {
+        firstChunkTimed = true;
+        firstChunk.accept(System.nanoTime() - receivedNanos);
+      }
     } catch (IOException | RuntimeException ex) {
       log.debug("response {} could not be written ({}); aborting", id, ex.toString());
       finishWithAbort();
@@ -177,6 +193,7 @@ final class ResponseStream {
           writeRoleChunks();
         }
         writeTokenChunk(t);
+        tokenWritten = true;
         return true;
       }
       text[t.choice()].append(text(t));

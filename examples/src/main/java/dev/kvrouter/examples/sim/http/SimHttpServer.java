@@ -30,6 +30,7 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.regex.Pattern;
 import net.openhft.hashing.LongHashFunction;
 import org.slf4j.Logger;
@@ -88,6 +89,9 @@ public final class SimHttpServer implements AutoCloseable {
   private final Options options;
   private final ApiRequestParser parser;
   private final MetricsRenderer metrics;
+  /** Streamed responses' server-side TTFT (request taken to first token chunk flushed), summed, and their count. */
+  private final LongAdder firstChunkNanos = new LongAdder();
+  private final LongAdder firstChunks = new LongAdder();
   private final ScriptedOutput scripted;
   private final ScriptedChatAnswers chatAnswers;
   private final PromptEncoder responseText;
@@ -194,6 +198,7 @@ public final class SimHttpServer implements AutoCloseable {
   }
 
   private void generate(HttpExchange ex, boolean chat) throws IOException, ApiException {
+    long received = System.nanoTime();
     byte[] body = readBody(ex);
     ApiRequest req = parser.parse(chat, body);
     if (!engine.isUp()) {
@@ -238,7 +243,10 @@ public final class SimHttpServer implements AutoCloseable {
     // a scripted answer's text per token is computed once the engine has the request, while it prefills
     CompletableFuture<String[][]> text = answer ? new CompletableFuture<>() : null;
     ResponseStream rs = new ResponseStream(ex, req, id, System.currentTimeMillis() / 1000, engineIds, responseText,
-        text, writer, engine::abort, name);
+        text, writer, engine::abort, name, received, nanos -> {
+          firstChunkNanos.add(nanos);
+          firstChunks.increment();
+        });
     try {
       for (int i = 0; i < specs.length; i++) {
         RequestObserver observer = rs.observer(i);
@@ -347,7 +355,8 @@ public final class SimHttpServer implements AutoCloseable {
   }
 
   private void metrics(HttpExchange ex) throws IOException, ApiException {
-    byte[] text = metrics.render(engineStats(), engine.isUp()).getBytes(StandardCharsets.UTF_8);
+    byte[] text = metrics.render(engineStats(), engine.isUp(), firstChunkNanos.sum() / 1e9, firstChunks.sum())
+        .getBytes(StandardCharsets.UTF_8);
     send(ex, 200, text, "text/plain; version=0.0.4; charset=utf-8", name);
   }
 
