@@ -122,6 +122,35 @@ class ReportRenderingTest {
   }
 
   @Test
+  void theEnginesTtftTableAppearsWhenTheWorkersExportedTheirHistograms(@TempDir Path dir) throws Exception {
+    assertThat(MarkdownReport.render(report())).as("no histograms scraped").doesNotContain("at the engines");
+    // kv_aware's six requests took 20 ms to the first token at the client; the engines counted 12 ms each, their
+    // servers 15 ms, and were 0.5 ms late in all
+    RunData r = RunDataFixtures.run("kv_aware", 20, 600);
+    Map<String, WorkerCounters> counters = new java.util.LinkedHashMap<>();
+    counters.put("a", new WorkerCounters(3000, 1800, 3000, 33, 3, 1200, 1800, 0.036, 3, 0.0015, 0.045, 3));
+    counters.put("b", new WorkerCounters(2000, 1200, 2000, 22, 2, 800, 1200, 0.024, 2, 0.001, 0.03, 2));
+    counters.put("c", new WorkerCounters(1000, 600, 1000, 11, 1, 400, 600, 0.012, 1, 0.0005, 0.015, 1));
+    RunData run = new RunData("kv_aware", r.workers(), r.requests(), r.itlMicros(), r.durationMicros(), counters,
+        r.load(), r.loadIntervalMicros(), null, null, -1, null, 1, List.of(), null);
+    Workload w = WorkloadCatalog.create("system-prompt:count=20");
+    var ideal = w.idealReuse(16);
+    AbReport report = new AbReport(AbReport.SCHEMA, "2026-01-01T00:00:00Z", Map.of("command", "t"), "kv_aware",
+        "kv_aware", List.of(WorkloadResult.of("system-prompt:count=20", w, ideal,
+            List.of(PolicyResult.summarize(run, ideal)))));
+    // 8.01: the client's 20 ms as HdrHistogram keeps it
+    assertThat(MarkdownReport.render(report)).contains("| policy | TTFT mean at the client | at the workers' HTTP "
+        + "servers | at the engines | in front of them |").contains("| kv_aware | 20.0 | 15.0 | 12.0 | 8.01 | 0.50 |");
+    Path file = dir.resolve("report.json");
+    ReportJson.write(report, file);
+    PolicyResult written = report.workloads().get(0).results().get(0);
+    assertThat(written.engineTtft().frontMs()).isCloseTo(8.0, org.assertj.core.api.Assertions.within(0.05));
+    assertThat(written.engineTtft()).isEqualTo(new PolicyResult.EngineTtft(6, 12.0,
+        written.engineTtft().frontMs(), 0.5, 15.0));
+    assertThat(ReportJson.read(file).workloads().get(0).results().get(0).engineTtft()).isEqualTo(written.engineTtft());
+  }
+
+  @Test
   void chartsAreWrittenAsNonEmptyPngs(@TempDir Path dir) throws Exception {
     List<Path> files = ReportWriter.writeAll(report(), dir);
     assertThat(files).extracting(p -> p.getFileName().toString()).contains("report.json", "report.md",
