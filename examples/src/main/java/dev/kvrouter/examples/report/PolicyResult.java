@@ -162,10 +162,11 @@ public record PolicyResult(String policy, Counts counts, Map<String, Long> error
         per(cache.promptTokens(), seconds));
     Counts counts = new Counts(run.requests().size(), sent, completed, run.requests().size() - completed, overflow,
         notSent, run.maxInFlight());
-    return new PolicyResult(run.policy(), counts, errors, round3(seconds), tp, LatencyStats.ofMicros(ttft),
+    LatencyStats ttftMs = LatencyStats.ofMicros(ttft);
+    return new PolicyResult(run.policy(), counts, errors, round3(seconds), tp, ttftMs,
         LatencyStats.ofMicros(run.itlMicros()), LatencyStats.ofMicros(tpot), LatencyStats.ofMicros(e2e),
         LatencyStats.ofMicros(lag), cache, balance(run, perWorker), routerCost(run, sent), cdf(ttft),
-        timeline(run), run.notes(), run.sessions(), engineTtft(run, LatencyStats.ofMicros(ttft)));
+        timeline(run), run.notes(), run.sessions(), engineTtft(run, ttftMs));
   }
 
   private static EngineTtft engineTtft(RunData run, LatencyStats client) {
