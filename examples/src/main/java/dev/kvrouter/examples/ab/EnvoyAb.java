@@ -196,6 +196,9 @@ public final class EnvoyAb implements Callable<Integer> {
         .map(List::of).orElse(List.of())));
     meta.put("seed", seed);
     meta.put("preset", preset);
+    // the workers run with vLLM's scheduler defaults for the preset's GPU
+    meta.put("maxNumSeqs", Presets.byId(preset).batchLimits().maxNumSeqs());
+    meta.put("maxNumBatchedTokens", Presets.byId(preset).batchLimits().maxNumBatchedTokens());
     meta.put("routing", routing);
     meta.put("truthCheckEvery", truthCheckEvery);
     meta.put("kvOffloadingSizeGib", kvOffloadingSizeGib);

@@ -116,7 +116,7 @@ public final class EnvoyAbStack implements AutoCloseable {
     Path abs = o.tokenizer().toAbsolutePath().normalize();
     int replayBase = o.replay() ? 0 : -1; // 0: an ephemeral replay port per worker, -1: none
     SimFleet fleet = SimFleet.start(new FleetConfig(o.workers(), "sim-", "127.0.0.1", 0, true, 0, replayBase, "",
-        WireLayout.VLLM_MAP, o.preset(), o.model(), List.of(), abs, o.blockSize(), o.numGpuBlocks(), 256, 8192, 0, 0,
+        WireLayout.VLLM_MAP, o.preset(), o.model(), List.of(), abs, o.blockSize(), o.numGpuBlocks(), 0, 0, 0, 0,
         true, o.seed(), o.faults(), 2, o.kvOffloadingSizeGib(),
         o.multimodalPreset() == null ? null : MultimodalModels.preset(o.multimodalPreset()), o.scriptedOutput()));
     RouterLauncher.Router router = null;

@@ -89,6 +89,16 @@ public final class VirtualAb implements Callable<Integer> {
   @Option(names = "--num-gpu-blocks", defaultValue = "0", description = "KV blocks per worker (0 = the preset's).")
   int numGpuBlocks;
 
+  @Option(names = "--max-num-seqs", defaultValue = "0",
+      description = "Requests running at once per engine (0 = vLLM's default on the preset's GPU: 1024 on H100, 256 "
+          + "on A100).")
+  int maxNumSeqs;
+
+  @Option(names = "--max-num-batched-tokens", defaultValue = "0",
+      description = "Token budget per engine step (0 = vLLM's default on the preset's GPU: 8192 on H100, 2048 on "
+          + "A100).")
+  int maxNumBatchedTokens;
+
   @Option(names = "--kv-offloading-size", defaultValue = "0",
       description = "GiB of vLLM native CPU offload per worker (0 = off).")
   double kvOffloadingSize;
@@ -175,7 +185,8 @@ public final class VirtualAb implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     VirtualSetup base = VirtualSetup.defaults().withWorkers(workers).withPreset(Presets.byId(preset))
-        .withBlockSize(blockSize).withNumGpuBlocks(numGpuBlocks).withWeights(weights).withSeed(seed)
+        .withBlockSize(blockSize).withNumGpuBlocks(numGpuBlocks).withEngineLimits(maxNumSeqs, maxNumBatchedTokens)
+        .withWeights(weights).withSeed(seed)
         .withScrapeInterval(Duration.ofMillis(scrapeMs)).withKvOffloadingSize(kvOffloadingSize);
     if (model != null) {
       base = base.withModel(model);
@@ -202,6 +213,8 @@ public final class VirtualAb implements Callable<Integer> {
     meta.put("preset", preset);
     meta.put("numGpuBlocks", base.engineConfig(0).numGpuBlocks());
     meta.put("blockSize", blockSize);
+    meta.put("maxNumSeqs", base.engineConfig(0).maxNumSeqs());
+    meta.put("maxNumBatchedTokens", base.engineConfig(0).maxNumBatchedTokens());
     meta.put("kvOffloadingSizeGib", kvOffloadingSize);
     meta.put("numCpuBlocks", base.engineConfig(0).numCpuBlocks());
     meta.put("policies", policies);

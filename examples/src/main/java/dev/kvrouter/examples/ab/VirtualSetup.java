@@ -17,8 +17,8 @@ import java.util.Objects;
  * @param preset model and GPU: step timing, KV capacity ({@code num_gpu_blocks}), context length
  * @param blockSize KV block size (engines and router)
  * @param model the served model name (engine namespace = router namespace); null for the preset's model
- * @param maxNumSeqs {@code --max-num-seqs}
- * @param maxNumBatchedTokens {@code --max-num-batched-tokens}
+ * @param maxNumSeqs {@code --max-num-seqs}, 0 for vLLM's default on the preset's GPU ({@link Preset#batchLimits()})
+ * @param maxNumBatchedTokens {@code --max-num-batched-tokens}, 0 for vLLM's default on the preset's GPU
  * @param numGpuBlocks KV blocks per worker, 0 for the preset's calibrated capacity
  * @param maxModelLen context length, 0 for the preset's
  * @param layout wire layout every event batch is encoded in and decoded from on its way to the router (the
@@ -69,10 +69,10 @@ public record VirtualSetup(
     if (workers < 1 || workers > 1024) {
       throw new IllegalArgumentException("workers must be in [1, 1024]");
     }
-    if (blockSize < 1 || maxNumSeqs < 1 || maxNumBatchedTokens < 1 || numGpuBlocks < 0 || maxModelLen < 0
+    if (blockSize < 1 || maxNumSeqs < 0 || maxNumBatchedTokens < 0 || numGpuBlocks < 0 || maxModelLen < 0
         || replayBufferSteps < 0) {
-      throw new IllegalArgumentException("blockSize, maxNumSeqs, maxNumBatchedTokens must be >= 1; "
-          + "numGpuBlocks, maxModelLen, replayBufferSteps >= 0");
+      throw new IllegalArgumentException("blockSize must be >= 1; maxNumSeqs, maxNumBatchedTokens, numGpuBlocks, "
+          + "maxModelLen, replayBufferSteps >= 0");
     }
     if (sampleInterval.isNegative() || sampleInterval.isZero() || scrapeInterval.isNegative()) {
       throw new IllegalArgumentException("sampleInterval must be > 0, scrapeInterval >= 0");
@@ -90,14 +90,14 @@ public record VirtualSetup(
   }
 
   /**
-   * 8 workers of {@code llama3.1-8b-h100} at their calibrated capacity, vLLM's defaults (block 16, 256 seqs,
-   * 8192 batched tokens), events in vLLM's map layout with a 10,000-batch replay buffer, no faults, 250 ms
+   * 8 workers of {@code llama3.1-8b-h100} at their calibrated capacity, vLLM's defaults (block 16, the scheduler
+   * limits vLLM picks for the preset's GPU: 1024 seqs and 8192 batched tokens on the H100), events in vLLM's map layout with a 10,000-batch replay buffer, no faults, 250 ms
    * samples and scrapes, default weights, 5 s predicted entries, 60 s stale recovery, stale views credited as
    * far as usage confirms them.
    */
   public static VirtualSetup defaults() {
     return new VirtualSetup(8, Presets.byId("llama3.1-8b-h100"), EngineConfig.DEFAULT_BLOCK_SIZE, null,
-        EngineConfig.DEFAULT_MAX_NUM_SEQS, EngineConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS, 0, 0, WireLayout.VLLM_MAP,
+        0, 0, 0, 0, WireLayout.VLLM_MAP,
         10_000, EventFaults.NONE, Duration.ofMillis(250), Duration.ofMillis(250), null, Duration.ofSeconds(5),
         Duration.ofSeconds(60), true, 1, 0, null);
   }
@@ -257,8 +257,7 @@ public record VirtualSetup(
 
   /** The engine arguments of worker {@code i}. */
   public EngineConfig engineConfig(int i) {
-    EngineConfig.Builder b = EngineConfig.fromPreset(preset, blockSize).model(model).maxNumSeqs(maxNumSeqs)
-        .maxNumBatchedTokens(maxNumBatchedTokens).seed(seed * 1_000 + 1 + i)
+    EngineConfig.Builder b = EngineConfig.fromPreset(preset, blockSize).model(model).seed(seed * 1_000 + 1 + i)
         .numCpuBlocks(preset.numCpuBlocks(blockSize, kvOffloadingSizeGib));
     if (multimodal != null) {
       // the served model is the multimodal one: its ids (the image soft token too) go up to its own vocabulary
@@ -266,6 +265,12 @@ public record VirtualSetup(
     }
     if (numGpuBlocks > 0) {
       b.numGpuBlocks(numGpuBlocks);
+    }
+    if (maxNumSeqs > 0) {
+      b.maxNumSeqs(maxNumSeqs);
+    }
+    if (maxNumBatchedTokens > 0) {
+      b.maxNumBatchedTokens(maxNumBatchedTokens);
     }
     if (maxModelLen > 0) {
       b.maxModelLen(maxModelLen);

@@ -93,9 +93,14 @@ public record EngineConfig(
     return new Builder(model);
   }
 
-  /** A builder with vLLM's defaults and the KV capacity and context length of {@code preset}. */
+  /**
+   * A builder with vLLM's defaults for {@code preset}'s GPU (its scheduler limits, {@link Preset#batchLimits()})
+   * and the preset's KV capacity and context length.
+   */
   public static Builder fromPreset(Preset preset, int blockSize) {
     return new Builder(preset.model().name())
+        .maxNumSeqs(preset.batchLimits().maxNumSeqs())
+        .maxNumBatchedTokens(preset.batchLimits().maxNumBatchedTokens())
         .blockSize(blockSize)
         .numGpuBlocks(preset.numGpuBlocks(blockSize))
         .maxModelLen(preset.model().maxModelLen())

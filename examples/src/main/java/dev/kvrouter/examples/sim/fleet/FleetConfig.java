@@ -31,8 +31,8 @@ import java.util.Objects;
  *     for token-id prompts only
  * @param blockSize KV block size
  * @param numGpuBlocks KV blocks, or 0 for the preset's capacity
- * @param maxNumSeqs {@code --max-num-seqs}
- * @param maxNumBatchedTokens {@code --max-num-batched-tokens}
+ * @param maxNumSeqs {@code --max-num-seqs}, 0 for vLLM's default on the preset's GPU ({@link Preset#batchLimits()})
+ * @param maxNumBatchedTokens {@code --max-num-batched-tokens}, 0 for vLLM's default on the preset's GPU
  * @param maxModelLen context length, or 0 for the preset's
  * @param longPrefillTokenThreshold {@code --long-prefill-token-threshold}
  * @param enablePrefixCaching prefix caching on or off
@@ -94,6 +94,9 @@ public record FleetConfig(
     if (writerThreads < 1) {
       throw new IllegalArgumentException("writerThreads must be >= 1");
     }
+    if (maxNumSeqs < 0 || maxNumBatchedTokens < 0) {
+      throw new IllegalArgumentException("maxNumSeqs and maxNumBatchedTokens must be >= 0 (0: the preset's)");
+    }
     if (!(kvOffloadingSizeGib >= 0) || Double.isInfinite(kvOffloadingSizeGib)) {
       throw new IllegalArgumentException("kvOffloadingSizeGib must be a finite number >= 0");
     }
@@ -131,8 +134,6 @@ public record FleetConfig(
     EngineConfig.Builder b = EngineConfig.fromPreset(preset, blockSize)
         .model(model != null ? model : preset.model().name())
         .adapters(adapters)
-        .maxNumSeqs(maxNumSeqs)
-        .maxNumBatchedTokens(maxNumBatchedTokens)
         .longPrefillTokenThreshold(longPrefillTokenThreshold)
         .enablePrefixCaching(enablePrefixCaching)
         .seed(seed == 0 ? 0 : seed + i)
@@ -144,6 +145,12 @@ public record FleetConfig(
     }
     if (numGpuBlocks > 0) {
       b.numGpuBlocks(numGpuBlocks);
+    }
+    if (maxNumSeqs > 0) {
+      b.maxNumSeqs(maxNumSeqs);
+    }
+    if (maxNumBatchedTokens > 0) {
+      b.maxNumBatchedTokens(maxNumBatchedTokens);
     }
     if (maxModelLen > 0) {
       b.maxModelLen(maxModelLen);

@@ -100,10 +100,12 @@ public final class SimFleetMain implements Callable<Integer> {
       description = "GiB of vLLM native CPU KV offload per worker (--kv-offloading-backend native); 0 = off.")
   double kvOffloadingSize;
 
-  @Option(names = "--max-num-seqs", defaultValue = "256")
+  @Option(names = "--max-num-seqs", defaultValue = "0",
+      description = "Requests running at once (0 = vLLM's default on the preset's GPU: 1024 on H100, 256 on A100).")
   int maxNumSeqs;
 
-  @Option(names = "--max-num-batched-tokens", defaultValue = "8192")
+  @Option(names = "--max-num-batched-tokens", defaultValue = "0",
+      description = "Token budget per step (0 = vLLM's default on the preset's GPU: 8192 on H100, 2048 on A100).")
   int maxNumBatchedTokens;
 
   @Option(names = "--max-model-len", defaultValue = "0", description = "Context length (0 = preset).")

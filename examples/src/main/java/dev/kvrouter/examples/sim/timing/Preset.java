@@ -42,6 +42,11 @@ public record Preset(
     }
   }
 
+  /** The scheduler limits {@code vllm serve} picks for this GPU when the flags are not given. */
+  public BatchLimits batchLimits() {
+    return BatchLimits.vllmServerDefaults(gpu);
+  }
+
   public RooflineTimingModel timingModel() {
     return new RooflineTimingModel(model, gpu, mfu, bandwidthEfficiency, overheadNanos, hostLinkEfficiency,
         vision);

@@ -92,6 +92,11 @@ class SimFleetTest {
     assertThat(FleetConfig.port(c.httpBasePort(), 3)).isEqualTo(8103);
     assertThat(c.engineConfig(2).model()).isEqualTo(Presets.DEFAULT.model().name());
     assertThat(c.engineConfig(2).numGpuBlocks()).isEqualTo(Presets.DEFAULT.numGpuBlocks(16));
+    assertThat(c.engineConfig(2).maxNumSeqs()).as("given").isEqualTo(256);
+    FleetConfig a100 = new FleetConfig(2, "w", "127.0.0.1", 0, true, 0, 0, "", null,
+        Presets.byId("llama3.1-8b-a100"), null, null, null, 16, 0, 0, 0, 0, 0, true, 0, null, 1);
+    assertThat(a100.engineConfig(1).maxNumBatchedTokens()).as("vLLM's default on an A100").isEqualTo(2048);
+    assertThat(a100.engineConfig(1).maxNumSeqs()).isEqualTo(256);
     assertThatThrownBy(() -> new FleetConfig(10, "w", "127.0.0.1", 65530, true, 0, 0, "", null, Presets.DEFAULT,
         null, null, null, 16, 0, 256, 8192, 0, 0, true, 0, null, 1)).isInstanceOf(IllegalArgumentException.class);
   }
