@@ -6,10 +6,13 @@ import dev.kvrouter.examples.loadgen.AbRunner;
 import dev.kvrouter.examples.loadgen.LoadConfig;
 import dev.kvrouter.examples.loadgen.LoadGenerator;
 import dev.kvrouter.examples.loadgen.PolicyPreparer;
+import dev.kvrouter.examples.loadgen.RunContext;
+import dev.kvrouter.examples.report.CrashWindow;
 import dev.kvrouter.examples.report.RequestRecord;
 import dev.kvrouter.examples.report.RoutingOverhead;
 import dev.kvrouter.examples.sim.events.EventFaults;
 import dev.kvrouter.examples.sim.fleet.MultimodalModels;
+import dev.kvrouter.examples.sim.fleet.SimWorker;
 import dev.kvrouter.examples.sim.http.FaultControl;
 import dev.kvrouter.examples.sim.http.ScriptedOutput;
 import dev.kvrouter.examples.sim.timing.Presets;
@@ -154,6 +157,17 @@ public final class EnvoyAb implements Callable<Integer> {
           + "'events: {stale_view_trust: false}' turns that off).")
   boolean noReplay;
 
+  @Option(names = "--crash-worker", defaultValue = "-1",
+      description = "Crash this worker (0-based index) during every measured run and restart it with an empty cache "
+          + "(its engine process dies: in-flight requests fail, new ones get 503 until it is back); -1 = off.")
+  int crashWorker;
+
+  @Option(names = "--crash-at-s", defaultValue = "20", description = "With --crash-worker: seconds into each run.")
+  double crashAtSeconds;
+
+  @Option(names = "--crash-down-s", defaultValue = "10", description = "With --crash-worker: seconds it stays down.")
+  double crashDownSeconds;
+
   @Option(names = "--router-jvm", split = " ", defaultValue = "-Xmx1g -XX:+UseParallelGC")
   List<String> routerJvm;
 
@@ -182,6 +196,7 @@ public final class EnvoyAb implements Callable<Integer> {
     try {
       media = media(multimodal, specs);
       faults = eventFaults(eventDrop, eventDelayMs, eventReorder);
+      checkCrash(crashWorker, workers, crashAtSeconds, crashDownSeconds);
     } catch (IllegalArgumentException e) {
       throw new CommandLine.ParameterException(command.commandLine(), e.getMessage(), e);
     }
@@ -208,6 +223,9 @@ public final class EnvoyAb implements Callable<Integer> {
     meta.put("eventDelayMs", eventDelayMs);
     meta.put("eventReorder", eventReorder);
     meta.put("replay", !noReplay);
+    if (crashWorker >= 0) {
+      meta.put("crash", Map.of("worker", crashWorker, "atSeconds", crashAtSeconds, "downSeconds", crashDownSeconds));
+    }
     meta.put("idealReuse", "the prompts as the workers prefill them (chat: the model's template and tokenizer, media "
         + "keyed by the engine's identifiers), infinite cache");
     meta.put("workerOutput", scripted == null ? "model" : scripted.toString());
@@ -223,7 +241,8 @@ public final class EnvoyAb implements Callable<Integer> {
       EngineIdeals ideals = new EngineIdeals(chat, model, blockSize, (long) gpuBlocks * workers);
       LoadConfig load = LoadConfig.defaults(stack.uri(), model).withMaxInFlight(maxInFlight)
           .withMaxRunTime(Duration.ofSeconds(maxSeconds)).withSampleInterval(Duration.ofMillis(sampleMs));
-      PolicyPreparer preparer = (policy, w, ctx) -> ctx.routerSnapshot(stack.router()::snapshot)
+      String crashed = crashWorker < 0 ? null : stack.fleet().workers().get(crashWorker).name();
+      PolicyPreparer preparer = (policy, w, ctx) -> crash(stack, ctx).routerSnapshot(stack.router()::snapshot)
           .routingOverhead(records -> {
             DecisionRecords d = DecisionRecords.parse(stack.router().decisionRecords());
             RoutingOverhead overhead = d.overhead(records);
@@ -256,6 +275,15 @@ public final class EnvoyAb implements Callable<Integer> {
                   + "by the next prompt: %.1f%%)%n", policy, a.servedBlocks(), a.answerBlocks(),
                   a.servedShare() * 100, a.keptShare() * 100);
             }
+            if (crashed != null) {
+              CrashWindow c = CrashWindow.of(crashed, crashAtSeconds, crashDownSeconds, records);
+              m.put("crash", c);
+              System.out.printf(Locale.ROOT, "  %-12s crash of %s: %d failed (%d on it; sent before / while down / "
+                  + "after: %d / %d / %d failed), first request it served %s after its restart%n", policy, crashed,
+                  c.failed(), c.failedOnCrashed(), c.before().failed(), c.during().failed(), c.after().failed(),
+                  c.firstServedAfterSeconds() == null ? "never"
+                      : String.format(Locale.ROOT, "%.1f s", c.firstServedAfterSeconds()));
+            }
             extras.add(m);
             return overhead;
           }).build();
@@ -269,6 +297,17 @@ public final class EnvoyAb implements Callable<Integer> {
           .writeValueAsString(extras) + "\n");
     }
     return 0;
+  }
+
+  /** The run's crash of {@code --crash-worker}, when asked for. */
+  private RunContext.Builder crash(EnvoyAbStack stack, RunContext.Builder ctx) {
+    if (crashWorker < 0) {
+      return ctx;
+    }
+    SimWorker w = stack.fleet().workers().get(crashWorker);
+    long downNanos = Math.round(crashDownSeconds * 1e9);
+    return ctx.at(Duration.ofNanos(Math.round(crashAtSeconds * 1e9)), "crash of " + w.name() + " for "
+        + crashDownSeconds + " s", () -> w.engine().crash(downNanos));
   }
 
   /**
@@ -290,6 +329,16 @@ public final class EnvoyAb implements Callable<Integer> {
       return null;
     }
     return new FaultControl.Update(drop, delayMs, reorder, null, null, null);
+  }
+
+  static void checkCrash(int worker, int workers, double atSeconds, double downSeconds) {
+    if (worker < -1 || worker >= workers) {
+      throw new IllegalArgumentException("--crash-worker must be -1 (off) or a worker index in [0, " + workers
+          + "), was " + worker);
+    }
+    if (!(atSeconds >= 0) || !(downSeconds >= 0) || Double.isInfinite(atSeconds) || Double.isInfinite(downSeconds)) {
+      throw new IllegalArgumentException("--crash-at-s and --crash-down-s must be finite seconds >= 0");
+    }
   }
 
   /**

@@ -23,6 +23,7 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -189,12 +190,18 @@ public final class LoadGenerator implements AutoCloseable {
       lastEndNanos.set(t0);
       long sampleMicros = config.sampleInterval().toNanos() / 1000;
       ScheduledFuture<?> sampler = timer.scheduleAtFixedRate(this::sample, 0, sampleMicros, TimeUnit.MICROSECONDS);
+      List<ScheduledFuture<?>> actions = new ArrayList<>();
+      for (RunContext.TimedAction a : ctx.actions()) {
+        actions.add(timer.schedule(() -> act(a), a.at().toNanos(), TimeUnit.NANOSECONDS));
+      }
       long maxRunNanos = config.maxRunTime().toNanos();
       try {
         sendAll(maxRunNanos);
         drain();
       } finally {
         sampler.cancel(false);
+        // an action due after the last response is not part of this run
+        actions.forEach(f -> f.cancel(false));
       }
       long end = lastEndNanos.get();
       Map<String, WorkerCounters> after = metrics.counters(workers, notes);
@@ -230,6 +237,16 @@ public final class LoadGenerator implements AutoCloseable {
 
 
     private long firstSend = -1;
+
+    /** On the timer thread. */
+    private void act(RunContext.TimedAction a) {
+      try {
+        a.action().run();
+        notes.add(String.format(Locale.ROOT, "%s at %.3f s", a.label(), (System.nanoTime() - t0) / 1e9));
+      } catch (RuntimeException e) {
+        notes.add(a.label() + " failed: " + e);
+      }
+    }
 
     /**
      * The send thread's loop: every request in arrival order at its due time, and in between every held turn the

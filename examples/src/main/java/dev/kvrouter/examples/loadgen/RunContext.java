@@ -3,6 +3,8 @@ package dev.kvrouter.examples.loadgen;
 import dev.kvrouter.examples.report.RequestRecord;
 import dev.kvrouter.examples.report.RouterSnapshot;
 import dev.kvrouter.examples.report.RoutingOverhead;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -21,6 +23,9 @@ import java.util.function.Supplier;
  *   <li>{@code routingOverhead}: called once after the run with every request record (decision ids included),
  *       e.g. to join them with the router's decision records.
  * </ul>
+ *
+ * <p>{@code actions} happen to the system under test at fixed offsets from the run's start (a worker crash): the
+ * same moment of the workload under every policy.
  */
 public final class RunContext {
 
@@ -29,6 +34,7 @@ public final class RunContext {
   private final List<WorkerTarget> workers;
   private final Supplier<RouterSnapshot> routerSnapshot;
   private final Function<List<RequestRecord>, RoutingOverhead> routingOverhead;
+  private final List<TimedAction> actions;
 
   private RunContext(Builder b) {
     this.policy = b.policy;
@@ -36,6 +42,24 @@ public final class RunContext {
     this.workers = List.copyOf(b.workers);
     this.routerSnapshot = b.routerSnapshot;
     this.routingOverhead = b.routingOverhead;
+    this.actions = List.copyOf(b.actions);
+  }
+
+  /**
+   * Something done to the system under test {@code at} after the run's start.
+   *
+   * @param at offset from the run's start (its first planned send)
+   * @param label what it is, for the run's notes
+   * @param action runs on the driver's timer thread, so it must return quickly (hand long work to another thread)
+   */
+  public record TimedAction(Duration at, String label, Runnable action) {
+    public TimedAction {
+      Objects.requireNonNull(label, "label");
+      Objects.requireNonNull(action, "action");
+      if (at == null || at.isNegative()) {
+        throw new IllegalArgumentException("an action's offset must be >= 0");
+      }
+    }
   }
 
   public static Builder builder(String policy) {
@@ -64,6 +88,10 @@ public final class RunContext {
     return routingOverhead;
   }
 
+  public List<TimedAction> actions() {
+    return actions;
+  }
+
   /** Mutable builder; the A/B runner hands one to each {@link PolicyPreparer}. */
   public static final class Builder {
     private final String policy;
@@ -71,6 +99,7 @@ public final class RunContext {
     private List<WorkerTarget> workers = List.of();
     private Supplier<RouterSnapshot> routerSnapshot;
     private Function<List<RequestRecord>, RoutingOverhead> routingOverhead;
+    private final List<TimedAction> actions = new ArrayList<>();
 
     private Builder(String policy) {
       this.policy = Objects.requireNonNull(policy, "policy");
@@ -93,6 +122,12 @@ public final class RunContext {
 
     public Builder routingOverhead(Function<List<RequestRecord>, RoutingOverhead> f) {
       routingOverhead = f;
+      return this;
+    }
+
+    /** Does {@code action} {@code at} after the run's start (see {@link TimedAction}). */
+    public Builder at(Duration at, String label, Runnable action) {
+      actions.add(new TimedAction(at, label, action));
       return this;
     }
 

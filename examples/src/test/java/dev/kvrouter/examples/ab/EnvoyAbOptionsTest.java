@@ -51,6 +51,15 @@ class EnvoyAbOptionsTest {
   }
 
   @Test
+  void aCrashNamesAWorkerOfTheFleetAndFiniteTimes() {
+    EnvoyAb.checkCrash(-1, 8, 20, 10); // off
+    EnvoyAb.checkCrash(7, 8, 0, 0);
+    assertThatThrownBy(() -> EnvoyAb.checkCrash(8, 8, 20, 10)).hasMessageContaining("a worker index in [0, 8)");
+    assertThatThrownBy(() -> EnvoyAb.checkCrash(0, 8, -1, 10)).hasMessageContaining("--crash-at-s");
+    assertThatThrownBy(() -> EnvoyAb.checkCrash(0, 8, 1, Double.POSITIVE_INFINITY)).hasMessageContaining("finite");
+  }
+
+  @Test
   void anEventFaultOutOfRangeIsRefusedBeforeAnythingStarts(@TempDir Path dir) {
     Path out = dir.resolve("out");
     StringWriter err = new StringWriter();

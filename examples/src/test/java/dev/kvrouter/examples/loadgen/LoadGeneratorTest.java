@@ -125,6 +125,32 @@ class LoadGeneratorTest {
   }
 
   @Test
+  void timedActionsHappenAtTheirOffsetOnceAndThoseDueAfterTheRunNever() throws Exception {
+    try (FakeWorker w = new FakeWorker("f1", "test/model", 5).start("127.0.0.1", 0);
+        LoadGenerator gen = new LoadGenerator(config(URI.create("http://127.0.0.1:" + w.port())))) {
+      warmUp(gen);
+      Workload wl = WorkloadCatalog.create("unique:count=30,rate=100,arrival=uniform,prompt=64,output=3");
+      java.util.concurrent.atomic.AtomicLong firedAt = new java.util.concurrent.atomic.AtomicLong(-1);
+      java.util.concurrent.atomic.AtomicInteger fired = new java.util.concurrent.atomic.AtomicInteger();
+      java.util.concurrent.atomic.AtomicInteger late = new java.util.concurrent.atomic.AtomicInteger();
+      long start = System.nanoTime();
+      RunData run = gen.run(wl, RunContext.builder("p")
+          .at(Duration.ofMillis(150), "crash of f1", () -> {
+            firedAt.set(System.nanoTime());
+            fired.incrementAndGet();
+          })
+          .at(Duration.ofSeconds(30), "never", late::incrementAndGet).build());
+      assertThat(fired).hasValue(1);
+      assertThat((firedAt.get() - start) / 1_000_000).as("ms after the run began").isBetween(150L, 1_000L);
+      // the run's requests arrive over 290 ms; the 30 s action is cancelled with the run, not left to fire later
+      Thread.sleep(100);
+      assertThat(late).hasValue(0);
+      assertThat(run.notes()).anySatisfy(n -> assertThat(n).startsWith("crash of f1 at 0.1"))
+          .noneSatisfy(n -> assertThat(n).startsWith("never"));
+    }
+  }
+
+  @Test
   void inFlightIsCappedAndTheOverflowCounted() throws Exception {
     try (FakeWorker w = new FakeWorker("f1", "test/model", 100).start("127.0.0.1", 0);
         LoadGenerator gen = new LoadGenerator(config(URI.create("http://127.0.0.1:" + w.port())).withMaxInFlight(5))) {
