@@ -92,7 +92,7 @@ public record KvrouterConfig(
       busy = busy == null ? new Busy(null, null, null, null, null) : busy;
       load = load == null ? new Load(null, null, null, null, null, null, null) : load;
       scrape = scrape == null ? new Scrape(null, null, null, null, null) : scrape;
-      health = health == null ? new Health(null, null, null) : health;
+      health = health == null ? new Health(null, null, null, null) : health;
       decisionLog = decisionLog == null ? new DecisionLog(null, null) : decisionLog;
       models = models == null ? Map.of() : Map.copyOf(models);
     }
@@ -185,11 +185,13 @@ public record KvrouterConfig(
   }
 
   /** When the router stops sending a worker new requests (0 disables a signal). */
-  public record Health(Integer unreachableAfter, Integer ejectAfterErrors, Integer ejectSeconds) {
+  public record Health(Integer unreachableAfter, Integer ejectAfterErrors, Integer ejectSeconds,
+      Integer ejectMaxSeconds) {
     public Health {
       unreachableAfter = unreachableAfter == null ? 3 : unreachableAfter;
       ejectAfterErrors = ejectAfterErrors == null ? 5 : ejectAfterErrors;
-      ejectSeconds = ejectSeconds == null ? 30 : ejectSeconds;
+      ejectSeconds = ejectSeconds == null ? 5 : ejectSeconds;
+      ejectMaxSeconds = ejectMaxSeconds == null ? Math.max(60, ejectSeconds) : ejectMaxSeconds;
     }
   }
 

@@ -207,7 +207,8 @@ public final class KvrouterRuntime implements AutoCloseable {
     long ttl = TimeUnit.SECONDS.toNanos(r.load().reservationTtlSeconds());
     ledger = new LoadLedger(System::nanoTime, ttl, r.load().maxReservations());
     WorkerHealth health = new WorkerHealth(System::nanoTime, r.health().unreachableAfter(),
-        r.health().ejectAfterErrors(), TimeUnit.SECONDS.toNanos(r.health().ejectSeconds()));
+        r.health().ejectAfterErrors(), TimeUnit.SECONDS.toNanos(r.health().ejectSeconds()),
+        TimeUnit.SECONDS.toNanos(r.health().ejectMaxSeconds()));
     ScrapedLoadSource scraped = ScrapedLoadSource.NONE;
     if (r.scrape().enabled()) {
       scraper = new MetricsScraper(registry, ledger, health, System::nanoTime,

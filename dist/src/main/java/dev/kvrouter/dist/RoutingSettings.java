@@ -71,6 +71,9 @@ final class RoutingSettings {
     nonNegative(errors, "routing.health.unreachable_after", r.health().unreachableAfter());
     nonNegative(errors, "routing.health.eject_after_errors", r.health().ejectAfterErrors());
     nonNegative(errors, "routing.health.eject_seconds", r.health().ejectSeconds());
+    if (r.health().ejectMaxSeconds() < r.health().ejectSeconds()) {
+      errors.add("routing.health.eject_max_seconds: must be >= eject_seconds (" + r.health().ejectSeconds() + ")");
+    }
     positive(errors, "routing.decision_log.max_candidates", r.decisionLog().maxCandidates());
     if (w != null && busy != null) {
       for (Map.Entry<String, KvrouterConfig.ModelOverride> e : r.models().entrySet()) {

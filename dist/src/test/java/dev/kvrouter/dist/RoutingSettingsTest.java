@@ -91,6 +91,17 @@ class RoutingSettingsTest {
   }
 
   @Test
+  void ejectionsDefaultToFiveSecondsDoublingToAMinuteAndTheMaximumCoversTheFirst() throws Exception {
+    KvrouterConfig.Health h = KvrouterConfig.parse("routing: {policy: kv_aware}\n", "k.yaml").routing().health();
+    assertThat(h.ejectSeconds()).isEqualTo(5);
+    assertThat(h.ejectMaxSeconds()).isEqualTo(60);
+    assertThat(KvrouterConfig.parse("routing: {health: {eject_seconds: 90}}\n", "k.yaml").routing().health()
+        .ejectMaxSeconds()).as("a longer first ejection raises the default maximum").isEqualTo(90);
+    assertThatThrownBy(() -> KvrouterConfig.parse("routing: {health: {eject_seconds: 10, eject_max_seconds: 5}}\n",
+        "k.yaml")).hasMessageContaining("routing.health.eject_max_seconds: must be >= eject_seconds (10)");
+  }
+
+  @Test
   void unknownRoutingKeysNameTheAllowedOnes() {
     assertThatThrownBy(() -> KvrouterConfig.parse("routing:\n  weights:\n    gpu_credits: 1\n", "k.yaml"))
         .hasMessageContaining("routing.weights.gpu_credits: unknown key")

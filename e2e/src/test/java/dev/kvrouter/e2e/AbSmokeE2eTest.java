@@ -12,6 +12,7 @@ import dev.kvrouter.examples.loadgen.LoadConfig;
 import dev.kvrouter.examples.loadgen.LoadGenerator;
 import dev.kvrouter.examples.loadgen.RunContext;
 import dev.kvrouter.examples.report.AbReport;
+import dev.kvrouter.examples.report.CrashWindow;
 import dev.kvrouter.examples.report.PolicyResult;
 import dev.kvrouter.examples.report.RequestRecord;
 import dev.kvrouter.examples.report.RunData;
@@ -63,7 +64,9 @@ import org.junit.jupiter.api.io.TempDir;
  *       prefix spreads once the holder's queue costs more than the prefill it saves (cache_only does not);
  *   <li>multi-turn conversations with the model's own answers, closed loop: the workers generate the scripted
  *       answers ({@code ScriptedOutput}), each later turn waits for the previous one and, routed by kv_aware to the
- *       worker that answered it, finds the previous prompt and answer cached there.
+ *       worker that answered it, finds the previous prompt and answer cached there;
+ *   <li>a worker's engine crashes mid-run and restarts with an empty cache: the failures are its own in-flight
+ *       requests and the streak that ejects it, and it serves again soon after its restart.
  * </ul>
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -215,6 +218,53 @@ class AbSmokeE2eTest {
     assertThat(sameWorker).as("later turns kv_aware sent to the worker holding the conversation").isGreaterThan(12);
     assertThat(run.notes()).anySatisfy(n -> assertThat(n).startsWith("closed loop: ")
         .contains(" of 16 dependent turns held back"));
+  }
+
+  @Test
+  @Order(5)
+  void aCrashedWorkerCostsItsInFlightRequestsAndAStreakThenServesAgainSoonAfterItsRestart(@TempDir Path out)
+      throws Exception {
+    SimWorker crashed = stack.fleet().workers().get(2);
+    String before = stack.routerMetrics();
+    // 16 requests a second over 10 s; worker 2's engine dies 1 s in and comes back 4 s later with an empty cache.
+    // Round-robin, so that when the crashed worker gets requests again is the health gate's doing alone (kv_aware
+    // would also weigh its empty cache against the holders of the prefixes); the gate is the same for every policy.
+    String spec = "system-prompt:count=160,rate=16,prompt=512,sharing=0.8,prefixes=8,output=16,seed=11";
+    List<RequestRecord> records = new ArrayList<>();
+    AbReport report;
+    ByteArrayOutputStream progress = new ByteArrayOutputStream();
+    try (LoadGenerator gen = new LoadGenerator(LoadConfig.defaults(stack.uri(), MODEL)
+        .withMaxRunTime(Duration.ofSeconds(30)).withTimeouts(Duration.ofSeconds(30), Duration.ofSeconds(20))
+        .withSampleInterval(Duration.ofMillis(100)))) {
+      AbRunner.Settings settings = new AbRunner.Settings(List.of("round_robin"), "round_robin", "round_robin", true,
+          16, true, Duration.ofMillis(300), Duration.ofSeconds(30), out, Map.of("test", true));
+      report = new AbRunner(gen, stack.targets(), settings, (p, w, ctx) -> ctx
+          .at(Duration.ofSeconds(1), "crash of " + crashed.name(), () -> crashed.engine().crash(4_000_000_000L))
+          .routingOverhead(rs -> {
+            records.addAll(rs);
+            return null;
+          }).build(), new PrintStream(progress, true, StandardCharsets.UTF_8)).run(List.of(spec));
+    }
+    String log = progress.toString(StandardCharsets.UTF_8);
+    PolicyResult r = report.workloads().get(0).result("round_robin");
+    assertThat(r.notes()).as(log).anySatisfy(n -> assertThat(n).startsWith("crash of " + crashed.name() + " at "));
+    CrashWindow c = CrashWindow.of(crashed.name(), 1, 4, records);
+    assertThat(c.failed()).as(c + "\n" + log).isEqualTo(r.counts().failed()).isPositive();
+    // every failure is the crashed worker's: the requests it was running, then the streak that ejects it (5 by
+    // default) of those the router sent it while it was down; none once it is back
+    assertThat(c.failedOnCrashed()).as(c.toString()).isEqualTo(c.failed());
+    assertThat(c.during().failed()).as(c.toString()).isBetween(1, 6);
+    assertThat(c.after().failed()).as(c.toString()).isZero();
+    // its fourth of the traffic, 4 requests a second, makes the streak by about 2.3 s: ejected for 5 s, it gets
+    // requests again about 2.3 s after its restart at 5 s (with Envoy's 30 s ejection, 27 s: after this run)
+    assertThat(c.servedByCrashedAfter()).as(c.toString()).isPositive();
+    assertThat(c.firstServedAfterSeconds()).as(c.toString()).isLessThan(4.5);
+    // the restarted worker's empty cache: the router credits none of what it held before
+    String after = stack.routerMetrics();
+    double over = delta(before, after, "kvrouter_truth_checks_total", "outcome=\"over\"");
+    double all = delta(before, after, "kvrouter_truth_checks_total", "");
+    assertThat(all).isGreaterThanOrEqualTo(140);
+    assertThat(over / all).as("predicted more than the workers had").isLessThan(0.01);
   }
 
   private Map<String, Integer> flood(String prefix, int seedBase, int n, String policy) throws Exception {

@@ -17,7 +17,10 @@ import org.slf4j.LoggerFactory;
  *       refused, timeout); one successful contact clears it. A worker that answers its metrics URL with an error
  *       status (no metrics exposed) is reachable, hence healthy;
  *   <li>outlier detection: {@code ejectAfterErrors} consecutive 5xx responses eject the worker for
- *       {@code ejectNanos}; any non-5xx response resets the streak.
+ *       {@code ejectNanos}; any non-5xx response resets the streak. When an ejection ends the worker is on
+ *       probation until it answers a request well: a single 5xx ejects it again, for twice as long as the last time
+ *       (at most {@code maxEjectNanos}). So a worker that restarts quickly is back after a short ejection, and one
+ *       that stays down costs one failed request per ejection, not a new streak of {@code ejectAfterErrors}.
  * </ul>
  *
  * <p>Envoy's own health checks and outlier detection still apply downstream; this view exists so the router
@@ -37,17 +40,29 @@ public final class WorkerHealth {
   private final int unreachableAfter;
   private final int ejectAfterErrors;
   private final long ejectNanos;
+  private final long maxEjectNanos;
+
+  /** Ejections of one length, {@code ejectNanos}, probation included. */
+  public WorkerHealth(LongSupplier nanoClock, int unreachableAfter, int ejectAfterErrors, long ejectNanos) {
+    this(nanoClock, unreachableAfter, ejectAfterErrors, ejectNanos, ejectNanos);
+  }
 
   /**
    * @param unreachableAfter consecutive failed scrapes that mark a worker unhealthy (0 disables)
    * @param ejectAfterErrors consecutive 5xx responses that eject a worker (0 disables)
-   * @param ejectNanos how long an ejection lasts
+   * @param ejectNanos how long a first ejection lasts
+   * @param maxEjectNanos the longest ejection, however often a worker on probation fails again
    */
-  public WorkerHealth(LongSupplier nanoClock, int unreachableAfter, int ejectAfterErrors, long ejectNanos) {
+  public WorkerHealth(LongSupplier nanoClock, int unreachableAfter, int ejectAfterErrors, long ejectNanos,
+      long maxEjectNanos) {
+    if (ejectNanos < 0 || maxEjectNanos < ejectNanos) {
+      throw new IllegalArgumentException("need 0 <= ejectNanos <= maxEjectNanos");
+    }
     this.nanoClock = nanoClock;
     this.unreachableAfter = unreachableAfter;
     this.ejectAfterErrors = ejectAfterErrors;
     this.ejectNanos = ejectNanos;
+    this.maxEjectNanos = maxEjectNanos;
   }
 
   /** Always healthy: for routers without health signals (tests, embedding). */
@@ -75,15 +90,34 @@ public final class WorkerHealth {
       return;
     }
     State s = state(worker);
-    if (status >= 500) {
-      if (s.errors.incrementAndGet() >= ejectAfterErrors) {
-        s.errors.set(0);
-        s.ejectedUntil = nanoClock.getAsLong() + ejectNanos;
-        log.warn("worker {} ejected for {} ms after {} consecutive 5xx responses", worker, ejectNanos / 1_000_000,
-            ejectAfterErrors);
+    long now = nanoClock.getAsLong();
+    synchronized (s) {
+      if (status < 500) {
+        s.errors = 0;
+        s.ejections = 0; // answered well: off probation
+        return;
       }
-    } else {
-      s.errors.set(0);
+      if (s.ejectedUntil != 0 && now - s.ejectedUntil < 0) {
+        return; // ejected already: these are requests sent before it, they say nothing new
+      }
+      if (s.ejections == 0 && ++s.errors < ejectAfterErrors) {
+        return;
+      }
+      long length = ejectNanos;
+      for (int i = 0; i < s.ejections && length < maxEjectNanos; i++) {
+        length *= 2;
+      }
+      length = Math.min(length, maxEjectNanos);
+      s.ejections++;
+      s.errors = 0;
+      s.ejectedUntil = now + length;
+      if (s.ejections == 1) {
+        log.warn("worker {} ejected for {} ms after {} consecutive 5xx responses", worker, length / 1_000_000,
+            ejectAfterErrors);
+      } else {
+        log.warn("worker {} ejected again for {} ms: a 5xx on probation (ejection {} in a row)", worker,
+            length / 1_000_000, s.ejections);
+      }
     }
   }
 
@@ -115,7 +149,11 @@ public final class WorkerHealth {
 
   private static final class State {
     final AtomicInteger unreachable = new AtomicInteger();
-    final AtomicInteger errors = new AtomicInteger();
+    /** Consecutive 5xx outside probation; guarded by this. */
+    int errors;
+    /** Ejections since the worker last answered well (> 0: on probation once it ends); guarded by this. */
+    int ejections;
+    /** Written under this, read without: the decision path only reads. */
     volatile long ejectedUntil;
   }
 }

@@ -58,6 +58,50 @@ class WorkerHealthTest {
   }
 
   @Test
+  void onProbationOne5xxEjectsAgainForTwiceAsLongUpToTheMaximum() {
+    WorkerHealth h = new WorkerHealth(clock, 3, 5, TimeUnit.SECONDS.toNanos(5), TimeUnit.SECONDS.toNanos(12));
+    for (int i = 0; i < 5; i++) {
+      h.response("w", 503);
+    }
+    assertThat(h.unhealthyReason("w")).isEqualTo(WorkerHealth.EJECTED);
+    // responses of requests sent before the ejection neither extend it nor count towards the next
+    for (int i = 0; i < 10; i++) {
+      h.response("w", 503);
+    }
+    clock.advance(5001, TimeUnit.MILLISECONDS);
+    assertThat(h.unhealthyReason("w")).isNull();
+    h.response("w", 503); // the probe fails: 10 s
+    assertThat(h.unhealthyReason("w")).isEqualTo(WorkerHealth.EJECTED);
+    clock.advance(9999, TimeUnit.MILLISECONDS);
+    assertThat(h.unhealthyReason("w")).isEqualTo(WorkerHealth.EJECTED);
+    clock.advance(2, TimeUnit.MILLISECONDS);
+    assertThat(h.unhealthyReason("w")).isNull();
+    h.response("w", 500); // 20 s, capped at 12
+    clock.advance(11999, TimeUnit.MILLISECONDS);
+    assertThat(h.unhealthyReason("w")).isEqualTo(WorkerHealth.EJECTED);
+    clock.advance(2, TimeUnit.MILLISECONDS);
+    assertThat(h.unhealthyReason("w")).isNull();
+  }
+
+  @Test
+  void aGoodAnswerEndsProbation() {
+    WorkerHealth h = new WorkerHealth(clock, 3, 5, TimeUnit.SECONDS.toNanos(5), TimeUnit.SECONDS.toNanos(60));
+    for (int i = 0; i < 5; i++) {
+      h.response("w", 503);
+    }
+    clock.advance(6, TimeUnit.SECONDS);
+    h.response("w", 200);
+    for (int i = 0; i < 4; i++) {
+      h.response("w", 503);
+    }
+    assertThat(h.unhealthyReason("w")).as("a new streak is needed").isNull();
+    h.response("w", 503);
+    assertThat(h.unhealthyReason("w")).isEqualTo(WorkerHealth.EJECTED);
+    clock.advance(5001, TimeUnit.MILLISECONDS);
+    assertThat(h.unhealthyReason("w")).as("the first ejection's length again").isNull();
+  }
+
+  @Test
   void clientErrorsAreNotTheWorkersFault() {
     for (int i = 0; i < 10; i++) {
       health.response("w", 400);
