@@ -168,6 +168,10 @@ public final class EnvoyAb implements Callable<Integer> {
   @Option(names = "--crash-down-s", defaultValue = "10", description = "With --crash-worker: seconds it stays down.")
   double crashDownSeconds;
 
+  @Option(names = "--crash-process", description = "With --crash-worker: the whole worker process dies (its port "
+      + "refuses connections, /metrics included, as a vLLM whose engine died exits) instead of its engine only.")
+  boolean crashProcess;
+
   @Option(names = "--router-jvm", split = " ", defaultValue = "-Xmx1g -XX:+UseParallelGC")
   List<String> routerJvm;
 
@@ -224,7 +228,8 @@ public final class EnvoyAb implements Callable<Integer> {
     meta.put("eventReorder", eventReorder);
     meta.put("replay", !noReplay);
     if (crashWorker >= 0) {
-      meta.put("crash", Map.of("worker", crashWorker, "atSeconds", crashAtSeconds, "downSeconds", crashDownSeconds));
+      meta.put("crash", Map.of("worker", crashWorker, "atSeconds", crashAtSeconds, "downSeconds", crashDownSeconds,
+          "process", crashProcess));
     }
     meta.put("idealReuse", "the prompts as the workers prefill them (chat: the model's template and tokenizer, media "
         + "keyed by the engine's identifiers), infinite cache");
@@ -306,8 +311,9 @@ public final class EnvoyAb implements Callable<Integer> {
     }
     SimWorker w = stack.fleet().workers().get(crashWorker);
     long downNanos = Math.round(crashDownSeconds * 1e9);
-    return ctx.at(Duration.ofNanos(Math.round(crashAtSeconds * 1e9)), "crash of " + w.name() + " for "
-        + crashDownSeconds + " s", () -> w.engine().crash(downNanos));
+    return ctx.at(Duration.ofNanos(Math.round(crashAtSeconds * 1e9)), (crashProcess ? "process " : "")
+        + "crash of " + w.name() + " for " + crashDownSeconds + " s",
+        crashProcess ? () -> w.kill(downNanos) : () -> w.engine().crash(downNanos));
   }
 
   /**

@@ -196,6 +196,27 @@ public final class SimWorker implements FaultControl, AutoCloseable {
     return state();
   }
 
+  /**
+   * The whole worker process dies, as a vLLM whose engine died exits: in-flight requests fail, the HTTP port refuses
+   * connections ({@code /metrics} and {@code /health} too), the cache and the event publisher are gone; after
+   * {@code downNanos} a new process listens on the same port with an empty cache. {@code crash_down_ms} of the
+   * fault API crashes the engine only and keeps the HTTP server answering 503.
+   */
+  public void kill(long downNanos) {
+    if (downNanos < 0) {
+      throw new IllegalArgumentException("downNanos must be >= 0");
+    }
+    engine.crash(downNanos);
+    http.suspend();
+    clock.schedule(clock.nanoTime() + downNanos, () -> {
+      try {
+        http.resume();
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException("worker " + spec.name() + " could not listen again", e);
+      }
+    });
+  }
+
   @Override
   public void close() {
     if (http != null) {

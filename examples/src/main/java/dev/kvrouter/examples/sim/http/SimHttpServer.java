@@ -97,6 +97,8 @@ public final class SimHttpServer implements AutoCloseable {
   private final PromptEncoder responseText;
   private final AtomicLong requestCounter = new AtomicLong();
   private HttpServer server;
+  /** The port, kept while suspended. */
+  private volatile int boundPort;
   private ThreadPoolExecutor handlers;
 
   /**
@@ -128,15 +130,38 @@ public final class SimHttpServer implements AutoCloseable {
           t.setDaemon(true);
           return t;
         }, new ThreadPoolExecutor.CallerRunsPolicy());
-    server = HttpServer.create(new InetSocketAddress(options.bind(), options.port()), 1024);
-    server.setExecutor(handlers);
-    server.createContext("/", this::handle);
-    server.start();
+    listen(options.port());
     return this;
   }
 
+  private void listen(int port) throws IOException {
+    server = HttpServer.create(new InetSocketAddress(options.bind(), port), 1024);
+    server.setExecutor(handlers);
+    server.createContext("/", this::handle);
+    server.start();
+    boundPort = port == 0 ? server.getAddress().getPort() : port;
+  }
+
+  /**
+   * The process is gone: the listening socket and every open connection are closed, so clients get connection
+   * refused or reset (a vLLM whose engine died exits). {@link #resume} listens on the same port again.
+   */
+  public synchronized void suspend() {
+    if (server != null) {
+      server.stop(0);
+      server = null;
+    }
+  }
+
+  /** A new process listens on the port the server had. */
+  public synchronized void resume() throws IOException {
+    if (server == null) {
+      listen(boundPort);
+    }
+  }
+
   public int port() {
-    return server.getAddress().getPort();
+    return boundPort;
   }
 
   public String name() {
@@ -144,9 +169,10 @@ public final class SimHttpServer implements AutoCloseable {
   }
 
   @Override
-  public void close() {
+  public synchronized void close() {
     if (server != null) {
       server.stop(0);
+      server = null;
     }
     if (handlers != null) {
       handlers.shutdownNow();

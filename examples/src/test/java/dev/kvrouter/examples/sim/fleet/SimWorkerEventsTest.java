@@ -1,6 +1,7 @@
 package dev.kvrouter.examples.sim.fleet;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvrouter.examples.sim.engine.EngineConfig;
 import dev.kvrouter.examples.sim.http.FaultControl;
@@ -256,5 +257,32 @@ class SimWorkerEventsTest {
     assertThat(after.get(0).batch().events()).containsExactly(AllBlocksCleared.INSTANCE);
     assertThat(worker.state()).isEqualTo(new FaultControl.State(
         dev.kvrouter.examples.sim.events.EventFaults.NONE, 1.0, true));
+  }
+
+  @Test
+  void aKilledProcessRefusesConnectionsUntilANewOneListensOnTheSamePort() throws Exception {
+    start(WireLayout.VLLM_MAP);
+    complete(seq(100, 1), null);
+    int port = worker.httpPort();
+    URI health = URI.create("http://127.0.0.1:" + port + "/health");
+    worker.kill(TimeUnit.MILLISECONDS.toNanos(1500));
+    // the listening socket is closed before kill returns: connection refused, not a 503
+    assertThatThrownBy(() -> CLIENT.send(HttpRequest.newBuilder(health).build(), HttpResponse.BodyHandlers.ofString()))
+        .isInstanceOf(java.net.ConnectException.class);
+    assertThat(worker.httpPort()).isEqualTo(port);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    int status = 0;
+    while (status != 200 && System.nanoTime() < deadline) {
+      try {
+        status = CLIENT.send(HttpRequest.newBuilder(health).build(), HttpResponse.BodyHandlers.ofString())
+            .statusCode();
+      } catch (java.net.ConnectException e) {
+        Thread.sleep(20);
+      }
+    }
+    assertThat(status).as("the new process on the same port").isEqualTo(200);
+    List<Msg> after = replay(0);
+    assertThat(after.get(0).seq()).isZero();
+    assertThat(after.get(0).batch().events()).containsExactly(AllBlocksCleared.INSTANCE);
   }
 }
