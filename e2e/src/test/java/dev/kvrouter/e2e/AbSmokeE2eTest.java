@@ -66,7 +66,9 @@ import org.junit.jupiter.api.io.TempDir;
  *       answers ({@code ScriptedOutput}), each later turn waits for the previous one and, routed by kv_aware to the
  *       worker that answered it, finds the previous prompt and answer cached there;
  *   <li>a worker's engine crashes mid-run and restarts with an empty cache: the failures are its own in-flight
- *       requests and the streak that ejects it, and it serves again soon after its restart.
+ *       requests and the streak that ejects it, and it serves again soon after its restart;
+ *   <li>the router dies mid-run and a new one starts: Envoy's pool serves meanwhile, nothing fails, and the new
+ *       router routes again.
  * </ul>
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -230,23 +232,11 @@ class AbSmokeE2eTest {
     // Round-robin, so that when the crashed worker gets requests again is the health gate's doing alone (kv_aware
     // would also weigh its empty cache against the holders of the prefixes); the gate is the same for every policy.
     String spec = "system-prompt:count=160,rate=16,prompt=512,sharing=0.8,prefixes=8,output=16,seed=11";
-    List<RequestRecord> records = new ArrayList<>();
-    AbReport report;
-    ByteArrayOutputStream progress = new ByteArrayOutputStream();
-    try (LoadGenerator gen = new LoadGenerator(LoadConfig.defaults(stack.uri(), MODEL)
-        .withMaxRunTime(Duration.ofSeconds(30)).withTimeouts(Duration.ofSeconds(30), Duration.ofSeconds(20))
-        .withSampleInterval(Duration.ofMillis(100)))) {
-      AbRunner.Settings settings = new AbRunner.Settings(List.of("round_robin"), "round_robin", "round_robin", true,
-          16, true, Duration.ofMillis(300), Duration.ofSeconds(30), out, Map.of("test", true));
-      report = new AbRunner(gen, stack.targets(), settings, (p, w, ctx) -> ctx
-          .at(Duration.ofSeconds(1), "crash of " + crashed.name(), () -> crashed.engine().crash(4_000_000_000L))
-          .routingOverhead(rs -> {
-            records.addAll(rs);
-            return null;
-          }).build(), new PrintStream(progress, true, StandardCharsets.UTF_8)).run(List.of(spec));
-    }
-    String log = progress.toString(StandardCharsets.UTF_8);
-    PolicyResult r = report.workloads().get(0).result("round_robin");
+    ActedRun run = runActing("round_robin", spec, out, "crash of " + crashed.name(),
+        () -> crashed.engine().crash(4_000_000_000L));
+    List<RequestRecord> records = run.records();
+    String log = run.log();
+    PolicyResult r = run.report().workloads().get(0).result("round_robin");
     assertThat(r.notes()).as(log).anySatisfy(n -> assertThat(n).startsWith("crash of " + crashed.name() + " at "));
     CrashWindow c = CrashWindow.of(crashed.name(), 1, 4, records);
     assertThat(c.failed()).as(c + "\n" + log).isEqualTo(r.counts().failed()).isPositive();
@@ -265,6 +255,75 @@ class AbSmokeE2eTest {
     double all = delta(before, after, "kvrouter_truth_checks_total", "");
     assertThat(all).isGreaterThanOrEqualTo(140);
     assertThat(over / all).as("predicted more than the workers had").isLessThan(0.01);
+  }
+
+  @Test
+  @Order(6)
+  void withTheRouterGoneMidRunEnvoyRoutesThroughThePoolAndNothingFails(@TempDir Path out) throws Exception {
+    // 16 requests a second over 15 s; the router stops 1 s in and a new one starts 2 s after the old one is gone
+    String spec = "system-prompt:count=240,rate=16,prompt=512,sharing=0.8,prefixes=8,output=16,seed=12";
+    List<Throwable> restart = new ArrayList<>();
+    java.util.concurrent.atomic.AtomicLong actionAt = new java.util.concurrent.atomic.AtomicLong();
+    java.util.concurrent.atomic.AtomicLong restartedAt = new java.util.concurrent.atomic.AtomicLong();
+    ActedRun run = runActing("kv_aware", spec, out, "router crash", () -> {
+      actionAt.set(System.nanoTime());
+      Thread t = new Thread(() -> {
+        try {
+          // in process the router stops gracefully: its ext_proc server drains the open streams first (the
+          // observer filter keeps each up to 5 s, envoy.yaml deferred_close_timeout)
+          stack.killRouter();
+          Thread.sleep(2000);
+          stack.restartRouter();
+          restartedAt.set(System.nanoTime());
+        } catch (Throwable e) {
+          synchronized (restart) {
+            restart.add(e);
+          }
+        }
+      });
+      t.setDaemon(true);
+      t.start();
+    });
+    List<RequestRecord> records = run.records();
+    synchronized (restart) {
+      assertThat(restart).as("the router's restart").isEmpty();
+    }
+    assertThat(restartedAt.get()).as("restarted within the run").isNotZero();
+    PolicyResult r = run.report().workloads().get(0).result("kv_aware");
+    assertThat(r.counts().failed()).as(r.errors() + "\n" + run.log()).isZero();
+    assertThat(r.counts().completed()).isEqualTo(240);
+    // in the run's offsets the restart came 1 s + downSeconds in (an action late by d: d later, so the cut below
+    // leaves Envoy 3 s - d to reconnect)
+    double downSeconds = (restartedAt.get() - actionAt.get()) / 1e9;
+    CrashWindow c = CrashWindow.of(CrashWindow.ROUTER, 1, downSeconds, records);
+    // while it is gone Envoy's pool serves the requests (no decision id): plain load balancing, visibly
+    assertThat(c.during().withoutDecision()).as(c.toString()).isPositive();
+    // and the new router routes again: every request sent 3 s after it started (Envoy reconnecting) has its decision
+    long cut = Math.round((1 + downSeconds + 3) * 1e6);
+    List<RequestRecord> late = records.stream().filter(q -> q.sentMicros() >= cut).toList();
+    assertThat(late).as(c.toString()).hasSizeGreaterThan(20)
+        .allSatisfy(q -> assertThat(q.decisionId()).as(c.toString()).isNotNull());
+  }
+
+  /** A run of {@code spec} under {@code policy} alone with {@code action} 1 s in, and what the client recorded. */
+  record ActedRun(AbReport report, List<RequestRecord> records, String log) {}
+
+  private ActedRun runActing(String policy, String spec, Path out, String label, Runnable action) throws Exception {
+    List<RequestRecord> records = new ArrayList<>();
+    ByteArrayOutputStream progress = new ByteArrayOutputStream();
+    try (LoadGenerator gen = new LoadGenerator(LoadConfig.defaults(stack.uri(), MODEL)
+        .withMaxRunTime(Duration.ofSeconds(30)).withTimeouts(Duration.ofSeconds(30), Duration.ofSeconds(20))
+        .withSampleInterval(Duration.ofMillis(100)))) {
+      AbRunner.Settings settings = new AbRunner.Settings(List.of(policy), policy, policy, true, 16, true,
+          Duration.ofMillis(300), Duration.ofSeconds(30), out, Map.of("test", true));
+      AbReport report = new AbRunner(gen, stack.targets(), settings, (p, w, ctx) -> ctx
+          .at(Duration.ofSeconds(1), label, action)
+          .routingOverhead(rs -> {
+            records.addAll(rs);
+            return null;
+          }).build(), new PrintStream(progress, true, StandardCharsets.UTF_8)).run(List.of(spec));
+      return new ActedRun(report, records, progress.toString(StandardCharsets.UTF_8));
+    }
   }
 
   private Map<String, Integer> flood(String prefix, int seedBase, int n, String policy) throws Exception {

@@ -168,6 +168,10 @@ public final class EnvoyAb implements Callable<Integer> {
   @Option(names = "--crash-down-s", defaultValue = "10", description = "With --crash-worker: seconds it stays down.")
   double crashDownSeconds;
 
+  @Option(names = "--crash-router", description = "Kill the router (SIGKILL) --crash-at-s into every measured run "
+      + "and start it again --crash-down-s later on the same config: Envoy routes through the pool meanwhile.")
+  boolean crashRouter;
+
   @Option(names = "--crash-process", description = "With --crash-worker: the whole worker process dies (its port "
       + "refuses connections, /metrics included, as a vLLM whose engine died exits) instead of its engine only.")
   boolean crashProcess;
@@ -201,6 +205,9 @@ public final class EnvoyAb implements Callable<Integer> {
       media = media(multimodal, specs);
       faults = eventFaults(eventDrop, eventDelayMs, eventReorder);
       checkCrash(crashWorker, workers, crashAtSeconds, crashDownSeconds);
+      if (crashRouter && crashWorker >= 0) {
+        throw new IllegalArgumentException("--crash-router and --crash-worker: one crash per run");
+      }
     } catch (IllegalArgumentException e) {
       throw new CommandLine.ParameterException(command.commandLine(), e.getMessage(), e);
     }
@@ -230,6 +237,8 @@ public final class EnvoyAb implements Callable<Integer> {
     if (crashWorker >= 0) {
       meta.put("crash", Map.of("worker", crashWorker, "atSeconds", crashAtSeconds, "downSeconds", crashDownSeconds,
           "process", crashProcess));
+    } else if (crashRouter) {
+      meta.put("crash", Map.of("router", true, "atSeconds", crashAtSeconds, "downSeconds", crashDownSeconds));
     }
     meta.put("idealReuse", "the prompts as the workers prefill them (chat: the model's template and tokenizer, media "
         + "keyed by the engine's identifiers), infinite cache");
@@ -246,8 +255,11 @@ public final class EnvoyAb implements Callable<Integer> {
       EngineIdeals ideals = new EngineIdeals(chat, model, blockSize, (long) gpuBlocks * workers);
       LoadConfig load = LoadConfig.defaults(stack.uri(), model).withMaxInFlight(maxInFlight)
           .withMaxRunTime(Duration.ofSeconds(maxSeconds)).withSampleInterval(Duration.ofMillis(sampleMs));
-      String crashed = crashWorker < 0 ? null : stack.fleet().workers().get(crashWorker).name();
-      PolicyPreparer preparer = (policy, w, ctx) -> crash(stack, ctx).routerSnapshot(stack.router()::snapshot)
+      String crashed = crashRouter ? CrashWindow.ROUTER
+          : crashWorker < 0 ? null : stack.fleet().workers().get(crashWorker).name();
+      PolicyPreparer preparer = (policy, w, ctx) -> crash(stack, ctx)
+          // two router processes in one run have no one CPU figure
+          .routerSnapshot(crashRouter ? null : stack.router()::snapshot)
           .routingOverhead(records -> {
             DecisionRecords d = DecisionRecords.parse(stack.router().decisionRecords());
             RoutingOverhead overhead = d.overhead(records);
@@ -283,11 +295,22 @@ public final class EnvoyAb implements Callable<Integer> {
             if (crashed != null) {
               CrashWindow c = CrashWindow.of(crashed, crashAtSeconds, crashDownSeconds, records);
               m.put("crash", c);
-              System.out.printf(Locale.ROOT, "  %-12s crash of %s: %d failed (%d on it; sent before / while down / "
-                  + "after: %d / %d / %d failed), first request it served %s after its restart%n", policy, crashed,
-                  c.failed(), c.failedOnCrashed(), c.before().failed(), c.during().failed(), c.after().failed(),
-                  c.firstServedAfterSeconds() == null ? "never"
-                      : String.format(Locale.ROOT, "%.1f s", c.firstServedAfterSeconds()));
+              if (crashRouter) {
+                System.out.printf(Locale.ROOT, "  %-12s router crash: %d failed (before / while down / after: %d / %d "
+                    + "/ %d); requests it did not route %d / %d / %d; served from cache %.1f%% / %.1f%% / %.1f%%; "
+                    + "routing again %s after the restart%n",
+                    policy, c.failed(), c.before().failed(), c.during().failed(), c.after().failed(),
+                    c.before().withoutDecision(), c.during().withoutDecision(), c.after().withoutDecision(),
+                    c.before().servedShare() * 100, c.during().servedShare() * 100, c.after().servedShare() * 100,
+                    c.firstRoutedAfterSeconds() == null ? "never"
+                        : String.format(Locale.ROOT, "%.1f s", c.firstRoutedAfterSeconds()));
+              } else {
+                System.out.printf(Locale.ROOT, "  %-12s crash of %s: %d failed (%d on it; sent before / while down / "
+                    + "after: %d / %d / %d failed), first request it served %s after its restart%n", policy, crashed,
+                    c.failed(), c.failedOnCrashed(), c.before().failed(), c.during().failed(), c.after().failed(),
+                    c.firstServedAfterSeconds() == null ? "never"
+                        : String.format(Locale.ROOT, "%.1f s", c.firstServedAfterSeconds()));
+              }
             }
             extras.add(m);
             return overhead;
@@ -304,8 +327,26 @@ public final class EnvoyAb implements Callable<Integer> {
     return 0;
   }
 
-  /** The run's crash of {@code --crash-worker}, when asked for. */
+  /** The run's crash of {@code --crash-worker} or {@code --crash-router}, when asked for. */
   private RunContext.Builder crash(EnvoyAbStack stack, RunContext.Builder ctx) {
+    if (crashRouter) {
+      long downMillis = Math.round(crashDownSeconds * 1000);
+      return ctx.at(Duration.ofNanos(Math.round(crashAtSeconds * 1e9)), "router crash for " + crashDownSeconds + " s",
+          () -> {
+            stack.killRouter();
+            // the restart takes the router's start-up time: off the driver's timer thread
+            Thread t = new Thread(() -> {
+              try {
+                Thread.sleep(downMillis);
+                stack.restartRouter();
+              } catch (Exception e) {
+                System.err.println("the router did not start again: " + e);
+              }
+            }, "kvrouter-ab-router-restart");
+            t.setDaemon(true);
+            t.start();
+          });
+    }
     if (crashWorker < 0) {
       return ctx;
     }

@@ -90,7 +90,10 @@ public final class EnvoyAbStack implements AutoCloseable {
 
   private final Options options;
   private final SimFleet fleet;
-  private final RouterLauncher.Router router;
+  private final RouterLauncher launcher;
+  private final Path routerConfig;
+  /** The running router; replaced when it is started again after {@link #killRouter}. */
+  private volatile RouterLauncher.Router router;
   private final EnvoyProcess envoy;
   private final int listenerPort;
   private final int routerAdminPort;
@@ -98,8 +101,11 @@ public final class EnvoyAbStack implements AutoCloseable {
   private final String envoyVersion;
   private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-  private EnvoyAbStack(Options options, SimFleet fleet, RouterLauncher.Router router, EnvoyProcess envoy,
-      int listenerPort, int routerAdminPort, Path workersFile, String envoyVersion) {
+  private EnvoyAbStack(Options options, SimFleet fleet, RouterLauncher launcher, Path routerConfig,
+      RouterLauncher.Router router, EnvoyProcess envoy, int listenerPort, int routerAdminPort, Path workersFile,
+      String envoyVersion) {
+    this.launcher = launcher;
+    this.routerConfig = routerConfig;
     this.options = options;
     this.fleet = fleet;
     this.router = router;
@@ -152,7 +158,8 @@ public final class EnvoyAbStack implements AutoCloseable {
         clusters.add("kvrouter_worker_" + w.name() + "::");
       }
       envoy.awaitAdmin("/clusters", body -> clusters.stream().allMatch(body::contains), Duration.ofSeconds(60));
-      EnvoyAbStack stack = new EnvoyAbStack(o, fleet, router, envoy, listener, admin, workersFile, version);
+      EnvoyAbStack stack = new EnvoyAbStack(o, fleet, launcher, config, router, envoy, listener, admin, workersFile,
+          version);
       stack.awaitReady(Duration.ofSeconds(60));
       return stack;
     } catch (Exception | Error e) {
@@ -227,8 +234,44 @@ public final class EnvoyAbStack implements AutoCloseable {
     return fleet;
   }
 
+  /** The running router, whichever process that is: its records and probes follow a restart. */
   public RouterLauncher.Router router() {
-    return router;
+    return new RouterLauncher.Router() {
+      @Override
+      public dev.kvrouter.examples.report.RouterSnapshot snapshot() {
+        return router.snapshot();
+      }
+
+      @Override
+      public List<String> decisionRecords() {
+        return router.decisionRecords();
+      }
+
+      @Override
+      public void kill() {
+        router.kill();
+      }
+
+      @Override
+      public void close() {
+        router.close();
+      }
+
+      @Override
+      public String toString() {
+        return router.toString();
+      }
+    };
+  }
+
+  /** The router dies at once (SIGKILL for a router process): Envoy's ext_proc calls fail from now on. */
+  public void killRouter() {
+    router.kill();
+  }
+
+  /** A new router on the same kvrouter.yaml and ports, as a supervisor would restart it; returns once it runs. */
+  public void restartRouter() throws Exception {
+    router = launcher.start(routerConfig);
   }
 
   public EnvoyProcess envoy() {

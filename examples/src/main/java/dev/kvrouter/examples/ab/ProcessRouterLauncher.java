@@ -47,7 +47,9 @@ public final class ProcessRouterLauncher implements RouterLauncher {
     cmd.add(MAIN);
     cmd.add("--config");
     cmd.add(config.toAbsolutePath().toString());
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    // appended: a router started again on the same config (after a crash) keeps the first one's records
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
+        .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
     return new Child(p, log);
   }
 
@@ -80,6 +82,16 @@ public final class ProcessRouterLauncher implements RouterLauncher {
         // no log yet: no records
       }
       return out;
+    }
+
+    @Override
+    public void kill() {
+      process.destroyForcibly(); // SIGKILL
+      try {
+        process.waitFor(5, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
 
     @Override

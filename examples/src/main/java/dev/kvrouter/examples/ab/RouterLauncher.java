@@ -27,6 +27,11 @@ public interface RouterLauncher {
     /** Decision records ({@code kvrouter.decisions} JSON lines) written since the start, or empty if not kept. */
     List<String> decisionRecords();
 
+    /** Stops it at once, as a crash would (no orderly shutdown where the launcher can avoid one). */
+    default void kill() {
+      close();
+    }
+
     @Override
     void close();
   }
