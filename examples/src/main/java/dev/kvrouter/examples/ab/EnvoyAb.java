@@ -162,10 +162,12 @@ public final class EnvoyAb implements Callable<Integer> {
           + "(its engine process dies: in-flight requests fail, new ones get 503 until it is back); -1 = off.")
   int crashWorker;
 
-  @Option(names = "--crash-at-s", defaultValue = "20", description = "With --crash-worker: seconds into each run.")
+  @Option(names = "--crash-at-s", defaultValue = "20",
+      description = "With --crash-worker or --crash-router: seconds into each run.")
   double crashAtSeconds;
 
-  @Option(names = "--crash-down-s", defaultValue = "10", description = "With --crash-worker: seconds it stays down.")
+  @Option(names = "--crash-down-s", defaultValue = "10",
+      description = "With --crash-worker or --crash-router: seconds it stays down.")
   double crashDownSeconds;
 
   @Option(names = "--crash-router", description = "Kill the router (SIGKILL) --crash-at-s into every measured run "
@@ -333,10 +335,10 @@ public final class EnvoyAb implements Callable<Integer> {
       long downMillis = Math.round(crashDownSeconds * 1000);
       return ctx.at(Duration.ofNanos(Math.round(crashAtSeconds * 1e9)), "router crash for " + crashDownSeconds + " s",
           () -> {
-            stack.killRouter();
-            // the restart takes the router's start-up time: off the driver's timer thread
+            // off the driver's timer thread: the kill waits for the process to end, the restart for it to run
             Thread t = new Thread(() -> {
               try {
+                stack.killRouter();
                 Thread.sleep(downMillis);
                 stack.restartRouter();
               } catch (Exception e) {

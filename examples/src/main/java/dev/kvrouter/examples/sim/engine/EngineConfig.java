@@ -47,9 +47,15 @@ public record EngineConfig(
 
   /** vLLM's default {@code --block-size} on CUDA. */
   public static final int DEFAULT_BLOCK_SIZE = 16;
-  /** vLLM's long-standing default {@code --max-num-seqs}. */
+  /**
+   * {@code --max-num-seqs} of a builder without a preset. A preset's engines take vLLM's default for its GPU
+   * instead ({@link Preset#batchLimits()}: 1024 on an H100, 256 on an A100).
+   */
   public static final int DEFAULT_MAX_NUM_SEQS = 256;
-  /** vLLM v1's default {@code --max-num-batched-tokens} for the OpenAI server. */
+  /**
+   * {@code --max-num-batched-tokens} of a builder without a preset. A preset's engines take vLLM's default for its
+   * GPU instead ({@link Preset#batchLimits()}: 8192 on an H100, 2048 on an A100).
+   */
   public static final int DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192;
 
   public EngineConfig {
