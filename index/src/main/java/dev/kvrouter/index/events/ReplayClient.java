@@ -38,24 +38,60 @@ final class ReplayClient implements StreamFollower.Replayer, AutoCloseable {
     this.handshakeMillis = handshakeMillis;
   }
 
+  /**
+   * A pause this long between two replies of one replay means the engine has stopped sending: its loop sends the
+   * whole buffer back to back.
+   */
+  static final int REPLY_GAP_MILLIS = 250;
+
   @Override
   public boolean replay(long fromSeq, StreamFollower.BatchSink sink) {
+    long next = fromSeq;
+    int total = 0;
+    while (true) {
+      Round r = round(next, sink, maxBatches - total);
+      total += r.batches();
+      if (r.outcome() != Outcome.STOPPED) {
+        return r.outcome() == Outcome.ENDED;
+      }
+      // The engine's replies stopped or skipped ahead mid-replay. vLLM (and the publisher modelled on it) sends the
+      // buffer on a ROUTER socket at ZMQ's default high-water mark, 1,000 messages, and a ROUTER drops what does
+      // not fit at the moment it is sent (the end marker too): a long replay arrives with holes and cut short.
+      // Ask again from the first batch missing.
+      log.info("replay from {} broke off after {} batches; asking again from {}", endpoint, total, r.last() + 1);
+      next = r.last() + 1;
+    }
+  }
+
+  private enum Outcome { ENDED, STOPPED, FAILED }
+
+  private record Round(Outcome outcome, int batches, long last) {}
+
+  /** One request and its replies, up to {@code budget} batches. */
+  private Round round(long fromSeq, StreamFollower.BatchSink sink, int budget) {
     if (dealer == null) {
       dealer = ZmqSockets.dealer(ctx, endpoint, timeoutMillis, reconnectMillis, handshakeMillis);
     }
     if (!dealer.sendMore(new byte[0]) || !dealer.send(ZmqFrames.seqBytes(fromSeq))) {
       log.warn("replay request to {} could not be sent", endpoint);
       discard();
-      return false;
+      return new Round(Outcome.FAILED, 0, -1);
     }
     List<byte[]> frames = new ArrayList<>(4);
-    for (int n = 0; n <= maxBatches; n++) {
+    long last = -1;
+    for (int n = 0; n <= budget; n++) {
       frames.clear();
       byte[] f = dealer.recv(0);
       if (f == null) {
-        log.warn("replay from {} timed out after {} batches", endpoint, n);
-        discard();
-        return false;
+        discard(); // replies may still be in flight: a fresh socket for the next request
+        if (n == 0) {
+          log.warn("replay from {} timed out before its first reply", endpoint);
+          return new Round(Outcome.FAILED, 0, -1);
+        }
+        return new Round(Outcome.STOPPED, n, last);
+      }
+      if (n == 0) {
+        dealer.setReceiveTimeOut(Math.min(timeoutMillis, REPLY_GAP_MILLIS));
       }
       frames.add(f);
       while (dealer.hasReceiveMore() && frames.size() < 8) {
@@ -68,19 +104,27 @@ final class ReplayClient implements StreamFollower.Replayer, AutoCloseable {
       if ((k != 3 && k != 4) || frames.get(0).length != 0 || frames.get(k - 2).length != 8) {
         log.warn("replay from {} sent a reply with {} frames; abandoning it", endpoint, k);
         discard();
-        return false;
+        return new Round(Outcome.FAILED, n, last);
       }
       byte[] seqFrame = frames.get(k - 2);
       byte[] payload = frames.get(k - 1);
       long seq = ZmqFrames.readSeq(seqFrame);
       if (payload.length == 0 || seq == ZmqFrames.END_SEQ) {
-        return true;
+        dealer.setReceiveTimeOut(timeoutMillis);
+        return new Round(Outcome.ENDED, n, last);
+      }
+      if (n > 0 && seq != last + 1) {
+        // The buffer is contiguous, so a hole after the first reply is the engine's socket dropping at its
+        // high-water mark while it sent (the first reply may skip ahead: the buffer no longer holds fromSeq)
+        discard();
+        return new Round(Outcome.STOPPED, n, last);
       }
       sink.accept(seq, payload);
+      last = seq;
     }
     log.warn("replay from {} exceeded {} batches; abandoning it", endpoint, maxBatches);
     discard();
-    return false;
+    return new Round(Outcome.FAILED, budget, last);
   }
 
   private void discard() {

@@ -1,0 +1,120 @@
+package dev.kvrouter.index.events;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvrouter.index.wire.ZmqFrames;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
+
+@Timeout(60)
+class ReplayClientTest {
+
+  /**
+   * A replay socket that holds batches {@code 0 .. size-1} and answers each request with at most {@code cut} of
+   * them, without its end marker when it cuts, and with {@code hole} the first time it sends them left out: what
+   * a ROUTER at its high-water mark does to a long replay (it drops whatever does not fit when it is sent).
+   */
+  private static Thread server(ZContext ctx, ZMQ.Socket router, int size, int cut, long[] hole,
+      AtomicInteger requests) {
+    boolean[] holed = new boolean[1];
+    Thread t = new Thread(() -> {
+      router.setReceiveTimeOut(100);
+      while (!Thread.currentThread().isInterrupted()) {
+        byte[] id = router.recv(0);
+        if (id == null) {
+          continue;
+        }
+        router.recv(0); // delimiter
+        long from = ZmqFrames.readSeq(router.recv(0));
+        requests.incrementAndGet();
+        long end = Math.min(size, from + cut);
+        for (long seq = from; seq < end; seq++) {
+          if (hole != null && !holed[0] && seq >= hole[0] && seq < hole[1]) {
+            holed[0] = seq == hole[1] - 1;
+            continue;
+          }
+          router.sendMore(id);
+          router.sendMore(new byte[0]);
+          router.sendMore(ZmqFrames.seqBytes(seq));
+          router.send(new byte[] {(byte) seq, 1});
+        }
+        if (end == size) {
+          router.sendMore(id);
+          router.sendMore(new byte[0]);
+          router.sendMore(ZmqFrames.seqBytes(ZmqFrames.END_SEQ));
+          router.send(new byte[0]);
+        }
+      }
+    }, "replay-server");
+    t.setDaemon(true);
+    t.start();
+    return t;
+  }
+
+  /** What one replay delivered, whether it reached the end marker, and how many requests it took. */
+  private record Replayed(List<Long> seqs, boolean ended, int requests) {
+
+    /** Asserts it delivered {@code first, first + 1, ...} up to its end marker, in order. */
+    void isCompleteFrom(long first, int count) {
+      assertThat(ended).isTrue();
+      assertThat(seqs).hasSize(count);
+      for (int i = 0; i < count; i++) {
+        assertThat(seqs.get(i)).isEqualTo(first + i);
+      }
+    }
+  }
+
+  private static Replayed replay(int size, int cut, long[] hole, long from, int maxBatches) throws Exception {
+    AtomicInteger requests = new AtomicInteger();
+    try (ZContext ctx = new ZContext()) {
+      ZMQ.Socket router = ctx.createSocket(SocketType.ROUTER);
+      router.setLinger(0);
+      int port = router.bindToRandomPort("tcp://127.0.0.1");
+      Thread t = server(ctx, router, size, cut, hole, requests);
+      List<Long> got = new ArrayList<>();
+      boolean ended;
+      try (ReplayClient c = new ReplayClient(ctx, "tcp://127.0.0.1:" + port, 2000, maxBatches, 100, 1000)) {
+        ended = c.replay(from, (seq, payload) -> got.add(seq));
+      } finally {
+        t.interrupt();
+        t.join(5000);
+      }
+      return new Replayed(got, ended, requests.get());
+    }
+  }
+
+  @Test
+  void aReplayCutShortIsAskedAgainFromWhereItStoppedUntilItsEndMarker() throws Exception {
+    Replayed r = replay(2500, 1000, null, 0, 20_000);
+    r.isCompleteFrom(0, 2500);
+    assertThat(r.requests()).as("0.., 1000.., 2000..").isEqualTo(3);
+  }
+
+  @Test
+  void aHoleInTheMiddleOfAReplyIsAskedAgainFromItsFirstMissingBatch() throws Exception {
+    // from 500: 500..999, a hole at 1000..1063, then 1064..1499 cut; asked again from 1000, then from 2000
+    Replayed r = replay(2200, 1000, new long[] {1000, 1064}, 500, 20_000);
+    r.isCompleteFrom(500, 1700);
+    assertThat(r.requests()).isEqualTo(3);
+  }
+
+  @Test
+  void aReplayFromTheMiddleAndOneThatFitsTakeOneRequest() throws Exception {
+    Replayed r = replay(1500, 1000, null, 700, 20_000);
+    r.isCompleteFrom(700, 800);
+    assertThat(r.requests()).isEqualTo(1);
+  }
+
+  @Test
+  void theBatchCapHoldsAcrossRequests() throws Exception {
+    Replayed r = replay(5000, 1000, null, 0, 2500);
+    assertThat(r.ended()).as("abandoned at the cap").isFalse();
+    assertThat(r.seqs().size()).isBetween(2500, 2501);
+  }
+}
