@@ -68,7 +68,9 @@ import org.junit.jupiter.api.io.TempDir;
  *   <li>a worker's engine crashes mid-run and restarts with an empty cache: the failures are its own in-flight
  *       requests and the streak that ejects it, and it serves again soon after its restart;
  *   <li>the router dies mid-run and a new one starts: Envoy's pool serves meanwhile, nothing fails, and the new
- *       router routes again.
+ *       router routes again;
+ *   <li>a worker's whole process dies (its port refuses connections): the scrape gate takes it out before a streak
+ *       of 5xx ejects it, and its first good scrape after the restart brings it back.
  * </ul>
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -303,6 +305,27 @@ class AbSmokeE2eTest {
     List<RequestRecord> late = records.stream().filter(q -> q.sentMicros() >= cut).toList();
     assertThat(late).as(c.toString()).hasSizeGreaterThan(20)
         .allSatisfy(q -> assertThat(q.decisionId()).as(c.toString()).isNotNull());
+  }
+
+  @Test
+  @Order(7)
+  void aWorkerWhosePortRefusesIsTakenOutByTheScrapeGateAndBackAtItsFirstGoodScrape(@TempDir Path out)
+      throws Exception {
+    SimWorker crashed = stack.fleet().workers().get(1);
+    // the whole process dies, as a vLLM whose engine died exits: its port refuses connections, /metrics too
+    String spec = "system-prompt:count=160,rate=16,prompt=512,sharing=0.8,prefixes=8,output=16,seed=13";
+    ActedRun run = runActing("round_robin", spec, out, "process crash of " + crashed.name(),
+        () -> crashed.kill(4_000_000_000L));
+    PolicyResult r = run.report().workloads().get(0).result("round_robin");
+    CrashWindow c = CrashWindow.of(crashed.name(), 1, 4, run.records());
+    assertThat(c.failed()).as(c + "\n" + run.log()).isEqualTo(r.counts().failed());
+    // three failed scrapes 100 ms apart take it out: a request or two of its fourth of 16 a second fail meanwhile
+    // (Envoy's 503 for the refused connection), fewer than the five that would eject it
+    assertThat(c.during().failed()).as(c.toString()).isLessThanOrEqualTo(4);
+    assertThat(c.after().failed()).as(c.toString()).isZero();
+    // the first good scrape after its restart brings it back: no ejection to wait out
+    assertThat(c.servedByCrashedAfter()).as(c.toString()).isPositive();
+    assertThat(c.firstServedAfterSeconds()).as(c.toString()).isLessThan(2.0);
   }
 
   /** A run of {@code spec} under {@code policy} alone with {@code action} 1 s in, and what the client recorded. */
