@@ -2,6 +2,7 @@ package dev.kvrouter.examples.ab;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.kvrouter.examples.report.LatencyStats;
 import dev.kvrouter.examples.report.RequestRecord;
 import dev.kvrouter.examples.report.RoutingOverhead;
 import java.util.HashMap;
@@ -51,7 +52,7 @@ public final class DecisionRecords {
    * hash, then lookup and scoring), from the records whose id a response carried.
    */
   public RoutingOverhead overhead(List<RequestRecord> requests) {
-    Histogram h = new Histogram(3_600_000_000L, 3);
+    Histogram h = LatencyStats.newMicrosHistogram();
     long fallbacks = 0;
     for (RequestRecord q : requests) {
       JsonNode d = q.decisionId() == null ? null : decisions.get(q.decisionId());
@@ -90,7 +91,7 @@ public final class DecisionRecords {
    * decision to engine and back.
    */
   public RouterTtft routerTtft(List<RequestRecord> requests) {
-    Histogram h = new Histogram(3_600_000_000L, 3);
+    Histogram h = LatencyStats.newMicrosHistogram();
     for (RequestRecord q : requests) {
       JsonNode o = q.decisionId() == null ? null : outcomes.get(q.decisionId());
       if (o != null && o.path("ttft_ms").isNumber()) {

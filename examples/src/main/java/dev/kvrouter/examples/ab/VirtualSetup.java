@@ -263,19 +263,7 @@ public record VirtualSetup(
       // the served model is the multimodal one: its ids (the image soft token too) go up to its own vocabulary
       b.vocabSize(MultimodalModels.vocabSize(MultimodalModels.preset(multimodal)));
     }
-    if (numGpuBlocks > 0) {
-      b.numGpuBlocks(numGpuBlocks);
-    }
-    if (maxNumSeqs > 0) {
-      b.maxNumSeqs(maxNumSeqs);
-    }
-    if (maxNumBatchedTokens > 0) {
-      b.maxNumBatchedTokens(maxNumBatchedTokens);
-    }
-    if (maxModelLen > 0) {
-      b.maxModelLen(maxModelLen);
-    }
-    return b.build();
+    return b.overrides(numGpuBlocks, maxNumSeqs, maxNumBatchedTokens, maxModelLen).build();
   }
 
   public String workerName(int i) {

@@ -164,6 +164,26 @@ public record EngineConfig(
     public Builder numCpuBlocks(int v) { numCpuBlocks = v; return this; }
     public Builder disableChunkedMmInput(boolean v) { disableChunkedMmInput = v; return this; }
 
+    /**
+     * The command line's overrides of what {@link #fromPreset} set: each value replaces the builder's when it is
+     * above 0, and 0 keeps it (the preset's capacity, scheduler limits or context length).
+     */
+    public Builder overrides(int numGpuBlocks, int maxNumSeqs, int maxNumBatchedTokens, int maxModelLen) {
+      if (numGpuBlocks > 0) {
+        this.numGpuBlocks = numGpuBlocks;
+      }
+      if (maxNumSeqs > 0) {
+        this.maxNumSeqs = maxNumSeqs;
+      }
+      if (maxNumBatchedTokens > 0) {
+        this.maxNumBatchedTokens = maxNumBatchedTokens;
+      }
+      if (maxModelLen > 0) {
+        this.maxModelLen = maxModelLen;
+      }
+      return this;
+    }
+
     public EngineConfig build() {
       return new EngineConfig(model, adapters, blockSize, numGpuBlocks, maxNumSeqs, maxNumBatchedTokens,
           maxModelLen, longPrefillTokenThreshold, enableChunkedPrefill, enablePrefixCaching, maxWaitingRequests,

@@ -143,19 +143,7 @@ public record FleetConfig(
       // tokens) go up to its own vocabulary
       b.vocabSize(MultimodalModels.vocabSize(multimodal));
     }
-    if (numGpuBlocks > 0) {
-      b.numGpuBlocks(numGpuBlocks);
-    }
-    if (maxNumSeqs > 0) {
-      b.maxNumSeqs(maxNumSeqs);
-    }
-    if (maxNumBatchedTokens > 0) {
-      b.maxNumBatchedTokens(maxNumBatchedTokens);
-    }
-    if (maxModelLen > 0) {
-      b.maxModelLen(maxModelLen);
-    }
-    return b.build();
+    return b.overrides(numGpuBlocks, maxNumSeqs, maxNumBatchedTokens, maxModelLen).build();
   }
 
   /** The served model name. */

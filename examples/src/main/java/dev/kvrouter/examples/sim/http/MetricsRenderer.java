@@ -35,13 +35,9 @@ final class MetricsRenderer {
     this.cacheConfigLabels = b.toString();
   }
 
-  String render(EngineStats s, boolean up) {
-    return render(s, up, 0, 0);
-  }
-
   /**
-   * With the server's own TTFT of streamed responses: {@code firstChunkSeconds} summed over {@code firstChunks}
-   * responses, from the request taken to its first token chunk flushed.
+   * The engine's metrics, with the server's own TTFT of streamed responses: {@code firstChunkSeconds} summed over
+   * {@code firstChunks} responses, from the request taken to its first token chunk flushed.
    */
   String render(EngineStats s, boolean up, double firstChunkSeconds, long firstChunks) {
     StringBuilder b = new StringBuilder(8192);

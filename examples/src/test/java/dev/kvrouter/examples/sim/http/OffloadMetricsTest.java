@@ -28,7 +28,7 @@ class OffloadMetricsTest {
     e.submitNow(RequestSpec.of("a", seq(32, 1), 1), o);
     clock.runUntilIdle(10_000);
     assertThat(o.outcome).isNotNull();
-    return new MetricsRenderer(c, null).render(e.statsNow(), true);
+    return new MetricsRenderer(c, null).render(e.statsNow(), true, 0, 0);
   }
 
   @Test
