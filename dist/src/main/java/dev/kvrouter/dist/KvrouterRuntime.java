@@ -191,6 +191,14 @@ public final class KvrouterRuntime implements AutoCloseable {
           .description("streamed responses followed to the end because Envoy had closed the routing stream "
               + "(routing filter without response trailers)")
           .register(metrics);
+      FunctionCounter.builder("kvrouter.observer.missing", inFlight, InFlight::observerMissing)
+          .description("requests ended at their routing stream's close because no response observer claimed them "
+              + "(the observer went to another router replica, or no observer filter)")
+          .register(metrics);
+      FunctionCounter.builder("kvrouter.observer.late", inFlight, InFlight::lateObservers)
+          .description("response observers that came for a request already ended at its routing stream's close "
+              + "(a routing filter that closes its stream before the response; ending stops at the first)")
+          .register(metrics);
     }
     admin = new AdminServer(metrics, registry, () -> extProc != null || xds != null).start(s.bind(), s.adminPort());
     log.info("kvrouter started: mode={} workers={} ext_proc={} xds={} admin={}", mode,

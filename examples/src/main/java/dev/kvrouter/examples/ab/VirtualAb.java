@@ -126,6 +126,11 @@ public final class VirtualAb implements Callable<Integer> {
   @Option(names = "--scrape-ms", defaultValue = "250", description = "Load scrape interval, 0 = ledger only.")
   long scrapeMs;
 
+  @Option(names = "--router-replicas", defaultValue = "1",
+      description = "Router replicas behind the proxy, each with its own index, predictions, ledger and scrapes; "
+          + "requests are dealt to them in turn, as Envoy's round-robin ext_proc cluster does.")
+  int routerReplicas;
+
   @Option(names = "--sample-ms", defaultValue = "250")
   long sampleMs;
 
@@ -187,7 +192,8 @@ public final class VirtualAb implements Callable<Integer> {
     VirtualSetup base = VirtualSetup.defaults().withWorkers(workers).withPreset(Presets.byId(preset))
         .withBlockSize(blockSize).withNumGpuBlocks(numGpuBlocks).withEngineLimits(maxNumSeqs, maxNumBatchedTokens)
         .withWeights(weights).withSeed(seed)
-        .withScrapeInterval(Duration.ofMillis(scrapeMs)).withKvOffloadingSize(kvOffloadingSize);
+        .withScrapeInterval(Duration.ofMillis(scrapeMs)).withKvOffloadingSize(kvOffloadingSize)
+        .withRouterReplicas(routerReplicas);
     if (model != null) {
       base = base.withModel(model);
     }
@@ -222,6 +228,7 @@ public final class VirtualAb implements Callable<Integer> {
     meta.put("replaySteps", replaySteps);
     meta.put("staleViewTrust", staleViewTrust);
     meta.put("scrapeMs", scrapeMs);
+    meta.put("routerReplicas", routerReplicas);
     meta.put("weights", weights);
     meta.put("multimodal", multimodal);
     meta.put("tokenizer", tokenizer == null ? null : tokenizer.toString());

@@ -141,17 +141,10 @@ public final class VirtualRun {
   private final List<String> names = new ArrayList<>();
   private final Map<String, Integer> indexOf = new HashMap<>();
   private final List<WorkerId> ids = new ArrayList<>();
-  private final KvIndex index;
-  private final EventPlaneHealth health;
-  private final StaleViewTrust staleViewTrust;
-  private final LoadLedger ledger;
-  private final Map<WorkerId, ScrapedLoad> scraped = new HashMap<>();
-  private final Router router;
-  private final PromptPipeline pipeline;
+  /** The router replicas; requests are dealt to them in turn. */
+  private final Replica[] replicas;
   private final long root;
   private final VirtualFleet fleet;
-  private final InProcessEventFollower[] followers;
-  private final EventApplier[] appliers;
   private final EventEncoder encoder;
   private final long[] delivered;
 
@@ -160,7 +153,6 @@ public final class VirtualRun {
   private final Histogram decisionMicros = LatencyStats.newMicrosHistogram();
   private final List<LoadSample> samples = new ArrayList<>();
   private final Map<String, Long> fallbacks = new TreeMap<>();
-  private final long[] staleTransitions = new long[1];
   private int arrived;
   /** Closed-loop edges and hold counts. */
   private final SessionChain chain;
@@ -219,57 +211,14 @@ public final class VirtualRun {
     }
     WorkerRegistry registry = new WorkerRegistry();
     registry.replace(fleetEntries);
-
-    index = new KvIndex(IndexConfig.defaults().withPredictions(setup.predictedTtl(), java.time.Duration.ofSeconds(120),
-        1 << 20, 4096), javaClock);
-    health = new EventPlaneHealth(new SimpleMeterRegistry(), javaClock, setup.staleRecovery());
-    health.addListener((w, stale, why) -> staleTransitions[0] += stale ? 1 : 0);
-    staleViewTrust = setup.staleViewTrust() ? new StaleViewTrust() : StaleViewTrust.NONE;
-    health.addListener(staleViewTrust::staleChanged);
-    KvIndexOverlapSource overlaps = new KvIndexOverlapSource(index);
-    ledger = new LoadLedger(clock::nanoTime, LEDGER_TTL_NANOS, 1_000_000);
-    LoadTracker load = new LoadTracker(ledger, setup.scrapeInterval().isZero() ? id -> null : scraped::get,
-        clock::nanoTime, TimeUnit.SECONDS.toNanos(2));
-    SplittableRandom rng = new SplittableRandom(setup.seed() * 31 + 7);
-    router = Router.builder(registry)
-        .policies(StandardPolicies.create())
-        .config(RoutingConfig.defaults(KvAwarePolicy.NAME))
-        .overlaps(overlaps)
-        .load(load)
-        .health(WorkerHealth.alwaysHealthy())
-        .staleViewTrust(staleViewTrust)
-        .nanoTime(System::nanoTime)
-        .random(() -> rng)
-        .build();
-    // Early stop as the runtime does by default; the chain is finished inline (deterministic) for predictions.
-    pipeline = chat == null ? null
-        : new PromptPipeline(overlaps, Runnable::run, System::nanoTime, true, new SimpleMeterRegistry());
-    root = CacheNamespace.of(setup.model()).rootSeed();
-
-    followers = new InProcessEventFollower[n];
-    appliers = new EventApplier[n];
-    delivered = new long[n];
     encoder = setup.layout() == null ? null : new EventEncoder(setup.layout());
     VirtualFleet[] self = new VirtualFleet[1];
-    for (int i = 0; i < n; i++) {
-      int w = i;
-      EventSource source = EventSource.connect(ids.get(i), setup.model(), setup.blockSize(), "inproc://" + names.get(i),
-          setup.replayBufferSteps() > 0 ? "inproc://" + names.get(i) + "/replay" : null);
-      if (encoder != null) {
-        InProcessEventFollower.Replay replay = setup.replayBufferSteps() == 0 ? null : (from, sink) -> {
-          for (SequencedKvEventBatch b : self[0].replay(w, from)) {
-            sink.accept(b.seq(), encoder.encode(b.batch()));
-          }
-          return true;
-        };
-        followers[i] = new InProcessEventFollower(index, health, source, replay, javaClock);
-      } else {
-        var view = index.register(ids.get(i));
-        view.setEventStream(true);
-        WorkerEventHealth h = health.register(view);
-        appliers[i] = new EventApplier(view, setup.model(), setup.blockSize(), h);
-      }
+    replicas = new Replica[setup.routerReplicas()];
+    for (int k = 0; k < replicas.length; k++) {
+      replicas[k] = new Replica(k, registry, self);
     }
+    root = CacheNamespace.of(setup.model()).rootSeed();
+    delivered = new long[n];
     PromptEncoder outputs = chat != null ? chat.encoder() : null;
     dev.kvrouter.examples.workload.TokenSpace space = workload.tokenSpace();
     chatAnswers = chat != null && workload.scriptsAnswers() && workload.chatPrompts()
@@ -317,6 +266,96 @@ public final class VirtualRun {
   }
 
   /**
+   * One router replica as its own process would hold it: an index fed by its own subscription to every worker's
+   * events and holding its own predictions, its own health views, ledger and scrapes. Replica 0 alone is the
+   * single router of every earlier run, draw for draw.
+   */
+  private final class Replica {
+    final KvIndex index;
+    final EventPlaneHealth health;
+    final StaleViewTrust staleViewTrust;
+    final LoadLedger ledger;
+    final Map<WorkerId, ScrapedLoad> scraped = new HashMap<>();
+    final Router router;
+    final PromptPipeline pipeline;
+    final InProcessEventFollower[] followers;
+    final EventApplier[] appliers;
+    long staleTransitions;
+
+    Replica(int k, WorkerRegistry registry, VirtualFleet[] fleetRef) {
+      int n = setup.workers();
+      index = new KvIndex(IndexConfig.defaults().withPredictions(setup.predictedTtl(),
+          java.time.Duration.ofSeconds(120), 1 << 20, 4096), javaClock);
+      health = new EventPlaneHealth(new SimpleMeterRegistry(), javaClock, setup.staleRecovery());
+      health.addListener((w, stale, why) -> staleTransitions += stale ? 1 : 0);
+      staleViewTrust = setup.staleViewTrust() ? new StaleViewTrust() : StaleViewTrust.NONE;
+      health.addListener(staleViewTrust::staleChanged);
+      KvIndexOverlapSource overlaps = new KvIndexOverlapSource(index);
+      ledger = new LoadLedger(clock::nanoTime, LEDGER_TTL_NANOS, 1_000_000);
+      LoadTracker load = new LoadTracker(ledger, setup.scrapeInterval().isZero() ? id -> null : scraped::get,
+          clock::nanoTime, TimeUnit.SECONDS.toNanos(2));
+      SplittableRandom rng = new SplittableRandom(setup.seed() * 31 + 7 + k);
+      router = Router.builder(registry)
+          .policies(StandardPolicies.create())
+          .config(RoutingConfig.defaults(KvAwarePolicy.NAME))
+          .overlaps(overlaps)
+          .load(load)
+          .health(WorkerHealth.alwaysHealthy())
+          .staleViewTrust(staleViewTrust)
+          .nanoTime(System::nanoTime)
+          .random(() -> rng)
+          .build();
+      // Early stop as the runtime does by default; the chain is finished inline (deterministic) for predictions.
+      pipeline = chat == null ? null
+          : new PromptPipeline(overlaps, Runnable::run, System::nanoTime, true, new SimpleMeterRegistry());
+      followers = new InProcessEventFollower[n];
+      appliers = new EventApplier[n];
+      for (int i = 0; i < n; i++) {
+        int w = i;
+        EventSource source = EventSource.connect(ids.get(i), setup.model(), setup.blockSize(),
+            "inproc://" + names.get(i),
+            setup.replayBufferSteps() > 0 ? "inproc://" + names.get(i) + "/replay" : null);
+        if (encoder != null) {
+          InProcessEventFollower.Replay replay = setup.replayBufferSteps() == 0 ? null : (from, sink) -> {
+            for (SequencedKvEventBatch b : fleetRef[0].replay(w, from)) {
+              sink.accept(b.seq(), encoder.encode(b.batch()));
+            }
+            return true;
+          };
+          followers[i] = new InProcessEventFollower(index, health, source, replay, javaClock);
+        } else {
+          var view = index.register(ids.get(i));
+          view.setEventStream(true);
+          WorkerEventHealth h = health.register(view);
+          appliers[i] = new EventApplier(view, setup.model(), setup.blockSize(), h);
+        }
+      }
+    }
+
+    /** What this replica's metrics scraper would have read from every worker's /metrics just now. */
+    void scrape() {
+      long now = clock.nanoTime();
+      for (int i = 0; i < names.size(); i++) {
+        SimEngine e = fleet.engine(i);
+        scraped.put(ids.get(i), new ScrapedLoad(e.runningNow(), e.waitingNow(), e.kvUsageNow(),
+            e.config().numGpuBlocks(), now));
+        ledger.scraped(ids.get(i));
+      }
+    }
+
+    void maintain() {
+      index.maintain();
+      long ms = javaClock.millis();
+      for (InProcessEventFollower f : followers) {
+        if (f != null) {
+          f.tick(ms);
+        }
+      }
+      ledger.sweep();
+    }
+  }
+
+  /**
    * Replays {@code workload} under {@code policy}.
    *
    * @param chat the request path and worker tokenizer for chat prompts, or null to send chat workloads as their
@@ -355,7 +394,11 @@ public final class VirtualRun {
     long scrapeNanos = setup.scrapeInterval().toNanos();
     clock.schedule(0, new Periodic(sampleNanos, this::sample));
     if (scrapeNanos > 0) {
-      clock.schedule(0, new Periodic(scrapeNanos, this::scrape));
+      for (int k = 0; k < replicas.length; k++) {
+        // replicas scrape on their own timers, spread over the interval; replica 0 at the old instants
+        Replica replica = replicas[k];
+        clock.schedule(scrapeNanos * k / replicas.length, new Periodic(scrapeNanos, () -> scrape(replica)));
+      }
     }
     clock.schedule(0, new Periodic(MAINTENANCE_NANOS, this::maintain));
     if (breakdown != null) {
@@ -428,6 +471,8 @@ public final class VirtualRun {
   }
 
   private void arrive(WorkloadRequest r) {
+    // Envoy deals ext_proc streams to the replicas in turn (the cluster's round robin)
+    Replica replica = replicas[arrived % replicas.length];
     arrived++;
     long c0 = cpu();
     int[] tokens;
@@ -442,7 +487,7 @@ public final class VirtualRun {
       } catch (RequestBodyParser.BadRequest e) {
         throw new IllegalStateException("the workload produced a request the router refuses: " + e.error(), e);
       }
-      prompt = pipeline.run(prepared);
+      prompt = replica.pipeline.run(prepared);
       rr = new RouteRequest(r.id(), prepared.request(), prepared.scope().tenantHash(), policy, setup.weights(),
           prompt.prompt(), prompt.unavailable(), 0, prompt.timings());
       long c1 = cpu();
@@ -468,7 +513,7 @@ public final class VirtualRun {
           policy, setup.weights(), new PromptInfo(tokens.length, setup.blockSize(), hashes), null, 0,
           new RequestTimings(0, 0, 0, hashNanos));
     }
-    Decision d = router.route(rr);
+    Decision d = replica.router.route(rr);
     int[] routerLead = breakdown == null ? null : routerLeads(d);
     records.decision(d);
     if (prompt != null && d.routed()) {
@@ -517,13 +562,13 @@ public final class VirtualRun {
             (int) (d.detail().predictedCachedTokens() / setup.blockSize()), engines);
     if (invalid != null) {
       // The worker answers 400 at once; the router releases on the response, as through Envoy.
-      release(d.reservation(), false);
+      release(replica, d.reservation());
       fail(r, at, names.get(w), d.id(), "http_400", 400);
       return;
     }
     inFlight++;
     maxInFlight = Math.max(maxInFlight, inFlight);
-    fleet.submit(w, spec, new Observer(r, d, at, pending));
+    fleet.submit(w, spec, new Observer(replica, r, d, at, pending));
   }
 
   /** Per worker, the router's effective overlap (blocks) at decision {@code d}; 0 for a worker not scored. */
@@ -541,6 +586,7 @@ public final class VirtualRun {
   }
 
   private final class Observer implements RequestObserver {
+    private final Replica replica;
     private final WorkloadRequest request;
     private final Decision decision;
     private final long sentNanos;
@@ -550,7 +596,9 @@ public final class VirtualRun {
     private int chunks;
     private final MissBreakdown.Pending pending;
 
-    Observer(WorkloadRequest request, Decision decision, long sentNanos, MissBreakdown.Pending pending) {
+    Observer(Replica replica, WorkloadRequest request, Decision decision, long sentNanos,
+        MissBreakdown.Pending pending) {
+      this.replica = replica;
       this.request = request;
       this.decision = decision;
       this.sentNanos = sentNanos;
@@ -562,7 +610,7 @@ public final class VirtualRun {
       if (firstNanos < 0) {
         firstNanos = atNanos;
         long c0 = cpu();
-        ledger.prefillDone(decision.reservation()); // the first response byte
+        replica.ledger.prefillDone(decision.reservation()); // the first response byte
         routerCpu += cpu() - c0;
         if (pending != null) {
           breakdown.admitted(pending, cachedTokens / setup.blockSize());
@@ -578,7 +626,7 @@ public final class VirtualRun {
 
     @Override
     public void onFinished(RequestOutcome o) {
-      release(decision.reservation(), true);
+      release(replica, decision.reservation());
       inFlight--;
       finished++;
       lastEndNanos = Math.max(lastEndNanos, o.finishNanos());
@@ -589,7 +637,7 @@ public final class VirtualRun {
           maxGap < 0 ? -1 : micros(maxGap));
       received(request, chunks);
       done(request.index(), o.finishNanos());
-      staleViewTrust.report(decision, o.cachedTokens());
+      replica.staleViewTrust.report(decision, o.cachedTokens());
       long predicted = decision.detail().predictedCachedTokens();
       records.outcome(decision, 200, false, new TruthCheck(predicted, o.cachedTokens(), setup.blockSize()),
           o.promptTokens(), (o.firstTokenNanos() - sentNanos) / 1e6, (o.finishNanos() - sentNanos) / 1e6);
@@ -607,7 +655,7 @@ public final class VirtualRun {
 
     @Override
     public void onFailed(RequestFailure f) {
-      release(decision.reservation(), false);
+      release(replica, decision.reservation());
       inFlight--;
       long now = clock.nanoTime();
       results[request.index()] = new RequestRecord(request.index(), request.id(), request.sessionId(),
@@ -621,9 +669,9 @@ public final class VirtualRun {
     }
   }
 
-  private void release(Reservation r, boolean completed) {
+  private void release(Replica replica, Reservation r) {
     long c0 = cpu();
-    ledger.release(r);
+    replica.ledger.release(r);
     routerCpu += cpu() - c0;
   }
 
@@ -639,10 +687,13 @@ public final class VirtualRun {
   private void onBatch(int worker, SequencedKvEventBatch b) {
     long c0 = cpu();
     delivered[worker]++;
-    if (encoder != null) {
-      followers[worker].onLive(b.seq(), encoder.encode(b.batch()));
-    } else {
-      appliers[worker].apply(b.batch());
+    byte[] wire = encoder == null ? null : encoder.encode(b.batch());
+    for (Replica replica : replicas) {
+      if (wire != null) {
+        replica.followers[worker].onLive(b.seq(), wire);
+      } else {
+        replica.appliers[worker].apply(b.batch());
+      }
     }
     routerCpu += cpu() - c0;
   }
@@ -655,29 +706,17 @@ public final class VirtualRun {
     }
   }
 
-  /** What the runtime's metrics scraper would have read from every worker's /metrics just now. */
-  private void scrape() {
+  private void scrape(Replica replica) {
     long c0 = cpu();
-    long now = clock.nanoTime();
-    for (int i = 0; i < names.size(); i++) {
-      SimEngine e = fleet.engine(i);
-      scraped.put(ids.get(i), new ScrapedLoad(e.runningNow(), e.waitingNow(), e.kvUsageNow(),
-          e.config().numGpuBlocks(), now));
-      ledger.scraped(ids.get(i));
-    }
+    replica.scrape();
     routerCpu += cpu() - c0;
   }
 
   private void maintain() {
     long c0 = cpu();
-    index.maintain();
-    long ms = javaClock.millis();
-    for (InProcessEventFollower f : followers) {
-      if (f != null) {
-        f.tick(ms);
-      }
+    for (Replica replica : replicas) {
+      replica.maintain();
     }
-    ledger.sweep();
     routerCpu += cpu() - c0;
   }
 
@@ -703,9 +742,21 @@ public final class VirtualRun {
     RoutingOverhead overhead = new RoutingOverhead(decisions, decisions == 0 ? 0 : decisionMicros.getMean(),
         decisionMicros.getValueAtPercentile(50), decisionMicros.getValueAtPercentile(99),
         decisionMicros.getMaxValue(), fellBack);
-    long[] totals = ledger.totals();
+    long[] totals = new long[5];
+    long live = 0;
+    long expired = 0;
+    for (Replica replica : replicas) {
+      long[] t = replica.ledger.totals();
+      for (int i = 0; i < totals.length; i++) {
+        totals[i] += t[i];
+      }
+      live += replica.ledger.liveReservations();
+      expired += replica.ledger.expired();
+    }
     VirtualOutcome.LedgerEnd ledgerEnd = new VirtualOutcome.LedgerEnd(totals[0], totals[1], totals[2], totals[3],
-        totals[4], ledger.liveReservations(), ledger.expired());
+        totals[4], live, expired);
+    // every replica follows the same streams: the event counters, media identities and footprint are replica 0's
+    Replica first = replicas[0];
     VirtualOutcome.Truth truth = new VirtualOutcome.Truth(truthWithin, truthOver, truthUnder, predictedTokens,
         actualTokens);
     Map<String, Long> events = new TreeMap<>();
@@ -714,7 +765,7 @@ public final class VirtualRun {
       batches += d;
     }
     events.put("delivered_batches", batches);
-    for (WorkerEventHealth.Snapshot s : health.snapshots()) {
+    for (WorkerEventHealth.Snapshot s : first.health.snapshots()) {
       for (EventCounter c : List.of(EventCounter.DROPPED_BATCHES, EventCounter.GAPS, EventCounter.REPLAYS,
           EventCounter.STORED_BLOCKS, EventCounter.REMOVED_BLOCKS, EventCounter.UNKNOWN_PARENT,
           EventCounter.UNKNOWN_REMOVES, EventCounter.RESETS)) {
@@ -723,8 +774,8 @@ public final class VirtualRun {
       // the jump search (on by default) trusts views to be prefix-closed: the simulated vLLM frees tail first
       events.merge("not_prefix_closed_workers", s.notPrefixClosed().isEmpty() ? 0L : 1L, Long::sum);
     }
-    events.put("stale_transitions", staleTransitions[0]);
-    MediaIdentities media = index.media();
+    events.put("stale_transitions", first.staleTransitions);
+    MediaIdentities media = first.index.media();
     if (media.expectedTotal() > 0) {
       // images sent without a uuid: what the router learned of the engines' identifiers (docs/request-path.md)
       events.put("media_expected", media.expectedTotal());
@@ -736,9 +787,10 @@ public final class VirtualRun {
     }
     List<String> notes = new ArrayList<>();
     notes.add(String.format(java.util.Locale.ROOT,
-        "virtual time: %d workers %s, %d KV blocks each, block %d; events %s%s%s; truth check %.2f%% within one "
+        "virtual time: %d workers %s, %d KV blocks each, block %d%s; events %s%s%s; truth check %.2f%% within one "
             + "block (%d over, %d under); ledger at end %s",
         setup.workers(), setup.preset().id(), setup.engineConfig(0).numGpuBlocks(), setup.blockSize(),
+        replicas.length == 1 ? "" : ", " + replicas.length + " router replicas",
         setup.layout() == null ? "applied directly" : setup.layout().name().toLowerCase(java.util.Locale.ROOT),
         setup.replayBufferSteps() > 0 ? " with replay" : " without replay",
         setup.faults().equals(dev.kvrouter.examples.sim.events.EventFaults.NONE) ? "" : ", faults " + setup.faults(),
@@ -786,7 +838,7 @@ public final class VirtualRun {
     notes.add(String.format(java.util.Locale.ROOT, "router's eviction share (mean over decisions) %.4f",
         evictionShare));
     return new VirtualOutcome(data, truth, ledgerEnd, wall, clock.nanoTime() / 1e9, routerCpu, fallbacks, events,
-        index.footprintBytes(), busy, evictionShare, breakdown == null ? null : breakdown.toJson());
+        first.index.footprintBytes(), busy, evictionShare, breakdown == null ? null : breakdown.toJson());
   }
 
   private long cpu() {

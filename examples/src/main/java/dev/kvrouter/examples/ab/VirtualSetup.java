@@ -39,6 +39,8 @@ import java.util.Objects;
  * @param multimodal the served model's media expansion, a {@link MultimodalModels} preset name (the router's
  *     {@code multimodal: {preset: <name>}}, e.g. {@code gemma3}), or null for a text model. The engines then check
  *     prompt ids against that model's vocabulary; the timing stays the preset's (media tokens are timed as text)
+ * @param routerReplicas router replicas behind the proxy, each with its own index (events and its own
+ *     predictions), ledger and scrapes, requests dealt to them in turn as Envoy's round-robin ext_proc cluster does
  */
 public record VirtualSetup(
     int workers,
@@ -60,7 +62,8 @@ public record VirtualSetup(
     boolean staleViewTrust,
     long seed,
     double kvOffloadingSizeGib,
-    String multimodal) {
+    String multimodal,
+    int routerReplicas) {
 
   public VirtualSetup {
     Objects.requireNonNull(preset, "preset");
@@ -80,6 +83,9 @@ public record VirtualSetup(
     if (!(kvOffloadingSizeGib >= 0) || Double.isInfinite(kvOffloadingSizeGib)) {
       throw new IllegalArgumentException("kvOffloadingSizeGib must be a finite number >= 0");
     }
+    if (routerReplicas < 1 || routerReplicas > 64) {
+      throw new IllegalArgumentException("routerReplicas must be in [1, 64]");
+    }
     if (multimodal != null) {
       MultimodalModels.preset(multimodal); // refuses a name the router does not know
     }
@@ -93,13 +99,13 @@ public record VirtualSetup(
    * 8 workers of {@code llama3.1-8b-h100} at their calibrated capacity, vLLM's defaults (block 16, the scheduler
    * limits vLLM picks for the preset's GPU: 1024 seqs and 8192 batched tokens on the H100), events in vLLM's map layout with a 10,000-batch replay buffer, no faults, 250 ms
    * samples and scrapes, default weights, 5 s predicted entries, 60 s stale recovery, stale views credited as
-   * far as usage confirms them.
+   * far as usage confirms them, one router.
    */
   public static VirtualSetup defaults() {
     return new VirtualSetup(8, Presets.byId("llama3.1-8b-h100"), EngineConfig.DEFAULT_BLOCK_SIZE, null,
         0, 0, 0, 0, WireLayout.VLLM_MAP,
         10_000, EventFaults.NONE, Duration.ofMillis(250), Duration.ofMillis(250), null, Duration.ofSeconds(5),
-        Duration.ofSeconds(60), true, 1, 0, null);
+        Duration.ofSeconds(60), true, 1, 0, null, 1);
   }
 
   public VirtualSetup withWorkers(int n) {
@@ -174,6 +180,11 @@ public record VirtualSetup(
     return toBuilder().multimodal(preset).build();
   }
 
+  /** {@code n} router replicas, requests dealt to them in turn. */
+  public VirtualSetup withRouterReplicas(int n) {
+    return toBuilder().routerReplicas(n).build();
+  }
+
   /** The media expansion of {@link #multimodal}, or null for a text model. */
   public MultimodalSpec multimodalSpec() {
     return multimodal == null ? null : MultimodalModels.preset(multimodal);
@@ -201,6 +212,7 @@ public record VirtualSetup(
     b.seed = seed;
     b.kvOffloadingSizeGib = kvOffloadingSizeGib;
     b.multimodal = multimodal;
+    b.routerReplicas = routerReplicas;
     return b;
   }
 
@@ -226,6 +238,7 @@ public record VirtualSetup(
     long seed;
     double kvOffloadingSizeGib;
     String multimodal;
+    int routerReplicas;
 
     Builder workers(int v) { workers = v; return this; }
     Builder preset(Preset v) { preset = v; return this; }
@@ -247,11 +260,12 @@ public record VirtualSetup(
     Builder multimodal(String v) { multimodal = v; return this; }
     Builder seed(long v) { seed = v; return this; }
     Builder kvOffloadingSizeGib(double v) { kvOffloadingSizeGib = v; return this; }
+    Builder routerReplicas(int v) { routerReplicas = v; return this; }
 
     VirtualSetup build() {
       return new VirtualSetup(workers, preset, blockSize, model, maxNumSeqs, maxNumBatchedTokens, numGpuBlocks,
           maxModelLen, layout, replayBufferSteps, faults, sampleInterval, scrapeInterval, weights, predictedTtl,
-          staleRecovery, staleViewTrust, seed, kvOffloadingSizeGib, multimodal);
+          staleRecovery, staleViewTrust, seed, kvOffloadingSizeGib, multimodal, routerReplicas);
     }
   }
 

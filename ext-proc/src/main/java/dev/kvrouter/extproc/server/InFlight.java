@@ -4,6 +4,8 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.RemovalCause;
 import java.time.Duration;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
@@ -20,6 +22,11 @@ import org.slf4j.LoggerFactory;
  * <p>Bounded and expiring: a decision nobody claims (no observer filter configured, or the client left before
  * the upstream answered) is dropped after {@code ttl}; the load ledger's own straggler expiry keeps its counters
  * right in that case.
+ *
+ * <p>A decision whose routing stream closed (the exchange is over) before any observer claimed it waits a grace
+ * period for a late observer and is then ended by {@link #endOrphans}: the observer went to another router
+ * replica (a load balancer in front of several replicas that splits one request's two streams), or there is no
+ * observer filter. Without that its reservation would count as load until the ledger's expiry, minutes later.
  */
 public final class InFlight {
 
@@ -31,8 +38,21 @@ public final class InFlight {
   private final AtomicLong left = new AtomicLong();
   private final AtomicLong followedForTheEnd = new AtomicLong();
   private final LongAdder observerMessages = new LongAdder();
+  /** Routing streams closed with their decision unclaimed, oldest first (close order). */
+  private final ConcurrentLinkedQueue<Orphan> orphans = new ConcurrentLinkedQueue<>();
+  private final AtomicInteger orphanCount = new AtomicInteger();
+  private final AtomicLong observerMissing = new AtomicLong();
+  /** Decisions ended by {@link #endOrphans}, for telling a late observer apart: bounded, expiring. */
+  private final Cache<String, Boolean> endedOrphans;
+  private final AtomicLong lateObservers = new AtomicLong();
+  private final long maxEntries;
+
+  /** A closed routing stream's decision and how to end its request if nobody claims it. */
+  private record Orphan(String id, long closedNanos, Runnable end) {}
 
   public InFlight(long maxEntries, Duration ttl) {
+    this.maxEntries = maxEntries;
+    endedOrphans = Caffeine.newBuilder().maximumSize(Math.min(maxEntries, 10_000)).expireAfterWrite(ttl).build();
     pending = Caffeine.newBuilder()
         .maximumSize(maxEntries)
         .expireAfterWrite(ttl)
@@ -64,6 +84,94 @@ public final class InFlight {
       return null;
     });
     return taken[0];
+  }
+
+  /**
+   * The routing stream of decision {@code id} closed at {@code nowNanos} while the decision was still unclaimed:
+   * {@code end} ends the request (releases its load) unless an observer claims it within the grace period of
+   * {@link #endOrphans}.
+   */
+  void routingClosedUnclaimed(String id, long nowNanos, Runnable end) {
+    orphans.add(new Orphan(id, nowNanos, end));
+    orphanCount.incrementAndGet();
+  }
+
+  /**
+   * Ends the requests whose routing stream closed at least {@code graceNanos} before {@code nowNanos} and whose
+   * decision no observer has claimed since (also sooner, oldest first, past {@code maxEntries} waiting). Called
+   * periodically by one thread; returns how many it ended.
+   *
+   * <p>The shipped Envoy configs keep the routing stream open until the exchange is over, so an unclaimed decision
+   * at its close has an observer elsewhere or none. An Envoy whose routing filter does not ask for response
+   * trailers closes it after the request phases instead, before the response starts: an unclaimed decision there
+   * is a response still to come. The router learns which it is behind (see {@link #closesAtTheEnd}); while it
+   * does not end them, orphans wait for their observer in close order (at most {@code maxEntries}) and leave the
+   * queue once claimed.
+   */
+  public int endOrphans(long nowNanos, long graceNanos) {
+    boolean closesAtTheEnd = closesAtTheEnd();
+    int ended = 0;
+    Orphan o;
+    while ((o = orphans.peek()) != null) {
+      boolean over = orphanCount.get() > maxEntries;
+      if (!over && nowNanos - o.closedNanos() < graceNanos) {
+        break;
+      }
+      if (pending.getIfPresent(o.id()) != null && !closesAtTheEnd && !over) {
+        break; // unclaimed, and nothing says yet that the exchange is over: wait (bounded by maxEntries)
+      }
+      orphans.poll();
+      orphanCount.decrementAndGet();
+      if (closesAtTheEnd && claim(o.id()) != null) {
+        if (observerMissing.getAndIncrement() == 0) {
+          log.warn("a response observer never claimed decision {} although its exchange was over; its request "
+              + "was ended when the routing stream closed, without its status or usage. Several router replicas "
+              + "behind a load balancer that sends a request's routing and observer streams to different "
+              + "replicas? The kvrouter_ext_proc cluster of envoy-config/ hashes both on the request id "
+              + "(docs/ext-proc.md, \"Several router replicas\")", o.id());
+        }
+        endedOrphans.put(o.id(), Boolean.TRUE);
+        o.end().run();
+        ended++;
+      }
+    }
+    return ended;
+  }
+
+  /**
+   * Whether the routing stream is taken to close at the exchange's end: unless an observer ever came for a request
+   * already ended here, or observers had to follow more streamed responses to their end because the routing
+   * stream was closed at their first chunk than they could leave (a short response can race its routing stream's
+   * close, so the odd forced follow does not decide it).
+   */
+  boolean closesAtTheEnd() {
+    return lateObservers.get() == 0 && followedForTheEnd.get() <= left.get();
+  }
+
+  /**
+   * An observer brought decision {@code id} and found nothing to claim. If the request had been ended as an
+   * orphan, the routing stream had closed before the response started: orphans are no longer ended.
+   */
+  void unclaimedByObserver(String id) {
+    if (id != null && endedOrphans.asMap().remove(id) != null && lateObservers.getAndIncrement() == 0) {
+      log.warn("the response observer of decision {} came after its request had been ended at its routing "
+          + "stream's close: this Envoy's routing filter closes its stream before the response (set "
+          + "response_trailer_mode: SEND as envoy-config/envoy.yaml does); unclaimed requests are left to their "
+          + "observer from now on", id);
+    }
+  }
+
+  /** Observers that came for a request already ended at its routing stream's close, since start. */
+  public long lateObservers() {
+    return lateObservers.get();
+  }
+
+  /**
+   * Requests ended at their routing stream's close because no response observer claimed their decision within
+   * the grace period, since start.
+   */
+  public long observerMissing() {
+    return observerMissing.get();
   }
 
   /** Decisions claimed since start (by an observer, or taken back by a routing stream that saw the response). */

@@ -81,6 +81,9 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
     claimed = true;
     exchange = inFlight.claim(id);
     decision = exchange == null ? null : exchange.decision();
+    if (exchange == null) {
+      inFlight.unclaimedByObserver(id);
+    }
   }
 
   /**

@@ -387,6 +387,11 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     }
   }
 
+  /** No observer claimed the decision after the exchange was over: the exchange ended when this stream closed. */
+  private synchronized void endOrphan() {
+    end(false);
+  }
+
   private void end(boolean aborted) {
     if (!ended) {
       ended = true;
@@ -432,6 +437,10 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       if (exchange.exchangeEnded()) {
         listener.onObserverLeft(decision);
         end(false);
+      } else {
+        // The observer follows the response to its end, or has not come: a late one still claims it, one that
+        // went to another replica never will (InFlight.endOrphans ends it after a grace).
+        inFlight.routingClosedUnclaimed(decision.id(), System.nanoTime(), this::endOrphan);
       }
     } else if (decision != null) {
       end(!responseStarted && !ended);

@@ -59,4 +59,84 @@ class InFlightTest {
     assertThat(inFlight.claimed()).isEqualTo(n);
     assertThat(inFlight.pending()).isZero();
   }
+
+  @Test
+  void aDecisionNoObserverClaimedIsEndedAfterTheGrace() {
+    InFlight inFlight = new InFlight(100, Duration.ofMinutes(1));
+    java.util.List<String> ended = new java.util.ArrayList<>();
+    for (int i = 1; i <= 3; i++) {
+      inFlight.register(exchange(i));
+      String id = "d-" + i;
+      inFlight.routingClosedUnclaimed(id, 1_000L * i, () -> ended.add(id));
+    }
+    assertThat(inFlight.endOrphans(1_500, 1_000)).as("no grace over yet").isZero();
+    assertThat(inFlight.claim("d-2")).as("a late observer, within the grace").isNotNull();
+    assertThat(inFlight.endOrphans(2_000, 1_000)).isEqualTo(1);
+    assertThat(ended).containsExactly("d-1");
+    assertThat(inFlight.endOrphans(10_000, 1_000)).as("d-2 was claimed: its observer ends it").isEqualTo(1);
+    assertThat(ended).containsExactly("d-1", "d-3");
+    assertThat(inFlight.observerMissing()).isEqualTo(2);
+    assertThat(inFlight.pending()).isZero();
+    assertThat(inFlight.endOrphans(20_000, 1_000)).isZero();
+    inFlight.unclaimedByObserver("d-9"); // an observer for a decision of another replica: not a late one
+    assertThat(inFlight.lateObservers()).isZero();
+  }
+
+  @Test
+  void anObserverThatComesForAnEndedOrphanStopsTheEnding() {
+    // An Envoy whose routing filter closes its stream before the response: the first orphan ended was a response
+    // still to come, and its observer says so.
+    InFlight inFlight = new InFlight(100, Duration.ofMinutes(1));
+    java.util.List<String> ended = new java.util.ArrayList<>();
+    for (int i = 1; i <= 2; i++) {
+      inFlight.register(exchange(i));
+      String id = "d-" + i;
+      inFlight.routingClosedUnclaimed(id, 0, () -> ended.add(id));
+    }
+    inFlight.register(exchange(3));
+    inFlight.routingClosedUnclaimed("d-3", 5_000, () -> ended.add("d-3"));
+    assertThat(inFlight.endOrphans(1_000, 1_000)).isEqualTo(2);
+    assertThat(inFlight.claim("d-1")).isNull();
+    inFlight.unclaimedByObserver("d-1");
+    assertThat(inFlight.lateObservers()).isEqualTo(1);
+    assertThat(inFlight.endOrphans(10_000, 1_000)).isZero();
+    assertThat(ended).containsExactly("d-1", "d-2");
+    assertThat(inFlight.claim("d-3")).as("left to its observer").isNotNull();
+  }
+
+  @Test
+  void behindARoutingStreamThatClosesAtTheFirstChunkUnclaimedDecisionsAreLeftToTheirObserver() {
+    // Observers had to follow more streamed responses than they could leave: the routing stream was closed at
+    // their first chunk, and an unclaimed decision may be a response that has not started yet.
+    InFlight inFlight = new InFlight(100, Duration.ofMinutes(1));
+    inFlight.observerLeft();
+    inFlight.observerStayed();
+    assertThat(inFlight.closesAtTheEnd()).as("one race does not decide it").isTrue();
+    inFlight.observerStayed();
+    assertThat(inFlight.closesAtTheEnd()).isFalse();
+    inFlight.register(exchange(1));
+    java.util.List<String> ended = new java.util.ArrayList<>();
+    inFlight.routingClosedUnclaimed("d-1", 0, () -> ended.add("d-1"));
+    assertThat(inFlight.endOrphans(10_000, 1_000)).isZero();
+    assertThat(inFlight.claim("d-1")).as("still there for its observer").isNotNull();
+    assertThat(inFlight.endOrphans(20_000, 1_000)).isZero();
+    assertThat(ended).isEmpty();
+    assertThat(inFlight.observerMissing()).isZero();
+  }
+
+  @Test
+  void pastTheBoundTheOldestOrphansAreEndedWithoutWaiting() {
+    InFlight inFlight = new InFlight(2, Duration.ofMinutes(1));
+    java.util.List<String> ended = new java.util.ArrayList<>();
+    for (int i = 1; i <= 4; i++) {
+      inFlight.register(exchange(i));
+      String id = "d-" + i;
+      inFlight.routingClosedUnclaimed(id, 0, () -> ended.add(id));
+    }
+    // the map itself holds at most 2: d-1 and d-2 may be gone from it already (evicted, never claimed)
+    inFlight.endOrphans(0, 1_000);
+    assertThat(ended).doesNotContain("d-3", "d-4");
+    assertThat(inFlight.endOrphans(1_000, 1_000)).isPositive();
+    assertThat(ended).contains("d-4");
+  }
 }

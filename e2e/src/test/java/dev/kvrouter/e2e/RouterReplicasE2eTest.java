@@ -1,0 +1,156 @@
+package dev.kvrouter.e2e;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvrouter.dist.KvrouterConfig;
+import dev.kvrouter.dist.KvrouterRuntime;
+import dev.kvrouter.examples.envoy.EnvoyProcess;
+import dev.kvrouter.extproc.server.InFlight;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/**
+ * Two router replicas behind one real Envoy, both listed in the shipped config's {@code kvrouter_ext_proc}
+ * cluster. Each request opens two streams to the router: routing, then the response observer, and the replica
+ * that routed a request is the one that must see its response (first byte, status, usage, end) to release its
+ * load. The shipped cluster hashes both streams on the request id they carry, so every decision is claimed by
+ * its own observer on both replicas. The control, the same deployment with the cluster dealing streams
+ * round-robin, shows what that prevents: observers on the wrong replica, decisions nobody claims, which the
+ * router then ends when their routing stream closes (after a grace) instead of holding their load until the
+ * reservation expires.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class RouterReplicasE2eTest {
+
+  Stack stack;
+  KvrouterRuntime second;
+  int secondPort;
+
+  @BeforeAll
+  void start() throws Exception {
+    secondPort = EnvoyProcess.freeLoopbackPort();
+    stack = new Stack("envoy.yaml", 3, 5, "routing: {policy: kv_aware, scrape: {interval_ms: 100}}",
+        new Stack.Options("", Map.of(), y -> withSecondReplica(y, secondPort)));
+    // The second replica: routing only, the same workers file; Envoy health-checks it into the ring.
+    second = KvrouterRuntime.start(KvrouterConfig.parse(String.format(
+        "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: BUFFERED}%n"
+            + "workers: {file: workers.yaml, poll_interval_ms: 100}%n"
+            + "routing: {policy: kv_aware, scrape: {interval_ms: 100}}%n"
+            + "observability: {log_level: info}%n",
+        secondPort, EnvoyProcess.freeLoopbackPort(), EnvoyProcess.freeLoopbackPort()), "e2e-replica-2"),
+        stack.dir, KvrouterRuntime.Mode.EXT_PROC);
+    stack.envoy.awaitAdmin("/clusters", body -> body.contains(
+        "kvrouter_ext_proc::127.0.0.1:" + secondPort + "::health_flags::healthy"), Duration.ofSeconds(20));
+  }
+
+  @AfterAll
+  void stop() {
+    if (second != null) {
+      second.close();
+    }
+    if (stack != null) {
+      stack.close();
+    }
+  }
+
+  /** Adds {@code port} as a second endpoint of the kvrouter_ext_proc cluster. */
+  static String withSecondReplica(String yaml, int port) {
+    int cluster = yaml.indexOf("- name: kvrouter_ext_proc");
+    Matcher m = Pattern.compile("(?m)^( +- endpoint: \\{address: \\{socket_address: \\{address: 127\\.0\\.0\\.1, "
+        + "port_value: )(\\d+)(}}}\\n)").matcher(yaml);
+    assertThat(cluster).isPositive();
+    assertThat(m.find(cluster)).as("the ext_proc cluster's endpoint").isTrue();
+    return yaml.substring(0, m.end()) + m.group(1) + port + m.group(3) + yaml.substring(m.end());
+  }
+
+  List<InFlight> replicas() {
+    return List.of(stack.runtime.extProc().inFlight(), second.extProc().inFlight());
+  }
+
+  /** Sends {@code n} requests through the Envoy listening on {@code port}: streamed chats and plain completions. */
+  void send(int port, int n) throws Exception {
+    for (int i = 0; i < n; i++) {
+      boolean stream = i % 2 == 0;
+      java.net.http.HttpRequest req = java.net.http.HttpRequest.newBuilder(
+              java.net.URI.create("http://127.0.0.1:" + port + (stream ? "/v1/chat/completions" : "/v1/completions")))
+          .timeout(Duration.ofSeconds(20)).header("content-type", "application/json")
+          .POST(java.net.http.HttpRequest.BodyPublishers.ofString(stream ? Stack.chat("chat " + i, true, 12)
+              : Stack.completion("prompt " + i, false, 3)))
+          .build();
+      HttpResponse<String> r = stack.http.send(req, HttpResponse.BodyHandlers.ofString());
+      assertThat(r.statusCode()).as("request %d", i).isEqualTo(200);
+    }
+  }
+
+  void awaitLedgersEmpty() throws InterruptedException {
+    try {
+      Await.until("both replicas released every reservation", Duration.ofSeconds(15),
+          () -> stack.runtime.ledger().liveReservations() == 0 && second.ledger().liveReservations() == 0);
+    } catch (AssertionError e) {
+      StringBuilder b = new StringBuilder(e.getMessage());
+      for (InFlight f : replicas()) {
+        b.append(String.format("; replica: pending %d, claimed %d, left %d, followed to the end %d, observer "
+            + "missing %d", f.pending(), f.claimed(), f.left(), f.followedForTheEnd(), f.observerMissing()));
+      }
+      b.append("; live reservations ").append(stack.runtime.ledger().liveReservations()).append(" / ")
+          .append(second.ledger().liveReservations());
+      throw new AssertionError(b.toString(), e);
+    }
+  }
+
+  @Test
+  void everyRequestsObserverReachesTheReplicaThatRoutedIt() throws Exception {
+    long[] claimedBefore = replicas().stream().mapToLong(InFlight::claimed).toArray();
+    long[] missingBefore = replicas().stream().mapToLong(InFlight::observerMissing).toArray();
+    int n = 40;
+    send(stack.listenerPort, n);
+    awaitLedgersEmpty();
+    long total = 0;
+    for (int i = 0; i < 2; i++) {
+      InFlight f = replicas().get(i);
+      long claimed = f.claimed() - claimedBefore[i];
+      assertThat(claimed).as("replica %d routed a share", i + 1).isPositive();
+      assertThat(f.observerMissing() - missingBefore[i]).as("replica %d: every decision claimed by its own "
+          + "observer", i + 1).isZero();
+      assertThat(f.pending()).isZero();
+      total += claimed;
+    }
+    assertThat(total).as("each request routed once").isEqualTo(n);
+    assertThat(stack.runtime.ledger().expired() + second.ledger().expired()).isZero();
+  }
+
+  @Test
+  void dealtRoundRobinTheObserversMissAndTheRoutingStreamsCloseTheirRequests() throws Exception {
+    // The control: the same two replicas behind an Envoy whose kvrouter_ext_proc cluster is round-robin.
+    String yaml = EnvoyProcess.withPorts(Files.readString(Stack.ROOT.resolve("envoy-config/envoy.yaml")),
+        Map.of(10000, 0, 9901, 0, 9002, stack.extProcPort, 18000, stack.xdsPort));
+    assertThat(yaml).contains("    lb_policy: RING_HASH\n");
+    yaml = withSecondReplica(yaml.replace("    lb_policy: RING_HASH\n", "    lb_policy: ROUND_ROBIN\n"), secondPort);
+    long[] missingBefore = replicas().stream().mapToLong(InFlight::observerMissing).toArray();
+    try (EnvoyProcess rr = EnvoyProcess.start(EnvoyProcess.binary(), yaml, stack.dir.resolve("envoy-rr"),
+        Duration.ofSeconds(30))) {
+      rr.awaitAdmin("/clusters", body -> body.contains("kvrouter_worker_w1::")
+          && body.contains("kvrouter_ext_proc::127.0.0.1:" + secondPort + "::health_flags::healthy"),
+          Duration.ofSeconds(20));
+      send(rr.listenerPort(), 40);
+      awaitLedgersEmpty();
+    }
+    long missing = 0;
+    for (int i = 0; i < 2; i++) {
+      missing += replicas().get(i).observerMissing() - missingBefore[i];
+    }
+    // Each stream is dealt on its own: about half the observers go to the other replica (1 in 2^40 runs sees none)
+    assertThat(missing).as("decisions whose observer went to the other replica").isPositive();
+    assertThat(stack.runtime.ledger().expired() + second.ledger().expired())
+        .as("ended at their routing stream's close, not by the ledger's expiry").isZero();
+  }
+}
