@@ -39,7 +39,8 @@ public record KvrouterConfig(
     Events events,
     Tenancy tenancy,
     Limits limits,
-    Observability observability) {
+    Observability observability,
+    Replicas replicas) {
 
   public KvrouterConfig {
     events = events == null ? new Events(null, 0, 0, 0, 0, 0, null, null, null, null, null) : events;
@@ -50,6 +51,21 @@ public record KvrouterConfig(
     tenancy = tenancy == null ? new Tenancy(null, false, null, null) : tenancy;
     limits = limits == null ? new Limits(0, 0) : limits;
     observability = observability == null ? new Observability(null, null, null) : observability;
+    replicas = replicas == null ? new Replicas(null, null, 0, 0) : replicas;
+  }
+
+  /**
+   * Several router replicas sharing what each has in flight: {@code bind} is where this one publishes its
+   * reservations and predictions (empty: it shares nothing), {@code peers} the other replicas' {@code bind}
+   * endpoints (docs/routing.md, "Several router replicas").
+   */
+  public record Replicas(String bind, List<String> peers, int peerTimeoutMs, int maxQueued) {
+    public Replicas {
+      bind = bind == null ? "" : bind.trim();
+      peers = peers == null ? List.of() : List.copyOf(peers);
+      peerTimeoutMs = peerTimeoutMs == 0 ? 3000 : peerTimeoutMs;
+      maxQueued = maxQueued == 0 ? 65536 : maxQueued;
+    }
   }
 
   /** Listening addresses and ports. */
@@ -349,7 +365,7 @@ public record KvrouterConfig(
       .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
 
   public static KvrouterConfig defaults() {
-    return new KvrouterConfig(null, null, null, null, null, null, null, null);
+    return new KvrouterConfig(null, null, null, null, null, null, null, null, null);
   }
 
   public static KvrouterConfig load(Path file) throws IOException {
@@ -443,6 +459,25 @@ public record KvrouterConfig(
     }
     if (observability.truthCheckEvery() < 0) {
       errors.add("observability.truth_check_every: must be >= 0 (1: every streamed response, 0: none)");
+    }
+    java.util.regex.Pattern zmq = java.util.regex.Pattern.compile("tcp://[^:/\\s]+:(\\d+|\\*)");
+    if (!replicas.bind().isEmpty() && !zmq.matcher(replicas.bind()).matches()) {
+      errors.add("replicas.bind: must be tcp://<host>:<port>, e.g. tcp://0.0.0.0:5601 (empty: share nothing)");
+    }
+    for (int i = 0; i < replicas.peers().size(); i++) {
+      String peer = replicas.peers().get(i);
+      if (peer == null || !zmq.matcher(peer).matches() || peer.endsWith(":*")) {
+        errors.add("replicas.peers[" + i + "]: must be tcp://<host>:<port> (another replica's replicas.bind)");
+      }
+    }
+    if (replicas.bind().isEmpty() && !replicas.peers().isEmpty()) {
+      errors.add("replicas.peers: set replicas.bind too (the others follow this replica there)");
+    }
+    if (replicas.peerTimeoutMs() < 1500) {
+      errors.add("replicas.peer_timeout_ms: must be >= 1500 (replicas heartbeat every second)");
+    }
+    if (replicas.maxQueued() < 1024) {
+      errors.add("replicas.max_queued: must be >= 1024");
     }
     if (!errors.isEmpty()) {
       throw new InvalidConfig(errors.stream().map(e -> source + ": " + e).collect(Collectors.joining("\n")));

@@ -4,6 +4,8 @@ import dev.kvrouter.extproc.decision.DecisionLog;
 import dev.kvrouter.extproc.decision.DecisionMetrics;
 import dev.kvrouter.extproc.decision.DecisionTracker;
 import dev.kvrouter.extproc.load.LoadLedger;
+import dev.kvrouter.extproc.replicas.ReplicaSync;
+import dev.kvrouter.extproc.replicas.ZmqReplicaLink;
 import dev.kvrouter.extproc.load.LoadMetrics;
 import dev.kvrouter.extproc.load.LoadTracker;
 import dev.kvrouter.extproc.load.MetricsScraper;
@@ -116,6 +118,7 @@ public final class KvrouterRuntime implements AutoCloseable {
   private ExtProcServer extProc;
   private AdminServer admin;
   private LoadLedger ledger;
+  private ZmqReplicaLink replicaLink;
   private MetricsScraper scraper;
   private DecisionTracker tracker;
   /** Filled by the tracker's usage reports and the event plane's stale transitions; read by the router. */
@@ -161,6 +164,10 @@ public final class KvrouterRuntime implements AutoCloseable {
         staleViewTrust = new StaleViewTrust().bindTo(metrics);
       }
       PrefixOverlapSource overlaps = startIndex(); // after the models: event sources take their block size
+      var rl = config.routing().load();
+      ledger = new LoadLedger(System::nanoTime, TimeUnit.SECONDS.toNanos(rl.reservationTtlSeconds()),
+          rl.maxReservations());
+      overlaps = startReplicas(overlaps); // before the request path and the router take the overlaps
       var t = config.tenancy();
       SaltKey key = SaltKey.load(t.secretFile() == null ? null : baseDir.resolve(t.secretFile()), t.secretEnv(),
           System::getenv);
@@ -210,10 +217,43 @@ public final class KvrouterRuntime implements AutoCloseable {
    * The routing side: load ledger, worker health, metrics scraper, the router and the tracker that follows each
    * request. The scheduler thread owns the ledger's sweeps; the scraper owns its HTTP thread.
    */
+  /**
+   * With {@code replicas.bind} set, this router tells the other replicas of its reservations and predictions and
+   * copies theirs into its ledger and index (docs/routing.md, "Several router replicas"). Returns the overlaps to
+   * route on: {@code overlaps} itself, or a view that also shares each prediction.
+   */
+  private PrefixOverlapSource startReplicas(PrefixOverlapSource overlaps) {
+    var rc = config.replicas();
+    if (rc.bind().isEmpty()) {
+      return overlaps;
+    }
+    replicaLink = new ZmqReplicaLink(rc.bind(), rc.peers(), rc.maxQueued());
+    ReplicaSync sync = new ReplicaSync(new java.security.SecureRandom().nextLong(), ledger, overlaps, replicaLink,
+        System::nanoTime, TimeUnit.MILLISECONDS.toNanos(rc.peerTimeoutMs()));
+    try {
+      replicaLink.start(sync);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while binding " + rc.bind(), e);
+    }
+    ledger.setListener(sync.ledgerListener());
+    FunctionCounter.builder("kvrouter.replicas.sent", sync, ReplicaSync::sent)
+        .description("messages this router replica sent the others (reservations, releases, predictions)")
+        .register(metrics);
+    FunctionCounter.builder("kvrouter.replicas.dropped", replicaLink, ZmqReplicaLink::dropped)
+        .description("messages to the other router replicas dropped because the send queue was full")
+        .register(metrics);
+    io.micrometer.core.instrument.Gauge.builder("kvrouter.replicas.peers", sync, ReplicaSync::peerCount)
+        .description("other router replicas heard from within replicas.peer_timeout_ms")
+        .register(metrics);
+    log.info("router replica {}: sharing reservations and predictions on {} with {}", Long.toHexString(
+        sync.replica()), rc.bind(), rc.peers());
+    return sync.sharing(overlaps);
+  }
+
   private Router routing(PrefixOverlapSource overlaps) {
     var r = config.routing();
     long ttl = TimeUnit.SECONDS.toNanos(r.load().reservationTtlSeconds());
-    ledger = new LoadLedger(System::nanoTime, ttl, r.load().maxReservations());
     WorkerHealth health = new WorkerHealth(System::nanoTime, r.health().unreachableAfter(),
         r.health().ejectAfterErrors(), TimeUnit.SECONDS.toNanos(r.health().ejectSeconds()),
         TimeUnit.SECONDS.toNanos(r.health().ejectMaxSeconds()));
@@ -354,6 +394,11 @@ public final class KvrouterRuntime implements AutoCloseable {
     return xds;
   }
 
+  /** The Prometheus text the admin server's /metrics serves. */
+  public String metricsText() {
+    return metrics.scrape();
+  }
+
   /** The ext_proc server, or null when this process does not run one. */
   public ExtProcServer extProc() {
     return extProc;
@@ -364,6 +409,10 @@ public final class KvrouterRuntime implements AutoCloseable {
     if (extProc != null) {
       extProc.close();
       extProc = null;
+    }
+    if (replicaLink != null) {
+      replicaLink.close();
+      replicaLink = null;
     }
     if (scraper != null) {
       scraper.close();

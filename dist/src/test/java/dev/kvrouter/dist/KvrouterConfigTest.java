@@ -94,6 +94,27 @@ class KvrouterConfigTest {
   }
 
   @Test
+  void replicasShareNothingByDefaultAndTheirEndpointsAreValidated() {
+    KvrouterConfig.Replicas d = KvrouterConfig.defaults().replicas();
+    assertThat(d.bind()).isEmpty();
+    assertThat(d.peers()).isEmpty();
+    assertThat(d.peerTimeoutMs()).isEqualTo(3000);
+    KvrouterConfig.Replicas r = KvrouterConfig.parse(
+        "replicas: {bind: 'tcp://0.0.0.0:5601', peers: ['tcp://router-b:5601'], peer_timeout_ms: 5000}\n",
+        "k.yaml").replicas();
+    assertThat(r.peers()).containsExactly("tcp://router-b:5601");
+    assertThat(r.peerTimeoutMs()).isEqualTo(5000);
+    assertThatThrownBy(() -> KvrouterConfig.parse(
+        "replicas: {bind: '0.0.0.0:5601', peers: ['router-b', 'tcp://c:*'], peer_timeout_ms: 500}\n", "k.yaml"))
+        .hasMessageContaining("replicas.bind: must be tcp://<host>:<port>")
+        .hasMessageContaining("replicas.peers[0]: must be tcp://<host>:<port>")
+        .hasMessageContaining("replicas.peers[1]")
+        .hasMessageContaining("replicas.peer_timeout_ms: must be >= 1500");
+    assertThatThrownBy(() -> KvrouterConfig.parse("replicas: {peers: ['tcp://b:5601']}\n", "k.yaml"))
+        .hasMessageContaining("replicas.peers: set replicas.bind too");
+  }
+
+  @Test
   void unknownKeysAreErrorsNamingTheAllowedOnes() {
     assertThatThrownBy(() -> KvrouterConfig.parse("server:\n  ext_proc_prot: 1\n", "k.yaml"))
         .isInstanceOf(KvrouterConfig.InvalidConfig.class)

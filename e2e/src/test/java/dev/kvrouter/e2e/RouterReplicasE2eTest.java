@@ -38,15 +38,18 @@ class RouterReplicasE2eTest {
   @BeforeAll
   void start() throws Exception {
     secondPort = EnvoyProcess.freeLoopbackPort();
+    // each replica publishes its reservations and predictions on its own port and follows the other's
+    int[] sync = {EnvoyProcess.freeLoopbackPort(), EnvoyProcess.freeLoopbackPort()};
     stack = new Stack("envoy.yaml", 3, 5, "routing: {policy: kv_aware, scrape: {interval_ms: 100}}",
-        new Stack.Options("", Map.of(), y -> withSecondReplica(y, secondPort)));
+        new Stack.Options(replicasYaml(sync[0], sync[1]), Map.of(), y -> withSecondReplica(y, secondPort)));
     // The second replica: routing only, the same workers file; Envoy health-checks it into the ring.
     second = KvrouterRuntime.start(KvrouterConfig.parse(String.format(
         "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: BUFFERED}%n"
             + "workers: {file: workers.yaml, poll_interval_ms: 100}%n"
             + "routing: {policy: kv_aware, scrape: {interval_ms: 100}}%n"
-            + "observability: {log_level: info}%n",
-        secondPort, EnvoyProcess.freeLoopbackPort(), EnvoyProcess.freeLoopbackPort()), "e2e-replica-2"),
+            + "observability: {log_level: info}%n%s",
+        secondPort, EnvoyProcess.freeLoopbackPort(), EnvoyProcess.freeLoopbackPort(), replicasYaml(sync[1], sync[0])),
+        "e2e-replica-2"),
         stack.dir, KvrouterRuntime.Mode.EXT_PROC);
     stack.envoy.awaitAdmin("/clusters", body -> body.contains(
         "kvrouter_ext_proc::127.0.0.1:" + secondPort + "::health_flags::healthy"), Duration.ofSeconds(20));
@@ -60,6 +63,10 @@ class RouterReplicasE2eTest {
     if (stack != null) {
       stack.close();
     }
+  }
+
+  static String replicasYaml(int own, int other) {
+    return "replicas: {bind: 'tcp://127.0.0.1:" + own + "', peers: ['tcp://127.0.0.1:" + other + "']}\n";
   }
 
   /** Adds {@code port} as a second endpoint of the kvrouter_ext_proc cluster. */
@@ -126,6 +133,35 @@ class RouterReplicasE2eTest {
     }
     assertThat(total).as("each request routed once").isEqualTo(n);
     assertThat(stack.runtime.ledger().expired() + second.ledger().expired()).isZero();
+  }
+
+  @Test
+  void aRequestInFlightOnOneReplicaIsChargedInTheOthersLedgerToo() throws Exception {
+    Await.until("the replicas follow each other", Duration.ofSeconds(10),
+        () -> metric(stack.runtime, "kvrouter_replicas_peers") == 1 && metric(second, "kvrouter_replicas_peers") == 1);
+    java.net.http.HttpRequest req = java.net.http.HttpRequest.newBuilder(
+            java.net.URI.create("http://127.0.0.1:" + stack.listenerPort + "/v1/completions"))
+        .timeout(Duration.ofSeconds(20)).header("content-type", "application/json")
+        .POST(java.net.http.HttpRequest.BodyPublishers.ofString(Stack.completion("a long story", true, 300)))
+        .build();
+    HttpResponse<java.io.InputStream> r = stack.http.send(req, HttpResponse.BodyHandlers.ofInputStream());
+    try (java.io.InputStream in = r.body()) {
+      assertThat(in.read(new byte[16])).isPositive();
+      // one replica routed it, the other holds the copy: both ledgers charge the worker (1.5 s of tokens left)
+      Await.until("the reservation is in both ledgers", Duration.ofSeconds(5),
+          () -> stack.runtime.ledger().liveReservations() == 1 && second.ledger().liveReservations() == 1);
+      String worker = r.headers().firstValue(dev.kvrouter.examples.fake.FakeWorker.SERVED_BY).orElseThrow();
+      for (KvrouterRuntime rt : List.of(stack.runtime, second)) {
+        assertThat(rt.ledger().local(new dev.kvrouter.index.WorkerId(worker, 0)).requests()).isEqualTo(1);
+      }
+    }
+    awaitLedgersEmpty(); // the copy goes when the request ends (the client left)
+    assertThat(stack.runtime.ledger().expired() + second.ledger().expired()).isZero();
+  }
+
+  static double metric(KvrouterRuntime rt, String name) {
+    return rt.metricsText().lines().filter(l -> l.startsWith(name + " ") || l.startsWith(name + "{"))
+        .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
   }
 
   @Test

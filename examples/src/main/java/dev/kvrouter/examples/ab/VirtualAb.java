@@ -131,6 +131,11 @@ public final class VirtualAb implements Callable<Integer> {
           + "requests are dealt to them in turn, as Envoy's round-robin ext_proc cluster does.")
   int routerReplicas;
 
+  @Option(names = "--replica-sync-ms", defaultValue = "-1",
+      description = "With --router-replicas > 1: the replicas share reservations and predictions (kvrouter.yaml "
+          + "replicas:), delivered this many ms after they happen; -1 (default): they share nothing.")
+  double replicaSyncMs;
+
   @Option(names = "--sample-ms", defaultValue = "250")
   long sampleMs;
 
@@ -193,7 +198,8 @@ public final class VirtualAb implements Callable<Integer> {
         .withBlockSize(blockSize).withNumGpuBlocks(numGpuBlocks).withEngineLimits(maxNumSeqs, maxNumBatchedTokens)
         .withWeights(weights).withSeed(seed)
         .withScrapeInterval(Duration.ofMillis(scrapeMs)).withKvOffloadingSize(kvOffloadingSize)
-        .withRouterReplicas(routerReplicas);
+        .withRouterReplicas(routerReplicas)
+        .withReplicaSync(replicaSyncMs < 0 ? null : Duration.ofNanos(Math.round(replicaSyncMs * 1e6)));
     if (model != null) {
       base = base.withModel(model);
     }
@@ -229,6 +235,7 @@ public final class VirtualAb implements Callable<Integer> {
     meta.put("staleViewTrust", staleViewTrust);
     meta.put("scrapeMs", scrapeMs);
     meta.put("routerReplicas", routerReplicas);
+    meta.put("replicaSyncMs", replicaSyncMs < 0 ? null : replicaSyncMs);
     meta.put("weights", weights);
     meta.put("multimodal", multimodal);
     meta.put("tokenizer", tokenizer == null ? null : tokenizer.toString());

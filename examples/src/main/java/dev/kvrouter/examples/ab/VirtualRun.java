@@ -41,7 +41,9 @@ import dev.kvrouter.extproc.request.PreparedRequest;
 import dev.kvrouter.extproc.request.RequestBodyParser;
 import dev.kvrouter.extproc.routing.Decision;
 import dev.kvrouter.extproc.routing.KvAwarePolicy;
+import dev.kvrouter.extproc.replicas.ReplicaSync;
 import dev.kvrouter.extproc.routing.KvIndexOverlapSource;
+import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.extproc.routing.PromptInfo;
 import dev.kvrouter.extproc.routing.RequestTimings;
 import dev.kvrouter.extproc.routing.RouteRequest;
@@ -280,6 +282,8 @@ public final class VirtualRun {
     final PromptPipeline pipeline;
     final InProcessEventFollower[] followers;
     final EventApplier[] appliers;
+    /** Shares this replica's reservations and predictions with the others; null when they share nothing. */
+    final ReplicaSync sync;
     long staleTransitions;
 
     Replica(int k, WorkerRegistry registry, VirtualFleet[] fleetRef) {
@@ -290,8 +294,23 @@ public final class VirtualRun {
       health.addListener((w, stale, why) -> staleTransitions += stale ? 1 : 0);
       staleViewTrust = setup.staleViewTrust() ? new StaleViewTrust() : StaleViewTrust.NONE;
       health.addListener(staleViewTrust::staleChanged);
-      KvIndexOverlapSource overlaps = new KvIndexOverlapSource(index);
       ledger = new LoadLedger(clock::nanoTime, LEDGER_TTL_NANOS, 1_000_000);
+      PrefixOverlapSource overlaps = new KvIndexOverlapSource(index);
+      if (setup.replicaSyncDelay() != null && setup.routerReplicas() > 1) {
+        long delay = setup.replicaSyncDelay().toNanos();
+        // the link: every message reaches every other replica after the delay, in order
+        sync = new ReplicaSync(k + 1, ledger, overlaps, m -> clock.schedule(clock.nanoTime() + delay, () -> {
+          for (Replica other : replicas) {
+            if (other != this) {
+              other.sync.apply(m);
+            }
+          }
+        }), clock::nanoTime, Long.MAX_VALUE / 4);
+        ledger.setListener(sync.ledgerListener());
+        overlaps = sync.sharing(overlaps);
+      } else {
+        sync = null;
+      }
       LoadTracker load = new LoadTracker(ledger, setup.scrapeInterval().isZero() ? id -> null : scraped::get,
           clock::nanoTime, TimeUnit.SECONDS.toNanos(2));
       SplittableRandom rng = new SplittableRandom(setup.seed() * 31 + 7 + k);
@@ -790,7 +809,8 @@ public final class VirtualRun {
         "virtual time: %d workers %s, %d KV blocks each, block %d%s; events %s%s%s; truth check %.2f%% within one "
             + "block (%d over, %d under); ledger at end %s",
         setup.workers(), setup.preset().id(), setup.engineConfig(0).numGpuBlocks(), setup.blockSize(),
-        replicas.length == 1 ? "" : ", " + replicas.length + " router replicas",
+        replicas.length == 1 ? "" : ", " + replicas.length + " router replicas" + (setup.replicaSyncDelay() == null
+            ? " sharing nothing" : " sharing reservations and predictions after " + setup.replicaSyncDelay()),
         setup.layout() == null ? "applied directly" : setup.layout().name().toLowerCase(java.util.Locale.ROOT),
         setup.replayBufferSteps() > 0 ? " with replay" : " without replay",
         setup.faults().equals(dev.kvrouter.examples.sim.events.EventFaults.NONE) ? "" : ", faults " + setup.faults(),

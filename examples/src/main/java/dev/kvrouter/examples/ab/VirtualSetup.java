@@ -41,6 +41,9 @@ import java.util.Objects;
  *     prompt ids against that model's vocabulary; the timing stays the preset's (media tokens are timed as text)
  * @param routerReplicas router replicas behind the proxy, each with its own index (events and its own
  *     predictions), ledger and scrapes, requests dealt to them in turn as Envoy's round-robin ext_proc cluster does
+ * @param replicaSyncDelay with several replicas: each tells the others of its reservations and predictions
+ *     ({@code ReplicaSync}, kvrouter.yaml {@code replicas:}), delivered this long after they happen; null: they
+ *     share nothing but the workers' scraped load
  */
 public record VirtualSetup(
     int workers,
@@ -63,7 +66,8 @@ public record VirtualSetup(
     long seed,
     double kvOffloadingSizeGib,
     String multimodal,
-    int routerReplicas) {
+    int routerReplicas,
+    Duration replicaSyncDelay) {
 
   public VirtualSetup {
     Objects.requireNonNull(preset, "preset");
@@ -86,6 +90,9 @@ public record VirtualSetup(
     if (routerReplicas < 1 || routerReplicas > 64) {
       throw new IllegalArgumentException("routerReplicas must be in [1, 64]");
     }
+    if (replicaSyncDelay != null && replicaSyncDelay.isNegative()) {
+      throw new IllegalArgumentException("replicaSyncDelay must be >= 0");
+    }
     if (multimodal != null) {
       MultimodalModels.preset(multimodal); // refuses a name the router does not know
     }
@@ -105,7 +112,7 @@ public record VirtualSetup(
     return new VirtualSetup(8, Presets.byId("llama3.1-8b-h100"), EngineConfig.DEFAULT_BLOCK_SIZE, null,
         0, 0, 0, 0, WireLayout.VLLM_MAP,
         10_000, EventFaults.NONE, Duration.ofMillis(250), Duration.ofMillis(250), null, Duration.ofSeconds(5),
-        Duration.ofSeconds(60), true, 1, 0, null, 1);
+        Duration.ofSeconds(60), true, 1, 0, null, 1, null);
   }
 
   public VirtualSetup withWorkers(int n) {
@@ -180,6 +187,11 @@ public record VirtualSetup(
     return toBuilder().multimodal(preset).build();
   }
 
+  /** Replicas share reservations and predictions, delivered after {@code delay}; null: they share nothing. */
+  public VirtualSetup withReplicaSync(Duration delay) {
+    return toBuilder().replicaSyncDelay(delay).build();
+  }
+
   /** {@code n} router replicas, requests dealt to them in turn. */
   public VirtualSetup withRouterReplicas(int n) {
     return toBuilder().routerReplicas(n).build();
@@ -213,6 +225,7 @@ public record VirtualSetup(
     b.kvOffloadingSizeGib = kvOffloadingSizeGib;
     b.multimodal = multimodal;
     b.routerReplicas = routerReplicas;
+    b.replicaSyncDelay = replicaSyncDelay;
     return b;
   }
 
@@ -239,6 +252,7 @@ public record VirtualSetup(
     double kvOffloadingSizeGib;
     String multimodal;
     int routerReplicas;
+    Duration replicaSyncDelay;
 
     Builder workers(int v) { workers = v; return this; }
     Builder preset(Preset v) { preset = v; return this; }
@@ -261,11 +275,13 @@ public record VirtualSetup(
     Builder seed(long v) { seed = v; return this; }
     Builder kvOffloadingSizeGib(double v) { kvOffloadingSizeGib = v; return this; }
     Builder routerReplicas(int v) { routerReplicas = v; return this; }
+    Builder replicaSyncDelay(Duration v) { replicaSyncDelay = v; return this; }
 
     VirtualSetup build() {
       return new VirtualSetup(workers, preset, blockSize, model, maxNumSeqs, maxNumBatchedTokens, numGpuBlocks,
           maxModelLen, layout, replayBufferSteps, faults, sampleInterval, scrapeInterval, weights, predictedTtl,
-          staleRecovery, staleViewTrust, seed, kvOffloadingSizeGib, multimodal, routerReplicas);
+          staleRecovery, staleViewTrust, seed, kvOffloadingSizeGib, multimodal, routerReplicas,
+          replicaSyncDelay);
     }
   }
 

@@ -52,6 +52,22 @@ public final class LoadLedger {
   private final LongAdder reservedPrefill = new LongAdder();
   private final LongAdder reservedCount = new LongAdder();
   private final LongAdder reservedContext = new LongAdder();
+  private volatile Listener listener = Listener.NONE;
+
+  /**
+   * Told of this replica's own reservations as they move (not of other replicas' copies, nor of expiries):
+   * {@code ReplicaSync} forwards them to the other router replicas. Called on the thread that moves the
+   * reservation, the decision's included: must not block.
+   */
+  public interface Listener {
+    Listener NONE = new Listener() {};
+
+    default void reserved(Reservation r) {}
+
+    default void prefillDone(Reservation r) {}
+
+    default void released(Reservation r) {}
+  }
 
   /**
    * @param nanoClock monotonic clock ({@code System::nanoTime} in production; tests pass their own)
@@ -80,6 +96,28 @@ public final class LoadLedger {
    * @return the handle to release, never null ({@link Reservation#NONE} when the ledger is full)
    */
   public Reservation reserve(WorkerId worker, long prefillTokens, long[] blockHashes, int uniqueBlocks) {
+    Reservation r = add(worker, prefillTokens, blockHashes, uniqueBlocks, false);
+    if (r != Reservation.NONE) {
+      listener.reserved(r);
+    }
+    return r;
+  }
+
+  /**
+   * Charges a request another router replica sent to {@code worker} (its {@code ReplicaSync} message), as
+   * {@link #reserve} does; moving it tells no {@link Listener}.
+   */
+  public Reservation reserveRemote(WorkerId worker, long prefillTokens, long[] blockHashes, int uniqueBlocks) {
+    return add(worker, prefillTokens, blockHashes, uniqueBlocks, true);
+  }
+
+  /** Tells {@code l} of this replica's own reservations from now on. */
+  public void setListener(Listener l) {
+    listener = l == null ? Listener.NONE : l;
+  }
+
+  private Reservation add(WorkerId worker, long prefillTokens, long[] blockHashes, int uniqueBlocks,
+      boolean remote) {
     if (prefillTokens < 0 || uniqueBlocks < 0) {
       throw new IllegalArgumentException("negative reservation");
     }
@@ -89,7 +127,7 @@ public final class LoadLedger {
     }
     WorkerLedger wl = workers.computeIfAbsent(worker, WorkerLedger::new);
     Reservation r = new Reservation(ids.incrementAndGet(), worker, wl, prefillTokens, blockHashes, uniqueBlocks,
-        nanoClock.getAsLong());
+        nanoClock.getAsLong(), remote);
     wl.add(r);
     live.put(r.id, r);
     reservedPrefill.add(prefillTokens);
@@ -102,6 +140,9 @@ public final class LoadLedger {
   public void prefillDone(Reservation r) {
     if (r != null && r.ledger != null && r.state.compareAndSet(Reservation.RESERVED, Reservation.PREFILL_DONE)) {
       r.ledger.releasePrefill(r);
+      if (!r.remote) {
+        listener.prefillDone(r);
+      }
     }
   }
 
@@ -119,6 +160,9 @@ public final class LoadLedger {
     }
     r.ledger.releaseBlocks(r);
     live.remove(r.id);
+    if (!r.remote) {
+      listener.released(r);
+    }
   }
 
   /**

@@ -18,7 +18,7 @@ public final class Reservation {
   static final int RELEASED = 2;
 
   /** Stands for "nothing was reserved" (no ledger, or the ledger was full); releasing it does nothing. */
-  public static final Reservation NONE = new Reservation(0, null, null, 0, new long[0], 0, 0);
+  public static final Reservation NONE = new Reservation(0, null, null, 0, new long[0], 0, 0, false);
 
   final long id;
   final WorkerId worker;
@@ -27,12 +27,14 @@ public final class Reservation {
   final long[] blockHashes;
   final int uniqueBlocks;
   final long createdNanos;
+  /** Another router replica's request, copied from its {@code ReplicaSync} messages. */
+  final boolean remote;
   /** Blocks this reservation added to the worker's distinct active blocks when it was made. */
   long addedBlocks;
   final AtomicInteger state = new AtomicInteger(RESERVED);
 
   Reservation(long id, WorkerId worker, LoadLedger.WorkerLedger ledger, long prefillTokens, long[] blockHashes,
-      int uniqueBlocks, long createdNanos) {
+      int uniqueBlocks, long createdNanos, boolean remote) {
     this.id = id;
     this.worker = worker;
     this.ledger = ledger;
@@ -40,6 +42,22 @@ public final class Reservation {
     this.blockHashes = blockHashes;
     this.uniqueBlocks = uniqueBlocks;
     this.createdNanos = createdNanos;
+    this.remote = remote;
+  }
+
+  /** The ledger's number for this reservation, unique within this process. */
+  public long id() {
+    return id;
+  }
+
+  /** The prompt's full-block hashes it holds, in chain order; not to be modified. */
+  public long[] blockHashes() {
+    return blockHashes;
+  }
+
+  /** Blocks only this request occupies (partial last prompt block and expected output). */
+  public int uniqueBlocks() {
+    return uniqueBlocks;
   }
 
   public WorkerId worker() {

@@ -1,0 +1,60 @@
+package dev.kvrouter.extproc.replicas;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvrouter.extproc.load.LoadLedger;
+import dev.kvrouter.extproc.load.Reservation;
+import dev.kvrouter.extproc.routing.PrefixOverlapSource;
+import dev.kvrouter.index.WorkerId;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.Test;
+
+/** Two replicas' links over loopback TCP: reservations and their release arrive, a closed peer is dropped. */
+class ZmqReplicaLinkTest {
+
+  static final WorkerId W = new WorkerId("w1", 0);
+
+  static void await(String what, BooleanSupplier condition) throws InterruptedException {
+    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+    while (!condition.getAsBoolean()) {
+      assertThat(System.nanoTime() - deadline).as("timed out waiting until %s", what).isNegative();
+      Thread.sleep(10);
+    }
+  }
+
+  @Test
+  void aReservationAndItsReleaseReachTheOtherReplica() throws Exception {
+    LoadLedger ledgerA = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    LoadLedger ledgerB = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    try (ZmqReplicaLink a = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of(), 1024)) {
+      ReplicaSync syncA = new ReplicaSync(1, ledgerA, PrefixOverlapSource.NONE, a, System::nanoTime,
+          TimeUnit.SECONDS.toNanos(2));
+      ledgerA.setListener(syncA.ledgerListener());
+      a.start(syncA);
+      assertThat(a.port()).isPositive();
+      ReplicaSync syncB;
+      try (ZmqReplicaLink b = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of("tcp://127.0.0.1:" + a.port()),
+          1024)) {
+        syncB = new ReplicaSync(2, ledgerB, PrefixOverlapSource.NONE, b, System::nanoTime,
+            TimeUnit.SECONDS.toNanos(2));
+        b.start(syncB);
+        // ZMQ drops what a PUB sends before a subscriber's connection is up: the heartbeat says it is
+        await("B hears A's heartbeat", () -> syncB.peerCount() == 1);
+        Reservation r = ledgerA.reserve(W, 8192, new long[] {1, 2, 3}, 4);
+        await("A's reservation copied to B", () -> ledgerB.local(W).prefillTokens() == 8192);
+        ledgerA.release(r);
+        await("and released", () -> ledgerB.liveReservations() == 0);
+        assertThat(ledgerB.totals()).containsExactly(0, 0, 0, 0, 0);
+        ledgerA.reserve(W, 100, new long[] {9}, 0);
+        await("a second one copied", () -> ledgerB.liveReservations() == 1);
+        a.close(); // A goes away with a reservation still held
+        await("B drops A after its silence and releases its copy", () -> ledgerB.liveReservations() == 0
+            && syncB.peerCount() == 0);
+        assertThat(b.dropped()).isZero();
+      }
+    }
+  }
+}
