@@ -55,8 +55,8 @@ public final class LoadLedger {
   private volatile Listener listener = Listener.NONE;
 
   /**
-   * Told of this replica's own reservations as they move (not of other replicas' copies, nor of expiries):
-   * {@code ReplicaSync} forwards them to the other router replicas. Called on the thread that moves the
+   * Told of this replica's own reservations as they move, their expiry included (not of other replicas'
+   * copies): {@code ReplicaSync} forwards them to the other router replicas. Called on the thread that moves the
    * reservation, the decision's included: must not block.
    */
   public interface Listener {

@@ -35,7 +35,8 @@ import org.slf4j.LoggerFactory;
  * reservation is a load error until the peer's timeout or the ledger's expiry, one lost release the same.
  *
  * <p>Threading: outbound from any request thread; {@link #apply}, {@link #heartbeat} and {@link #expireSilent}
- * from one thread, the transport's.
+ * from one thread, the transport's, which calls {@link #expireSilent} about once a second: it also forgets copies
+ * the ledger expired on its own (their release was lost), so the copies stay bounded by what is in flight.
  *
  * <p>Wire: one msgpack array per message, {@code [kind, replica, ...]}: reserve {@code [1, r, id, worker,
  * dpRank, prefillTokens, uniqueBlocks, hashes]}, prefill done {@code [2, r, id]}, released {@code [3, r, id]},
@@ -217,6 +218,9 @@ public final class ReplicaSync {
     for (Iterator<Map.Entry<Long, Peer>> it = peers.entrySet().iterator(); it.hasNext(); ) {
       Map.Entry<Long, Peer> e = it.next();
       Peer p = e.getValue();
+      // copies the ledger expired itself (their release never came): forget them, or a live peer whose
+      // releases get lost would grow this map without bound
+      p.reservations.values().removeIf(Reservation::released);
       if (now - p.lastSeenNanos > peerTimeoutNanos) {
         p.reservations.values().forEach(ledger::release);
         log.warn("router replica {} silent for {} ms: released its {} copied reservations", Long.toHexString(
@@ -228,6 +232,15 @@ public final class ReplicaSync {
     }
     peerCount = peers.size();
     return dropped;
+  }
+
+  /** Reservations copied from other replicas and not yet released or forgotten. Transport thread. */
+  public int copies() {
+    int n = 0;
+    for (Peer p : peers.values()) {
+      n += p.reservations.size();
+    }
+    return n;
   }
 
   /** Replicas heard from and not yet timed out; any thread. */

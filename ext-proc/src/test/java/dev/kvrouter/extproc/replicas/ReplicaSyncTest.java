@@ -112,6 +112,23 @@ class ReplicaSyncTest {
   }
 
   @Test
+  void aCopyWhoseReleaseWasLostExpiresWithTheLedgerAndIsForgotten() {
+    Replica a = new Replica(1);
+    Replica b = new Replica(2);
+    Reservation r = a.ledger.reserve(W, 100, new long[] {7}, 1);
+    a.deliverTo(b);
+    a.ledger.release(r);
+    a.outbox.clear(); // the release is lost
+    now.addAndGet(TimeUnit.MINUTES.toNanos(6));
+    assertThat(b.ledger.sweep()).as("the ledger's own expiry").isEqualTo(1);
+    a.sync.heartbeat();
+    a.deliverTo(b); // the peer is alive
+    assertThat(b.sync.expireSilent()).isZero();
+    assertThat(b.sync.copies()).isZero();
+    assertThat(b.sync.peerCount()).isEqualTo(1);
+  }
+
+  @Test
   void aMalformedMessageIsCountedAndChangesNothing() {
     Replica b = new Replica(2);
     b.sync.apply(new byte[] {(byte) 0x93, 1});
