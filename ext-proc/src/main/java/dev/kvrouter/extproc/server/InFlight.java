@@ -166,6 +166,11 @@ public final class InFlight {
     return lateObservers.get();
   }
 
+  /** Closed routing streams whose decision waits in the queue of {@link #endOrphans}. */
+  int orphansWaiting() {
+    return orphanCount.get();
+  }
+
   /**
    * Requests ended at their routing stream's close because no response observer claimed their decision within
    * the grace period, since start.
