@@ -142,12 +142,12 @@ class RouterReplicasE2eTest {
     java.net.http.HttpRequest req = java.net.http.HttpRequest.newBuilder(
             java.net.URI.create("http://127.0.0.1:" + stack.listenerPort + "/v1/completions"))
         .timeout(Duration.ofSeconds(20)).header("content-type", "application/json")
-        .POST(java.net.http.HttpRequest.BodyPublishers.ofString(Stack.completion("a long story", true, 300)))
+        .POST(java.net.http.HttpRequest.BodyPublishers.ofString(Stack.completion("a long story", true, 1000)))
         .build();
     HttpResponse<java.io.InputStream> r = stack.http.send(req, HttpResponse.BodyHandlers.ofInputStream());
     try (java.io.InputStream in = r.body()) {
       assertThat(in.read(new byte[16])).isPositive();
-      // one replica routed it, the other holds the copy: both ledgers charge the worker (1.5 s of tokens left)
+      // one replica routed it, the other holds the copy: both ledgers charge the worker (5 s of tokens left)
       Await.until("the reservation is in both ledgers", Duration.ofSeconds(5),
           () -> stack.runtime.ledger().liveReservations() == 1 && second.ledger().liveReservations() == 1);
       String worker = r.headers().firstValue(dev.kvrouter.examples.fake.FakeWorker.SERVED_BY).orElseThrow();
