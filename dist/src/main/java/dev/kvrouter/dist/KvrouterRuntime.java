@@ -187,6 +187,14 @@ public final class KvrouterRuntime implements AutoCloseable {
       Router router = routing(overlaps);
       extProc = new ExtProcServer(options, new RequestPath(preparer, pipeline, router, tracker)).start();
       InFlight inFlight = extProc.inFlight();
+      // the scheduler's bookkeeping, beside the ledger's sweeps: requests whose observer never came (docs/ext-proc.md)
+      scheduler.scheduleWithFixedDelay(() -> {
+        try {
+          inFlight.endOrphans(System.nanoTime(), InFlight.ORPHAN_GRACE_NANOS);
+        } catch (RuntimeException e) {
+          log.error("ending unclaimed requests failed", e);
+        }
+      }, 250, 250, TimeUnit.MILLISECONDS);
       // What following responses costs: one message per chunk while the observer follows a response.
       FunctionCounter.builder("kvrouter.observer.messages", inFlight, InFlight::observerMessages)
           .description("messages from Envoy's response observer filter (one per response chunk followed)")

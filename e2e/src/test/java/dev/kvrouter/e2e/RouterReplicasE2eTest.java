@@ -160,8 +160,7 @@ class RouterReplicasE2eTest {
   }
 
   static double metric(KvrouterRuntime rt, String name) {
-    return rt.metricsText().lines().filter(l -> l.startsWith(name + " ") || l.startsWith(name + "{"))
-        .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+    return LoadAccountingE2eTest.sample(rt.metricsText(), name + " ");
   }
 
   @Test

@@ -30,10 +30,7 @@ public final class ExtProcServer implements AutoCloseable {
   private final RequestPath path;
   private final HealthStatusManager health = new HealthStatusManager();
   private final InFlight inFlight = new InFlight(200_000, java.time.Duration.ofMinutes(10));
-  /** How long a closed routing stream's unclaimed decision waits for a late response observer. */
-  static final long ORPHAN_GRACE_NANOS = TimeUnit.SECONDS.toNanos(2);
   private ExecutorService executor;
-  private java.util.concurrent.ScheduledExecutorService orphanSweeper;
   private Server server;
 
   public ExtProcServer(ExtProcOptions options, RequestPath path) {
@@ -61,20 +58,6 @@ public final class ExtProcServer implements AutoCloseable {
         .addService(health.getHealthService())
         .build()
         .start();
-    orphanSweeper = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "ext-proc-orphans");
-      t.setDaemon(true);
-      return t;
-    });
-    // An observer arrives when the response starts, long before the routing stream closes at the exchange's end,
-    // but its message and that close travel on different streams: a late one gets ORPHAN_GRACE to claim.
-    orphanSweeper.scheduleWithFixedDelay(() -> {
-      try {
-        inFlight.endOrphans(System.nanoTime(), ORPHAN_GRACE_NANOS);
-      } catch (RuntimeException e) {
-        log.warn("ending unclaimed requests failed", e);
-      }
-    }, 250, 250, TimeUnit.MILLISECONDS);
     for (String name : new String[] {"", ExternalProcessorGrpc.SERVICE_NAME, "liveness", "readiness"}) {
       health.setStatus(name, ServingStatus.SERVING);
     }
@@ -99,7 +82,6 @@ public final class ExtProcServer implements AutoCloseable {
       server.awaitTermination(5, TimeUnit.SECONDS);
     }
     executor.shutdownNow();
-    orphanSweeper.shutdownNow();
   }
 
   public InFlight inFlight() {

@@ -45,13 +45,24 @@ public final class InFlight {
   /** Decisions ended by {@link #endOrphans}, for telling a late observer apart: bounded, expiring. */
   private final Cache<String, Boolean> endedOrphans;
   private final AtomicLong lateObservers = new AtomicLong();
-  private final long maxEntries;
+  /** Orphans waiting at most (the decisions' own bound, {@code maxEntries}, unless a test sets it apart). */
+  private final long maxOrphans;
+  /**
+   * How long a closed routing stream's unclaimed decision waits for a late response observer ({@link #endOrphans}).
+   * An observer arrives when the response starts, long before the routing stream closes at the exchange's end,
+   * but its message and that close travel on different streams.
+   */
+  public static final long ORPHAN_GRACE_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(2);
 
   /** A closed routing stream's decision and how to end its request if nobody claims it. */
   private record Orphan(String id, long closedNanos, Runnable end) {}
 
   public InFlight(long maxEntries, Duration ttl) {
-    this.maxEntries = maxEntries;
+    this(maxEntries, maxEntries, ttl);
+  }
+
+  InFlight(long maxEntries, long maxOrphans, Duration ttl) {
+    this.maxOrphans = maxOrphans;
     endedOrphans = Caffeine.newBuilder().maximumSize(Math.min(maxEntries, 10_000)).expireAfterWrite(ttl).build();
     pending = Caffeine.newBuilder()
         .maximumSize(maxEntries)
@@ -92,20 +103,23 @@ public final class InFlight {
    * {@link #endOrphans}.
    */
   void routingClosedUnclaimed(String id, long nowNanos, Runnable end) {
+    if (pending.getIfPresent(id) == null) {
+      return; // claimed already (an observer following the response to its end): nothing to wait for
+    }
     orphans.add(new Orphan(id, nowNanos, end));
     orphanCount.incrementAndGet();
   }
 
   /**
    * Ends the requests whose routing stream closed at least {@code graceNanos} before {@code nowNanos} and whose
-   * decision no observer has claimed since (also sooner, oldest first, past {@code maxEntries} waiting). Called
+   * decision no observer has claimed since (also sooner, oldest first, past {@code maxOrphans} waiting). Called
    * periodically by one thread; returns how many it ended.
    *
    * <p>The shipped Envoy configs keep the routing stream open until the exchange is over, so an unclaimed decision
    * at its close has an observer elsewhere or none. An Envoy whose routing filter does not ask for response
    * trailers closes it after the request phases instead, before the response starts: an unclaimed decision there
    * is a response still to come. The router learns which it is behind (see {@link #closesAtTheEnd}); while it
-   * does not end them, orphans wait for their observer in close order (at most {@code maxEntries}) and leave the
+   * does not end them, orphans wait for their observer in close order (at most {@code maxOrphans}) and leave the
    * queue once claimed.
    */
   public int endOrphans(long nowNanos, long graceNanos) {
@@ -113,12 +127,12 @@ public final class InFlight {
     int ended = 0;
     Orphan o;
     while ((o = orphans.peek()) != null) {
-      boolean over = orphanCount.get() > maxEntries;
+      boolean over = orphanCount.get() > maxOrphans;
       if (!over && nowNanos - o.closedNanos() < graceNanos) {
         break;
       }
       if (pending.getIfPresent(o.id()) != null && !closesAtTheEnd && !over) {
-        break; // unclaimed, and nothing says yet that the exchange is over: wait (bounded by maxEntries)
+        break; // unclaimed, and nothing says yet that the exchange is over: wait (bounded by maxOrphans)
       }
       orphans.poll();
       orphanCount.decrementAndGet();

@@ -80,6 +80,10 @@ class InFlightTest {
     assertThat(inFlight.endOrphans(20_000, 1_000)).isZero();
     inFlight.unclaimedByObserver("d-9"); // an observer for a decision of another replica: not a late one
     assertThat(inFlight.lateObservers()).isZero();
+    inFlight.register(exchange(5));
+    assertThat(inFlight.claim("d-5")).isNotNull(); // its observer follows the response to its end
+    inFlight.routingClosedUnclaimed("d-5", 20_000, () -> ended.add("d-5"));
+    assertThat(inFlight.orphansWaiting()).as("a claimed decision does not wait").isZero();
   }
 
   @Test
@@ -126,7 +130,8 @@ class InFlightTest {
 
   @Test
   void pastTheBoundTheOldestOrphansLeaveTheQueueWithoutWaiting() {
-    InFlight inFlight = new InFlight(2, Duration.ofMinutes(1));
+    // room for every decision, two orphans waiting at most
+    InFlight inFlight = new InFlight(100, 2, Duration.ofMinutes(1));
     java.util.List<String> ended = new java.util.ArrayList<>();
     for (int i = 1; i <= 4; i++) {
       inFlight.register(exchange(i));
@@ -134,8 +139,7 @@ class InFlightTest {
       inFlight.routingClosedUnclaimed(id, 0, () -> ended.add(id));
     }
     assertThat(inFlight.orphansWaiting()).isEqualTo(4);
-    // The decisions map holds at most 2 too, and which of them its size policy kept is its own business: only
-    // the oldest two orphans may have been ended (those still in the map), and the queue is back to its bound.
+    // only the oldest two leave the queue before their grace is over, and the queue is back to its bound
     inFlight.endOrphans(0, 1_000);
     assertThat(inFlight.orphansWaiting()).isEqualTo(2);
     assertThat(ended).isSubsetOf("d-1", "d-2");
