@@ -50,6 +50,11 @@ public final class Kvrouter implements Callable<Integer> {
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       System.err.println("kvrouter: shutting down");
+      try {
+        rt.drain(java.time.Duration.ofMillis(cfg.server().drainMs()));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
       rt.close();
       stopped.countDown();
     }, "kvrouter-shutdown"));

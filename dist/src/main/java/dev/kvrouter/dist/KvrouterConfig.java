@@ -44,33 +44,42 @@ public record KvrouterConfig(
 
   public KvrouterConfig {
     events = events == null ? new Events(null, 0, 0, 0, 0, 0, null, null, null, null, null) : events;
-    server = server == null ? new Server(null, 0, 0, 0, null) : server;
+    server = server == null ? new Server(null, 0, 0, 0, null, null) : server;
     models = models == null ? List.of() : java.util.Collections.unmodifiableList(new ArrayList<>(models));
     workers = workers == null ? new Workers(null, 0) : workers;
     routing = routing == null ? new Routing(null, null, null, null, null, null, null, null) : routing;
     tenancy = tenancy == null ? new Tenancy(null, false, null, null) : tenancy;
     limits = limits == null ? new Limits(0, 0) : limits;
     observability = observability == null ? new Observability(null, null, null) : observability;
-    replicas = replicas == null ? new Replicas(null, null, 0, 0) : replicas;
+    replicas = replicas == null ? new Replicas(null, null, 0, 0, 0) : replicas;
   }
 
   /**
    * Several router replicas sharing what each has in flight: {@code bind} is where this one publishes its
-   * reservations and predictions (empty: it shares nothing), {@code peers} the other replicas' {@code bind}
-   * endpoints (docs/routing.md, "Several router replicas").
+   * reservations and predictions (empty: it shares nothing), {@code peers} the replicas' {@code bind} endpoints,
+   * each name standing for every address it resolves to, looked up again every {@code resolveIntervalMs} (a
+   * headless Service lists them all; this replica's own address is left out), docs/routing.md, "Several router
+   * replicas".
    */
-  public record Replicas(String bind, List<String> peers, int peerTimeoutMs, int maxQueued) {
+  public record Replicas(String bind, List<String> peers, int peerTimeoutMs, int maxQueued, int resolveIntervalMs) {
     public Replicas {
       bind = bind == null ? "" : bind.trim();
       peers = peers == null ? List.of() : List.copyOf(peers);
       peerTimeoutMs = peerTimeoutMs == 0 ? 3000 : peerTimeoutMs;
       maxQueued = maxQueued == 0 ? 65536 : maxQueued;
+      resolveIntervalMs = resolveIntervalMs == 0 ? 5000 : resolveIntervalMs;
     }
   }
 
-  /** Listening addresses and ports. */
-  public record Server(String bind, int extProcPort, int xdsPort, int adminPort, String requestBodyMode) {
+  /**
+   * Listening addresses and ports, and the drain on SIGTERM: for {@code drainMs} the ext_proc health reports
+   * NOT_SERVING while the router still routes, so Envoy's health check takes it out of the router cluster (its
+   * share moves to the other replicas) before its port closes.
+   */
+  public record Server(String bind, int extProcPort, int xdsPort, int adminPort, String requestBodyMode,
+      Integer drainMs) {
     public Server {
+      drainMs = drainMs == null ? 2000 : drainMs;
       bind = bind == null ? "127.0.0.1" : bind;
       extProcPort = extProcPort == 0 ? 9002 : extProcPort;
       xdsPort = xdsPort == 0 ? 18000 : xdsPort;
@@ -405,6 +414,10 @@ public record KvrouterConfig(
     port(errors, "server.ext_proc_port", server.extProcPort());
     port(errors, "server.xds_port", server.xdsPort());
     port(errors, "server.admin_port", server.adminPort());
+    if (server.drainMs() < 0 || server.drainMs() > 60_000) {
+      errors.add("server.drain_ms: must be in [0, 60000] (milliseconds the router reports NOT_SERVING before it "
+          + "stops on SIGTERM), was " + server.drainMs());
+    }
     try {
       BodySendMode m = BodySendMode.valueOf(server.requestBodyMode());
       if (m != BodySendMode.BUFFERED && m != BodySendMode.FULL_DUPLEX_STREAMED) {
@@ -475,6 +488,9 @@ public record KvrouterConfig(
     }
     if (replicas.peerTimeoutMs() < 1500) {
       errors.add("replicas.peer_timeout_ms: must be >= 1500 (replicas heartbeat every second)");
+    }
+    if (replicas.resolveIntervalMs() < 500) {
+      errors.add("replicas.resolve_interval_ms: must be >= 500 (how often the peers' names are looked up again)");
     }
     if (replicas.maxQueued() < 1024) {
       errors.add("replicas.max_queued: must be >= 1024");

@@ -235,7 +235,8 @@ public final class KvrouterRuntime implements AutoCloseable {
     if (rc.bind().isEmpty()) {
       return overlaps;
     }
-    replicaLink = new ZmqReplicaLink(rc.bind(), rc.peers(), rc.maxQueued());
+    replicaLink = new ZmqReplicaLink(rc.bind(), rc.peers(), rc.maxQueued(),
+        java.time.Duration.ofMillis(rc.resolveIntervalMs()));
     ReplicaSync sync = new ReplicaSync(new java.security.SecureRandom().nextLong(), ledger, overlaps, replicaLink,
         System::nanoTime, TimeUnit.MILLISECONDS.toNanos(rc.peerTimeoutMs()));
     try {
@@ -250,6 +251,9 @@ public final class KvrouterRuntime implements AutoCloseable {
         .register(metrics);
     FunctionCounter.builder("kvrouter.replicas.dropped", replicaLink, ZmqReplicaLink::dropped)
         .description("messages to the other router replicas dropped because the send queue was full")
+        .register(metrics);
+    io.micrometer.core.instrument.Gauge.builder("kvrouter.replicas.endpoints", replicaLink, ZmqReplicaLink::following)
+        .description("peer endpoints followed: every address replicas.peers resolve to, this replica's own left out")
         .register(metrics);
     io.micrometer.core.instrument.Gauge.builder("kvrouter.replicas.peers", sync, ReplicaSync::peerCount)
         .description("other router replicas heard from within replicas.peer_timeout_ms")
@@ -413,6 +417,21 @@ public final class KvrouterRuntime implements AutoCloseable {
   }
 
   /** Stops only the ext_proc server (tests of Envoy's fail-open path use this). */
+  /**
+   * Leaves the router cluster before stopping: the ext_proc health reports NOT_SERVING for {@code drain} while the
+   * router still routes, so Envoy's next health check moves this replica's share to the others instead of its
+   * requests failing open to the pool once the port closes. Returns at once without an ext_proc service.
+   */
+  public void drain(java.time.Duration drain) throws InterruptedException {
+    ExtProcServer s = extProc;
+    if (s == null || drain.isZero()) {
+      return;
+    }
+    s.drain();
+    log.info("draining: ext_proc health NOT_SERVING for {} ms before the router stops", drain.toMillis());
+    Thread.sleep(drain.toMillis());
+  }
+
   public void stopExtProc() throws InterruptedException {
     if (extProc != null) {
       extProc.close();

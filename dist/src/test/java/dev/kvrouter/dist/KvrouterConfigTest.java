@@ -115,6 +115,12 @@ class KvrouterConfigTest {
   }
 
   @Test
+  void aStoppingRouterDrainsForTwoSecondsUnlessTold() {
+    assertThat(KvrouterConfig.defaults().server().drainMs()).isEqualTo(2000);
+    assertThat(KvrouterConfig.parse("server: {drain_ms: 0}\n", "k.yaml").server().drainMs()).isZero();
+  }
+
+  @Test
   void unknownKeysAreErrorsNamingTheAllowedOnes() {
     assertThatThrownBy(() -> KvrouterConfig.parse("server:\n  ext_proc_prot: 1\n", "k.yaml"))
         .isInstanceOf(KvrouterConfig.InvalidConfig.class)
@@ -125,13 +131,14 @@ class KvrouterConfigTest {
   @Test
   void allValueProblemsAreReportedAtOnce() {
     assertThatThrownBy(() -> KvrouterConfig.parse("""
-        server: {xds_port: 70000, request_body_mode: STREAMED}
+        server: {xds_port: 70000, request_body_mode: STREAMED, drain_ms: -1}
         routing: {policy: magic}
         limits: {max_body_bytes: 10}
         observability: {log_format: xml, truth_check_every: -1}
         """, "k.yaml"))
         .hasMessageContaining("server.xds_port: must be 1..65535")
         .hasMessageContaining("server.request_body_mode: must be BUFFERED or FULL_DUPLEX_STREAMED")
+        .hasMessageContaining("server.drain_ms: must be in [0, 60000]")
         .hasMessageContaining("routing.policy: `magic`")
         .hasMessageContaining("limits.max_body_bytes: must be >= 1024")
         .hasMessageContaining("observability.log_format: must be json or text")

@@ -45,13 +45,19 @@ final class AbRuns {
      */
     static Fleet start(String model, String tokenizer, String multimodal, long seed, ScriptedOutput scripted)
         throws Exception {
+      return start(model, tokenizer, multimodal, seed, scripted, EnvoyAbStack.Routers.ONE);
+    }
+
+    /** As above, with {@code routers} router replicas (each in process) behind Envoy. */
+    static Fleet start(String model, String tokenizer, String multimodal, long seed, ScriptedOutput scripted,
+        EnvoyAbStack.Routers routers) throws Exception {
       Path dir = Stack.tokenizer(tokenizer);
       ChatFront chat = ChatFront.load(model, dir, BS, multimodal == null ? null : MultimodalModels.preset(multimodal));
       try {
         return new Fleet(model, EnvoyAbStack.start(new EnvoyAbStack.Options(Stack.ROOT, WORKERS,
             Presets.byId("llama3.1-8b-h100"), model, dir, BS, GPU_BLOCKS, seed, null, true,
             "routing: {policy: kv_aware, scrape: {interval_ms: 100}}", Files.createTempDirectory("kvrouter-e2e-ab"), 0,
-            multimodal, "", scripted, null), InProcessRouter.launcher(List::of)), chat);
+            multimodal, "", scripted, null), InProcessRouter.launcher(List::of), routers), chat);
       } catch (Exception | Error e) {
         chat.close();
         throw e;

@@ -11,8 +11,6 @@ import java.nio.file.Files;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -69,14 +67,20 @@ class RouterReplicasE2eTest {
     return "replicas: {bind: 'tcp://127.0.0.1:" + own + "', peers: ['tcp://127.0.0.1:" + other + "']}\n";
   }
 
-  /** Adds {@code port} as a second endpoint of the kvrouter_ext_proc cluster. */
+  /** Adds {@code port} as a further endpoint of the kvrouter_ext_proc cluster. */
   static String withSecondReplica(String yaml, int port) {
-    int cluster = yaml.indexOf("- name: kvrouter_ext_proc");
-    Matcher m = Pattern.compile("(?m)^( +- endpoint: \\{address: \\{socket_address: \\{address: 127\\.0\\.0\\.1, "
-        + "port_value: )(\\d+)(}}}\\n)").matcher(yaml);
-    assertThat(cluster).isPositive();
-    assertThat(m.find(cluster)).as("the ext_proc cluster's endpoint").isTrue();
-    return yaml.substring(0, m.end()) + m.group(1) + port + m.group(3) + yaml.substring(m.end());
+    return dev.kvrouter.examples.ab.EnvoyAbStack.withRouterEndpoints(yaml, List.of(port));
+  }
+
+  /** A further replica on its own ports (sharing nothing), routing from the same workers file. */
+  KvrouterRuntime extraReplica(int port, String name) throws Exception {
+    return KvrouterRuntime.start(KvrouterConfig.parse(String.format(
+        "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: BUFFERED}%n"
+            + "workers: {file: workers.yaml, poll_interval_ms: 100}%n"
+            + "routing: {policy: kv_aware, scrape: {interval_ms: 100}}%n"
+            + "observability: {log_level: info}%n",
+        port, EnvoyProcess.freeLoopbackPort(), EnvoyProcess.freeLoopbackPort()), name),
+        stack.dir, KvrouterRuntime.Mode.EXT_PROC);
   }
 
   List<InFlight> replicas() {
@@ -161,6 +165,70 @@ class RouterReplicasE2eTest {
 
   static double metric(KvrouterRuntime rt, String name) {
     return LoadAccountingE2eTest.sample(rt.metricsText(), name + " ");
+  }
+
+  @Test
+  void aReplicaThatDrainsOrStopsLeavesTheRingAndTheOthersRouteItsShare() throws Exception {
+    // Its own Envoy (the shipped config) over three replicas: this class's first and two more, so the shared
+    // deployment of the other tests keeps its two.
+    int drainingPort = EnvoyProcess.freeLoopbackPort();
+    int stoppingPort = EnvoyProcess.freeLoopbackPort();
+    KvrouterRuntime draining = extraReplica(drainingPort, "e2e-replica-draining");
+    KvrouterRuntime stopping = extraReplica(stoppingPort, "e2e-replica-stopping");
+    String yaml = EnvoyProcess.withPorts(Files.readString(Stack.ROOT.resolve("envoy-config/envoy.yaml")),
+        Map.of(10000, 0, 9901, 0, 9002, stack.extProcPort, 18000, stack.xdsPort));
+    yaml = withSecondReplica(withSecondReplica(yaml, stoppingPort), drainingPort);
+    List<InFlight> three = List.of(stack.runtime.extProc().inFlight(), draining.extProc().inFlight(),
+        stopping.extProc().inFlight());
+    try (EnvoyProcess envoy = EnvoyProcess.start(EnvoyProcess.binary(), yaml, stack.dir.resolve("envoy-failover"),
+        Duration.ofSeconds(30))) {
+      envoy.awaitAdmin("/clusters", body -> body.contains("kvrouter_worker_w1::")
+          && healthy(body, stack.extProcPort) && healthy(body, drainingPort) && healthy(body, stoppingPort),
+          Duration.ofSeconds(20));
+      long[] share = claimedWhileSending(envoy, three, 30);
+      assertThat(share).as("all three replicas in the ring route a share").doesNotContain(0L);
+
+      // Draining (what the router does on SIGTERM for server.drain_ms): NOT_SERVING while it still routes.
+      draining.extProc().drain();
+      envoy.awaitAdmin("/clusters", body -> body.contains("kvrouter_ext_proc::127.0.0.1:" + drainingPort
+          + "::health_flags::/failed_active_hc"), Duration.ofSeconds(10));
+      share = claimedWhileSending(envoy, three, 30);
+      assertThat(share[1]).as("the draining replica routes nothing once out of the ring").isZero();
+      assertThat(share[0] + share[2]).as("its share routed by the others, none failed open").isEqualTo(30);
+
+      // Stopped without a drain: its health check fails on the closed port, and it leaves the ring as well.
+      stopping.close();
+      envoy.awaitAdmin("/clusters", body -> body.contains("kvrouter_ext_proc::127.0.0.1:" + stoppingPort
+          + "::health_flags::/failed_active_hc"), Duration.ofSeconds(10));
+      share = claimedWhileSending(envoy, three, 30);
+      assertThat(share[0]).as("the last replica in the ring routes every request").isEqualTo(30);
+    } finally {
+      draining.close();
+      stopping.close();
+    }
+  }
+
+  static boolean healthy(String clusters, int port) {
+    return clusters.contains("kvrouter_ext_proc::127.0.0.1:" + port + "::health_flags::healthy");
+  }
+
+  /**
+   * Sends {@code n} requests and returns how many decisions each replica's observers claimed meanwhile: a request
+   * that failed open to the pool is claimed nowhere.
+   */
+  long[] claimedWhileSending(EnvoyProcess envoy, List<InFlight> replicas, int n) throws Exception {
+    long[] before = replicas.stream().mapToLong(InFlight::claimed).toArray();
+    long[] missingBefore = replicas.stream().mapToLong(InFlight::observerMissing).toArray();
+    send(envoy.listenerPort(), n);
+    Await.until("every replica's decisions end", Duration.ofSeconds(15),
+        () -> replicas.stream().allMatch(f -> f.pending() == 0));
+    long[] claimed = new long[replicas.size()];
+    for (int i = 0; i < claimed.length; i++) {
+      claimed[i] = replicas.get(i).claimed() - before[i];
+      assertThat(replicas.get(i).observerMissing() - missingBefore[i])
+          .as("replica %d: every decision claimed by its own observer", i).isZero();
+    }
+    return claimed;
   }
 
   @Test

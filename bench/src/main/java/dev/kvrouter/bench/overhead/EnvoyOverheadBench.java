@@ -246,13 +246,13 @@ public final class EnvoyOverheadBench {
     return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
   }
 
-  static void quietLogs() {
+  public static void quietLogs() {
     if (org.slf4j.LoggerFactory.getILoggerFactory() instanceof ch.qos.logback.classic.LoggerContext ctx) {
       ctx.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME).setLevel(ch.qos.logback.classic.Level.WARN);
     }
   }
 
-  static Map<String, String> options(String[] args) {
+  public static Map<String, String> options(String[] args) {
     Map<String, String> m = new LinkedHashMap<>();
     for (int i = 0; i + 1 < args.length; i += 2) {
       if (!args[i].startsWith("--")) {

@@ -18,7 +18,7 @@ class EnvoyOverheadBenchTest {
     assertThat(noObserver).doesNotContain("kvrouter.response_observer", "observability_mode",
         "Watches responses for the router").contains("envoy.filters.http.ext_proc", "envoy.filters.http.router");
     String direct = EnvoyOverheadBench.withoutFilter(noObserver, "envoy.filters.http.ext_proc");
-    assertThat(direct).doesNotContain("ext_proc.v3.ExternalProcessor").contains("envoy.filters.http.router",
+    assertThat(direct).doesNotContain("filters.http.ext_proc.v3.ExternalProcessor").contains("envoy.filters.http.router",
         "early_header_mutation_extensions", "name: kvrouter_ext_proc");
     assertThat(direct.lines().count()).isLessThan(noObserver.lines().count());
   }

@@ -178,6 +178,16 @@ public final class EnvoyAb implements Callable<Integer> {
       + "refuses connections, /metrics included, as a vLLM whose engine died exits) instead of its engine only.")
   boolean crashProcess;
 
+  @Option(names = "--router-replicas", defaultValue = "1",
+      description = "Router processes, all listed in the shipped kvrouter_ext_proc cluster (RING_HASH on the request "
+          + "id, health-checked); Envoy's xDS comes from the first, --crash-router kills the first.")
+  int routerReplicas;
+
+  @Option(names = "--replica-sync", description = "With --router-replicas > 1: the replicas share their reservations "
+      + "and predictions (kvrouter.yaml replicas:), else each sees the others' requests only through the workers' "
+      + "scraped load.")
+  boolean replicaSync;
+
   @Option(names = "--router-jvm", split = " ", defaultValue = "-Xmx1g -XX:+UseParallelGC")
   List<String> routerJvm;
 
@@ -203,7 +213,9 @@ public final class EnvoyAb implements Callable<Integer> {
     }
     MultimodalSpec media;
     FaultControl.Update faults;
+    EnvoyAbStack.Routers routerSet;
     try {
+      routerSet = new EnvoyAbStack.Routers(routerReplicas, replicaSync);
       media = media(multimodal, specs);
       faults = eventFaults(eventDrop, eventDelayMs, eventReorder);
       checkCrash(crashWorker, workers, crashAtSeconds, crashDownSeconds);
@@ -236,6 +248,8 @@ public final class EnvoyAb implements Callable<Integer> {
     meta.put("eventDelayMs", eventDelayMs);
     meta.put("eventReorder", eventReorder);
     meta.put("replay", !noReplay);
+    meta.put("routerReplicas", routerReplicas);
+    meta.put("replicaSync", replicaSync);
     if (crashWorker >= 0) {
       meta.put("crash", Map.of("worker", crashWorker, "atSeconds", crashAtSeconds, "downSeconds", crashDownSeconds,
           "process", crashProcess));
@@ -250,7 +264,7 @@ public final class EnvoyAb implements Callable<Integer> {
         .getSystemLoadAverage());
     List<Map<String, Object>> extras = new ArrayList<>();
     try (ChatFront chat = ChatFront.load(model, tokenizer, blockSize, media);
-        EnvoyAbStack stack = EnvoyAbStack.start(o, new ProcessRouterLauncher(routerJvm))) {
+        EnvoyAbStack stack = EnvoyAbStack.start(o, new ProcessRouterLauncher(routerJvm), routerSet)) {
       meta.put("envoy", stack.envoyVersion());
       int gpuBlocks = stack.fleet().config().engineConfig(0).numGpuBlocks();
       meta.put("numGpuBlocks", gpuBlocks);

@@ -33,8 +33,32 @@ import java.util.Objects;
  * request, this stack derives a benchmark variant by removing exactly that one mutation (the config users copy is
  * never changed); without {@code policyHeader} the shipped config runs as is and the router's configured policy
  * decides.
+ *
+ * <p>Several router replicas ({@link Routers}): each a process of its own on its own ports, all listed in the
+ * {@code kvrouter_ext_proc} cluster (the shipped RING_HASH cluster with its health checks), optionally sharing
+ * their load through {@code replicas:}. Envoy's xDS comes from the first; a router crash kills the first.
  */
 public final class EnvoyAbStack implements AutoCloseable {
+
+  /**
+   * The routers behind Envoy.
+   *
+   * @param replicas router processes, each listed in the {@code kvrouter_ext_proc} cluster
+   * @param sync the replicas share their reservations and predictions (kvrouter.yaml {@code replicas:}); with
+   *     false each sees the others' requests only through the workers' scraped load
+   */
+  public record Routers(int replicas, boolean sync) {
+    public static final Routers ONE = new Routers(1, false);
+
+    public Routers {
+      if (replicas < 1 || replicas > 16) {
+        throw new IllegalArgumentException("router replicas must be in [1, 16], was " + replicas);
+      }
+      if (sync && replicas == 1) {
+        throw new IllegalArgumentException("replica sync needs at least two router replicas");
+      }
+    }
+  }
 
   /** The line of the shipped config that strips the policy header; the benchmark variant drops only this line. */
   static final String STRIP_POLICY = "- remove: x-kvrouter-policy";
@@ -91,33 +115,42 @@ public final class EnvoyAbStack implements AutoCloseable {
   private final Options options;
   private final SimFleet fleet;
   private final RouterLauncher launcher;
-  private final Path routerConfig;
-  /** The running router; replaced when it is started again after {@link #killRouter}. */
-  private volatile RouterLauncher.Router router;
+  /** Each replica's kvrouter.yaml, in the order of {@link #routers}. */
+  private final List<Path> routerConfigs;
+  /** The running routers; the first is replaced when it is started again after {@link #killRouter}. */
+  private final List<RouterLauncher.Router> routers;
   private final EnvoyProcess envoy;
   private final int listenerPort;
-  private final int routerAdminPort;
+  private final List<Integer> routerAdminPorts;
   private final Path workersFile;
   private final String envoyVersion;
   private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-  private EnvoyAbStack(Options options, SimFleet fleet, RouterLauncher launcher, Path routerConfig,
-      RouterLauncher.Router router, EnvoyProcess envoy, int listenerPort, int routerAdminPort, Path workersFile,
-      String envoyVersion) {
+  private EnvoyAbStack(Options options, SimFleet fleet, RouterLauncher launcher, List<Path> routerConfigs,
+      List<RouterLauncher.Router> routers, EnvoyProcess envoy, int listenerPort, List<Integer> routerAdminPorts,
+      Path workersFile, String envoyVersion) {
     this.launcher = launcher;
-    this.routerConfig = routerConfig;
+    this.routerConfigs = List.copyOf(routerConfigs);
     this.options = options;
     this.fleet = fleet;
-    this.router = router;
+    this.routers = new java.util.concurrent.CopyOnWriteArrayList<>(routers);
     this.envoy = envoy;
     this.listenerPort = listenerPort;
-    this.routerAdminPort = routerAdminPort;
+    this.routerAdminPorts = List.copyOf(routerAdminPorts);
     this.workersFile = workersFile;
     this.envoyVersion = envoyVersion;
   }
 
-  /** Starts workers, router and Envoy, and waits until Envoy has every worker's cluster and the model is ready. */
+  /** Starts workers, one router and Envoy, and waits until Envoy has every worker's cluster and the model is ready. */
   public static EnvoyAbStack start(Options o, RouterLauncher launcher) throws Exception {
+    return start(o, launcher, Routers.ONE);
+  }
+
+  /**
+   * Starts workers, {@code routers.replicas()} routers and Envoy, and waits until Envoy has every worker's cluster
+   * and every router replica in its router cluster, and every replica routes with the model ready.
+   */
+  public static EnvoyAbStack start(Options o, RouterLauncher launcher, Routers routerSet) throws Exception {
     Files.createDirectories(o.dir());
     Path abs = o.tokenizer().toAbsolutePath().normalize();
     int replayBase = o.replay() ? 0 : -1; // 0: an ephemeral replay port per worker, -1: none
@@ -125,48 +158,72 @@ public final class EnvoyAbStack implements AutoCloseable {
         WireLayout.VLLM_MAP, o.preset(), o.model(), List.of(), abs, o.blockSize(), o.numGpuBlocks(), 0, 0, 0, 0,
         true, o.seed(), o.faults(), 2, o.kvOffloadingSizeGib(),
         o.multimodalPreset() == null ? null : MultimodalModels.preset(o.multimodalPreset()), o.scriptedOutput()));
-    RouterLauncher.Router router = null;
+    List<RouterLauncher.Router> routers = new ArrayList<>();
     EnvoyProcess envoy = null;
     try {
       Path workersFile = o.dir().resolve("workers.yaml");
       fleet.writeWorkersFile(workersFile);
-      int extProc = EnvoyProcess.freeLoopbackPort();
-      int xds = EnvoyProcess.freeLoopbackPort();
-      int admin = EnvoyProcess.freeLoopbackPort();
-      Path config = o.dir().resolve("kvrouter.yaml");
-      Files.writeString(config, String.format(
-          "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: BUFFERED}%n"
-              + "workers: {file: workers.yaml, poll_interval_ms: 200}%n"
-              + "models:%n  - {name: \"%s\", tokenizer: \"%s\", block_size: %d%s}%n"
-              + "%s%n"
-              + "observability: {log_level: warn, truth_check_every: %d}%n%s",
-          extProc, xds, admin, o.model(), abs, o.blockSize(),
-          o.multimodalPreset() == null ? "" : ", multimodal: {preset: " + o.multimodalPreset() + "}",
-          o.routingYaml(), o.truthCheckEvery(), o.extraYaml()));
-      router = launcher.start(config);
+      int n = routerSet.replicas();
+      List<Integer> extProc = new ArrayList<>();
+      List<Integer> xds = new ArrayList<>();
+      List<Integer> admin = new ArrayList<>();
+      List<String> sync = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        extProc.add(EnvoyProcess.freeLoopbackPort());
+        xds.add(EnvoyProcess.freeLoopbackPort());
+        admin.add(EnvoyProcess.freeLoopbackPort());
+        sync.add("tcp://127.0.0.1:" + EnvoyProcess.freeLoopbackPort());
+      }
+      List<Path> configs = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        // the first replica keeps the single router's layout (kvrouter.yaml and router.log in the run's directory)
+        Path dir = i == 0 ? o.dir() : Files.createDirectories(o.dir().resolve("replica-" + i));
+        Path config = dir.resolve("kvrouter.yaml");
+        String replicas = "";
+        if (routerSet.sync()) {
+          List<String> peers = new ArrayList<>(sync);
+          String own = peers.remove(i);
+          replicas = "replicas: {bind: '" + own + "', peers: ['" + String.join("', '", peers) + "']}\n";
+        }
+        Files.writeString(config, String.format(
+            "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: BUFFERED}%n"
+                + "workers: {file: \"%s\", poll_interval_ms: 200}%n"
+                + "models:%n  - {name: \"%s\", tokenizer: \"%s\", block_size: %d%s}%n"
+                + "%s%n"
+                + "observability: {log_level: warn, truth_check_every: %d}%n%s%s",
+            extProc.get(i), xds.get(i), admin.get(i), workersFile.toAbsolutePath(), o.model(), abs, o.blockSize(),
+            o.multimodalPreset() == null ? "" : ", multimodal: {preset: " + o.multimodalPreset() + "}",
+            o.routingYaml(), o.truthCheckEvery(), o.extraYaml().isEmpty() ? "" : o.extraYaml() + "\n", replicas));
+        configs.add(config);
+        routers.add(launcher.start(config));
+      }
       Path bin = EnvoyProcess.binary();
       String version = EnvoyProcess.version(bin);
       String yaml = EnvoyProcess.withPorts(Files.readString(o.root().resolve("envoy-config/envoy.yaml")),
-          Map.of(10000, 0, 9901, 0, 9002, extProc, 18000, xds));
+          Map.of(10000, 0, 9901, 0, 9002, extProc.get(0), 18000, xds.get(0)));
+      yaml = withRouterEndpoints(yaml, extProc.subList(1, n));
       if (o.policyHeader()) {
         yaml = benchmarkVariant(yaml);
       }
       envoy = EnvoyProcess.start(bin, yaml, o.dir().resolve("envoy"), Duration.ofSeconds(60));
       int listener = envoy.listenerPort();
-      List<String> clusters = new ArrayList<>();
+      List<String> expected = new ArrayList<>();
       for (SimWorker w : fleet.workers()) {
-        clusters.add("kvrouter_worker_" + w.name() + "::");
+        expected.add("kvrouter_worker_" + w.name() + "::");
       }
-      envoy.awaitAdmin("/clusters", body -> clusters.stream().allMatch(body::contains), Duration.ofSeconds(60));
-      EnvoyAbStack stack = new EnvoyAbStack(o, fleet, launcher, config, router, envoy, listener, admin, workersFile,
-          version);
+      for (int port : extProc) {
+        expected.add("kvrouter_ext_proc::127.0.0.1:" + port + "::health_flags::healthy");
+      }
+      envoy.awaitAdmin("/clusters", body -> expected.stream().allMatch(body::contains), Duration.ofSeconds(60));
+      EnvoyAbStack stack = new EnvoyAbStack(o, fleet, launcher, configs, routers, envoy, listener, admin,
+          workersFile, version);
       stack.awaitReady(Duration.ofSeconds(60));
       return stack;
     } catch (Exception | Error e) {
       if (envoy != null) {
         envoy.close();
       }
-      if (router != null) {
+      for (RouterLauncher.Router router : routers) {
         // Envoy's readiness wait is what times out when the router never came up: say what the router said
         e.addSuppressed(new IllegalStateException(router.toString()));
         router.close();
@@ -174,6 +231,27 @@ public final class EnvoyAbStack implements AutoCloseable {
       fleet.close();
       throw e;
     }
+  }
+
+  /**
+   * Adds an endpoint per port after the one endpoint of the shipped {@code kvrouter_ext_proc} cluster (further
+   * router replicas on loopback), as a user lists their replicas.
+   */
+  public static String withRouterEndpoints(String yaml, List<Integer> ports) {
+    if (ports.isEmpty()) {
+      return yaml;
+    }
+    int cluster = yaml.indexOf("- name: kvrouter_ext_proc");
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^( +- endpoint: \\{address: \\{socket_address: "
+        + "\\{address: 127\\.0\\.0\\.1, port_value: )(\\d+)(}}}\\n)").matcher(yaml);
+    if (cluster < 0 || !m.find(cluster)) {
+      throw new IllegalStateException("envoy.yaml: no loopback endpoint in the kvrouter_ext_proc cluster");
+    }
+    StringBuilder more = new StringBuilder();
+    for (int port : ports) {
+      more.append(m.group(1)).append(port).append(m.group(3));
+    }
+    return yaml.substring(0, m.end()) + more + yaml.substring(m.end());
   }
 
   /**
@@ -197,29 +275,45 @@ public final class EnvoyAbStack implements AutoCloseable {
   }
 
   /**
-   * Waits until the router follows every worker's events and routes a chat request with its prompt (the model's
-   * tokenizer and template loaded): the decision counter without fallback moves.
+   * Waits until every router replica follows every worker's events and has routed a chat request with its prompt
+   * (the model's tokenizer and template loaded): its decision counter without fallback moved. Envoy deals the
+   * warm-up requests over the replicas by their request ids, so it sends until each has had one.
    */
   private void awaitReady(Duration timeout) throws Exception {
     long deadline = System.nanoTime() + timeout.toNanos();
     String warm = "{\"model\":\"" + options.model() + "\",\"messages\":[{\"role\":\"user\",\"content\":\"warm up\"}],"
         + "\"max_tokens\":1}";
     String last = "";
+    boolean[] ready = new boolean[routers.size()];
+    int left = ready.length;
     while (System.nanoTime() < deadline) {
-      String m = routerMetrics();
-      if (m != null && RouterMetrics.sum(m, "kvrouter_index_workers", "") >= options.workers()) {
-        double before = RouterMetrics.sum(m, "kvrouter_routing_decisions_total", "fallback=\"none\"");
+      double[] before = new double[ready.length];
+      boolean following = true;
+      for (int i = 0; i < ready.length; i++) {
+        String m = routerMetrics(i);
+        following &= m != null && RouterMetrics.sum(m, "kvrouter_index_workers", "") >= options.workers();
+        before[i] = m == null ? 0 : RouterMetrics.sum(m, "kvrouter_routing_decisions_total", "fallback=\"none\"");
+      }
+      if (following) {
         HttpResponse<String> r = post("/v1/chat/completions", warm, Map.of());
-        String after = routerMetrics();
         last = r.statusCode() + " " + r.body();
-        if (r.statusCode() == 200 && after != null
-            && RouterMetrics.sum(after, "kvrouter_routing_decisions_total", "fallback=\"none\"") > before) {
+        for (int i = 0; i < ready.length && r.statusCode() == 200; i++) {
+          String after = routerMetrics(i);
+          if (!ready[i] && after != null
+              && RouterMetrics.sum(after, "kvrouter_routing_decisions_total", "fallback=\"none\"") > before[i]) {
+            ready[i] = true;
+            left--;
+          }
+        }
+        if (left == 0) {
           return;
         }
+        continue; // a replica not dealt a request yet: the next one has another id
       }
       Thread.sleep(200);
     }
-    throw new IOException("router not ready after " + timeout + " (last warm-up: " + last + "); " + router);
+    throw new IOException("router not ready after " + timeout + " (last warm-up: " + last + "; replicas ready: "
+        + java.util.Arrays.toString(ready) + "); " + routers);
   }
 
   public URI uri() {
@@ -234,44 +328,72 @@ public final class EnvoyAbStack implements AutoCloseable {
     return fleet;
   }
 
-  /** The running router, whichever process that is: its records and probes follow a restart. */
+  /**
+   * The running routers as one, whichever processes those are (its records and probes follow a restart): CPU
+   * time, heap and RSS summed over the replicas, every replica's decision records. Kill and close act on all.
+   */
   public RouterLauncher.Router router() {
     return new RouterLauncher.Router() {
       @Override
       public dev.kvrouter.examples.report.RouterSnapshot snapshot() {
-        return router.snapshot();
+        return sum(routers.stream().map(RouterLauncher.Router::snapshot).toList());
       }
 
       @Override
       public List<String> decisionRecords() {
-        return router.decisionRecords();
+        List<String> all = new ArrayList<>();
+        routers.forEach(r -> all.addAll(r.decisionRecords()));
+        return all;
       }
 
       @Override
       public void kill() {
-        router.kill();
+        routers.forEach(RouterLauncher.Router::kill);
       }
 
       @Override
       public void close() {
-        router.close();
+        routers.forEach(RouterLauncher.Router::close);
       }
 
       @Override
       public String toString() {
-        return router.toString();
+        return routers.toString();
       }
     };
   }
 
-  /** The router dies at once (SIGKILL for a router process): Envoy's ext_proc calls fail from now on. */
-  public void killRouter() {
-    router.kill();
+  /** Snapshots of several processes as one; a field any of them cannot know is -1. */
+  static dev.kvrouter.examples.report.RouterSnapshot sum(List<dev.kvrouter.examples.report.RouterSnapshot> all) {
+    long cpu = 0;
+    long heap = 0;
+    long rss = 0;
+    long jit = 0;
+    for (dev.kvrouter.examples.report.RouterSnapshot s : all) {
+      cpu = cpu < 0 || s.cpuTimeNanos() < 0 ? -1 : cpu + s.cpuTimeNanos();
+      heap = heap < 0 || s.heapUsedBytes() < 0 ? -1 : heap + s.heapUsedBytes();
+      rss = rss < 0 || s.rssBytes() < 0 ? -1 : rss + s.rssBytes();
+      jit = jit < 0 || s.jitCpuTimeNanos() < 0 ? -1 : jit + s.jitCpuTimeNanos();
+    }
+    return new dev.kvrouter.examples.report.RouterSnapshot(cpu, heap, rss, jit);
   }
 
-  /** A new router on the same kvrouter.yaml and ports, as a supervisor would restart it; returns once it runs. */
+  /** Router replicas behind Envoy. */
+  public int routerReplicas() {
+    return routers.size();
+  }
+
+  /**
+   * The (first) router dies at once (SIGKILL for a router process): with one router Envoy's ext_proc calls fail
+   * from now on; with several, its share fails until Envoy's health check takes it out of the router cluster.
+   */
+  public void killRouter() {
+    routers.get(0).kill();
+  }
+
+  /** A new first router on the same kvrouter.yaml and ports, as a supervisor would restart it; returns once it runs. */
   public void restartRouter() throws Exception {
-    router = launcher.start(routerConfig);
+    routers.set(0, launcher.start(routerConfigs.get(0)));
   }
 
   public EnvoyProcess envoy() {
@@ -287,11 +409,17 @@ public final class EnvoyAbStack implements AutoCloseable {
     return WorkerTarget.fromWorkersFile(workersFile);
   }
 
-  /** The router's Prometheus text, or null when it does not answer. */
+  /** The (first) router's Prometheus text, or null when it does not answer. */
   public String routerMetrics() {
+    return routerMetrics(0);
+  }
+
+  /** Router replica {@code i}'s Prometheus text, or null when it does not answer. */
+  public String routerMetrics(int i) {
     try {
-      HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + routerAdminPort
-          + "/metrics")).timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
+      HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
+          + routerAdminPorts.get(i) + "/metrics")).timeout(Duration.ofSeconds(5)).build(),
+          HttpResponse.BodyHandlers.ofString());
       return r.statusCode() == 200 ? r.body() : null;
     } catch (IOException e) {
       return null;
@@ -312,7 +440,7 @@ public final class EnvoyAbStack implements AutoCloseable {
   @Override
   public void close() {
     envoy.close();
-    router.close();
+    routers.forEach(RouterLauncher.Router::close);
     fleet.close();
   }
 }

@@ -134,13 +134,50 @@ public final class EnvoyProcess implements AutoCloseable {
     return e;
   }
 
+  /** Ports handed out by {@link #freeLoopbackPort} in this JVM: picking does not reserve, so none is picked twice. */
+  private static final java.util.Set<Integer> HANDED_OUT = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
   /**
-   * A loopback port free at the moment of asking, for a server this JVM binds right away (the router beside
-   * Envoy). Envoy's own ports should be 0 instead: see {@link #start}.
+   * A loopback port free at the moment of asking, for a server bound soon after (the router beside Envoy, in this
+   * JVM or a child). Envoy's own ports should be 0 instead: see {@link #start}.
+   *
+   * <p>Picked below the kernel's ephemeral range ({@code ip_local_port_range}): a port from that range (what
+   * binding port 0 gives) is also what every outgoing connection takes, and one did take a router's port in the
+   * second between picking it and the router binding it (an A/B's router failed with "Address already in use").
+   * Below the range only a server that binds that very port can collide.
    */
   public static int freeLoopbackPort() throws IOException {
+    int[] range = ephemeralRange();
+    int lo = 10_000;
+    int hi = range[0] - 1;
+    java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+    for (int attempt = 0; hi - lo > 1000 && attempt < 200; attempt++) {
+      int port = random.nextInt(lo, hi + 1);
+      if (HANDED_OUT.contains(port)) {
+        continue;
+      }
+      try (ServerSocket s = new ServerSocket()) {
+        s.setReuseAddress(false); // a port with connections still in TIME_WAIT is not free for a server either
+        s.bind(new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), port), 1);
+      } catch (IOException taken) {
+        continue;
+      }
+      if (HANDED_OUT.add(port)) {
+        return port;
+      }
+    }
     try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
       return s.getLocalPort();
+    }
+  }
+
+  /** The kernel's ephemeral port range, Linux's default where it cannot be read. */
+  static int[] ephemeralRange() {
+    try {
+      String[] f = Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim().split("\\s+");
+      return new int[] {Integer.parseInt(f[0]), Integer.parseInt(f[1])};
+    } catch (IOException | RuntimeException e) {
+      return new int[] {32768, 60999};
     }
   }
 

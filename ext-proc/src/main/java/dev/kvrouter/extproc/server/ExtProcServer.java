@@ -28,6 +28,9 @@ public final class ExtProcServer implements AutoCloseable {
 
   private final ExtProcOptions options;
   private final RequestPath path;
+  /** The health names Envoy's and the Gateway API Inference Extension's checks ask for. */
+  private static final String[] HEALTH_NAMES = {"", ExternalProcessorGrpc.SERVICE_NAME, "liveness", "readiness"};
+
   private final HealthStatusManager health = new HealthStatusManager();
   private final InFlight inFlight = new InFlight(200_000, java.time.Duration.ofMinutes(10));
   private ExecutorService executor;
@@ -58,7 +61,7 @@ public final class ExtProcServer implements AutoCloseable {
         .addService(health.getHealthService())
         .build()
         .start();
-    for (String name : new String[] {"", ExternalProcessorGrpc.SERVICE_NAME, "liveness", "readiness"}) {
+    for (String name : HEALTH_NAMES) {
       health.setStatus(name, ServingStatus.SERVING);
     }
     log.info("ext_proc listening on {}:{}", options.bind(), port());
@@ -67,6 +70,16 @@ public final class ExtProcServer implements AutoCloseable {
 
   public int port() {
     return server.getPort();
+  }
+
+  /**
+   * Reports NOT_SERVING under every health name while streams are still served: health checkers (Envoy's router
+   * cluster) take this replica out before {@link #close} refuses new streams.
+   */
+  public void drain() {
+    for (String name : HEALTH_NAMES) {
+      health.setStatus(name, ServingStatus.NOT_SERVING);
+    }
   }
 
   /** Stops taking new streams, lets open ones finish for a grace period, then cuts the rest. */

@@ -57,4 +57,50 @@ class ZmqReplicaLinkTest {
       }
     }
   }
+
+  @Test
+  void aPeerNameIsFollowedAtEveryAddressItResolvesToAsTheyChange() throws Exception {
+    LoadLedger ledgerA = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    LoadLedger ledgerB = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    java.util.concurrent.atomic.AtomicReference<java.net.InetAddress[]> answer =
+        new java.util.concurrent.atomic.AtomicReference<>(new java.net.InetAddress[0]);
+    java.util.concurrent.atomic.AtomicBoolean dnsDown = new java.util.concurrent.atomic.AtomicBoolean();
+    PeerEndpoints.Dns dns = host -> {
+      assertThat(host).isEqualTo("replicas.test");
+      if (dnsDown.get()) {
+        throw new java.net.UnknownHostException(host);
+      }
+      return answer.get();
+    };
+    try (ZmqReplicaLink b = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of(), 1024)) {
+      ReplicaSync syncB = new ReplicaSync(2, ledgerB, PrefixOverlapSource.NONE, b, System::nanoTime,
+          TimeUnit.SECONDS.toNanos(2));
+      ledgerB.setListener(syncB.ledgerListener());
+      b.start(syncB);
+      try (ZmqReplicaLink a = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of("tcp://replicas.test:" + b.port()),
+          1024, Duration.ofMillis(50), dns)) {
+        ReplicaSync syncA = new ReplicaSync(1, ledgerA, PrefixOverlapSource.NONE, a, System::nanoTime,
+            TimeUnit.SECONDS.toNanos(2));
+        a.start(syncA);
+        assertThat(a.following()).as("the name resolves to nothing yet").isZero();
+        // B's pod comes up: the Service's name now resolves to it
+        answer.set(new java.net.InetAddress[] {java.net.InetAddress.getByName("127.0.0.1")});
+        await("A follows B once the name resolves to it", () -> a.following() == 1 && syncA.peerCount() == 1);
+        ledgerB.reserve(W, 4096, new long[] {1}, 0);
+        await("B's reservation copied to A", () -> ledgerA.liveReservations() == 1);
+        // a DNS failure keeps the endpoints the name had
+        dnsDown.set(true);
+        Thread.sleep(200);
+        assertThat(a.following()).isEqualTo(1);
+        ledgerB.reserve(W, 4096, new long[] {2}, 0);
+        await("still following B", () -> ledgerA.liveReservations() == 2);
+        // B's pod leaves the Service: A stops following it, and its copies go after B's silence
+        dnsDown.set(false);
+        answer.set(new java.net.InetAddress[0]);
+        await("A no longer follows B", () -> a.following() == 0);
+        await("B's copies released after its silence", () -> ledgerA.liveReservations() == 0
+            && syncA.peerCount() == 0);
+      }
+    }
+  }
 }

@@ -1,0 +1,26 @@
+#!/bin/bash
+# Router replicas through real Envoy (docs/benchmarks/ab.md, "Router replicas through real Envoy"): 8 simulated
+# workers of the H100 preset (Llama 3.1 8B), seed 1, the production shapes at their rho 0.9 rates, one router
+# against two replicas sharing nothing and two sharing their load (replicas:). Run from the repository root after
+# `mvn -q -B -ntp -pl dist -am package -DskipTests`. Usage: run.sh WORKLOAD POLICIES OUT [extra EnvoyAb args]
+#   unique-r1:        run.sh unique kv_aware,least_load unique-r1
+#   unique-r2:        run.sh unique kv_aware unique-r2 --router-replicas 2
+#   unique-r2-sync:   run.sh unique kv_aware unique-r2-sync --router-replicas 2 --replica-sync
+#   sysprompt-r1 / -r2 / -r2-sync likewise with the workload `sysprompt`
+#   crash-r2-sync:    run.sh multiturn-a100 kv_aware crash-r2-sync --router-replicas 2 --replica-sync --crash-router
+set -euo pipefail
+W=$1; P=$2; D=$3; shift 3
+JAR=${JAR:-dist/target/kvrouter.jar}
+preset=llama3.1-8b-h100; max=900
+case $W in
+  unique) spec=unique:count=3000,rate=16.6,prompt=4096..16384,output=64..256 ;;
+  sysprompt) spec=system-prompt:format=tokens,count=3000,rate=10.9,prompt=7200,sharing=0.8334,prefixes=150,questions=5,output=1000 ;;
+  # the router-crash run of bench/results/ab/worker-crash/router-crash, with its crash at 20 s for 10 s
+  multiturn-a100) preset=llama3.1-8b-a100-40g; max=300
+    spec=multi-turn:format=tokens,sessions=200,rate=6.52,system=500,context=1000,context_max=5000,turns=6..9,user=120..160,output=80..120,seed=1 ;;
+  *) echo "unknown workload $W" >&2; exit 2 ;;
+esac
+flock /tmp/kvrouter-bench.lock java -Xmx3g -Dkvrouter.root=$PWD -cp "$JAR" dev.kvrouter.examples.ab.EnvoyAb \
+  --workers 8 --preset $preset --model meta-llama/Llama-3.1-8B-Instruct --tokenizer .cache/tokenizers/llama3_1 \
+  --workload "$spec" --policies "$P" --warmup 200 --max-seconds $max "$@" \
+  --out bench/results/ab/envoy-router-replicas/$D
