@@ -111,6 +111,18 @@ public final class LoadLedger {
     return add(worker, prefillTokens, blockHashes, uniqueBlocks, true);
   }
 
+  /**
+   * This replica's own reservations still held (not other replicas' copies), for a replica that joins later and
+   * must learn what is already in flight. Weakly consistent: one released meanwhile may or may not be seen.
+   */
+  public void forEachOwnLive(java.util.function.Consumer<Reservation> action) {
+    for (Reservation r : live.values()) {
+      if (!r.remote && !r.released()) {
+        action.accept(r);
+      }
+    }
+  }
+
   /** Tells {@code l} of this replica's own reservations from now on. */
   public void setListener(Listener l) {
     listener = l == null ? Listener.NONE : l;

@@ -34,14 +34,20 @@ import org.slf4j.LoggerFactory;
  * down) has every copied reservation released by {@link #expireSilent}. Messages are fire-and-forget: one lost
  * reservation is a load error until the peer's timeout or the ledger's expiry, one lost release the same.
  *
+ * <p>A replica that joins late (scaled up, restarted: a new identity) learns what is already in flight: whoever
+ * hears a replica for the first time sends it every reservation of its own still held, in its current state, and
+ * asks it for its own ({@code SYNC_REQUEST}), since the first to hear may not yet be heard (ZMQ connects each way on
+ * its own): whichever direction comes up last carries the exchange. Copies are keyed by the sender's id, so a
+ * reservation sent again is applied once.
+ *
  * <p>Threading: outbound from any request thread; {@link #apply}, {@link #heartbeat} and {@link #expireSilent}
  * from one thread, the transport's, which calls {@link #expireSilent} about once a second: it also forgets copies
  * the ledger expired on its own (their release was lost), so the copies stay bounded by what is in flight.
  *
  * <p>Wire: one msgpack array per message, {@code [kind, replica, ...]}: reserve {@code [1, r, id, worker,
  * dpRank, prefillTokens, uniqueBlocks, hashes]}, prefill done {@code [2, r, id]}, released {@code [3, r, id]},
- * predicted {@code [4, r, worker, dpRank, hashes]}, heartbeat {@code [5, r]}; hashes as one binary of 8-byte
- * big-endian values.
+ * predicted {@code [4, r, worker, dpRank, hashes]}, heartbeat {@code [5, r]}, sync request {@code [6, r]}; hashes
+ * as one binary of 8-byte big-endian values.
  */
 public final class ReplicaSync {
 
@@ -52,6 +58,7 @@ public final class ReplicaSync {
   static final int RELEASED = 3;
   static final int PREDICTED = 4;
   static final int HEARTBEAT = 5;
+  static final int SYNC_REQUEST = 6;
 
   private final long replica;
   private final LoadLedger ledger;
@@ -66,6 +73,7 @@ public final class ReplicaSync {
   private long applied;
   private long malformed;
   private long peersLost;
+  private long resent;
 
   /** Another replica as this one knows it: when it was last heard, and its reservations copied here by id. */
   private static final class Peer {
@@ -98,24 +106,54 @@ public final class ReplicaSync {
     return new LoadLedger.Listener() {
       @Override
       public void reserved(Reservation r) {
-        send(packer -> {
-          packer.packArrayHeader(8).packInt(RESERVE).packLong(replica).packLong(r.id())
-              .packString(r.worker().name()).packInt(r.worker().dpRank()).packLong(r.prefillTokens())
-              .packInt(r.uniqueBlocks());
-          packHashes(packer, r.blockHashes());
-        });
+        sendReserved(r);
       }
 
       @Override
       public void prefillDone(Reservation r) {
-        send(packer -> packer.packArrayHeader(3).packInt(PREFILL_DONE).packLong(replica).packLong(r.id()));
+        sendPrefillDone(r);
       }
 
       @Override
       public void released(Reservation r) {
-        send(packer -> packer.packArrayHeader(3).packInt(RELEASED).packLong(replica).packLong(r.id()));
+        sendReleased(r);
       }
     };
+  }
+
+  private void sendReserved(Reservation r) {
+    send(packer -> {
+      packer.packArrayHeader(8).packInt(RESERVE).packLong(replica).packLong(r.id())
+          .packString(r.worker().name()).packInt(r.worker().dpRank()).packLong(r.prefillTokens())
+          .packInt(r.uniqueBlocks());
+      packHashes(packer, r.blockHashes());
+    });
+  }
+
+  private void sendPrefillDone(Reservation r) {
+    send(packer -> packer.packArrayHeader(3).packInt(PREFILL_DONE).packLong(replica).packLong(r.id()));
+  }
+
+  private void sendReleased(Reservation r) {
+    send(packer -> packer.packArrayHeader(3).packInt(RELEASED).packLong(replica).packLong(r.id()));
+  }
+
+  /**
+   * Sends every reservation of this replica still held, as it stands, for a replica that just joined. Transport
+   * thread. A reservation that moves while it is being sent is sent again after its move: its own message may have
+   * left before this copy (the same queue keeps the order from here on).
+   */
+  private void resendOwn() {
+    ledger.forEachOwnLive(r -> {
+      sendReserved(r);
+      if (r.prefillReleased()) {
+        sendPrefillDone(r);
+      }
+      if (r.released()) {
+        sendReleased(r);
+      }
+      resent++;
+    });
   }
 
   /** {@code source} that also tells the other replicas of every prediction this replica records. */
@@ -173,7 +211,14 @@ public final class ReplicaSync {
       if (from == replica) {
         return; // our own, looped back
       }
-      Peer peer = peers.computeIfAbsent(from, k -> new Peer());
+      Peer peer = peers.get(from);
+      if (peer == null) {
+        // a replica heard for the first time: tell it what this one has in flight, and ask for its own
+        peer = new Peer();
+        peers.put(from, peer);
+        resendOwn();
+        send(packer -> packer.packArrayHeader(2).packInt(SYNC_REQUEST).packLong(replica));
+      }
       peerCount = peers.size();
       peer.lastSeenNanos = nanoClock.getAsLong();
       switch (kind) {
@@ -183,9 +228,11 @@ public final class ReplicaSync {
           long prefill = in.unpackLong();
           int unique = in.unpackInt();
           long[] hashes = unpackHashes(in);
-          Reservation r = ledger.reserveRemote(worker, prefill, hashes, unique);
-          if (r != Reservation.NONE) {
-            peer.reservations.put(id, r);
+          if (!peer.reservations.containsKey(id)) { // sent again for a replica that joined: applied once
+            Reservation r = ledger.reserveRemote(worker, prefill, hashes, unique);
+            if (r != Reservation.NONE) {
+              peer.reservations.put(id, r);
+            }
           }
         }
         case PREFILL_DONE -> ledger.prefillDone(peer.reservations.get(in.unpackLong()));
@@ -195,6 +242,7 @@ public final class ReplicaSync {
           overlaps.recordPrediction(worker, unpackHashes(in));
         }
         case HEARTBEAT -> { }
+        case SYNC_REQUEST -> resendOwn();
         default -> {
           malformed++;
           return;
@@ -256,6 +304,11 @@ public final class ReplicaSync {
   /** Other replicas' messages applied since start. Transport thread. */
   public long applied() {
     return applied;
+  }
+
+  /** Own reservations sent again to replicas that joined, since start. Transport thread. */
+  public long resent() {
+    return resent;
   }
 
   /** Messages that could not be read. Transport thread. */

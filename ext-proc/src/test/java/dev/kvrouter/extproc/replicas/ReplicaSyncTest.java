@@ -59,7 +59,9 @@ class ReplicaSyncTest {
     assertThat(seen.prefillTokens()).isEqualTo(4096);
     assertThat(seen.requests()).isEqualTo(1);
     assertThat(b.ledger.activePrefixBlocks(W, new long[] {11, 12, 13, 14})).as("its blocks, for sharing").isEqualTo(3);
-    assertThat(b.outbox).as("a copy is not forwarded again").isEmpty();
+    assertThat(b.outbox).as("a copy is not forwarded again: B only asks the replica it just heard for its "
+        + "reservations").hasSize(1);
+    b.outbox.clear();
 
     a.ledger.prefillDone(r);
     a.deliverTo(b);
@@ -73,6 +75,38 @@ class ReplicaSyncTest {
     assertThat(b.ledger.totals()).containsExactly(0, 0, 0, 0, 0);
     assertThat(b.ledger.liveReservations()).isZero();
     assertThat(b.sync.applied()).isEqualTo(3);
+  }
+
+  @Test
+  void aReplicaThatJoinsLateLearnsWhatIsAlreadyInFlightInItsStateAndOnlyOnce() {
+    Replica a = new Replica(1);
+    Reservation streaming = a.ledger.reserve(W, 4096, new long[] {1, 2}, 1);
+    a.ledger.prefillDone(streaming); // answering: only its blocks are held now
+    a.ledger.reserve(W, 8192, new long[] {3}, 0); // still in prefill
+    Reservation done = a.ledger.reserve(W, 100, new long[] {4}, 0);
+    a.ledger.release(done);
+    a.outbox.clear(); // B was not there: it heard none of this
+
+    Replica b = new Replica(2);
+    b.sync.heartbeat();
+    b.deliverTo(a); // A hears B for the first time: sends what it holds and asks B for its own
+    assertThat(a.sync.resent()).isEqualTo(2);
+    a.deliverTo(b);
+    assertThat(b.ledger.liveReservations()).isEqualTo(2);
+    assertThat(b.ledger.local(W).requests()).isEqualTo(2);
+    assertThat(b.ledger.local(W).prefillTokens()).as("the answering one's prefill is done").isEqualTo(8192);
+    // B heard A first through that: it asks A too, and A sends everything again: applied once
+    b.deliverTo(a);
+    assertThat(a.sync.resent()).isEqualTo(4);
+    a.deliverTo(b);
+    assertThat(b.ledger.liveReservations()).isEqualTo(2);
+    assertThat(b.ledger.local(W).requests()).isEqualTo(2);
+    assertThat(b.sync.copies()).isEqualTo(2);
+    // and they move as usual from here
+    a.ledger.release(streaming);
+    a.deliverTo(b);
+    assertThat(b.ledger.local(W).requests()).isEqualTo(1);
+    assertThat(b.ledger.local(W).prefillTokens()).isEqualTo(8192);
   }
 
   @Test

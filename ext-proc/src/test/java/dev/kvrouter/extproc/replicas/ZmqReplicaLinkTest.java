@@ -103,4 +103,39 @@ class ZmqReplicaLinkTest {
       }
     }
   }
+
+  @Test
+  void aReplicaStartedWhileTheOtherHasRequestsInFlightLearnsThem() throws Exception {
+    LoadLedger ledgerA = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    LoadLedger ledgerB = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    int portB;
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      portB = s.getLocalPort();
+    }
+    try (ZmqReplicaLink a = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of("tcp://127.0.0.1:" + portB), 1024)) {
+      ReplicaSync syncA = new ReplicaSync(1, ledgerA, PrefixOverlapSource.NONE, a, System::nanoTime,
+          TimeUnit.SECONDS.toNanos(3));
+      ledgerA.setListener(syncA.ledgerListener());
+      a.start(syncA);
+      // two long requests in flight on A before B exists, one of them answering already
+      Reservation answering = ledgerA.reserve(W, 4096, new long[] {1, 2}, 1);
+      ledgerA.prefillDone(answering);
+      ledgerA.reserve(W, 8192, new long[] {3}, 0);
+      Thread.sleep(200);
+      try (ZmqReplicaLink b = new ZmqReplicaLink("tcp://127.0.0.1:" + portB, List.of("tcp://127.0.0.1:" + a.port()),
+          1024)) {
+        ReplicaSync syncB = new ReplicaSync(2, ledgerB, PrefixOverlapSource.NONE, b, System::nanoTime,
+            TimeUnit.SECONDS.toNanos(3));
+        ledgerB.setListener(syncB.ledgerListener());
+        b.start(syncB);
+        await("B learns what A has in flight", () -> ledgerB.liveReservations() == 2
+            && ledgerB.local(W).prefillTokens() == 8192);
+        ledgerA.release(answering);
+        await("and follows it from there", () -> ledgerB.liveReservations() == 1);
+        Thread.sleep(1500); // heartbeats and any second exchange: nothing is applied twice
+        assertThat(ledgerB.local(W).requests()).isEqualTo(1);
+        assertThat(ledgerB.local(W).prefillTokens()).isEqualTo(8192);
+      }
+    }
+  }
 }
