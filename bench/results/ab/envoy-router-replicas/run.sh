@@ -8,6 +8,7 @@
 #   unique-r2-sync:   run.sh unique kv_aware unique-r2-sync --router-replicas 2 --replica-sync
 #   sysprompt-r1 / -r2 / -r2-sync likewise with the workload `sysprompt`
 #   crash-r2-sync:    run.sh multiturn-a100 kv_aware crash-r2-sync --router-replicas 2 --replica-sync --crash-router
+#   rag-sN-r2-sync:   run.sh ragN kv_aware rag-sN-r2-sync --router-replicas 2 --replica-sync   (rag-s1-r1: one router)
 set -euo pipefail
 W=$1; P=$2; D=$3; shift 3
 JAR=${JAR:-dist/target/kvrouter.jar}
@@ -18,6 +19,8 @@ case $W in
   # the router-crash run of bench/results/ab/worker-crash/router-crash, with its crash at 20 s for 10 s
   multiturn-a100) preset=llama3.1-8b-a100-40g; max=300
     spec=multi-turn:format=tokens,sessions=200,rate=6.52,system=500,context=1000,context_max=5000,turns=6..9,user=120..160,output=80..120,seed=1 ;;
+  # RAG over 256 long documents, seed N (the single router's runs: bench/results/ab/envoy-rag-seeds)
+  rag[0-9]*) spec=rag:count=3000,rate=42.91,documents=256,document=4096..12288,output=64..256,seed=${W#rag} ;;
   *) echo "unknown workload $W" >&2; exit 2 ;;
 esac
 flock /tmp/kvrouter-bench.lock java -Xmx3g -Dkvrouter.root=$PWD -cp "$JAR" dev.kvrouter.examples.ab.EnvoyAb \

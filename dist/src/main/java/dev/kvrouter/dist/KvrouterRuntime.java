@@ -416,7 +416,6 @@ public final class KvrouterRuntime implements AutoCloseable {
     return extProc;
   }
 
-  /** Stops only the ext_proc server (tests of Envoy's fail-open path use this). */
   /**
    * Leaves the router cluster before stopping: the ext_proc health reports NOT_SERVING for {@code drain} while the
    * router still routes, so Envoy's next health check moves this replica's share to the others instead of its
@@ -432,6 +431,7 @@ public final class KvrouterRuntime implements AutoCloseable {
     Thread.sleep(drain.toMillis());
   }
 
+  /** Stops only the ext_proc server (tests of Envoy's fail-open path use this). */
   public void stopExtProc() throws InterruptedException {
     if (extProc != null) {
       extProc.close();
