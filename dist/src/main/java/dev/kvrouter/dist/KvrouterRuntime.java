@@ -222,10 +222,6 @@ public final class KvrouterRuntime implements AutoCloseable {
   }
 
   /**
-   * The routing side: load ledger, worker health, metrics scraper, the router and the tracker that follows each
-   * request. The scheduler thread owns the ledger's sweeps; the scraper owns its HTTP thread.
-   */
-  /**
    * With {@code replicas.bind} set, this router tells the other replicas of its reservations and predictions and
    * copies theirs into its ledger and index (docs/routing.md, "Several router replicas"). Returns the overlaps to
    * route on: {@code overlaps} itself, or a view that also shares each prediction.
@@ -263,6 +259,10 @@ public final class KvrouterRuntime implements AutoCloseable {
     return sync.sharing(overlaps);
   }
 
+  /**
+   * The routing side: load ledger, worker health, metrics scraper, the router and the tracker that follows each
+   * request. The scheduler thread owns the ledger's sweeps; the scraper owns its HTTP thread.
+   */
   private Router routing(PrefixOverlapSource overlaps) {
     var r = config.routing();
     long ttl = TimeUnit.SECONDS.toNanos(r.load().reservationTtlSeconds());

@@ -65,6 +65,8 @@ class RouterReplicasAbE2eTest {
   @Test
   @Order(1)
   void twoSyncedReplicasEachRouteAShareAndRouteAsOne(@TempDir Path out) throws Exception {
+    // both configs list both replicas (one config for a replica set): each follows the other and leaves itself out
+    assertThat(sum("kvrouter_replicas_endpoints", "")).containsExactly(1.0, 1.0);
     double[] decisionsBefore = sum("kvrouter_routing_decisions_total", "");
     double[] checksBefore = sum("kvrouter_truth_checks_total", "");
     double[] overBefore = sum("kvrouter_truth_checks_total", "outcome=\"over\"");

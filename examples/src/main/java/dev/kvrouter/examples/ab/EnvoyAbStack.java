@@ -179,12 +179,9 @@ public final class EnvoyAbStack implements AutoCloseable {
         // the first replica keeps the single router's layout (kvrouter.yaml and router.log in the run's directory)
         Path dir = i == 0 ? o.dir() : Files.createDirectories(o.dir().resolve("replica-" + i));
         Path config = dir.resolve("kvrouter.yaml");
-        String replicas = "";
-        if (routerSet.sync()) {
-          List<String> peers = new ArrayList<>(sync);
-          String own = peers.remove(i);
-          replicas = "replicas: {bind: '" + own + "', peers: ['" + String.join("', '", peers) + "']}\n";
-        }
+        // every replica gets the whole list, as one config for a replica set would: each leaves its own out
+        String replicas = !routerSet.sync() ? ""
+            : "replicas: {bind: '" + sync.get(i) + "', peers: ['" + String.join("', '", sync) + "']}\n";
         Files.writeString(config, String.format(
             "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: BUFFERED}%n"
                 + "workers: {file: \"%s\", poll_interval_ms: 200}%n"

@@ -147,9 +147,8 @@ public final class EnvoyProcess implements AutoCloseable {
    * Below the range only a server that binds that very port can collide.
    */
   public static int freeLoopbackPort() throws IOException {
-    int[] range = ephemeralRange();
     int lo = 10_000;
-    int hi = range[0] - 1;
+    int hi = EPHEMERAL_LOW - 1;
     java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
     for (int attempt = 0; hi - lo > 1000 && attempt < 200; attempt++) {
       int port = random.nextInt(lo, hi + 1);
@@ -171,13 +170,15 @@ public final class EnvoyProcess implements AutoCloseable {
     }
   }
 
-  /** The kernel's ephemeral port range, Linux's default where it cannot be read. */
-  static int[] ephemeralRange() {
+  /** The first port of the kernel's ephemeral range, read once; Linux's default where it cannot be read. */
+  private static final int EPHEMERAL_LOW = ephemeralLow();
+
+  private static int ephemeralLow() {
     try {
-      String[] f = Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim().split("\\s+");
-      return new int[] {Integer.parseInt(f[0]), Integer.parseInt(f[1])};
+      return Integer.parseInt(Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim()
+          .split("\\s+")[0]);
     } catch (IOException | RuntimeException e) {
-      return new int[] {32768, 60999};
+      return 32768;
     }
   }
 
