@@ -9,6 +9,8 @@
 #   sysprompt-r1 / -r2 / -r2-sync likewise with the workload `sysprompt`
 #   crash-r2-sync:    run.sh multiturn-a100 kv_aware crash-r2-sync --router-replicas 2 --replica-sync --crash-router
 #   rag-sN-r2-sync:   run.sh ragN kv_aware rag-sN-r2-sync --router-replicas 2 --replica-sync   (rag-s1-r1: one router)
+#   unique-r2-sync-before / -after (session 20): JAR=<951fba3 build> run.sh unique kv_aware unique-r2-sync-before
+#                     --router-replicas 2 --replica-sync, then the same with this build's jar and -after
 set -euo pipefail
 W=$1; P=$2; D=$3; shift 3
 JAR=${JAR:-dist/target/kvrouter.jar}

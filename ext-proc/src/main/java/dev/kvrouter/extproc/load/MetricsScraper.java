@@ -4,6 +4,7 @@ import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.xds.registry.Worker;
 import dev.kvrouter.xds.registry.WorkerRegistry;
 import dev.kvrouter.xds.registry.WorkerSet;
+import java.io.IOException;
 import java.net.URI;
 import java.nio.ByteBuffer;
 import java.net.http.HttpClient;
@@ -24,6 +25,9 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.Flow;
+import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
@@ -39,8 +43,13 @@ import org.slf4j.LoggerFactory;
  * Reaching a worker, or not, is reported to {@link WorkerHealth}; a worker that answers with an error status
  * exposes no metrics and is routed on the ledger alone (logged once).
  *
- * <p>Threads: the tick runs on the caller's scheduler and only starts requests; the HTTP client and the parsing
- * run on one daemon thread owned by this scraper. Published results are immutable records in a concurrent map.
+ * <p>Threads: the tick runs on the caller's scheduler and only starts requests. Each request is a blocking
+ * {@link HttpClient#send} on a pooled thread (one per worker being scraped at that moment, reused from round to
+ * round), and the HTTP client's I/O and the parsing run on one daemon thread owned by this scraper. Not
+ * {@code sendAsync}: the JDK's client completes every async response through CompletableFuture's default executor,
+ * which on a machine or pod with 2 CPUs (the common pool's parallelism is the CPUs less one) starts a new thread per
+ * task: one thread started and ended per scrape, 32 a second for 8 workers. Published results are immutable records
+ * in a concurrent map.
  */
 public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
 
@@ -53,6 +62,8 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
   private final Duration timeout;
   private final long maxBytes;
   private final ExecutorService executor;
+  /** Threads blocked in a request, one per worker being scraped; idle ones wait a minute for the next round. */
+  private final ExecutorService senders;
   private final HttpClient http;
   private final ConcurrentHashMap<WorkerId, ScrapedLoad> latest = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<String, State> states = new ConcurrentHashMap<>();
@@ -60,6 +71,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
   private final LongAdder failed = new LongAdder();
   private final LongAdder noMetrics = new LongAdder();
   private ScheduledFuture<?> task;
+  private volatile boolean closed;
 
   private static final class State {
     CompletableFuture<?> inFlight;
@@ -77,6 +89,12 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     this.maxBytes = maxBytes;
     this.executor = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "kvrouter-scraper");
+      t.setDaemon(true);
+      return t;
+    });
+    AtomicInteger senderNumber = new AtomicInteger();
+    this.senders = Executors.newCachedThreadPool(r -> {
+      Thread t = new Thread(r, "kvrouter-scrape-" + senderNumber.incrementAndGet());
       t.setDaemon(true);
       return t;
     });
@@ -114,7 +132,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
             round.add(s.inFlight);
             continue;
           }
-          s.inFlight.cancel(true); // its completion handler reports the worker unreachable
+          s.inFlight.cancel(true); // interrupts its request, which reports the worker unreachable
         }
         s.startedNanos = now;
         s.inFlight = scrape(w);
@@ -138,22 +156,47 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     HttpResponse.BodyHandler<Void> handler = info -> info.statusCode() == 200
         ? HttpResponse.BodySubscribers.fromSubscriber(new ChunkSubscriber(parser), sub -> null)
         : HttpResponse.BodySubscribers.replacing(null);
-    return http.sendAsync(req, handler).handle((resp, err) -> {
-      if (err != null) {
-        failed.increment();
-        health.scrapeUnreachable(w.name());
-        log.debug("scrape of {} failed: {}", w.name(), err.toString());
-      } else if (resp.statusCode() != 200) {
-        noMetrics.increment();
-        health.scrapeReached(w.name());
-        warnNoMetrics(w, "HTTP " + resp.statusCode() + " from " + w.effectiveMetricsUrl());
-      } else {
-        ok.increment();
-        health.scrapeReached(w.name());
-        publish(w, parser.finish());
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    Future<?> request;
+    try {
+      request = senders.submit(() -> {
+        try {
+          HttpResponse<Void> resp = http.send(req, handler);
+          if (resp.statusCode() != 200) {
+            noMetrics.increment();
+            health.scrapeReached(w.name());
+            warnNoMetrics(w, "HTTP " + resp.statusCode() + " from " + w.effectiveMetricsUrl());
+          } else {
+            ok.increment();
+            health.scrapeReached(w.name());
+            publish(w, parser.finish());
+          }
+        } catch (InterruptedException e) {
+          if (!closed) {
+            unreachable(w, e); // cut off: still running one timeout after it started (a body that stopped coming)
+          }
+        } catch (IOException | RuntimeException e) {
+          unreachable(w, e);
+        } finally {
+          done.complete(null);
+        }
+      });
+    } catch (RejectedExecutionException e) {
+      return CompletableFuture.completedFuture(null); // closed
+    }
+    // cancelling the scrape interrupts its request; the client then cancels the exchange
+    done.whenComplete((v, e) -> {
+      if (done.isCancelled()) {
+        request.cancel(true);
       }
-      return null;
     });
+    return done;
+  }
+
+  private void unreachable(Worker w, Exception e) {
+    failed.increment();
+    health.scrapeUnreachable(w.name());
+    log.debug("scrape of {} failed: {}", w.name(), e.toString());
   }
 
   private void publish(Worker w, Map<Integer, VllmMetricsParser.Engine> engines) {
@@ -218,6 +261,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
 
   @Override
   public void close() {
+    closed = true;
     if (task != null) {
       task.cancel(false);
     }
@@ -228,6 +272,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
         }
       }
     }
+    senders.shutdownNow();
     executor.shutdownNow();
   }
 

@@ -25,9 +25,12 @@ import org.zeromq.ZMQ;
  * Dynamo's router replicas and vLLM's KV events use too. One thread owns both sockets (ZMQ sockets are not
  * thread-safe): it sends what request threads queued, applies what peers sent, heartbeats every second and drops
  * silent peers. Request threads only offer to a bounded queue; when it is full the message is dropped and
- * counted, never waited for. The thread sleeps in one poll over the peers' socket and a wake-up pipe: the first
- * message queued after it emptied the queue writes one byte there, so a message leaves at once (p50 0.48 ms to the
- * other replica's ledger against 2.04 ms for the 2 ms polling loop before: ReplicaLinkBench). Peers are names
+ * counted, never waited for. The thread sleeps in one poll over the peers' socket and a wake-up pipe until a
+ * message comes in, one is queued (the first queued after it emptied the queue writes one byte there), or the next
+ * heartbeat is due, so a message leaves at once and an idle link costs next to nothing (ReplicaLinkBench). Both
+ * sockets give a connection 1 s to complete its ZMTP handshake: JeroMQ 0.6.0 sometimes connects a socket and never
+ * handshakes it (zeromq/jeromq#849; the cause is named in the open zeromq/jeromq#1022), which with the 30 s
+ * default left a replica deaf to a peer for 30 s. Peers are names
  * looked up again every {@code resolveEvery} on a thread of their own ({@link PeerEndpoints}: a headless Service's
  * name follows the pods as they come and go); the link thread only connects to new endpoints and disconnects from
  * gone ones.
@@ -36,7 +39,8 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(ZmqReplicaLink.class);
   private static final long HEARTBEAT_NANOS = TimeUnit.SECONDS.toNanos(1);
-  private static final long MAX_POLL_MILLIS = 10;
+  /** A connection whose handshake has not completed by then is dropped and made again (see the class comment). */
+  private static final int HANDSHAKE_MILLIS = 1000;
 
   private final String bind;
   private final List<String> peers;
@@ -180,6 +184,7 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
       pub = context.createSocket(SocketType.PUB);
       pub.setSndHWM(100_000); // a slow peer drops messages past this instead of holding memory
       pub.setLinger(0);
+      pub.setHandshakeIvl(HANDSHAKE_MILLIS);
       String endpoint = bind.endsWith(":0") ? bind.substring(0, bind.length() - 1) + "*" : bind;
       pub.bind(endpoint);
       String last = pub.getLastEndpoint();
@@ -187,6 +192,7 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
       sub = context.createSocket(SocketType.SUB);
       sub.setRcvHWM(100_000);
       sub.setLinger(0);
+      sub.setHandshakeIvl(HANDSHAKE_MILLIS);
       sub.subscribe(new byte[0]);
     } catch (RuntimeException e) {
       failure[0] = e;
@@ -203,17 +209,18 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
     Set<String> followed = Set.of();
     try {
       while (running && !Thread.currentThread().isInterrupted()) {
+        // clear the flag before looking at what woke the thread: a message queued or endpoints changed after this
+        // point write a new byte and wake the poll
+        while (wake.source().read(wakeBytes.clear()) > 0) {
+          // drained
+        }
+        signalled.set(false);
         Set<String> want = wanted.get();
         if (want != followed) {
           follow(sub, followed, want);
           followed = want;
           following = want.size();
         }
-        // clear the flag before draining: a message queued after this point writes a new byte and wakes the poll
-        while (wake.source().read(wakeBytes.clear()) > 0) {
-          // drained
-        }
-        signalled.set(false);
         for (byte[] m; (m = queue.poll()) != null; ) {
           pub.send(m, ZMQ.DONTWAIT);
         }
@@ -223,14 +230,11 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
           sync.expireSilent();
           nextBeat = now + HEARTBEAT_NANOS;
         }
-        // sleep until a peer's message, a queued one, a wake-up (new endpoints, close), or 10 ms at most: with the
-        // poll left to sleep until the next heartbeat, a subscriber sometimes heard nothing for 10 s in the full
-        // test suite (both link threads waiting in select; not understood), which the old 2 ms loop never showed
-        long waitMillis = Math.max(1, Math.min(MAX_POLL_MILLIS, TimeUnit.NANOSECONDS.toMillis(nextBeat - now)));
+        // sleep until a peer's message, a queued one, a wake-up (new endpoints, close) or the next heartbeat
+        long waitMillis = Math.max(1, TimeUnit.NANOSECONDS.toMillis(nextBeat - now));
         poller.poll(waitMillis);
-        // read on every wake, not only when the poll says so: a socket's readiness is an edge of its command
-        // mailbox, and one consumed elsewhere (connecting a new peer processes the socket's commands) would leave
-        // messages unread until the next edge, which a steady stream never brings
+        // read on every wake, not only when the poll flags the socket: one non-blocking receive, and nothing left
+        // waiting on how JeroMQ reports a socket's readiness
         for (byte[] m; (m = sub.recv(ZMQ.DONTWAIT)) != null; ) {
           sync.apply(m);
         }

@@ -138,4 +138,52 @@ class ZmqReplicaLinkTest {
       }
     }
   }
+
+  @Test
+  void aConnectionThatNeverHandshakesIsDroppedAndMadeAgainWithinAboutASecond() throws Exception {
+    // JeroMQ 0.6.0 sometimes connects a socket and never handshakes it (zeromq/jeromq#849): from outside, a peer
+    // that accepts and never greets. With ZMQ's 30 s default the link stayed deaf to the peer for 30 s.
+    LoadLedger ledgerA = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    LoadLedger ledgerB = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    java.net.ServerSocket silent = new java.net.ServerSocket();
+    silent.setReuseAddress(true);
+    silent.bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), 8);
+    int port = silent.getLocalPort();
+    java.util.concurrent.BlockingQueue<java.net.Socket> held = new java.util.concurrent.LinkedBlockingQueue<>();
+    Thread acceptor = new Thread(() -> {
+      try {
+        while (true) {
+          held.add(silent.accept()); // held open, never written to
+        }
+      } catch (java.io.IOException closed) {
+        // the listener closed
+      }
+    });
+    acceptor.setDaemon(true);
+    acceptor.start();
+    try (ZmqReplicaLink b = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of("tcp://127.0.0.1:" + port), 1024)) {
+      ReplicaSync syncB = new ReplicaSync(2, ledgerB, PrefixOverlapSource.NONE, b, System::nanoTime,
+          TimeUnit.SECONDS.toNanos(3));
+      b.start(syncB);
+      java.net.Socket stalled = held.poll(5, TimeUnit.SECONDS);
+      assertThat(stalled).as("B connected to the silent peer").isNotNull();
+      // the real replica takes the port over while B's first connection is still open and unanswered
+      silent.close();
+      try (ZmqReplicaLink a = new ZmqReplicaLink("tcp://127.0.0.1:" + port, List.of(), 1024)) {
+        ReplicaSync syncA = new ReplicaSync(1, ledgerA, PrefixOverlapSource.NONE, a, System::nanoTime,
+            TimeUnit.SECONDS.toNanos(3));
+        a.start(syncA);
+        long start = System.nanoTime();
+        await("B gives up the stalled connection and hears A", () -> syncB.peerCount() == 1);
+        assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+      } finally {
+        stalled.close();
+      }
+    } finally {
+      silent.close();
+      for (java.net.Socket s : held) {
+        s.close();
+      }
+    }
+  }
 }
