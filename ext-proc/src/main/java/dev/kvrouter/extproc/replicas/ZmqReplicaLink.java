@@ -30,10 +30,9 @@ import org.zeromq.ZMQ;
  * heartbeat is due, so a message leaves at once and an idle link costs next to nothing (ReplicaLinkBench). Both
  * sockets give a connection 1 s to complete its ZMTP handshake: JeroMQ 0.6.0 sometimes connects a socket and never
  * handshakes it (zeromq/jeromq#849; the cause is named in the open zeromq/jeromq#1022), which with the 30 s
- * default left a replica deaf to a peer for 30 s. Peers are names
- * looked up again every {@code resolveEvery} on a thread of their own ({@link PeerEndpoints}: a headless Service's
- * name follows the pods as they come and go); the link thread only connects to new endpoints and disconnects from
- * gone ones.
+ * default left a replica deaf to a peer for 30 s. Peers are names looked up again every {@code resolveEvery} on a
+ * thread of their own ({@link PeerEndpoints}: a headless Service's name follows the pods as they come and go); the
+ * link thread only connects to new endpoints and disconnects from gone ones.
  */
 public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
 
