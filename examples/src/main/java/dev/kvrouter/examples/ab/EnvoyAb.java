@@ -188,7 +188,10 @@ public final class EnvoyAb implements Callable<Integer> {
       + "scraped load.")
   boolean replicaSync;
 
-  @Option(names = "--router-jvm", split = " ", defaultValue = "-Xmx1g -XX:+UseParallelGC")
+  @Option(names = "--router-jvm", split = " ", defaultValue = "-Xmx1g -XX:+UseParallelGC",
+      description = "The router JVM's options, space-separated; they replace the default (${DEFAULT-VALUE}), so "
+          + "repeat it. {dir} stands for each replica's own directory, e.g. "
+          + "-XX:StartFlightRecording=filename={dir}/router.jfr,settings=profile for one recording per replica.")
   List<String> routerJvm;
 
   @Option(names = "--out", defaultValue = "target/ab-envoy")

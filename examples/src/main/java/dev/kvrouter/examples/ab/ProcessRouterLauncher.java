@@ -22,7 +22,11 @@ public final class ProcessRouterLauncher implements RouterLauncher {
 
   private final List<String> jvmOptions;
 
-  /** @param jvmOptions options of the router JVM, e.g. {@code -Xmx1g} */
+  /**
+   * @param jvmOptions options of the router JVM, e.g. {@code -Xmx1g}; {@code {dir}} in one stands for the directory
+   *     of the router's config, its own for each replica (e.g. a JFR recording per replica:
+   *     {@code -XX:StartFlightRecording=filename={dir}/router.jfr}, where JDK 17 does not expand {@code %p})
+   */
   public ProcessRouterLauncher(List<String> jvmOptions) {
     this.jvmOptions = List.copyOf(jvmOptions);
   }
@@ -36,9 +40,21 @@ public final class ProcessRouterLauncher implements RouterLauncher {
           + "module's class path (see docs/benchmarks/ab.md)");
     }
     Path log = config.toAbsolutePath().getParent().resolve("router.log");
+    List<String> cmd = command(jvmOptions, config);
+    // appended: a router started again on the same config (after a crash) keeps the first one's records
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
+        .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+    return new Child(p, log);
+  }
+
+  /** The router's command line: this JVM's java and class path, {@code jvmOptions} with {@code {dir}} filled in. */
+  static List<String> command(List<String> jvmOptions, Path config) {
+    Path dir = config.toAbsolutePath().getParent();
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.addAll(jvmOptions);
+    for (String option : jvmOptions) {
+      cmd.add(option.replace("{dir}", dir.toString()));
+    }
     // Compiler threads that come and go take their CPU time out of /proc/<pid>/task when they exit, and the JIT
     // share of the router's CPU is read from there: keep the JVM's compiler threads for its whole life.
     cmd.add("-XX:-UseDynamicNumberOfCompilerThreads");
@@ -47,10 +63,7 @@ public final class ProcessRouterLauncher implements RouterLauncher {
     cmd.add(MAIN);
     cmd.add("--config");
     cmd.add(config.toAbsolutePath().toString());
-    // appended: a router started again on the same config (after a crash) keeps the first one's records
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
-        .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
-    return new Child(p, log);
+    return cmd;
   }
 
   private static final class Child implements Router {

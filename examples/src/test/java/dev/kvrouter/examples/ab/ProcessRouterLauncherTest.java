@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -41,5 +42,17 @@ class ProcessRouterLauncherTest {
         .getProcessCpuTime();
     // by now the test JVM has compiled its test framework; a tick is 10 ms
     assertThat(jit).isPositive().isLessThanOrEqualTo(process + 10_000_000L);
+  }
+
+  @Test
+  void eachReplicasDirectoryFillsInTheJvmOptions() {
+    Path first = Path.of("/runs/ab/kvrouter.yaml");
+    Path second = Path.of("/runs/ab/replica-2/kvrouter.yaml");
+    List<String> options = List.of("-Xmx1g", "-XX:StartFlightRecording=filename={dir}/router.jfr,settings=profile");
+    assertThat(ProcessRouterLauncher.command(options, first)).contains("-Xmx1g",
+        "-XX:StartFlightRecording=filename=/runs/ab/router.jfr,settings=profile").endsWith("--config",
+        "/runs/ab/kvrouter.yaml");
+    assertThat(ProcessRouterLauncher.command(options, second))
+        .contains("-XX:StartFlightRecording=filename=/runs/ab/replica-2/router.jfr,settings=profile");
   }
 }
