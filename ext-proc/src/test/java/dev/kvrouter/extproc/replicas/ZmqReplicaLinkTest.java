@@ -25,6 +25,33 @@ class ZmqReplicaLinkTest {
     }
   }
 
+  /**
+   * A loopback port free now for a link that binds it later: below the kernel's ephemeral range, so an outgoing
+   * connection (ZMQ's own reconnects among them) cannot be given it meanwhile, as a port-0 pick could be.
+   */
+  static int portForLater() throws Exception {
+    int ephemeralLow = 32768;
+    try {
+      ephemeralLow = Integer.parseInt(java.nio.file.Files.readString(
+          java.nio.file.Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim().split("\\s+")[0]);
+    } catch (java.io.IOException | RuntimeException e) {
+      // Linux's default
+    }
+    java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+    for (int attempt = 0; attempt < 100 && ephemeralLow > 11_000; attempt++) {
+      int port = random.nextInt(10_000, ephemeralLow);
+      try (java.net.ServerSocket s = new java.net.ServerSocket()) {
+        s.bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), port), 1);
+        return port;
+      } catch (java.io.IOException taken) {
+        // try another
+      }
+    }
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
+    }
+  }
+
   @Test
   void aReservationAndItsReleaseReachTheOtherReplica() throws Exception {
     LoadLedger ledgerA = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
@@ -108,10 +135,7 @@ class ZmqReplicaLinkTest {
   void aReplicaStartedWhileTheOtherHasRequestsInFlightLearnsThem() throws Exception {
     LoadLedger ledgerA = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
     LoadLedger ledgerB = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
-    int portB;
-    try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-      portB = s.getLocalPort();
-    }
+    int portB = portForLater();
     try (ZmqReplicaLink a = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of("tcp://127.0.0.1:" + portB), 1024)) {
       ReplicaSync syncA = new ReplicaSync(1, ledgerA, PrefixOverlapSource.NONE, a, System::nanoTime,
           TimeUnit.SECONDS.toNanos(3));
