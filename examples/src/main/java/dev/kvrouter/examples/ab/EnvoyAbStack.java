@@ -2,6 +2,7 @@ package dev.kvrouter.examples.ab;
 
 import dev.kvrouter.examples.envoy.EnvoyProcess;
 import dev.kvrouter.examples.loadgen.WorkerTarget;
+import dev.kvrouter.examples.report.RouterSnapshot;
 import dev.kvrouter.examples.sim.fleet.FleetConfig;
 import dev.kvrouter.examples.sim.fleet.MultimodalModels;
 import dev.kvrouter.examples.sim.fleet.SimFleet;
@@ -332,7 +333,7 @@ public final class EnvoyAbStack implements AutoCloseable {
   public RouterLauncher.Router router() {
     return new RouterLauncher.Router() {
       @Override
-      public dev.kvrouter.examples.report.RouterSnapshot snapshot() {
+      public RouterSnapshot snapshot() {
         return sum(routers.stream().map(RouterLauncher.Router::snapshot).toList());
       }
 
@@ -361,18 +362,23 @@ public final class EnvoyAbStack implements AutoCloseable {
   }
 
   /** Snapshots of several processes as one; a field any of them cannot know is -1. */
-  static dev.kvrouter.examples.report.RouterSnapshot sum(List<dev.kvrouter.examples.report.RouterSnapshot> all) {
+  static RouterSnapshot sum(List<RouterSnapshot> all) {
     long cpu = 0;
     long heap = 0;
     long rss = 0;
     long jit = 0;
-    for (dev.kvrouter.examples.report.RouterSnapshot s : all) {
-      cpu = cpu < 0 || s.cpuTimeNanos() < 0 ? -1 : cpu + s.cpuTimeNanos();
-      heap = heap < 0 || s.heapUsedBytes() < 0 ? -1 : heap + s.heapUsedBytes();
-      rss = rss < 0 || s.rssBytes() < 0 ? -1 : rss + s.rssBytes();
-      jit = jit < 0 || s.jitCpuTimeNanos() < 0 ? -1 : jit + s.jitCpuTimeNanos();
+    for (RouterSnapshot s : all) {
+      cpu = plusKnown(cpu, s.cpuTimeNanos());
+      heap = plusKnown(heap, s.heapUsedBytes());
+      rss = plusKnown(rss, s.rssBytes());
+      jit = plusKnown(jit, s.jitCpuTimeNanos());
     }
-    return new dev.kvrouter.examples.report.RouterSnapshot(cpu, heap, rss, jit);
+    return new RouterSnapshot(cpu, heap, rss, jit);
+  }
+
+  /** {@code a + b}, or -1 (unknown) where either is. */
+  private static long plusKnown(long a, long b) {
+    return a < 0 || b < 0 ? -1 : a + b;
   }
 
   /** Router replicas behind Envoy. */

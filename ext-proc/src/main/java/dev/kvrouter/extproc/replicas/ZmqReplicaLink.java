@@ -1,16 +1,22 @@
 package dev.kvrouter.extproc.replicas;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
 import java.net.SocketException;
+import java.nio.ByteBuffer;
+import java.nio.channels.Pipe;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
@@ -52,8 +58,8 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
   private final BlockingQueue<byte[]> queue;
   private final AtomicLong dropped = new AtomicLong();
   /** Wakes the link thread when a message is queued; {@link #signalled} keeps it to one byte per drain. */
-  private final java.nio.channels.Pipe wake;
-  private final java.util.concurrent.atomic.AtomicBoolean signalled = new java.util.concurrent.atomic.AtomicBoolean();
+  private final Pipe wake;
+  private final AtomicBoolean signalled = new AtomicBoolean();
   private final ZContext context = new ZContext();
   private ReplicaSync sync;
   private Thread thread;
@@ -83,11 +89,11 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
     this.endpoints = new PeerEndpoints(peers, dns, ZmqReplicaLink::local);
     this.resolveNanos = resolveEvery.toNanos();
     try {
-      wake = java.nio.channels.Pipe.open();
+      wake = Pipe.open();
       wake.source().configureBlocking(false);
       wake.sink().configureBlocking(false);
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException("cannot open the replica link's wake-up pipe", e);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot open the replica link's wake-up pipe", e);
     }
   }
 
@@ -116,8 +122,8 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
   private void wakeUp() {
     if (!signalled.get() && signalled.compareAndSet(false, true)) {
       try {
-        wake.sink().write(java.nio.ByteBuffer.wrap(WAKE_BYTE));
-      } catch (java.io.IOException e) {
+        wake.sink().write(ByteBuffer.wrap(WAKE_BYTE));
+      } catch (IOException e) {
         // closed: the link is stopping
       }
     }
@@ -129,7 +135,7 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
   public ZmqReplicaLink start(ReplicaSync sync) throws InterruptedException {
     this.sync = sync;
     running = true;
-    java.util.concurrent.CountDownLatch bound = new java.util.concurrent.CountDownLatch(1);
+    CountDownLatch bound = new CountDownLatch(1);
     RuntimeException[] failure = new RuntimeException[1];
     thread = new Thread(() -> run(bound, failure), "kvrouter-replicas");
     thread.setDaemon(true);
@@ -176,7 +182,7 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
     return dropped.get();
   }
 
-  private void run(java.util.concurrent.CountDownLatch bound, RuntimeException[] failure) {
+  private void run(CountDownLatch bound, RuntimeException[] failure) {
     ZMQ.Socket pub;
     ZMQ.Socket sub;
     try {
@@ -203,7 +209,7 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
     ZMQ.Poller poller = context.createPoller(2);
     poller.register(sub, ZMQ.Poller.POLLIN);
     poller.register(wake.source(), ZMQ.Poller.POLLIN);
-    java.nio.ByteBuffer wakeBytes = java.nio.ByteBuffer.allocate(64);
+    ByteBuffer wakeBytes = ByteBuffer.allocate(64);
     long nextBeat = 0;
     Set<String> followed = Set.of();
     try {
@@ -238,7 +244,7 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
           sync.apply(m);
         }
       }
-    } catch (org.zeromq.ZMQException | java.io.IOException e) {
+    } catch (org.zeromq.ZMQException | IOException e) {
       if (running) {
         log.warn("the replica link stopped: {}", e.toString());
       }
@@ -282,7 +288,7 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
     try {
       wake.sink().close();
       wake.source().close();
-    } catch (java.io.IOException e) {
+    } catch (IOException e) {
       // closing anyway
     }
   }

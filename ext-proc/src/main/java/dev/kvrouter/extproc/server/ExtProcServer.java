@@ -26,11 +26,11 @@ public final class ExtProcServer implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(ExtProcServer.class);
 
-  private final ExtProcOptions options;
-  private final RequestPath path;
   /** The health names Envoy's and the Gateway API Inference Extension's checks ask for. */
   private static final String[] HEALTH_NAMES = {"", ExternalProcessorGrpc.SERVICE_NAME, "liveness", "readiness"};
 
+  private final ExtProcOptions options;
+  private final RequestPath path;
   private final HealthStatusManager health = new HealthStatusManager();
   private final InFlight inFlight = new InFlight(200_000, java.time.Duration.ofMinutes(10));
   private ExecutorService executor;
