@@ -11,6 +11,12 @@
 #   rag-sN-r2-sync:   run.sh ragN kv_aware rag-sN-r2-sync --router-replicas 2 --replica-sync   (rag-s1-r1: one router)
 #   unique-r2-sync-before / -after (session 20): JAR=<951fba3 build> run.sh unique kv_aware unique-r2-sync-before
 #                     --router-replicas 2 --replica-sync, then the same with this build's jar and -after
+#   bestofn-r2-sync-before / -after (session 21, the replicas' shared turns): JAR=<c03aac8 build> run.sh bestofn
+#                     kv_aware bestofn-r2-sync-before --router-replicas 2 --replica-sync, then this build's and -after;
+#                     bestofn-r1: run.sh bestofn kv_aware bestofn-r1. Split groups from the decision records:
+#                     sibling_groups.py /tmp/kvrouter-envoy-ab<run> > <run>/sibling-groups.json
+#   rag-s1-r2-sync-every16-before / -turns / -turns-2 (session 21): [JAR=<c03aac8 build>] run.sh rag1 kv_aware <run>
+#                     --router-replicas 2 --replica-sync --truth-check-every 16
 set -euo pipefail
 W=$1; P=$2; D=$3; shift 3
 JAR=${JAR:-dist/target/kvrouter.jar}
@@ -23,6 +29,8 @@ case $W in
     spec=multi-turn:format=tokens,sessions=200,rate=6.52,system=500,context=1000,context_max=5000,turns=6..9,user=120..160,output=80..120,seed=1 ;;
   # RAG over 256 long documents, seed N (the single router's runs: bench/results/ab/envoy-rag-seeds)
   rag[0-9]*) spec=rag:count=3000,rate=42.91,documents=256,document=4096..12288,output=64..256,seed=${W#rag} ;;
+  # best-of-4 at its rho 0.9 rate, 600 groups (2,400 requests) to fit a run in about four minutes
+  bestofn) spec=best-of-n:groups=600,rate=4.35,prompt=4096..16384,output=64..256 ;;
   *) echo "unknown workload $W" >&2; exit 2 ;;
 esac
 flock /tmp/kvrouter-bench.lock java -Xmx3g -Dkvrouter.root=$PWD -cp "$JAR" dev.kvrouter.examples.ab.EnvoyAb \

@@ -6,6 +6,9 @@
 #   r2-kv-s50:  run.sh 2 kv_aware r2-kv-s50 --scrape-ms 50
 #   r2-kv-sync: run.sh 2 kv_aware r2-kv-sync --replica-sync-ms 1   (r4-kv-sync likewise with 4)
 #   r1-ll / r2-ll: run.sh 1|2 least_load,round_robin ...
+#   turns/* (session 21, the replicas' shared tie-breaks, prefill trim and carried prediction; turns/summary.json
+#   puts each beside its run before): run.sh 1 kv_aware bench/results/ab/router-replicas/turns/r1, likewise
+#   turns/r2s and turns/r4s with 2|4 and --replica-sync-ms 1, turns/r2 and turns/r4 with 2|4
 set -euo pipefail
 R=$1; P=$2; D=$3; shift 3; s=1
 java -Xmx5g -cp dist/target/kvrouter.jar dev.kvrouter.examples.ab.VirtualAb --workers 8 --charts=false --policies $P \

@@ -3,11 +3,14 @@ package dev.kvrouter.bench.routing;
 import dev.kvrouter.extproc.load.LoadLedger;
 import dev.kvrouter.extproc.load.Reservation;
 import dev.kvrouter.extproc.load.WorkerLoad;
+import dev.kvrouter.extproc.request.InferenceRequest;
 import dev.kvrouter.extproc.routing.Candidate;
 import dev.kvrouter.extproc.routing.CostModel;
 import dev.kvrouter.extproc.routing.KvAwarePolicy;
 import dev.kvrouter.extproc.routing.Overlap;
+import dev.kvrouter.extproc.routing.PromptInfo;
 import dev.kvrouter.extproc.routing.RequestShape;
+import dev.kvrouter.extproc.routing.RouteRequest;
 import dev.kvrouter.extproc.routing.Scoring;
 import dev.kvrouter.extproc.routing.Weights;
 import dev.kvrouter.index.WorkerId;
@@ -32,6 +35,8 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * The parts of a decision that scale with the fleet or the prompt, in isolation: {@code score} runs the cost
  * model over N ready candidates (overlaps and load snapshots in hand) and the kv_aware choice;
+ * {@code scoreTiedFleet} the same on an idle fleet and a prompt nobody holds, where every candidate ties and the
+ * tie-breaks decide (the worker given a request least recently, then the prompt-keyed hash);
  * {@code ledgerReserveRelease} is one 128-block reservation (shared-prefix reference counts) and its two
  * releases. Same prompt and fleet shapes as {@link RoutingBench}.
  */
@@ -51,8 +56,10 @@ public class ScoringBench {
   public int workers;
 
   List<Candidate> candidates;
+  List<Candidate> idle;
   RequestShape shape;
   Scoring scoring;
+  Scoring idleScoring;
   LoadLedger ledger;
   long[] hashes;
 
@@ -72,11 +79,19 @@ public class ScoringBench {
       candidates.add(Candidate.of(worker, 0, o, load, rnd.nextInt(8)));
     }
     shape = RequestShape.of(PROMPT_BLOCKS * BLOCK, BLOCK, PROMPT_BLOCKS, 256);
-    scoring = new Scoring(null, candidates, Weights.DEFAULTS, shape, true, new SplittableRandom(7));
     hashes = new long[PROMPT_BLOCKS];
     for (int i = 0; i < PROMPT_BLOCKS; i++) {
       hashes[i] = 0x9E3779B97F4A7C15L * (i + 1);
     }
+    // the request as the router passes it, its prompt's block hashes with it
+    RouteRequest request = new RouteRequest("bench", new InferenceRequest(InferenceRequest.Kind.COMPLETIONS, "m",
+        false, null, 256), null, null, null, new PromptInfo(PROMPT_BLOCKS * BLOCK, BLOCK, hashes), null, 0, null);
+    scoring = new Scoring(request, candidates, Weights.DEFAULTS, shape, true, new SplittableRandom(7));
+    idle = new ArrayList<>();
+    for (Candidate c : candidates) {
+      idle.add(Candidate.of(c.worker(), 0, Overlap.NONE, WorkerLoad.ZERO, 0));
+    }
+    idleScoring = new Scoring(request, idle, Weights.DEFAULTS, shape, true, new SplittableRandom(7));
     ledger = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(30), 1_000_000);
     // another request already holds the first half of the prompt on w0
     long[] half = new long[PROMPT_BLOCKS / 2];
@@ -88,6 +103,12 @@ public class ScoringBench {
   public Candidate score() {
     CostModel.score(candidates, Weights.DEFAULTS, shape, 0);
     return KV_AWARE.choose(scoring).candidate();
+  }
+
+  @Benchmark
+  public Candidate scoreTiedFleet() {
+    CostModel.score(idle, Weights.DEFAULTS, shape, 0);
+    return KV_AWARE.choose(idleScoring).candidate();
   }
 
   @Benchmark

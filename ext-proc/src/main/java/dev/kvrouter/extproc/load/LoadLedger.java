@@ -44,6 +44,13 @@ public final class LoadLedger {
   private final ConcurrentHashMap<WorkerId, WorkerLedger> workers = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<Long, Reservation> live = new ConcurrentHashMap<>();
   private final AtomicLong ids = new AtomicLong();
+  /**
+   * A Lamport clock over the decisions of every router replica that shares its reservations: each own
+   * reservation takes the next turn, each copied one moves the clock up to its sender's turn. Replicas that have
+   * heard the same decisions agree on which worker was given a request least recently, so a tie broken by it
+   * goes the same way on all of them (best-of-N siblings dealt to two replicas at once stay together).
+   */
+  private final AtomicLong turns = new AtomicLong();
   private final LongSupplier nanoClock;
   private final long ttlNanos;
   private final int maxReservations;
@@ -96,7 +103,20 @@ public final class LoadLedger {
    * @return the handle to release, never null ({@link Reservation#NONE} when the ledger is full)
    */
   public Reservation reserve(WorkerId worker, long prefillTokens, long[] blockHashes, int uniqueBlocks) {
-    Reservation r = add(worker, prefillTokens, blockHashes, uniqueBlocks, false);
+    return reserve(worker, prefillTokens, blockHashes, uniqueBlocks, 0, 0);
+  }
+
+  /**
+   * {@link #reserve(WorkerId, long, long[], int)} with the prompt's size, which the other router replicas need to
+   * tell how much of its prefill a request already in flight there covers ({@code ReplicaSync}).
+   *
+   * @param promptTokens the whole prompt's tokens (0: unknown)
+   * @param blockSize tokens per block of {@code blockHashes} (0: unknown)
+   */
+  public Reservation reserve(WorkerId worker, long prefillTokens, long[] blockHashes, int uniqueBlocks,
+      long promptTokens, int blockSize) {
+    Reservation r = add(worker, prefillTokens, blockHashes, uniqueBlocks, false, turns.incrementAndGet(),
+        promptTokens, blockSize);
     if (r != Reservation.NONE) {
       listener.reserved(r);
     }
@@ -106,9 +126,25 @@ public final class LoadLedger {
   /**
    * Charges a request another router replica sent to {@code worker} (its {@code ReplicaSync} message), as
    * {@link #reserve} does; moving it tells no {@link Listener}.
+   *
+   * @param turn the sender's {@link Reservation#turn()}; 0 when it sent none (it takes this ledger's next turn)
    */
-  public Reservation reserveRemote(WorkerId worker, long prefillTokens, long[] blockHashes, int uniqueBlocks) {
-    return add(worker, prefillTokens, blockHashes, uniqueBlocks, true);
+  public Reservation reserveRemote(WorkerId worker, long prefillTokens, long[] blockHashes, int uniqueBlocks,
+      long turn) {
+    if (turn > 0) {
+      turns.accumulateAndGet(turn, Math::max);
+      return add(worker, prefillTokens, blockHashes, uniqueBlocks, true, turn, 0, 0);
+    }
+    return add(worker, prefillTokens, blockHashes, uniqueBlocks, true, turns.incrementAndGet(), 0, 0);
+  }
+
+  /**
+   * The turn of the last request charged to {@code worker} by any replica (0: none yet, or the worker left):
+   * the policy's "given a request least recently" tie-break.
+   */
+  public long lastTurn(WorkerId worker) {
+    WorkerLedger wl = workers.get(worker);
+    return wl == null ? 0 : wl.lastTurn.get();
   }
 
   /**
@@ -129,17 +165,19 @@ public final class LoadLedger {
   }
 
   private Reservation add(WorkerId worker, long prefillTokens, long[] blockHashes, int uniqueBlocks,
-      boolean remote) {
+      boolean remote, long turn, long promptTokens, int blockSize) {
     if (prefillTokens < 0 || uniqueBlocks < 0) {
       throw new IllegalArgumentException("negative reservation");
     }
+    WorkerLedger wl = workers.computeIfAbsent(worker, WorkerLedger::new);
+    // the request goes there whether or not it can be accounted: its turn counts either way
+    wl.lastTurn.accumulateAndGet(turn, Math::max);
     if (live.size() >= maxReservations) {
       refused.increment();
       return Reservation.NONE;
     }
-    WorkerLedger wl = workers.computeIfAbsent(worker, WorkerLedger::new);
     Reservation r = new Reservation(ids.incrementAndGet(), worker, wl, prefillTokens, blockHashes, uniqueBlocks,
-        nanoClock.getAsLong(), remote);
+        nanoClock.getAsLong(), remote, turn, promptTokens, blockSize);
     wl.add(r);
     live.put(r.id, r);
     reservedPrefill.add(prefillTokens);
@@ -317,6 +355,7 @@ public final class LoadLedger {
     final AtomicLong sincePrefill = new AtomicLong();
     final AtomicLong sinceBlocks = new AtomicLong();
     final AtomicLong sinceRequests = new AtomicLong();
+    final AtomicLong lastTurn = new AtomicLong();
 
     WorkerLedger(WorkerId id) {
       this.id = id;

@@ -18,7 +18,7 @@ public final class Reservation {
   static final int RELEASED = 2;
 
   /** Stands for "nothing was reserved" (no ledger, or the ledger was full); releasing it does nothing. */
-  public static final Reservation NONE = new Reservation(0, null, null, 0, new long[0], 0, 0, false);
+  public static final Reservation NONE = new Reservation(0, null, null, 0, new long[0], 0, 0, false, 0, 0, 0);
 
   final long id;
   final WorkerId worker;
@@ -29,12 +29,17 @@ public final class Reservation {
   final long createdNanos;
   /** Another router replica's request, copied from its {@code ReplicaSync} messages. */
   final boolean remote;
+  /** Its place among every replica's decisions ({@link LoadLedger#lastTurn}). */
+  final long turn;
+  /** The whole prompt's tokens and its blocks' size, for other replicas (0: not given). */
+  final long promptTokens;
+  final int blockSize;
   /** Blocks this reservation added to the worker's distinct active blocks when it was made. */
   long addedBlocks;
   final AtomicInteger state = new AtomicInteger(RESERVED);
 
   Reservation(long id, WorkerId worker, LoadLedger.WorkerLedger ledger, long prefillTokens, long[] blockHashes,
-      int uniqueBlocks, long createdNanos, boolean remote) {
+      int uniqueBlocks, long createdNanos, boolean remote, long turn, long promptTokens, int blockSize) {
     this.id = id;
     this.worker = worker;
     this.ledger = ledger;
@@ -43,11 +48,29 @@ public final class Reservation {
     this.uniqueBlocks = uniqueBlocks;
     this.createdNanos = createdNanos;
     this.remote = remote;
+    this.turn = turn;
+    this.promptTokens = promptTokens;
+    this.blockSize = blockSize;
   }
 
   /** The ledger's number for this reservation, unique within this process. */
   public long id() {
     return id;
+  }
+
+  /** Its turn: the ledger's Lamport clock when it was made (0 for {@link #NONE}). */
+  public long turn() {
+    return turn;
+  }
+
+  /** The whole prompt's tokens, cached or not (0: not given). */
+  public long promptTokens() {
+    return promptTokens;
+  }
+
+  /** Tokens per block of {@link #blockHashes()} (0: not given). */
+  public int blockSize() {
+    return blockSize;
   }
 
   /** The prompt's full-block hashes it holds, in chain order; not to be modified. */

@@ -6,6 +6,8 @@ import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.index.media.MediaIdentities;
 import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
@@ -45,9 +47,14 @@ import org.slf4j.LoggerFactory;
  * the ledger expired on its own (their release was lost), so the copies stay bounded by what is in flight.
  *
  * <p>Wire: one msgpack array per message, {@code [kind, replica, ...]}: reserve {@code [1, r, id, worker,
- * dpRank, prefillTokens, uniqueBlocks, hashes]}, prefill done {@code [2, r, id]}, released {@code [3, r, id]},
- * predicted {@code [4, r, worker, dpRank, hashes]}, heartbeat {@code [5, r]}, sync request {@code [6, r]}; hashes
- * as one binary of 8-byte big-endian values.
+ * dpRank, prefillTokens, uniqueBlocks, hashes, turn, promptTokens, blockSize]}, prefill done {@code [2, r, id]},
+ * released {@code [3, r, id]}, predicted {@code [4, r, worker, dpRank, hashes]}, heartbeat {@code [5, r]}, sync
+ * request {@code [6, r]}; hashes as one binary of 8-byte big-endian values. A reservation carries its decision's
+ * prediction (the receiver records both from the one message, the prediction first); a separate prediction is
+ * sent only for a decision the ledger did not account. The turn ({@link Reservation#turn()}) and the prompt's
+ * size came later: a reservation without them (eight fields, from a replica of before) takes the receiver's next
+ * turn, is charged as sent, and its prediction is expected in its own message, as such a replica sends it; a
+ * replica of before reads the first eight fields of a new one and misses the prediction it carries.
  */
 public final class ReplicaSync {
 
@@ -70,6 +77,8 @@ public final class ReplicaSync {
   /** {@code peers.size()} for other threads (metrics, tests). */
   private volatile int peerCount;
   private final AtomicLong sent = new AtomicLong();
+  /** This thread's reservation just sent, until the prediction of the same decision (which it carries). */
+  private final ThreadLocal<Reservation> carried = new ThreadLocal<>();
   private long applied;
   private long malformed;
   private long peersLost;
@@ -107,6 +116,9 @@ public final class ReplicaSync {
       @Override
       public void reserved(Reservation r) {
         sendReserved(r);
+        if (r.blockHashes().length > 0) {
+          carried.set(r); // the decision's prediction follows on this thread: the message just sent carries it
+        }
       }
 
       @Override
@@ -123,10 +135,11 @@ public final class ReplicaSync {
 
   private void sendReserved(Reservation r) {
     send(packer -> {
-      packer.packArrayHeader(8).packInt(RESERVE).packLong(replica).packLong(r.id())
+      packer.packArrayHeader(11).packInt(RESERVE).packLong(replica).packLong(r.id())
           .packString(r.worker().name()).packInt(r.worker().dpRank()).packLong(r.prefillTokens())
           .packInt(r.uniqueBlocks());
       packHashes(packer, r.blockHashes());
+      packer.packLong(r.turn()).packLong(r.promptTokens()).packInt(r.blockSize());
     });
   }
 
@@ -167,6 +180,11 @@ public final class ReplicaSync {
       @Override
       public void recordPrediction(WorkerId worker, long[] blockHashes) {
         source.recordPrediction(worker, blockHashes);
+        Reservation r = carried.get();
+        carried.remove();
+        if (r != null && r.blockHashes() == blockHashes && r.worker().equals(worker)) {
+          return; // the others record it with the reservation, in one message
+        }
         send(packer -> {
           packer.packArrayHeader(5).packInt(PREDICTED).packLong(replica).packString(worker.name())
               .packInt(worker.dpRank());
@@ -205,7 +223,7 @@ public final class ReplicaSync {
   /** Copies another replica's message into this replica's ledger or index. Transport thread. */
   public void apply(byte[] message) {
     try (MessageUnpacker in = MessagePack.newDefaultUnpacker(message)) {
-      in.unpackArrayHeader();
+      int fields = in.unpackArrayHeader();
       int kind = in.unpackInt();
       long from = in.unpackLong();
       if (from == replica) {
@@ -228,8 +246,17 @@ public final class ReplicaSync {
           long prefill = in.unpackLong();
           int unique = in.unpackInt();
           long[] hashes = unpackHashes(in);
+          long turn = fields > 8 ? in.unpackLong() : 0; // a replica of before the turn sends none
+          long promptTokens = fields > 10 ? in.unpackLong() : 0;
+          int blockSize = fields > 10 ? in.unpackInt() : 0;
           if (!peer.reservations.containsKey(id)) { // sent again for a replica that joined: applied once
-            Reservation r = ledger.reserveRemote(worker, prefill, hashes, unique);
+            if (hashes.length > 0 && fields > 8) {
+              // the prediction first: a decision here that sees the request in flight sees where its prompt
+              // will be cached, not a cold prefill to avoid (two messages left a gap siblings fell through)
+              overlaps.recordPrediction(worker, hashes);
+            }
+            prefill = uncoveredPrefill(worker, prefill, hashes, promptTokens, blockSize);
+            Reservation r = ledger.reserveRemote(worker, prefill, hashes, unique, turn);
             if (r != Reservation.NONE) {
               peer.reservations.put(id, r);
             }
@@ -254,6 +281,22 @@ public final class ReplicaSync {
         log.warn("ignoring a malformed message from another router replica: {}", e.toString());
       }
     }
+  }
+
+  /**
+   * The prefill a copied request adds where requests already in flight hold its leading blocks: at most the
+   * prompt's tokens beyond them. Two replicas that send siblings of a new prompt to one worker at the same moment
+   * each charge a whole cold prefill, having not yet heard of the other; the engine computes the prompt once and
+   * the second waits for the first's blocks. Charged twice, the worker looked two prefills deep to every later
+   * sibling, which then went elsewhere and computed the prompt again (through Envoy, two synced replicas served
+   * 86% of best-of-4's ideal). Each ledger keeps its own request's charge and trims the copy.
+   */
+  private long uncoveredPrefill(WorkerId worker, long prefill, long[] hashes, long promptTokens, int blockSize) {
+    if (promptTokens <= 0 || blockSize <= 0 || prefill == 0) {
+      return prefill;
+    }
+    int held = ledger.activePrefixBlocks(worker, hashes);
+    return held == 0 ? prefill : Math.min(prefill, Math.max(0, promptTokens - (long) held * blockSize));
   }
 
   /**
@@ -332,13 +375,13 @@ public final class ReplicaSync {
       outbox.accept(packer.toByteArray());
       sent.incrementAndGet();
     } catch (IOException e) {
-      throw new java.io.UncheckedIOException(e); // an in-memory buffer does not fail
+      throw new UncheckedIOException(e); // an in-memory buffer does not fail
     }
   }
 
   private static void packHashes(MessageBufferPacker packer, long[] hashes) throws IOException {
     byte[] b = new byte[hashes.length * 8];
-    java.nio.ByteBuffer.wrap(b).asLongBuffer().put(hashes);
+    ByteBuffer.wrap(b).asLongBuffer().put(hashes);
     packer.packBinaryHeader(b.length).writePayload(b);
   }
 
@@ -349,7 +392,7 @@ public final class ReplicaSync {
     }
     byte[] b = in.readPayload(n);
     long[] hashes = new long[n / 8];
-    java.nio.ByteBuffer.wrap(b).asLongBuffer().get(hashes);
+    ByteBuffer.wrap(b).asLongBuffer().get(hashes);
     return hashes;
   }
 }

@@ -16,6 +16,8 @@ public final class Candidate {
   Overlap overlap = Overlap.NONE;
   WorkerLoad load = WorkerLoad.ZERO;
   int activeSharedBlocks;
+  /** When the fleet's routers last gave it a request ({@code LoadLedger#lastTurn}); 0 never, or no ledger. */
+  long lastTurn;
   /** For a stale view, the share of its credit confirmed lately ({@link StaleViewTrust}); unused when fresh. */
   double viewTrust;
   String whyNot;
@@ -79,6 +81,14 @@ public final class Candidate {
   /** Null when eligible; otherwise {@code draining}, {@code role}, {@code unhealthy_*}, {@code busy_*}. */
   public String whyNot() {
     return whyNot;
+  }
+
+  /**
+   * The turn of the last request any router replica gave this worker (a Lamport clock shared through the
+   * replicas' reservations; 0: none yet): the least recently given worker wins a tie.
+   */
+  public long lastTurn() {
+    return lastTurn;
   }
 
   /** Whether the cost terms below were computed (only for candidates that reached scoring). */

@@ -1,20 +1,21 @@
 package dev.kvrouter.extproc.routing;
 
+import dev.kvrouter.index.Mix;
 import dev.kvrouter.index.WorkerId;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The router's own policy: lowest {@link CostModel} cost, so cache savings and queueing are weighed in one
- * number. Ties go to the least-loaded worker, then to the one this policy chose least recently, then at random.
- * The second rule matters for a prompt no worker holds on an idle fleet: every worker ties, and a random pick
- * leaves some workers holding several of the fleet's shared prefixes and others none (measured through Envoy:
- * 16 system prompts over 8 workers, one worker got no request at all); least recently chosen deals new prefixes
- * out like round-robin. With a temperature above zero it samples
+ * number. Ties go to the least-loaded worker, then to the one given a request least recently, then to the one
+ * a hash of the prompt's first block and the worker's identity ranks first (random without a prompt). The second
+ * rule matters for a prompt no worker holds on an idle fleet: every worker ties, and a random pick leaves some
+ * workers holding several of the fleet's shared prefixes and others none (measured through Envoy: 16 system
+ * prompts over 8 workers, one worker got no request at all); least recently given deals new prefixes out like
+ * round-robin. Both rules read only what every router replica knows alike (the ledger's turns are shared with
+ * the reservations), so replicas that route best-of-N siblings at the same moment break the tie the same way
+ * (with a per-replica order and a random draw, two synced replicas split a third of best-of-4's groups in virtual
+ * time). With a temperature above zero it samples
  * (softmax over normalised costs) instead of taking the argmin. With the imbalance gate on, a fleet whose
  * in-flight counts are spread beyond both thresholds goes to the least-loaded worker first (SGLang's rule).
  * With {@code bounded_load} c set, a worker already running its bound of in-flight requests (c times its weight
@@ -28,10 +29,6 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class KvAwarePolicy implements RoutingPolicy {
 
   public static final String NAME = "kv_aware";
-
-  /** Sequence number of this policy's last choice of each worker; bounded by the fleet (stale entries pruned). */
-  private final ConcurrentHashMap<WorkerId, Long> lastChosen = new ConcurrentHashMap<>();
-  private final AtomicLong sequence = new AtomicLong();
 
   @Override
   public String name() {
@@ -50,9 +47,9 @@ public final class KvAwarePolicy implements RoutingPolicy {
       return new Choice(Selection.softmax(pool, Candidate::cost, w.temperature(), s.rng()),
           s.hasPrompt() ? "softmax" : "load_only");
     }
-    Candidate c = Selection.argmin(pool, Candidate::cost, Candidate::loadCost,
-        x -> lastChosen.getOrDefault(x.id(), 0L), s.rng());
-    remember(c, cs);
+    long first = firstBlock(s);
+    Candidate c = Selection.argmin(pool, Candidate::cost, Candidate::loadCost, Candidate::lastTurn,
+        first == 0 ? x -> 0 : x -> rank(first, x.id()), s.rng());
     if (pool != cs && cheapest(cs) < c.cost()) {
       return new Choice(c, "bounded_load");
     }
@@ -97,13 +94,21 @@ public final class KvAwarePolicy implements RoutingPolicy {
     return min;
   }
 
-  private void remember(Candidate chosen, List<Candidate> cs) {
-    lastChosen.put(chosen.id(), sequence.incrementAndGet());
-    if (lastChosen.size() > 2 * cs.size() + 64) { // workers that left: forget them, keep the map fleet-sized
-      Set<WorkerId> live = new HashSet<>();
-      cs.forEach(x -> live.add(x.id()));
-      lastChosen.keySet().retainAll(live);
+  /** The prompt's first block hash, or 0 when the request has none (short, or not tokenized). */
+  private static long firstBlock(Scoring s) {
+    if (!s.hasPrompt() || s.request() == null || s.request().prompt() == null) {
+      return 0;
     }
+    long[] hashes = s.request().prompt().blockHashes();
+    return hashes.length == 0 ? 0 : hashes[0];
+  }
+
+  /**
+   * Rendezvous hashing's rank of a worker for a prompt: the same on every replica (String.hashCode is specified),
+   * spread evenly over workers across prompts.
+   */
+  static long rank(long firstBlock, WorkerId id) {
+    return Mix.mix(firstBlock ^ Mix.mix(id.name().hashCode() * 31L + id.dpRank()));
   }
 
   static boolean imbalanced(List<Candidate> cs, Weights w) {

@@ -203,6 +203,7 @@ public final class Router {
           }
           if (load != null) {
             c.load = load.load(id);
+            c.lastTurn = load.ledger().lastTurn(id);
             c.activeSharedBlocks = hashes.length > 0 ? load.activePrefixBlocks(id, hashes) : 0;
           }
           if (w.draining()) {
@@ -289,7 +290,7 @@ public final class Router {
       if (load != null) {
         long prefillTokens = Math.max(0, promptTokens - Math.round(chosen.creditBlocks * blockSize));
         int unique = (shape.promptBlocks() - shape.fullBlocks()) + shape.outputBlocks();
-        reservation = load.ledger().reserve(chosen.id(), prefillTokens, hashes, unique);
+        reservation = load.ledger().reserve(chosen.id(), prefillTokens, hashes, unique, promptTokens, blockSize);
       }
       if (hashes.length > 0) {
         try {

@@ -31,25 +31,53 @@ public final class Selection {
   /** The same with a third key, {@code last}, before the random draw ({@code last} compares exactly). */
   public static Candidate argmin(List<Candidate> cs, ToDoubleFunction<Candidate> key, ToDoubleFunction<Candidate> tie,
       ToLongFunction<Candidate> last, RandomGenerator rng) {
+    return argmin(cs, key, tie, last, c -> 0, rng);
+  }
+
+  /**
+   * The same with a fourth key, {@code then}, after {@code last} and before the random draw (exact too). The
+   * exact keys are read only for candidates tied on the first two, so a costly one costs nothing without ties.
+   */
+  public static Candidate argmin(List<Candidate> cs, ToDoubleFunction<Candidate> key, ToDoubleFunction<Candidate> tie,
+      ToLongFunction<Candidate> last, ToLongFunction<Candidate> then, RandomGenerator rng) {
     Candidate best = null;
     double bestKey = 0;
     double bestTie = 0;
+    boolean exactRead = false; // bestLast and bestThen read for the current best
     long bestLast = 0;
+    long bestThen = 0;
     int ties = 0;
     for (int i = 0; i < cs.size(); i++) {
       Candidate c = cs.get(i);
       double k = key.applyAsDouble(c);
       double t = tie.applyAsDouble(c);
-      long l = last.applyAsLong(c);
-      boolean sameKeys = same(k, bestKey) && same(t, bestTie);
-      if (best == null || (!same(k, bestKey) && k < bestKey) || (same(k, bestKey) && !same(t, bestTie) && t < bestTie)
-          || (sameKeys && l < bestLast)) {
+      if (best == null || (!same(k, bestKey) && k < bestKey) || (same(k, bestKey) && !same(t, bestTie) && t < bestTie)) {
         best = c;
         bestKey = k;
         bestTie = t;
-        bestLast = l;
+        exactRead = false;
         ties = 1;
-      } else if (sameKeys && l == bestLast) {
+        continue;
+      }
+      if (!same(k, bestKey) || !same(t, bestTie)) {
+        continue;
+      }
+      if (!exactRead) {
+        bestLast = last.applyAsLong(best);
+        bestThen = then.applyAsLong(best);
+        exactRead = true;
+      }
+      long l = last.applyAsLong(c);
+      if (l > bestLast) {
+        continue;
+      }
+      long n = then.applyAsLong(c);
+      if (l < bestLast || n < bestThen) {
+        best = c;
+        bestLast = l;
+        bestThen = n;
+        ties = 1;
+      } else if (n == bestThen) {
         ties++;
         if (rng.nextInt(ties) == 0) {
           best = c;

@@ -151,6 +151,38 @@ class LoadLedgerTest {
     assertThat(ledger.totals()).containsExactly(0, 0, 0, 0, 0);
   }
 
+  /**
+   * Turns are a Lamport clock over every replica's decisions: own reservations take the next one, a copied one
+   * moves the clock up to its sender's, and each worker remembers the latest it was given, released or not.
+   */
+  @Test
+  void turnsOrderEveryReplicasDecisionsAndEachWorkerKeepsItsLatest() {
+    assertThat(ledger.lastTurn(A)).as("never given a request").isZero();
+    Reservation first = ledger.reserve(A, 10, chain(1), 0);
+    Reservation second = ledger.reserve(B, 10, chain(2), 0);
+    assertThat(first.turn()).isEqualTo(1);
+    assertThat(second.turn()).isEqualTo(2);
+    ledger.release(first);
+    assertThat(ledger.lastTurn(A)).as("kept after the release").isEqualTo(1);
+
+    Reservation copied = ledger.reserveRemote(A, 10, chain(3), 0, 40); // a peer that has decided more
+    assertThat(copied.turn()).isEqualTo(40);
+    assertThat(ledger.lastTurn(A)).isEqualTo(40);
+    assertThat(ledger.reserve(B, 10, chain(4), 0).turn()).as("after everything heard").isEqualTo(41);
+    ledger.reserveRemote(B, 10, chain(5), 0, 7); // a late copy of an older decision
+    assertThat(ledger.lastTurn(B)).as("an older turn does not move a worker back").isEqualTo(41);
+    assertThat(ledger.reserveRemote(A, 10, chain(6), 0, 0).turn()).as("a peer that sends no turn")
+        .isEqualTo(42);
+  }
+
+  @Test
+  void aRequestTheFullLedgerCannotAccountStillTakesItsTurn() {
+    LoadLedger small = new LoadLedger(clock, TimeUnit.SECONDS.toNanos(300), 1);
+    small.reserve(A, 10, chain(1), 0);
+    assertThat(small.reserve(B, 10, chain(2), 0)).isSameAs(Reservation.NONE);
+    assertThat(small.lastTurn(B)).isEqualTo(2);
+  }
+
   @Test
   void aFullLedgerRoutesWithoutAccounting() {
     LoadLedger small = new LoadLedger(clock, 1_000_000_000L, 2);

@@ -13,6 +13,8 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
+import org.msgpack.core.MessageBufferPacker;
+import org.msgpack.core.MessagePack;
 
 class ReplicaSyncTest {
 
@@ -110,6 +112,56 @@ class ReplicaSyncTest {
   }
 
   @Test
+  void aCopyKeepsItsSendersTurnAndAMessageWithoutOneTakesTheNext() throws Exception {
+    Replica a = new Replica(1);
+    Replica b = new Replica(2);
+    for (int i = 0; i < 5; i++) {
+      a.ledger.reserve(new WorkerId("w" + i, 0), 10, new long[] {i}, 0);
+    }
+    a.deliverTo(b);
+    assertThat(b.ledger.lastTurn(new WorkerId("w4", 0))).isEqualTo(5);
+    assertThat(b.ledger.reserve(W, 10, new long[] {9}, 0).turn()).as("B decides after what it heard").isEqualTo(6);
+
+    // a replica of before the turn: the reservation's eight fields only
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(8).packInt(ReplicaSync.RESERVE).packLong(3).packLong(77).packString("w9").packInt(0)
+          .packLong(10).packInt(0).packBinaryHeader(8).writePayload(new byte[8]);
+      b.sync.apply(p.toByteArray());
+    }
+    assertThat(b.sync.malformed()).isZero();
+    assertThat(b.ledger.local(new WorkerId("w9", 0)).requests()).isEqualTo(1);
+    assertThat(b.ledger.lastTurn(new WorkerId("w9", 0))).isEqualTo(7);
+  }
+
+  /**
+   * Two replicas send siblings of one new prompt to one worker before hearing of each other: each charged a whole
+   * cold prefill. The engine computes the prompt once, so each ledger keeps its own charge and trims the copy to
+   * the prompt's tokens beyond the blocks already in flight there; a copy for a worker holding none of it is kept.
+   */
+  @Test
+  void aCopyOfAPrefillAlreadyInFlightOnItsWorkerIsChargedOnce() {
+    Replica a = new Replica(1);
+    Replica b = new Replica(2);
+    long[] prompt = {11, 12, 13, 14};
+    a.ledger.reserve(W, 70, prompt, 1, 70, 16);
+    b.ledger.reserve(W, 70, prompt, 1, 70, 16);
+    a.deliverTo(b);
+    b.deliverTo(a);
+    assertThat(a.ledger.local(W).prefillTokens()).as("70 + the 6 tokens past the four blocks").isEqualTo(76);
+    assertThat(b.ledger.local(W).prefillTokens()).isEqualTo(76);
+    assertThat(a.ledger.local(W).requests()).isEqualTo(2);
+
+    WorkerId other = new WorkerId("w2", 0);
+    a.ledger.reserve(other, 70, new long[] {11, 12, 13, 14, 15}, 1, 86, 16); // 16 of its 86 tokens credited
+    a.deliverTo(b);
+    assertThat(b.ledger.local(other).prefillTokens()).as("nothing in flight there").isEqualTo(70);
+    a.ledger.reserve(W, 6, new long[] {11, 12, 13, 14, 15}, 1, 86, 16); // all 5 blocks cached, by the sender's view
+    a.deliverTo(b);
+    assertThat(b.ledger.local(W).prefillTokens()).as("never more than the sender charged (22 beyond the four in "
+        + "flight)").isEqualTo(76 + 6);
+  }
+
+  @Test
   void predictionsAreSharedAndOwnMessagesIgnored() {
     Replica a = new Replica(1);
     Replica b = new Replica(2);
@@ -122,6 +174,47 @@ class ReplicaSyncTest {
     sent.forEach(a.sync::apply); // looped back to its sender
     assertThat(a.predictions).containsExactly("w1:5");
     assertThat(a.sync.peerCount()).isZero();
+  }
+
+  /**
+   * A decision's reservation and prediction reach the other replica as one message, the prediction recorded
+   * first: apart, a decision there could fall between them, see the request in flight as a cold prefill, and
+   * send the next sibling elsewhere (through Envoy).
+   */
+  @Test
+  void aReservationCarriesItsDecisionsPrediction() {
+    Replica a = new Replica(1);
+    LoadLedger ledgerB = new LoadLedger(now::get, TimeUnit.MINUTES.toNanos(5), 1000);
+    List<String> predictedB = new ArrayList<>();
+    PrefixOverlapSource indexB = new PrefixOverlapSource() {
+      @Override
+      public Lookup lookup(long[] blockHashes) {
+        return worker -> Overlap.NONE;
+      }
+
+      @Override
+      public void recordPrediction(WorkerId worker, long[] blockHashes) {
+        // what a decision on B would see at this moment: the request in flight already, or not yet
+        predictedB.add(worker.name() + ":" + blockHashes.length + " with " + ledgerB.local(worker).requests()
+            + " in flight");
+      }
+    };
+    ReplicaSync b = new ReplicaSync(2, ledgerB, indexB, m -> { }, now::get, TimeUnit.SECONDS.toNanos(3));
+    PrefixOverlapSource shared = a.sync.sharing(a.index);
+    long[] prompt = {1, 2, 3};
+    a.ledger.reserve(W, 48, prompt, 1, 48, 16);
+    shared.recordPrediction(W, prompt); // the router's order: reserve, then predict, the same array
+    assertThat(a.outbox).as("one message").hasSize(1);
+    a.outbox.forEach(b::apply);
+    a.outbox.clear();
+    assertThat(predictedB).containsExactly("w1:3 with 0 in flight");
+    assertThat(ledgerB.local(W).requests()).isEqualTo(1);
+
+    // a prediction of a decision the ledger did not account (no reservation just sent) goes on its own
+    shared.recordPrediction(W, new long[] {1, 2, 3});
+    assertThat(a.outbox).hasSize(1);
+    a.outbox.forEach(b::apply);
+    assertThat(predictedB).containsExactly("w1:3 with 0 in flight", "w1:3 with 1 in flight");
   }
 
   @Test

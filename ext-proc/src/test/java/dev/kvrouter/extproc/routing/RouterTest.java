@@ -10,6 +10,7 @@ import static org.assertj.core.api.Assertions.within;
 import dev.kvrouter.extproc.load.LocalLoad;
 import dev.kvrouter.extproc.load.ScrapedLoad;
 import dev.kvrouter.extproc.load.WorkerHealth;
+import dev.kvrouter.extproc.replicas.ReplicaSync;
 import dev.kvrouter.extproc.request.InferenceRequest;
 import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.xds.registry.Worker;
@@ -284,6 +285,54 @@ class RouterTest {
     for (int i = 3; i < 9; i++) {
       assertThat(order.get(i)).as("round %d repeats the first round's order", i / 3).isEqualTo(order.get(i - 3));
     }
+  }
+
+  /**
+   * Two router replicas sharing their reservations, each dealt one sibling of a new prompt at the same moment
+   * (neither has heard the other's decision yet). Both views tie on every worker; the tie must go the same way on
+   * both, or the siblings split and the prompt is computed twice. Before the replicas' turns, each replica's own
+   * order of choices and its own random draw decided: they split every pair here, and a third of best-of-4's
+   * groups in virtual time.
+   */
+  @Test
+  void twoReplicasThatHeardTheSameDecisionsBreakATieAlike() {
+    RouterHarness a = new RouterHarness().fleet(worker("w1"), worker("w2"), worker("w3"), worker("w4"));
+    RouterHarness b = new RouterHarness().fleet(worker("w1"), worker("w2"), worker("w3"), worker("w4"));
+    b.random.setSeed(99); // the replicas' random draws differ, as two processes' do
+    List<byte[]> fromA = new ArrayList<>();
+    List<byte[]> fromB = new ArrayList<>();
+    ReplicaSync syncA = new ReplicaSync(1, a.ledger, a.source, fromA::add, a.clock, TimeUnit.SECONDS.toNanos(3));
+    ReplicaSync syncB = new ReplicaSync(2, b.ledger, b.source, fromB::add, b.clock, TimeUnit.SECONDS.toNanos(3));
+    a.ledger.setListener(syncA.ledgerListener());
+    b.ledger.setListener(syncB.ledgerListener());
+    Runnable deliver = () -> {
+      while (!fromA.isEmpty() || !fromB.isEmpty()) {
+        List<byte[]> toB = List.copyOf(fromA);
+        List<byte[]> toA = List.copyOf(fromB);
+        fromA.clear();
+        fromB.clear();
+        toB.forEach(syncB::apply);
+        toA.forEach(syncA::apply);
+      }
+    };
+    // some history first, unevenly: A routed three prompts, B one; both heard all of it
+    for (int i = 0; i < 4; i++) {
+      RouterHarness x = i < 3 ? a : b;
+      x.ledger.release(x.route(prompt(200 + i, 8, 0, 0)).reservation());
+    }
+    deliver.run();
+    int together = 0;
+    for (int i = 0; i < 24; i++) {
+      Decision onA = a.route(prompt(300 + i, 8, 0, 0));
+      Decision onB = b.route(prompt(300 + i, 8, 0, 1));
+      assertThat(onA.detail().candidates()).allSatisfy(c -> assertThat(c.cost()).isEqualTo(onA.detail().chosen().cost()));
+      together += name(onA).equals(name(onB)) ? 1 : 0;
+      deliver.run();
+      a.ledger.release(onA.reservation());
+      b.ledger.release(onB.reservation());
+      deliver.run();
+    }
+    assertThat(together).as("sibling pairs routed to one worker by the two replicas").isEqualTo(24);
   }
 
   @Test

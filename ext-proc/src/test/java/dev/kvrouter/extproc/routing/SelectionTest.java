@@ -59,6 +59,18 @@ class SelectionTest {
   }
 
   @Test
+  void aFourthKeyDecidesWhatTheThirdLeavesTiedSoNoDrawIsLeft() {
+    List<Candidate> cs = List.of(scored("a", 5, 1), scored("b", 5, 1), scored("c", 5, 1));
+    Map<String, Long> last = Map.of("a", 7L, "b", 3L, "c", 3L);
+    Map<String, Long> then = Map.of("a", -9L, "b", 8L, "c", -2L);
+    Random rng = new Random(42);
+    // a's fourth key is the lowest but its third is not; between b and c the fourth key decides, every time
+    Map<String, Integer> h = histogram(200, () -> Selection.argmin(cs, Candidate::cost, Candidate::loadCost,
+        c -> last.get(c.worker().name()), c -> then.get(c.worker().name()), rng));
+    assertThat(h).containsExactly(Map.entry("c", 200));
+  }
+
+  @Test
   void floatNoiseIsATie() {
     List<Candidate> cs = List.of(scored("a", 1.0, 1), scored("b", 1.0 + 1e-13, 0));
     assertThat(Selection.argmin(cs, Candidate::cost, Candidate::loadCost, new Random(1)).worker().name())
