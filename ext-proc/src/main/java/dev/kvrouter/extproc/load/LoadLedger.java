@@ -3,8 +3,10 @@ package dev.kvrouter.extproc.load;
 import dev.kvrouter.index.WorkerId;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -136,6 +138,29 @@ public final class LoadLedger {
       return add(worker, prefillTokens, blockHashes, uniqueBlocks, true, turn, 0, 0);
     }
     return add(worker, prefillTokens, blockHashes, uniqueBlocks, true, turns.incrementAndGet(), 0, 0);
+  }
+
+  /**
+   * Another replica gave {@code worker} a request at {@code turn}, known without the reservation (a replica that
+   * joins learns the turns from before it): ties read it as if charged here. Moves the clock up to it.
+   */
+  public void noteTurn(WorkerId worker, long turn) {
+    if (turn > 0) {
+      turns.accumulateAndGet(turn, Math::max);
+      workers.computeIfAbsent(worker, WorkerLedger::new).lastTurn.accumulateAndGet(turn, Math::max);
+    }
+  }
+
+  /** Every worker's last turn (those given a request since start), for a replica that joins. */
+  public Map<WorkerId, Long> lastTurns() {
+    Map<WorkerId, Long> out = new HashMap<>();
+    workers.forEach((id, wl) -> {
+      long t = wl.lastTurn.get();
+      if (t > 0) {
+        out.put(id, t);
+      }
+    });
+    return out;
   }
 
   /**

@@ -37,10 +37,10 @@ import org.slf4j.LoggerFactory;
  * reservation is a load error until the peer's timeout or the ledger's expiry, one lost release the same.
  *
  * <p>A replica that joins late (scaled up, restarted: a new identity) learns what is already in flight: whoever
- * hears a replica for the first time sends it every reservation of its own still held, in its current state, and
- * asks it for its own ({@code SYNC_REQUEST}), since the first to hear may not yet be heard (ZMQ connects each way on
- * its own): whichever direction comes up last carries the exchange. Copies are keyed by the sender's id, so a
- * reservation sent again is applied once.
+ * hears a replica for the first time sends it every worker's last turn and every reservation of its own still
+ * held, in its current state, and asks it for its own ({@code SYNC_REQUEST}), since the first to hear may not yet
+ * be heard (ZMQ connects each way on its own): whichever direction comes up last carries the exchange. Copies are
+ * keyed by the sender's id, so a reservation sent again is applied once.
  *
  * <p>Threading: outbound from any request thread; {@link #apply}, {@link #heartbeat} and {@link #expireSilent}
  * from one thread, the transport's, which calls {@link #expireSilent} about once a second: it also forgets copies
@@ -49,7 +49,9 @@ import org.slf4j.LoggerFactory;
  * <p>Wire: one msgpack array per message, {@code [kind, replica, ...]}: reserve {@code [1, r, id, worker,
  * dpRank, prefillTokens, uniqueBlocks, hashes, turn, promptTokens, blockSize]}, prefill done {@code [2, r, id]},
  * released {@code [3, r, id]}, predicted {@code [4, r, worker, dpRank, hashes]}, heartbeat {@code [5, r]}, sync
- * request {@code [6, r]}; hashes as one binary of 8-byte big-endian values. A reservation carries its decision's
+ * request {@code [6, r]}, turns {@code [7, r, [worker, dpRank, turn, ...]]} (every worker's last turn, sent with
+ * the reservations still held to a replica heard for the first time); hashes as one binary of 8-byte big-endian
+ * values. A reservation carries its decision's
  * prediction (the receiver records both from the one message, the prediction first); a separate prediction is
  * sent only for a decision the ledger did not account. The turn ({@link Reservation#turn()}) and the prompt's
  * size came later: a reservation without them (eight fields, from a replica of before) takes the receiver's next
@@ -66,6 +68,7 @@ public final class ReplicaSync {
   static final int PREDICTED = 4;
   static final int HEARTBEAT = 5;
   static final int SYNC_REQUEST = 6;
+  static final int TURNS = 7;
 
   private final long replica;
   private final LoadLedger ledger;
@@ -157,6 +160,7 @@ public final class ReplicaSync {
    * left before this copy (the same queue keeps the order from here on).
    */
   private void resendOwn() {
+    sendTurns();
     ledger.forEachOwnLive(r -> {
       sendReserved(r);
       if (r.prefillReleased()) {
@@ -166,6 +170,23 @@ public final class ReplicaSync {
         sendReleased(r);
       }
       resent++;
+    });
+  }
+
+  /**
+   * Every worker's last turn, for a replica that just joined: it starts from none, and until each worker had been
+   * given a request its ties would break otherwise than here. Transport thread.
+   */
+  private void sendTurns() {
+    Map<WorkerId, Long> turns = ledger.lastTurns();
+    if (turns.isEmpty()) {
+      return;
+    }
+    send(packer -> {
+      packer.packArrayHeader(3).packInt(TURNS).packLong(replica).packArrayHeader(turns.size() * 3);
+      for (Map.Entry<WorkerId, Long> e : turns.entrySet()) {
+        packer.packString(e.getKey().name()).packInt(e.getKey().dpRank()).packLong(e.getValue());
+      }
     });
   }
 
@@ -267,6 +288,15 @@ public final class ReplicaSync {
         case PREDICTED -> {
           WorkerId worker = new WorkerId(in.unpackString(), in.unpackInt());
           overlaps.recordPrediction(worker, unpackHashes(in));
+        }
+        case TURNS -> {
+          int n = in.unpackArrayHeader();
+          if (n % 3 != 0) {
+            throw new IOException("turns of " + n + " values");
+          }
+          for (int i = 0; i < n / 3; i++) {
+            ledger.noteTurn(new WorkerId(in.unpackString(), in.unpackInt()), in.unpackLong());
+          }
         }
         case HEARTBEAT -> { }
         case SYNC_REQUEST -> resendOwn();

@@ -111,6 +111,30 @@ class ReplicaSyncTest {
     assertThat(b.ledger.local(W).prefillTokens()).isEqualTo(8192);
   }
 
+  /**
+   * A replica that joins (restarted: a new identity) starts with no turns; it learns every worker's last turn
+   * from the first replica that hears it, so its ties break as the others' do from its first decision, not only
+   * once each worker has been given a request again.
+   */
+  @Test
+  void aReplicaThatJoinsLateLearnsEveryWorkersLastTurn() {
+    Replica a = new Replica(1);
+    for (int i = 1; i <= 3; i++) {
+      a.ledger.release(a.ledger.reserve(new WorkerId("w" + i, 0), 10, new long[] {i}, 0));
+    }
+    a.outbox.clear(); // nobody was listening
+    Replica b = new Replica(2);
+    b.sync.heartbeat();
+    b.deliverTo(a); // a hears b for the first time: sends the turns and its reservations still held (none)
+    a.deliverTo(b);
+    for (int i = 1; i <= 3; i++) {
+      assertThat(b.ledger.lastTurn(new WorkerId("w" + i, 0))).isEqualTo(i);
+    }
+    assertThat(b.ledger.lastTurns()).isEqualTo(a.ledger.lastTurns());
+    assertThat(b.ledger.reserve(W, 10, new long[] {9}, 0).turn()).as("b decides after them").isEqualTo(4);
+    assertThat(b.sync.malformed()).isZero();
+  }
+
   @Test
   void aCopyKeepsItsSendersTurnAndAMessageWithoutOneTakesTheNext() throws Exception {
     Replica a = new Replica(1);
