@@ -15,6 +15,8 @@
 #                     kv_aware bestofn-r2-sync-before --router-replicas 2 --replica-sync, then this build's and -after;
 #                     bestofn-r1: run.sh bestofn kv_aware bestofn-r1. Split groups from the decision records:
 #                     sibling_groups.py /tmp/kvrouter-envoy-ab<run> > <run>/sibling-groups.json
+#   bestofn-r2-sync-order[-2] (session 21, an experiment not kept: Router reading the load before the lookup):
+#                     run.sh bestofn kv_aware <run> --router-replicas 2 --replica-sync with that build
 #   crash-r2-sync-turns (session 21): run.sh multiturn-a100 kv_aware crash-r2-sync-turns --router-replicas 2
 #                     --replica-sync --crash-router (crash-r2-sync with this session's build)
 #   rag-s1-r2-sync-every16-before / -turns / -turns-2 (session 21): [JAR=<c03aac8 build>] run.sh rag1 kv_aware <run>
