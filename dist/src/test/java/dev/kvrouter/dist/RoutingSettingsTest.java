@@ -73,7 +73,7 @@ class RoutingSettingsTest {
             m1: {policy: nope, weights: {bogus: 1, temperature: hot}, busy: {max_waiting: 3}}
         """, "k.yaml"))
         .hasMessageContaining("routing.policy: `best` must be one of [kv_aware, round_robin, least_load, cache_only,"
-            + " random]")
+            + " random, dynamo, llm_d]")
         .hasMessageContaining("routing.weights: gpu_credit must be a finite number >= 0")
         .hasMessageContaining("routing.busy: busy thresholds must be >= 0")
         .hasMessageContaining("routing.busy.when_all_busy: `panic` must be reject or least_loaded")

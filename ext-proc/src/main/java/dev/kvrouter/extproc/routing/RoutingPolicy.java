@@ -18,7 +18,7 @@ public interface RoutingPolicy {
   /**
    * A policy's pick and its reason, a short token: {@code lowest_cost}, {@code softmax}, {@code imbalance_gate},
    * {@code bounded_load}, {@code load_only}, {@code least_load}, {@code max_overlap}, {@code no_overlap},
-   * {@code random}, {@code round_robin}.
+   * {@code random}, {@code round_robin}, {@code max_score}.
    */
   record Choice(Candidate candidate, String reason) {}
 }

@@ -9,7 +9,7 @@ public final class StandardPolicies {
 
   /** Every name, the default first. */
   public static final List<String> NAMES = List.of(KvAwarePolicy.NAME, RoundRobinPolicy.NAME,
-      LeastLoadPolicy.NAME, CacheOnlyPolicy.NAME, RandomPolicy.NAME);
+      LeastLoadPolicy.NAME, CacheOnlyPolicy.NAME, RandomPolicy.NAME, DynamoPolicy.NAME, LlmdPolicy.NAME);
 
   private StandardPolicies() {}
 
@@ -17,7 +17,7 @@ public final class StandardPolicies {
   public static Map<String, RoutingPolicy> create() {
     Map<String, RoutingPolicy> m = new LinkedHashMap<>();
     for (RoutingPolicy p : List.of(new KvAwarePolicy(), new RoundRobinPolicy(), new LeastLoadPolicy(),
-        new CacheOnlyPolicy(), new RandomPolicy())) {
+        new CacheOnlyPolicy(), new RandomPolicy(), new DynamoPolicy(), new LlmdPolicy())) {
       m.put(p.name(), p);
     }
     return m;

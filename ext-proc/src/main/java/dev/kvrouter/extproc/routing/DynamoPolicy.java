@@ -1,0 +1,28 @@
+package dev.kvrouter.extproc.routing;
+
+/**
+ * Anchor baseline: NVIDIA Dynamo's KV router cost as Dynamo ships it (anchors §1.1, {@link Weights#DYNAMO}: prefill
+ * blocks after the overlap credit plus decode blocks, no new-prefill charge, no decode-read term, no eviction or
+ * hot-prefix terms), argmin with ties at random, whatever weights the model is configured with. Predicted entries
+ * are credited as Dynamo's predicted-TTL side index credits them. It is here so the A/B can put our cost beside
+ * Dynamo's on the same workload, same engines, same run; it is not meant for production (use {@code kv_aware} with
+ * {@code Weights.DYNAMO}'s keys to route by Dynamo's formula with our tie-breaks).
+ */
+public final class DynamoPolicy implements RoutingPolicy {
+
+  public static final String NAME = "dynamo";
+
+  @Override
+  public String name() {
+    return NAME;
+  }
+
+  @Override
+  public Choice choose(Scoring s) {
+    // The router scored with the model's weights; Dynamo's are fixed. Re-scoring also sets the credit the router
+    // reserves with, so the ledger follows Dynamo's own view of the decision.
+    CostModel.score(s.candidates(), Weights.DYNAMO, s.shape(), 0);
+    Candidate c = Selection.argmin(s.candidates(), Candidate::cost, x -> 0, s.rng());
+    return new Choice(c, s.hasPrompt() ? "lowest_cost" : "load_only");
+  }
+}
