@@ -17,6 +17,8 @@ case $W in
   rag1) spec=rag:count=3000,rate=42.91,documents=256,document=4096..12288,output=64..256,seed=1 ;;
   # best-of-4, 600 groups, and the llm-d system-prompt shape, 1,200 requests: about 2-4 minutes a policy
   bestofn) spec=best-of-n:groups=600,rate=4.35,prompt=4096..16384,output=64..256 ;;
+  # the whole Mooncake trace at its rho 0.9 speed (about 7 minutes a policy)
+  mooncake) spec=mooncake:speed=2.567 ;;
   sysprompt) spec=system-prompt:format=tokens,count=1200,rate=10.9,prompt=7200,sharing=0.8334,prefixes=150,questions=5,output=1000 ;;
   *) echo "unknown workload $W" >&2; exit 2 ;;
 esac
