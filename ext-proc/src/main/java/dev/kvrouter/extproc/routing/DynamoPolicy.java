@@ -4,9 +4,10 @@ package dev.kvrouter.extproc.routing;
  * Anchor baseline: NVIDIA Dynamo's KV router cost as Dynamo ships it (anchors §1.1, {@link Weights#DYNAMO}: prefill
  * blocks after the overlap credit plus decode blocks, no new-prefill charge, no decode-read term, no eviction or
  * hot-prefix terms), argmin with ties at random, whatever weights the model is configured with. Predicted entries
- * are credited as Dynamo's predicted-TTL side index credits them. It is here so the A/B can put our cost beside
- * Dynamo's on the same workload, same engines, same run; it is not meant for production (use {@code kv_aware} with
- * {@code Weights.DYNAMO}'s keys to route by Dynamo's formula with our tie-breaks).
+ * are credited as Dynamo's predicted-TTL side index credits them; a stale view as this router credits it (Dynamo
+ * has no such notion; the A/B's comparisons run without event faults). It is here so the A/B can put our cost
+ * beside Dynamo's on the same workload, same engines, same run; it is not meant for production (use
+ * {@code kv_aware} with {@code Weights.DYNAMO}'s keys to route by Dynamo's formula with our tie-breaks).
  */
 public final class DynamoPolicy implements RoutingPolicy {
 
