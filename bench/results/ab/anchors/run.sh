@@ -4,7 +4,8 @@
 # profile: 3 x prefix + 2 x KV utilisation + 2 x queue), round-robin as the common reference, on the rho 0.9 suite
 # of the decode-weight sweep, virtual time. Run from the repository root after
 # `mvn -q -B -ntp -pl dist -am package -DskipTests`; writes to $OUT (default /tmp/anchors), one directory per scrape
-# interval and seed. SCRAPES: scrape intervals in ms (250 is the router's default, 50 llm-d's); SEEDS.
+# interval and seed, the seeds of one interval in parallel (3 JVMs of 3 GB; about 6 minutes an interval on 2 vCPUs).
+# SCRAPES: scrape intervals in ms (250 is the router's default, 50 llm-d's); SEEDS; POLICIES; JAR.
 set -euo pipefail
 OUT=${OUT:-/tmp/anchors}
 SEEDS=${SEEDS:-"1 2 3"}
