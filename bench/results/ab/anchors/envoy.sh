@@ -14,6 +14,8 @@ case $W in
   # multi-turn on the A100 40GB preset, 200 sessions (the crash runs' spec)
   multiturn-a100) preset=llama3.1-8b-a100-40g
     spec=multi-turn:format=tokens,sessions=200,rate=6.52,system=500,context=1000,context_max=5000,turns=6..9,user=120..160,output=80..120,seed=1 ;;
+  # multi-turn on the H100 preset, the decode-weight sweep's spec (8,011 requests over about 3 minutes a policy)
+  multiturn) spec=multi-turn:format=tokens,sessions=1067,rate=35.58,system=500,context=1000,context_max=5000,turns=6..9,user=120..160,output=80..120,answers=fresh,seed=1 ;;
   rag1) spec=rag:count=3000,rate=42.91,documents=256,document=4096..12288,output=64..256,seed=1 ;;
   # best-of-4, 600 groups, and the llm-d system-prompt shape, 1,200 requests: about 2-4 minutes a policy
   bestofn) spec=best-of-n:groups=600,rate=4.35,prompt=4096..16384,output=64..256 ;;
