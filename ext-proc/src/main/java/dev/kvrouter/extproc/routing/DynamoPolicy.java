@@ -18,11 +18,14 @@ public final class DynamoPolicy implements RoutingPolicy {
     return NAME;
   }
 
+  /** Dynamo's, whatever the model is configured with: the router scores and reserves with Dynamo's terms. */
+  @Override
+  public Weights weights(Weights configured) {
+    return Weights.DYNAMO;
+  }
+
   @Override
   public Choice choose(Scoring s) {
-    // The router scored with the model's weights; Dynamo's are fixed. Re-scoring also sets the credit the router
-    // reserves with, so the ledger follows Dynamo's own view of the decision.
-    CostModel.score(s.candidates(), Weights.DYNAMO, s.shape(), 0);
     Candidate c = Selection.argmin(s.candidates(), Candidate::cost, x -> 0, s.rng());
     return new Choice(c, s.hasPrompt() ? "lowest_cost" : "load_only");
   }

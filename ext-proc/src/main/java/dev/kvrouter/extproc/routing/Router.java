@@ -156,6 +156,7 @@ public final class Router {
         fallbacks.add("invalid_weights_override");
       }
     }
+    weights = policy.weights(weights);
     String tenantHash = req.tenantHash();
 
     PromptInfo prompt = req.prompt();

@@ -16,6 +16,14 @@ public interface RoutingPolicy {
   Choice choose(Scoring s);
 
   /**
+   * The weights the router scores the candidates with for this policy: the model's (with any trusted per-request
+   * override) unless the policy fixes its own, as the anchors' {@code dynamo} does.
+   */
+  default Weights weights(Weights configured) {
+    return configured;
+  }
+
+  /**
    * A policy's pick and its reason, a short token: {@code lowest_cost}, {@code softmax}, {@code imbalance_gate},
    * {@code bounded_load}, {@code load_only}, {@code least_load}, {@code max_overlap}, {@code no_overlap},
    * {@code random}, {@code round_robin}, {@code max_score}.

@@ -36,9 +36,12 @@ class AnchorPoliciesTest {
     // Dynamo's documented example (CostModelTest): W2 wins at 10 against 18 and 11 under Dynamo's weights. Under
     // our defaults W3 wins: it holds 8 of 10 blocks and our decode weight is 0.1, so a held block costs a tenth.
     List<Candidate> cs = CostModelTest.dynamosThreeWorkers();
-    assertThat(new KvAwarePolicy().choose(scoring(cs, Weights.DEFAULTS, prompt(10), 1)).candidate().worker().name())
+    KvAwarePolicy ours = new KvAwarePolicy();
+    assertThat(ours.choose(scoring(cs, ours.weights(Weights.DEFAULTS), prompt(10), 1)).candidate().worker().name())
         .isEqualTo("w3");
-    RoutingPolicy.Choice c = new DynamoPolicy().choose(scoring(cs, Weights.DEFAULTS, prompt(10), 1));
+    DynamoPolicy dynamo = new DynamoPolicy();
+    assertThat(dynamo.weights(Weights.DEFAULTS)).isSameAs(Weights.DYNAMO); // the router scores with these
+    RoutingPolicy.Choice c = dynamo.choose(scoring(cs, dynamo.weights(Weights.DEFAULTS), prompt(10), 1));
     assertThat(c.candidate().worker().name()).isEqualTo("w2");
     assertThat(c.candidate().cost()).isEqualTo(20.0); // the documented 10 plus the request's own 10 blocks
     assertThat(c.candidate().creditBlocks()).isEqualTo(5.0); // the reservation follows Dynamo's own credit
@@ -52,7 +55,7 @@ class AnchorPoliciesTest {
     for (int i = 0; i < 200; i++) {
       List<Candidate> cs = List.of(cand("a", gpu(0), load(0, 0, 0)), cand("b", gpu(0), load(0, 0, 0)),
           cand("c", gpu(0), load(0, 0, 0)));
-      picks.merge(new DynamoPolicy().choose(scoring(cs, Weights.DEFAULTS, prompt(4), rng)).candidate().worker()
+      picks.merge(new DynamoPolicy().choose(scoring(cs, Weights.DYNAMO, prompt(4), rng)).candidate().worker()
           .name(), 1, Integer::sum);
     }
     assertThat(picks).containsOnlyKeys("a", "b", "c");

@@ -267,6 +267,22 @@ class RouterTest {
   }
 
   /**
+   * The same sibling under the anchors' {@code dynamo} policy, the model configured with our defaults: the router
+   * scores with Dynamo's weights for that policy, so the sibling scatters (w2 and an idle worker tie at 128, as
+   * above, and the tie goes elsewhere) and its decision carries Dynamo's cost.
+   */
+  @Test
+  void theDynamoPolicyIsScoredWithDynamosWeightsWhateverTheModelIsConfiguredWith() {
+    RouterHarness x = new RouterHarness().fleet(worker("w1"), worker("w2"), worker("w3"));
+    x.overlaps.put(id("w2"), new Overlap(0, 0, 0, 64, false));
+    x.ledger.reserve(id("w2"), 64L * B, prompt(1, 64, 0, 0).blockHashes(), 0);
+    Decision d = x.route(request(prompt(1, 64, 0, 1)).withPolicy(DynamoPolicy.NAME));
+    assertThat(d.policy()).isEqualTo("dynamo");
+    assertThat(name(d)).isIn("w1", "w3");
+    assertThat(d.detail().chosen().cost()).isEqualTo(128.0);
+  }
+
+  /**
    * New prefixes on an idle fleet: every worker ties (same cost, no load), and ties go to the worker chosen
    * least recently, so 3 workers get 3 prompts each from 9 unrelated prompts, in turn; a random tie-break would
    * give some worker 2 and another none often enough to matter (through Envoy: one of 8 workers got no traffic).
