@@ -41,6 +41,12 @@ class RouterReplicasAbE2eTest {
   static final String MODEL = "meta-llama/Llama-3.1-8B-Instruct";
 
   AbRuns.Fleet fleet;
+  /** Whether the replicas have routed the first test's 192 requests (JIT-compiled hot paths; see the siblings test). */
+  boolean warm;
+
+  /** The first test's workload: 8 long system prompts over the workers. */
+  static final String SYSTEM_PROMPTS =
+      "system-prompt:count=96,rate=12,prompt=768,sharing=0.8,prefixes=8,output=8,seed=21";
 
   @BeforeAll
   void start() throws Exception {
@@ -71,10 +77,10 @@ class RouterReplicasAbE2eTest {
     double[] checksBefore = sum("kvrouter_truth_checks_total", "");
     double[] overBefore = sum("kvrouter_truth_checks_total", "outcome=\"over\"");
     // 8 long system prompts over 4 workers: round-robin computes most prefixes on every worker, kv_aware once
-    String spec = "system-prompt:count=96,rate=12,prompt=768,sharing=0.8,prefixes=8,output=8,seed=21";
     ByteArrayOutputStream progress = new ByteArrayOutputStream();
-    AbReport report = fleet.run(List.of(spec), List.of("kv_aware", "round_robin"), (p, w, ctx) -> ctx.build(), null,
-        out, progress);
+    AbReport report = fleet.run(List.of(SYSTEM_PROMPTS), List.of("kv_aware", "round_robin"),
+        (p, w, ctx) -> ctx.build(), null, out, progress);
+    warm = true;
     String log = progress.toString(StandardCharsets.UTF_8);
     PolicyResult ours = report.workloads().get(0).result("kv_aware");
     PolicyResult rr = report.workloads().get(0).result("round_robin");
@@ -113,12 +119,27 @@ class RouterReplicasAbE2eTest {
    * shared with the reservations, then a hash of the prompt), a copy of a cold prefill already in flight on its
    * worker is charged once, and a reservation carries its prediction. With each replica's own tie order and
    * random draw they split: through Envoy at rho 0.9, 86% of this workload's ideal served (docs/benchmarks/ab.md).
+   *
+   * <p>Only alike while the replicas' views are alike, and each scrapes the workers on its own: while a previous
+   * group is still in flight their scraped loads differ, the costs no longer tie and a group can split. Replicas
+   * in their first few hundred requests (code not yet compiled, every request slower) leave groups in flight
+   * longer: on replicas fresh from start this workload served 92-97% of the ideal in its first two runs and
+   * 98.6-100% from the third (97-100% with scraping off), so the test runs on replicas that have routed the
+   * first test's requests, and routes those itself when it runs alone.
    */
   @Test
   @Order(2)
   void siblingsThatArriveTogetherOnBothReplicasMeetOnOneWorker(@TempDir Path out) throws Exception {
+    if (!warm) {
+      fleet.run(List.of(SYSTEM_PROMPTS), List.of("kv_aware", "round_robin"), (p, w, ctx) -> ctx.build(), null,
+          out.resolve("warm-up"), new ByteArrayOutputStream());
+      warm = true;
+    }
     double[] decisionsBefore = sum("kvrouter_routing_decisions_total", "");
-    String spec = "best-of-n:groups=24,n=4,rate=4,prompt=1024..2048,output=8,seed=23";
+    // 48 groups: a warm pair split about one group in 60 (4 in 240 over ten runs), so 24 groups with a floor of
+    // 0.97 (two splits) would fail about one run in a hundred (Poisson); 48 at 0.96 allows five (about one in
+    // 5,000), and split tie orders serve 86%
+    String spec = "best-of-n:groups=48,n=4,rate=4,prompt=1024..2048,output=8,seed=23";
     ByteArrayOutputStream progress = new ByteArrayOutputStream();
     AbReport report = fleet.run(List.of(spec), List.of("kv_aware"), (p, w, ctx) -> ctx.build(), null, out, progress);
     String log = progress.toString(StandardCharsets.UTF_8);
@@ -128,8 +149,9 @@ class RouterReplicasAbE2eTest {
     for (int i = 0; i < decisions.length; i++) {
       assertThat(decisions[i] - decisionsBefore[i]).as("replica %d routed siblings", i).isPositive();
     }
+    System.out.printf("[e2e] best-of-4 over two replicas: %.4f of the ideal served%n", ours.cache().servedVsIdeal());
     // the ideal is three of every four copies served from cache: every group computed once
-    assertThat(ours.cache().servedVsIdeal()).as(log).isGreaterThanOrEqualTo(0.97);
+    assertThat(ours.cache().servedVsIdeal()).as(log).isGreaterThanOrEqualTo(0.96);
   }
 
   @Test
