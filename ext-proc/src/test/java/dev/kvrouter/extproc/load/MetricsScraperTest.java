@@ -97,6 +97,35 @@ class MetricsScraperTest {
   }
 
   @Test
+  void startedItScrapesAtOnceThenEveryIntervalUntilClosed() throws Exception {
+    java.util.concurrent.atomic.AtomicInteger hits = new java.util.concurrent.atomic.AtomicInteger();
+    byte[] body = VllmMetricsParserTest.fixture("vllm_single.prom");
+    server.createContext("/counted", ex -> {
+      hits.incrementAndGet();
+      ex.sendResponseHeaders(200, body.length);
+      ex.getResponseBody().write(body);
+      ex.close();
+    });
+    registry.replace(List.of(worker("single", 1, url("counted"))));
+    java.util.concurrent.ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor();
+    try {
+      scraper.start(scheduler, 100);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (hits.get() < 4 && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      assertThat(hits.get()).as("scrapes within 10 s at a 100 ms interval").isGreaterThanOrEqualTo(4);
+      scraper.close();
+      Thread.sleep(150); // a scrape already started may still arrive
+      int atClose = hits.get();
+      Thread.sleep(400);
+      assertThat(hits.get()).as("no scrape after close").isEqualTo(atClose);
+    } finally {
+      scheduler.shutdownNow();
+    }
+  }
+
+  @Test
   void readsEachWorkersGaugesPerRank() throws Exception {
     registry.replace(List.of(worker("single", 1, url("vllm_single.prom")), worker("dp", 2, url("vllm_dp2.prom")),
         worker("sg", 2, url("sglang.prom"))));
