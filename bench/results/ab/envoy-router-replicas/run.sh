@@ -19,6 +19,8 @@
 #                     run.sh bestofn kv_aware <run> --router-replicas 2 --replica-sync with that build
 #   crash-r2-sync-turns (session 21): run.sh multiturn-a100 kv_aware crash-r2-sync-turns --router-replicas 2
 #                     --replica-sync --crash-router (crash-r2-sync with this session's build)
+#   bestofn-r2-sync-trim[-2] (session 23, own reservations trimmed like copies): run.sh bestofn kv_aware
+#                     bestofn-r2-sync-trim --router-replicas 2 --replica-sync (twice; sibling_groups.py as above)
 #   crash-r2-sync-hc (session 23, the router cluster's health check at 1 s timeout and three unanswered checks):
 #                     run.sh multiturn-a100 kv_aware crash-r2-sync-hc --router-replicas 2 --replica-sync --crash-router
 #   rag-s1-r2-sync-every16-before / -turns / -turns-2 (session 21): [JAR=<c03aac8 build>] run.sh rag1 kv_aware <run>

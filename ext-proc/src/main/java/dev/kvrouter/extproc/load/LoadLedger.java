@@ -117,8 +117,8 @@ public final class LoadLedger {
    */
   public Reservation reserve(WorkerId worker, long prefillTokens, long[] blockHashes, int uniqueBlocks,
       long promptTokens, int blockSize) {
-    Reservation r = add(worker, prefillTokens, blockHashes, uniqueBlocks, false, turns.incrementAndGet(),
-        promptTokens, blockSize);
+    Reservation r = add(worker, uncoveredPrefill(worker, prefillTokens, blockHashes, promptTokens, blockSize),
+        blockHashes, uniqueBlocks, false, turns.incrementAndGet(), promptTokens, blockSize);
     if (r != Reservation.NONE) {
       listener.reserved(r);
     }
@@ -276,6 +276,29 @@ public final class LoadLedger {
   public LocalLoad local(WorkerId worker) {
     WorkerLedger wl = workers.get(worker);
     return wl == null ? LocalLoad.ZERO : wl.snapshot();
+  }
+
+  /**
+   * The prefill a request adds on {@code worker} where requests already in flight there hold its leading blocks:
+   * at most the prompt's tokens beyond them, since the engine computes a prefix once and a request behind it waits
+   * for those blocks. Every reservation is charged this way, this replica's own ({@link #reserve}) and the copies
+   * of other replicas' ({@code ReplicaSync}): two replicas that send siblings of a new prompt to one worker at the
+   * same moment charge its cold prefill once in each ledger, whichever of the two reaches it first. Trimming only
+   * the copy, a copy that arrived between this replica's scoring and its own reservation was charged in full and
+   * the own one on top: the worker looked two prefills deep to the next sibling, which went elsewhere (through
+   * Envoy, the commonest way two synced replicas still split a best-of-4 group).
+   *
+   * @param promptTokens the whole prompt's tokens (0: unknown, nothing trimmed)
+   * @param blockSize tokens per block of {@code blockHashes} (0: unknown, nothing trimmed)
+   */
+  public long uncoveredPrefill(WorkerId worker, long prefillTokens, long[] blockHashes, long promptTokens,
+      int blockSize) {
+    if (promptTokens <= 0 || blockSize <= 0 || prefillTokens == 0) {
+      return prefillTokens;
+    }
+    int held = activePrefixBlocks(worker, blockHashes);
+    return held == 0 ? prefillTokens
+        : Math.min(prefillTokens, Math.max(0, promptTokens - (long) held * blockSize));
   }
 
   /**

@@ -276,7 +276,7 @@ public final class ReplicaSync {
               // will be cached, not a cold prefill to avoid (two messages left a gap siblings fell through)
               overlaps.recordPrediction(worker, hashes);
             }
-            prefill = uncoveredPrefill(worker, prefill, hashes, promptTokens, blockSize);
+            prefill = ledger.uncoveredPrefill(worker, prefill, hashes, promptTokens, blockSize);
             Reservation r = ledger.reserveRemote(worker, prefill, hashes, unique, turn);
             if (r != Reservation.NONE) {
               peer.reservations.put(id, r);
@@ -311,22 +311,6 @@ public final class ReplicaSync {
         log.warn("ignoring a malformed message from another router replica: {}", e.toString());
       }
     }
-  }
-
-  /**
-   * The prefill a copied request adds where requests already in flight hold its leading blocks: at most the
-   * prompt's tokens beyond them. Two replicas that send siblings of a new prompt to one worker at the same moment
-   * each charge a whole cold prefill, having not yet heard of the other; the engine computes the prompt once and
-   * the second waits for the first's blocks. Charged twice, the worker looked two prefills deep to every later
-   * sibling, which then went elsewhere and computed the prompt again (through Envoy, two synced replicas served
-   * 86% of best-of-4's ideal). Each ledger keeps its own request's charge and trims the copy.
-   */
-  private long uncoveredPrefill(WorkerId worker, long prefill, long[] hashes, long promptTokens, int blockSize) {
-    if (promptTokens <= 0 || blockSize <= 0 || prefill == 0) {
-      return prefill;
-    }
-    int held = ledger.activePrefixBlocks(worker, hashes);
-    return held == 0 ? prefill : Math.min(prefill, Math.max(0, promptTokens - (long) held * blockSize));
   }
 
   /**

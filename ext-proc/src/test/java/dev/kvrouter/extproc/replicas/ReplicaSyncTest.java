@@ -185,6 +185,30 @@ class ReplicaSyncTest {
         + "flight)").isEqualTo(76 + 6);
   }
 
+  /**
+   * The other order: the copy arrives after this replica scored its sibling as a cold prefill and before it
+   * reserved it. The own reservation is trimmed as a copy would be, so each ledger charges the prompt once
+   * whichever of the two reached it first (charged twice, the next sibling saw two prefills queued and left: the
+   * commonest split of a best-of-4 group left through Envoy).
+   */
+  @Test
+  void anOwnReservationBehindACopyOfTheSamePrefillIsChargedOnce() {
+    Replica a = new Replica(1);
+    Replica b = new Replica(2);
+    long[] prompt = {11, 12, 13, 14};
+    b.ledger.reserve(W, 70, prompt, 1, 70, 16);
+    b.deliverTo(a);
+    a.ledger.reserve(W, 70, prompt, 1, 70, 16); // scored before the copy arrived: a cold prefill
+    assertThat(a.ledger.local(W).prefillTokens()).as("70 + the 6 tokens past the four blocks").isEqualTo(76);
+    a.deliverTo(b);
+    assertThat(b.ledger.local(W).prefillTokens()).isEqualTo(76);
+    assertThat(a.ledger.local(W).requests()).isEqualTo(2);
+    assertThat(b.ledger.local(W).requests()).isEqualTo(2);
+    assertThat(a.ledger.local(new WorkerId("w2", 0)).prefillTokens()).isZero();
+    a.ledger.reserve(new WorkerId("w2", 0), 70, prompt, 1, 70, 16);
+    assertThat(a.ledger.local(new WorkerId("w2", 0)).prefillTokens()).as("nothing in flight there").isEqualTo(70);
+  }
+
   @Test
   void predictionsAreSharedAndOwnMessagesIgnored() {
     Replica a = new Replica(1);
