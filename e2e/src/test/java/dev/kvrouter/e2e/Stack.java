@@ -135,6 +135,22 @@ final class Stack implements AutoCloseable {
         java.nio.file.StandardCopyOption.ATOMIC_MOVE);
   }
 
+  /** Envoy's admin path for the stats whose names match {@code regex}. */
+  static String stats(String regex) {
+    return "/stats?filter=" + java.net.URLEncoder.encode(regex, java.nio.charset.StandardCharsets.UTF_8);
+  }
+
+  /** One of {@code envoy}'s counters or gauges by its full name (0 when Envoy has not created it yet). */
+  static double counter(EnvoyProcess envoy, String name) {
+    String body = envoy.admin(stats("^" + name.replace(".", "\\.") + "$"));
+    for (String line : body == null ? new String[0] : body.split("\n")) {
+      if (line.startsWith(name + ": ")) {
+        return Double.parseDouble(line.substring(name.length() + 2).trim());
+      }
+    }
+    return 0;
+  }
+
   /** Waits until Envoy's /clusters has every name in {@code present} and none in {@code absent}. */
   void awaitClusters(List<String> present, List<String> absent) throws Exception {
     envoy.awaitAdmin("/clusters", body -> present.stream().allMatch(c -> body.contains(c + "::"))
