@@ -117,8 +117,9 @@ class RouterReplicasAbE2eTest {
    * the two replicas by request id, so each replica routes its copies before it can have heard of the other's.
    * They still meet on one worker: both replicas see the same fleet and break the tie alike (the ledger's turns,
    * shared with the reservations, then a hash of the prompt), a cold prefill in flight on a worker is charged once
-   * whichever replica's reservation reached a ledger first, and a reservation carries its prediction. With each replica's own tie order and
-   * random draw they split: through Envoy at rho 0.9, 86% of this workload's ideal served (docs/benchmarks/ab.md).
+   * whichever replica's reservation reached a ledger first, and a reservation carries its prediction. With each
+   * replica's own tie order and random draw they split: through Envoy at rho 0.9, 86% of this workload's ideal
+   * served (docs/benchmarks/ab.md).
    *
    * <p>Only alike while the replicas' views are alike, and each scrapes the workers on its own: while a previous
    * group is still in flight their scraped loads differ, the costs no longer tie and a group can split. Replicas

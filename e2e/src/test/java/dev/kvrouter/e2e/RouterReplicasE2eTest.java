@@ -90,20 +90,16 @@ class RouterReplicasE2eTest {
   /** Sends {@code n} requests through the Envoy listening on {@code port}: streamed chats and plain completions. */
   void send(int port, int n) throws Exception {
     for (int i = 0; i < n; i++) {
-      HttpResponse<String> r = stack.http.send(request(port, i), HttpResponse.BodyHandlers.ofString());
+      boolean stream = i % 2 == 0;
+      java.net.http.HttpRequest req = java.net.http.HttpRequest.newBuilder(
+              java.net.URI.create("http://127.0.0.1:" + port + (stream ? "/v1/chat/completions" : "/v1/completions")))
+          .timeout(Duration.ofSeconds(20)).header("content-type", "application/json")
+          .POST(java.net.http.HttpRequest.BodyPublishers.ofString(stream ? Stack.chat("chat " + i, true, 12)
+              : Stack.completion("prompt " + i, false, 3)))
+          .build();
+      HttpResponse<String> r = stack.http.send(req, HttpResponse.BodyHandlers.ofString());
       assertThat(r.statusCode()).as("request %d", i).isEqualTo(200);
     }
-  }
-
-  /** The {@code i}th request of {@link #send}: even ones a streamed chat, odd ones a plain completion. */
-  static java.net.http.HttpRequest request(int port, int i) {
-    boolean stream = i % 2 == 0;
-    return java.net.http.HttpRequest.newBuilder(
-            java.net.URI.create("http://127.0.0.1:" + port + (stream ? "/v1/chat/completions" : "/v1/completions")))
-        .timeout(Duration.ofSeconds(20)).header("content-type", "application/json")
-        .POST(java.net.http.HttpRequest.BodyPublishers.ofString(stream ? Stack.chat("chat " + i, true, 12)
-            : Stack.completion("prompt " + i, false, 3)))
-        .build();
   }
 
   void awaitLedgersEmpty() throws InterruptedException {

@@ -173,10 +173,17 @@ public final class EnvoyProcess implements AutoCloseable {
   /** The first port of the kernel's ephemeral range, read once; Linux's default where it cannot be read. */
   private static final int EPHEMERAL_LOW = ephemeralLow();
 
-  private static int ephemeralLow() {
+  /**
+   * The first port of the kernel's ephemeral range ({@code ip_local_port_range}), or Linux's default 32768. Read
+   * line by line: a procfs file reports size 0, and {@code Files.readString} returned its first byte only ("3") on
+   * the CI machines' kernel, so every pick fell back to port 0, inside the range, for sessions unnoticed (a router's
+   * admin port was taken by an outgoing connection between picking and binding: "Address already in use").
+   */
+  static int ephemeralLow() {
     try {
-      return Integer.parseInt(Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim()
-          .split("\\s+")[0]);
+      List<String> lines = Files.readAllLines(Path.of("/proc/sys/net/ipv4/ip_local_port_range"));
+      int low = Integer.parseInt(lines.get(0).trim().split("\\s+")[0]);
+      return low >= 1024 && low <= 65535 ? low : 32768;
     } catch (IOException | RuntimeException e) {
       return 32768;
     }

@@ -285,8 +285,8 @@ public final class LoadLedger {
    * of other replicas' ({@code ReplicaSync}): two replicas that send siblings of a new prompt to one worker at the
    * same moment charge its cold prefill once in each ledger, whichever of the two reaches it first. Trimming only
    * the copy, a copy that arrived between this replica's scoring and its own reservation was charged in full and
-   * the own one on top: the worker looked two prefills deep to the next sibling, which went elsewhere (through
-   * Envoy, the commonest way two synced replicas still split a best-of-4 group).
+   * the own one on top: the worker looked two prefills deep to the next sibling, which went elsewhere (seen in
+   * the decision records of two synced replicas splitting best-of-4 groups through Envoy).
    *
    * @param promptTokens the whole prompt's tokens (0: unknown, nothing trimmed)
    * @param blockSize tokens per block of {@code blockHashes} (0: unknown, nothing trimmed)

@@ -188,8 +188,8 @@ class ReplicaSyncTest {
   /**
    * The other order: the copy arrives after this replica scored its sibling as a cold prefill and before it
    * reserved it. The own reservation is trimmed as a copy would be, so each ledger charges the prompt once
-   * whichever of the two reached it first (charged twice, the next sibling saw two prefills queued and left: the
-   * commonest split of a best-of-4 group left through Envoy).
+   * whichever of the two reached it first (charged twice, the next sibling saw two prefills queued and left: seen
+   * in the decision records of best-of-4 groups split through Envoy).
    */
   @Test
   void anOwnReservationBehindACopyOfTheSamePrefillIsChargedOnce() {

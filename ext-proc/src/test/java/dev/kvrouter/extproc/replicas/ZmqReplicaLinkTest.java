@@ -32,8 +32,9 @@ class ZmqReplicaLinkTest {
   static int portForLater() throws Exception {
     int ephemeralLow = 32768;
     try {
-      ephemeralLow = Integer.parseInt(java.nio.file.Files.readString(
-          java.nio.file.Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim().split("\\s+")[0]);
+      // line by line: procfs reports size 0 and Files.readString returned one byte on the CI kernel (EnvoyProcess)
+      ephemeralLow = Integer.parseInt(java.nio.file.Files.readAllLines(
+          java.nio.file.Path.of("/proc/sys/net/ipv4/ip_local_port_range")).get(0).trim().split("\\s+")[0]);
     } catch (java.io.IOException | RuntimeException e) {
       // Linux's default
     }
