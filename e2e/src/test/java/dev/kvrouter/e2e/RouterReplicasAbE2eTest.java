@@ -137,9 +137,9 @@ class RouterReplicasAbE2eTest {
       warm = true;
     }
     double[] decisionsBefore = sum("kvrouter_routing_decisions_total", "");
-    // 48 groups: a warm pair split about one group in 60 (4 in 240 over ten runs), so 24 groups with a floor of
-    // 0.97 (two splits) would fail about one run in a hundred (Poisson); 48 at 0.96 allows five (about one in
-    // 5,000), and split tie orders serve 86%
+    // 48 groups (144 copies served from cache at best): five warm runs lost 0-3.3 copies' worth (97.7-100%, about
+    // 1.3 on average), so a floor of 0.95 leaves room for seven (by Poisson, one run in about 15,000 below it;
+    // 24 groups at 0.97 had room for two: about one run in 35), and split tie orders serve 86%
     String spec = "best-of-n:groups=48,n=4,rate=4,prompt=1024..2048,output=8,seed=23";
     ByteArrayOutputStream progress = new ByteArrayOutputStream();
     AbReport report = fleet.run(List.of(spec), List.of("kv_aware"), (p, w, ctx) -> ctx.build(), null, out, progress);
@@ -152,7 +152,7 @@ class RouterReplicasAbE2eTest {
     }
     System.out.printf("[e2e] best-of-4 over two replicas: %.4f of the ideal served%n", ours.cache().servedVsIdeal());
     // the ideal is three of every four copies served from cache: every group computed once
-    assertThat(ours.cache().servedVsIdeal()).as(log).isGreaterThanOrEqualTo(0.96);
+    assertThat(ours.cache().servedVsIdeal()).as(log).isGreaterThanOrEqualTo(0.95);
   }
 
   @Test
