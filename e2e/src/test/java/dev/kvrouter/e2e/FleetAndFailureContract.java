@@ -7,7 +7,6 @@ import dev.kvrouter.examples.fake.FakeWorker;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -92,11 +91,8 @@ abstract class FleetAndFailureContract {
     try (Stack stack = new Stack(envoyConfig(), 3, 0);
         StallingProxy proxy = new StallingProxy(stack.extProcPort)) {
       // a second Envoy on the same config, whose router cluster is the proxy
-      String yaml = EnvoyProcess.withPorts(
-          Files.readString(Stack.ROOT.resolve("envoy-config").resolve(envoyConfig())),
-          Map.of(10000, 0, 9901, 0, 9002, proxy.port(), 18000, stack.xdsPort));
-      try (EnvoyProcess envoy = EnvoyProcess.start(EnvoyProcess.binary(), yaml, stack.dir.resolve("envoy-pause"),
-          Duration.ofSeconds(30))) {
+      try (EnvoyProcess envoy = EnvoyProcess.start(EnvoyProcess.binary(), stack.envoyYaml(proxy.port()),
+          stack.dir.resolve("envoy-pause"), Duration.ofSeconds(30))) {
         envoy.awaitAdmin("/clusters", body -> body.contains("kvrouter_worker_w1::")
             && body.contains("kvrouter_ext_proc::127.0.0.1:" + proxy.port() + "::health_flags::healthy"),
             Duration.ofSeconds(20));

@@ -7,7 +7,6 @@ import dev.kvrouter.dist.KvrouterRuntime;
 import dev.kvrouter.examples.envoy.EnvoyProcess;
 import dev.kvrouter.extproc.server.InFlight;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -175,8 +174,7 @@ class RouterReplicasE2eTest {
     int stoppingPort = EnvoyProcess.freeLoopbackPort();
     KvrouterRuntime draining = extraReplica(drainingPort, "e2e-replica-draining");
     KvrouterRuntime stopping = extraReplica(stoppingPort, "e2e-replica-stopping");
-    String yaml = EnvoyProcess.withPorts(Files.readString(Stack.ROOT.resolve("envoy-config/envoy.yaml")),
-        Map.of(10000, 0, 9901, 0, 9002, stack.extProcPort, 18000, stack.xdsPort));
+    String yaml = stack.envoyYaml(stack.extProcPort);
     yaml = withSecondReplica(withSecondReplica(yaml, stoppingPort), drainingPort);
     List<InFlight> three = List.of(stack.runtime.extProc().inFlight(), draining.extProc().inFlight(),
         stopping.extProc().inFlight());
@@ -270,8 +268,7 @@ class RouterReplicasE2eTest {
   @Test
   void dealtRoundRobinTheObserversMissAndTheRoutingStreamsCloseTheirRequests() throws Exception {
     // The control: the same two replicas behind an Envoy whose kvrouter_ext_proc cluster is round-robin.
-    String yaml = EnvoyProcess.withPorts(Files.readString(Stack.ROOT.resolve("envoy-config/envoy.yaml")),
-        Map.of(10000, 0, 9901, 0, 9002, stack.extProcPort, 18000, stack.xdsPort));
+    String yaml = stack.envoyYaml(stack.extProcPort);
     assertThat(yaml).contains("    lb_policy: RING_HASH\n");
     yaml = withSecondReplica(yaml.replace("    lb_policy: RING_HASH\n", "    lb_policy: ROUND_ROBIN\n"), secondPort);
     long[] missingBefore = replicas().stream().mapToLong(InFlight::observerMissing).toArray();

@@ -114,9 +114,7 @@ final class Stack implements AutoCloseable {
     runtime = KvrouterRuntime.start(cfg, dir, KvrouterRuntime.Mode.ALL);
     Path bin = EnvoyProcess.binary();
     envoyVersion = EnvoyProcess.version(bin);
-    String yaml = options.envoyTransform().apply(EnvoyProcess.withPorts(
-        Files.readString(ROOT.resolve("envoy-config").resolve(envoyConfig)),
-        Map.of(10000, 0, 9901, 0, 9002, extProcPort, 18000, xdsPort)));
+    String yaml = options.envoyTransform().apply(envoyYaml(extProcPort));
     envoy = EnvoyProcess.start(bin, yaml, dir.resolve("envoy"), Duration.ofSeconds(30));
     listenerPort = envoy.listenerPort();
     awaitClusters(workers.keySet().stream().map(n -> "kvrouter_worker_" + n).toList(), List.of());
@@ -133,6 +131,15 @@ final class Stack implements AutoCloseable {
     // Replace atomically, as config-map mounts and careful editors do.
     Files.move(tmp, dir.resolve("workers.yaml"), java.nio.file.StandardCopyOption.REPLACE_EXISTING,
         java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+  }
+
+  /**
+   * This stack's shipped Envoy config with its ports set: listener and admin on free ports, xDS from this stack's
+   * router, the kvrouter_ext_proc cluster at {@code extProcPort} (this stack's router, or something in front of it).
+   */
+  String envoyYaml(int extProcPort) throws IOException {
+    return EnvoyProcess.withPorts(Files.readString(ROOT.resolve("envoy-config").resolve(envoyConfig)),
+        Map.of(10000, 0, 9901, 0, 9002, extProcPort, 18000, xdsPort));
   }
 
   /** Envoy's admin path for the stats whose names match {@code regex}. */

@@ -130,14 +130,17 @@ public final class LoadLedger {
    * {@link #reserve} does; moving it tells no {@link Listener}.
    *
    * @param turn the sender's {@link Reservation#turn()}; 0 when it sent none (it takes this ledger's next turn)
+   * @param promptTokens the whole prompt's tokens as the sender knew them (0: unknown, charged as sent)
+   * @param blockSize tokens per block of {@code blockHashes} (0: unknown, charged as sent)
    */
   public Reservation reserveRemote(WorkerId worker, long prefillTokens, long[] blockHashes, int uniqueBlocks,
-      long turn) {
+      long turn, long promptTokens, int blockSize) {
+    long prefill = uncoveredPrefill(worker, prefillTokens, blockHashes, promptTokens, blockSize);
     if (turn > 0) {
       turns.accumulateAndGet(turn, Math::max);
-      return add(worker, prefillTokens, blockHashes, uniqueBlocks, true, turn, 0, 0);
+      return add(worker, prefill, blockHashes, uniqueBlocks, true, turn, 0, 0);
     }
-    return add(worker, prefillTokens, blockHashes, uniqueBlocks, true, turns.incrementAndGet(), 0, 0);
+    return add(worker, prefill, blockHashes, uniqueBlocks, true, turns.incrementAndGet(), 0, 0);
   }
 
   /**
@@ -282,7 +285,7 @@ public final class LoadLedger {
    * The prefill a request adds on {@code worker} where requests already in flight there hold its leading blocks:
    * at most the prompt's tokens beyond them, since the engine computes a prefix once and a request behind it waits
    * for those blocks. Every reservation is charged this way, this replica's own ({@link #reserve}) and the copies
-   * of other replicas' ({@code ReplicaSync}): two replicas that send siblings of a new prompt to one worker at the
+   * of other replicas' ({@link #reserveRemote}): two replicas that send siblings of a new prompt to one worker at the
    * same moment charge its cold prefill once in each ledger, whichever of the two reaches it first. Trimming only
    * the copy, a copy that arrived between this replica's scoring and its own reservation was charged in full and
    * the own one on top: the worker looked two prefills deep to the next sibling, which went elsewhere (seen in
@@ -291,7 +294,7 @@ public final class LoadLedger {
    * @param promptTokens the whole prompt's tokens (0: unknown, nothing trimmed)
    * @param blockSize tokens per block of {@code blockHashes} (0: unknown, nothing trimmed)
    */
-  public long uncoveredPrefill(WorkerId worker, long prefillTokens, long[] blockHashes, long promptTokens,
+  private long uncoveredPrefill(WorkerId worker, long prefillTokens, long[] blockHashes, long promptTokens,
       int blockSize) {
     if (promptTokens <= 0 || blockSize <= 0 || prefillTokens == 0) {
       return prefillTokens;

@@ -276,8 +276,7 @@ public final class ReplicaSync {
               // will be cached, not a cold prefill to avoid (two messages left a gap siblings fell through)
               overlaps.recordPrediction(worker, hashes);
             }
-            prefill = ledger.uncoveredPrefill(worker, prefill, hashes, promptTokens, blockSize);
-            Reservation r = ledger.reserveRemote(worker, prefill, hashes, unique, turn);
+            Reservation r = ledger.reserveRemote(worker, prefill, hashes, unique, turn, promptTokens, blockSize);
             if (r != Reservation.NONE) {
               peer.reservations.put(id, r);
             }

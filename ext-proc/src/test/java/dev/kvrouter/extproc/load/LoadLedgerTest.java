@@ -165,13 +165,13 @@ class LoadLedgerTest {
     ledger.release(first);
     assertThat(ledger.lastTurn(A)).as("kept after the release").isEqualTo(1);
 
-    Reservation copied = ledger.reserveRemote(A, 10, chain(3), 0, 40); // a peer that has decided more
+    Reservation copied = ledger.reserveRemote(A, 10, chain(3), 0, 40, 0, 0); // a peer that has decided more
     assertThat(copied.turn()).isEqualTo(40);
     assertThat(ledger.lastTurn(A)).isEqualTo(40);
     assertThat(ledger.reserve(B, 10, chain(4), 0).turn()).as("after everything heard").isEqualTo(41);
-    ledger.reserveRemote(B, 10, chain(5), 0, 7); // a late copy of an older decision
+    ledger.reserveRemote(B, 10, chain(5), 0, 7, 0, 0); // a late copy of an older decision
     assertThat(ledger.lastTurn(B)).as("an older turn does not move a worker back").isEqualTo(41);
-    assertThat(ledger.reserveRemote(A, 10, chain(6), 0, 0).turn()).as("a peer that sends no turn")
+    assertThat(ledger.reserveRemote(A, 10, chain(6), 0, 0, 0, 0).turn()).as("a peer that sends no turn")
         .isEqualTo(42);
   }
 
