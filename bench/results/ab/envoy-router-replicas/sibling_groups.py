@@ -6,6 +6,12 @@ DIR is the run's stack directory (EnvoyAb's temporary /tmp/kvrouter-envoy-ab*: t
 the second's in replica-1/router.log). Siblings are grouped by prompt size within half a second of each other;
 the first MEASURED_FROM_GROUP groups (default 50: the 200 warm-up requests of best-of-4) are left out. Reads
 only the decision records (ids, sizes, per-candidate costs and in-flight counts; no prompt text).
+
+Causes, from the first decision on each replica: the other replica saw the chosen worker's prediction and chose
+on load; saw requests in flight there but no prediction (any request: the records do not say whether the sibling
+was among them; outputs written before 2026-12-01 session 24 call this 'saw the reservation, not its
+prediction'); heard nothing of it; or both first decisions agreed and a later sibling left. Groups are formed on
+the records' ts, the decision's time since session 24 (the time the line was written before).
 """
 import collections
 import json
@@ -62,7 +68,7 @@ def main():
                 if c['overlap']['predicted'] > 0:
                     causes['saw the prediction, chose another worker on load'] += 1
                 elif c['active_requests'] > 0:
-                    causes['saw the reservation, not its prediction'] += 1
+                    causes['saw requests in flight there, no prediction'] += 1
                 else:
                     causes['heard nothing of it'] += 1
                 break

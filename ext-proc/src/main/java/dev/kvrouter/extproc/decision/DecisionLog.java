@@ -58,8 +58,16 @@ public final class DecisionLog {
   }
 
   public void decision(Decision d) {
+    decision(d, 0);
+  }
+
+  /**
+   * @param ageNanos how long ago the decision was made: its line is written when the response starts, and
+   *     {@code ts} must say when the request was routed, so lines order and join with other logs by decision time
+   */
+  public void decision(Decision d, long ageNanos) {
     if (enabled) {
-      sink.accept(decisionJson(d));
+      sink.accept(decisionJson(d, ageNanos));
     }
   }
 
@@ -71,6 +79,10 @@ public final class DecisionLog {
   }
 
   String decisionJson(Decision d) {
+    return decisionJson(d, 0);
+  }
+
+  String decisionJson(Decision d, long ageNanos) {
     StringWriter out = new StringWriter(512);
     try (JsonGenerator g = JSON.createGenerator(out)) {
       Decision.Detail x = d.detail();
@@ -78,7 +90,7 @@ public final class DecisionLog {
       g.writeStringField("event", "decision");
       g.writeStringField("id", d.id());
       g.writeNumberField("seq", d.seq());
-      g.writeStringField("ts", clock.instant().toString());
+      g.writeStringField("ts", clock.instant().minusNanos(Math.max(0, ageNanos)).toString());
       g.writeStringField("model", d.model());
       nullable(g, "tenant_hash", x.tenantHash());
       g.writeStringField("policy", d.policy());

@@ -106,8 +106,12 @@ public final class DecisionTracker implements RequestListener {
 
   /** Writes the decision line, then drops the candidates the decision would otherwise keep while in flight. */
   private void write(Decision d) {
+    write(d, 0);
+  }
+
+  private void write(Decision d, long ageNanos) {
     try {
-      records.decision(d);
+      records.decision(d, ageNanos);
     } catch (RuntimeException e) {
       log.warn("could not record decision {}", d.id(), e);
     } finally {
@@ -194,7 +198,7 @@ public final class DecisionTracker implements RequestListener {
       }
       t.logged = true;
     }
-    write(t.decision);
+    write(t.decision, nanoClock.getAsLong() - t.startNanos);
   }
 
   /** Drops state of requests whose end never arrived. Owner thread. */
