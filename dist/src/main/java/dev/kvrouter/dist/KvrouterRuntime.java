@@ -214,6 +214,10 @@ public final class KvrouterRuntime implements AutoCloseable {
           .description("response observers that came for a request already ended at its routing stream's close "
               + "(a routing filter that closes its stream before the response; ending stops at the first)")
           .register(metrics);
+      FunctionCounter.builder("kvrouter.observer.reused.ids", inFlight, InFlight::reusedIds)
+          .description("requests that came with the x-request-id of a request still in flight and were given a "
+              + "fresh decision id (id~seq)")
+          .register(metrics);
     }
     admin = new AdminServer(metrics, registry, () -> extProc != null || xds != null).start(s.bind(), s.adminPort());
     log.info("kvrouter started: mode={} workers={} ext_proc={} xds={} admin={}", mode,

@@ -39,7 +39,11 @@ abstract class RoutingContract {
 
   @BeforeAll
   void startStack() throws Exception {
-    stack = new Stack(envoyConfig(), 3, 40);
+    // HTTP/1.1 request trailers reach the filters only when the connection manager is told to keep them (the
+    // shipped configs leave that to the mesh); on for aRequestWithTrailersIsRoutedWithoutWaiting.
+    stack = new Stack(envoyConfig(), 3, 40, new Stack.Options("", Map.of(), y -> y.replace(
+        "          stat_prefix: inference\n",
+        "          stat_prefix: inference\n          http_protocol_options: {enable_trailers: true}\n")));
     System.out.println("[e2e] " + getClass().getSimpleName() + " started real Envoy " + stack.envoyVersion
         + " from " + Stack.ROOT.resolve("envoy-config").resolve(envoyConfig()));
   }
@@ -173,6 +177,73 @@ abstract class RoutingContract {
     // a left response costs its headers, first chunk and what Envoy sent before it saw the close; a followed
     // one every chunk (20 tokens, the usage chunk and [DONE])
     assertThat(inFlight.observerMessages() - messages).isLessThan(2 * 8 + 25);
+  }
+
+  @Test
+  void aRequestWithTrailersIsRoutedWithoutWaiting() throws Exception {
+    // A chunked body followed by trailers: Envoy's BUFFERED mode sends the whole body without end_of_stream and
+    // holds the trailers until the body is answered (and never sends them under request_trailer_mode SKIP).
+    // Waiting for either stalled the request until message_timeout (2 s), after which it went unrouted.
+    String body = Stack.completion("with trailers", false, 3);
+    byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+    String request = "POST /v1/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        + "transfer-encoding: chunked\r\ntrailer: x-client-checksum\r\nconnection: close\r\n\r\n"
+        + Integer.toHexString(bytes.length) + "\r\n" + body + "\r\n0\r\nx-client-checksum: 1\r\n\r\n";
+    long start = System.nanoTime();
+    String response;
+    try (java.net.Socket s = new java.net.Socket("127.0.0.1", stack.listenerPort)) {
+      s.setSoTimeout(10_000);
+      s.getOutputStream().write(request.getBytes(StandardCharsets.UTF_8));
+      s.getOutputStream().flush();
+      response = new String(s.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    }
+    long ms = (System.nanoTime() - start) / 1_000_000;
+    assertThat(response).as(response).startsWith("HTTP/1.1 200");
+    String lower = response.toLowerCase(java.util.Locale.ROOT);
+    // Had the router waited for an end of stream, Envoy would have given up after message_timeout (2 s) and
+    // sent the request to the pool without a decision.
+    assertThat(lower).as("routed by the router, not failed open to the pool (%d ms)", ms)
+        .contains("x-kvrouter-decision: ");
+    String served = lower.replaceAll("(?s).*" + FakeWorker.SERVED_BY.toLowerCase(java.util.Locale.ROOT)
+        + ": (\\S+).*", "$1");
+    assertThat(stack.workers.get(served).lastHeaders().path("x-kvrouter-cluster").asText())
+        .isEqualTo("kvrouter_worker_" + served);
+  }
+
+  @Test
+  void requestsInFlightWithOneRequestIdAreEachRoutedAndReleased() throws Exception {
+    // Envoy keeps a client's x-request-id (no use_remote_address), so a retrying client can have two requests
+    // with one id in flight at once. Each must keep its own decision, or one is never ended and its reservation
+    // stays load until the ledger's expiry.
+    InFlight inFlight = stack.runtime.extProc().inFlight();
+    long reused = inFlight.reusedIds();
+    long expired = stack.runtime.ledger().expired();
+    var pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+    try {
+      List<java.util.concurrent.Future<HttpResponse<String>>> sent = new ArrayList<>();
+      for (int i = 0; i < 2; i++) {
+        int n = i;
+        // Not streamed: a decision waits for its observer until the response starts, which for a real engine is
+        // the end of the generation (held 600 ms here), so the first is still waiting when the second is routed.
+        sent.add(pool.submit(() -> stack.post("/v1/completions", Stack.completion("same id " + n, false, 12),
+            Map.of("x-request-id", "client-reused-id", FakeWorker.HOLD_HEADER, "600"))));
+        Thread.sleep(100);
+      }
+      List<String> decisions = new ArrayList<>();
+      for (var f : sent) {
+        HttpResponse<String> r = f.get(20, java.util.concurrent.TimeUnit.SECONDS);
+        assertThat(r.statusCode()).isEqualTo(200);
+        assertThat(JSON.readTree(r.body()).path("usage").path("completion_tokens").asInt()).isEqualTo(12);
+        decisions.add(r.headers().firstValue("x-kvrouter-decision").orElseThrow());
+      }
+      assertThat(decisions).doesNotHaveDuplicates().contains("client-reused-id");
+      assertThat(inFlight.reusedIds() - reused).isEqualTo(1);
+    } finally {
+      pool.shutdownNow();
+    }
+    Await.until("both requests released", Duration.ofSeconds(10),
+        () -> stack.runtime.ledger().liveReservations() == 0);
+    assertThat(stack.runtime.ledger().expired()).isEqualTo(expired);
   }
 
   @Test

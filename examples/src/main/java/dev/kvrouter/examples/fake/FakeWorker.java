@@ -128,6 +128,9 @@ public final class FakeWorker implements AutoCloseable {
     if (req.path("stream").asBoolean(false)) {
       stream(ex, chat, id, tokens, promptTokens);
     } else {
+      // A real engine answers a non-streamed request when its generation ends; a test that needs that window
+      // (a request still waiting for its response) asks for it with this header.
+      holdNonStreamed(headers.path(HOLD_HEADER).asText(""));
       ObjectNode body = envelope(chat, id, chat ? "chat.completion" : "text_completion");
       ArrayNode choices = body.putArray("choices");
       ObjectNode c = choices.addObject().put("index", 0).put("finish_reason", "length");
@@ -165,6 +168,22 @@ public final class FakeWorker implements AutoCloseable {
     usage(last, promptTokens, tokens);
     out.write(("data: " + JSON.writeValueAsString(last) + "\n\ndata: [DONE]\n\n").getBytes(StandardCharsets.UTF_8));
     out.flush();
+  }
+
+  /** Request header: milliseconds (at most 10,000) a non-streamed answer is held before it is sent. */
+  public static final String HOLD_HEADER = "x-fake-hold-ms";
+
+  private static void holdNonStreamed(String millis) {
+    if (millis.isEmpty()) {
+      return;
+    }
+    try {
+      Thread.sleep(Math.min(10_000, Math.max(0, Long.parseLong(millis))));
+    } catch (NumberFormatException e) {
+      // not a number: no hold
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   private void pause() {

@@ -104,8 +104,8 @@ public final class PromptPipeline {
     InferenceRequest request = prepared.request();
     // A batch is served by one worker; its first prompt leads. Token ids need no tokenizer: only the block size
     // and the namespace, which a known model has even while its tokenizer is loading.
-    if (request.prompt() instanceof CompletionPrompt c && c.first() instanceof CompletionPrompt.Tokens t
-        && prepared.scope().model().known()) {
+    if (request.prompt() instanceof CompletionPrompt c && !c.inputs().isEmpty()
+        && c.first() instanceof CompletionPrompt.Tokens t && prepared.scope().model().known()) {
       int[] ids = truncate(t.ids().toArray(), c.truncatePromptTokens());
       long th = nanoTime.getAsLong();
       long[] hashes = BlockHasher.hashFullBlocks(root, ids, ids.length, blockSize);

@@ -42,6 +42,12 @@ public record Decision(
     return chosen != null;
   }
 
+  /** The same decision under another id: see {@code InFlight.register} (two requests sent with one request id). */
+  public Decision withId(String newId) {
+    return new Decision(seq, newId, model, policy, chosen, dpRank, reason, fallback, rejection, detail, reservation,
+        decisionNanos);
+  }
+
   /**
    * What went into the decision. Immutable apart from the candidate list, which the decision record's writer
    * drops once the record is written ({@link #releaseCandidates}): a decision lives as long as its response, and

@@ -3,6 +3,7 @@ package dev.kvrouter.extproc.server;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.RemovalCause;
+import dev.kvrouter.extproc.routing.Decision;
 import java.time.Duration;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -45,6 +46,7 @@ public final class InFlight {
   /** Decisions ended by {@link #endOrphans}, for telling a late observer apart: bounded, expiring. */
   private final Cache<String, Boolean> endedOrphans;
   private final AtomicLong lateObservers = new AtomicLong();
+  private final AtomicLong reusedIds = new AtomicLong();
   /** Orphans waiting at most (the decisions' own bound, {@code maxEntries}, unless a test sets it apart). */
   private final long maxOrphans;
   /**
@@ -76,8 +78,30 @@ public final class InFlight {
         .build();
   }
 
-  void register(Exchange x) {
-    pending.put(x.decision().id(), x);
+  /**
+   * Registers {@code x} under its decision's id, or, if another request in flight already has that id, under a
+   * fresh one ({@code id~seq}), and returns what was registered. The decision id is the client's
+   * {@code x-request-id} when it sends one, and Envoy keeps a client's id (without {@code use_remote_address}):
+   * a retrying client or a proxy that reuses ids would otherwise have the second request's entry replace the
+   * first, whose observer then follows and ends the wrong request while the first is never ended.
+   */
+  Exchange register(Exchange x) {
+    Exchange registered = x;
+    for (int n = 1; pending.asMap().putIfAbsent(registered.decision().id(), registered) != null; n++) {
+      Decision d = x.decision();
+      registered = new Exchange(d.withId(d.id() + "~" + d.seq() + (n > 1 ? "." + n : "")));
+    }
+    if (registered != x && reusedIds.getAndIncrement() == 0) {
+      log.warn("two requests in flight at once carried request id {}; the later one's decision id is {} (its "
+          + "x-kvrouter-decision and decision record say so). Clients that reuse x-request-id: counted in "
+          + "kvrouter_observer_reused_ids_total", x.decision().id(), registered.decision().id());
+    }
+    return registered;
+  }
+
+  /** Requests that arrived with the id of one still in flight and were given a fresh decision id, since start. */
+  public long reusedIds() {
+    return reusedIds.get();
   }
 
   /** Removes and returns the exchange of the decision with this id, or null. */

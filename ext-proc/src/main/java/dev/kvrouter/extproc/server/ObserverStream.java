@@ -60,6 +60,11 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
       String id = EnvoyMessages.forwardedDecision(req);
       if (id != null) {
         claim(id);
+      } else if (req.getRequestCase() != ProcessingRequest.RequestCase.REQUEST_HEADERS) {
+        // A response that arrives without a decision was not routed by us (a pass-through path such as
+        // /v1/models, or a request the router never saw): nothing to follow, so close now rather than leave the
+        // stream to Envoy's deferred close.
+        claimed = true;
       }
     }
     switch (req.getRequestCase()) {

@@ -181,8 +181,12 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     if (!append(b.getBody())) {
       return;
     }
-    if (b.getEndOfStream()) {
-      routeAndForward(true);
+    // BUFFERED sends the whole body in one message, and without end_of_stream when trailers follow it (Envoy's
+    // ext_proc filter sends the buffered body when the trailers arrive and holds the trailers until the body is
+    // answered, or never sends them under request_trailer_mode SKIP): waiting for either would stall the
+    // request until message_timeout and send it unrouted.
+    if (b.getEndOfStream() || !fullDuplex) {
+      routeAndForward(b.getEndOfStream());
     }
   }
 
@@ -240,7 +244,17 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
           }
           return;
         }
-        publish(outcome, endOfStream);
+        try {
+          publish(outcome, endOfStream);
+        } catch (RuntimeException e) {
+          // Off the event loop nobody else catches it: a stream Envoy cancelled meanwhile refuses our messages
+          // (its onError then ends the request); anything else is ours, and must not kill the pool's thread.
+          if (e instanceof StatusRuntimeException s && s.getStatus().getCode() == Status.Code.CANCELLED) {
+            log.debug("request {} was cancelled while it was routed", requestId);
+          } else {
+            log.error("request {} failed inside the router", requestId, e);
+          }
+        }
       }
     });
   }
@@ -284,6 +298,12 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     Routed routed = (Routed) outcome;
     tenant = null; // the namespace and the tenant's pseudonym carry it from here on
     decision = routed.decision();
+    if (decision.routed()) {
+      // Registered before anything is recorded or sent, so its id is unique among requests in flight: the
+      // record, the headers and the observer's claim all use the id registration settled on.
+      exchange = inFlight.register(new Exchange(decision));
+      decision = exchange.decision();
+    }
     listener.onDecision(decision);
     if (!decision.routed()) {
       finish(decision.rejection(), decision.reason());
@@ -306,9 +326,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     }
     HeaderMutation mutation = headers.build();
     var metadata = EnvoyMessages.lbMetadata(decision.chosen().endpoint(), decision.id());
-    exchange = new Exchange(decision);
-    inFlight.register(exchange); // before the headers leave: the observer may ask for it right after
-    handedOff = true;
+    handedOff = true; // registered above, before the headers leave: the observer may ask for it right after
     if (requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED) {
       send(EnvoyMessages.routeOnHeaders(mutation, metadata));
       // A rewritten body is a fresh array this stream owns and never modifies: wrap it instead of copying again.

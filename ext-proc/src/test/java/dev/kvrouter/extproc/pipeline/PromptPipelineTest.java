@@ -200,6 +200,9 @@ class PromptPipelineTest {
         .unavailable()).isEqualTo("multimodal");
     assertThat(meters.find("kvrouter_prompt_unavailable_total").tag("reason", "multimodal").counter().count())
         .isEqualTo(1);
+    // no prompt at all, only embeddings (vLLM's prompt_embeds): a batch of zero prompts, not a crash
+    assertThat(p.run(prepare(InferenceRequest.Kind.COMPLETIONS, "{\"model\":\"qwen3\",\"prompt_embeds\":\"AAAA\"}"))
+        .unavailable()).isEqualTo("prompt_embeds");
   }
 
   @Test

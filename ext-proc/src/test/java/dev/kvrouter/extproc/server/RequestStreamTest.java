@@ -240,6 +240,77 @@ class RequestStreamTest {
   }
 
   @Test
+  void aBufferedBodyThatTrailersFollowIsRoutedWithoutItsEndOfStream() {
+    // Envoy's BUFFERED mode sends the whole body without end_of_stream when the request has trailers, and sends
+    // the trailers (if at all) only after the body is answered.
+    RequestStream s = stream(1 << 20);
+    s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
+    s.onNext(body(BODY, false));
+    assertThat(sent).as("headers, then the routed body").hasSize(2);
+    assertThat(setHeaders(sent.get(1).getRequestBody().getResponse().getHeaderMutation().getSetHeadersList()))
+        .containsEntry("x-kvrouter-cluster", "kvrouter_worker_a");
+    s.onNext(ProcessingRequest.newBuilder().setRequestTrailers(
+        io.envoyproxy.envoy.service.ext_proc.v3.HttpTrailers.getDefaultInstance()).build());
+    assertThat(sent).hasSize(3);
+    assertThat(sent.get(2).hasRequestTrailers()).isTrue();
+    assertThat(inFlight.pending()).as("routed once").isEqualTo(1);
+  }
+
+  @Test
+  void twoRequestsInFlightWithOneRequestIdEachKeepTheirOwnDecision() {
+    List<String> ends = new ArrayList<>();
+    RequestListener byWorker = new RequestListener() {
+      @Override
+      public void onEnd(dev.kvrouter.extproc.routing.Decision d, boolean aborted) {
+        ends.add(d.id() + "@" + d.chosen().name());
+      }
+    };
+    ExtProcOptions o = ExtProcOptions.defaults();
+    o = new ExtProcOptions(o.bind(), 0, 1 << 20, o.tenantHeader(), BodySendMode.BUFFERED, BodySendMode.STREAMED,
+        1, 1, inlineLimit, 1);
+    RequestStream first = new RequestStream(out, RequestPath.of(router, byWorker), o, offloaded::add, inFlight);
+    RequestStream second = new RequestStream(out, RequestPath.of(router, byWorker), o, offloaded::add, inFlight);
+    first.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false)); // x-request-id: req-1
+    first.onNext(body(BODY, true));
+    second.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false)); // the same id, still in flight
+    second.onNext(body(BODY, true));
+    String firstId = setHeaders(sent.get(1).getRequestBody().getResponse().getHeaderMutation().getSetHeadersList())
+        .get("x-kvrouter-decision");
+    String secondId = setHeaders(sent.get(3).getRequestBody().getResponse().getHeaderMutation()
+        .getSetHeadersList()).get("x-kvrouter-decision");
+    assertThat(firstId).isEqualTo("req-1");
+    assertThat(secondId).startsWith("req-1~").isNotEqualTo(firstId);
+    assertThat(sent.get(3).getDynamicMetadata().getFieldsOrThrow("envoy.lb").getStructValue()
+        .getFieldsOrThrow("x-kvrouter-decision").getStringValue()).isEqualTo(secondId);
+    assertThat(inFlight.pending()).isEqualTo(2);
+    assertThat(inFlight.reusedIds()).isEqualTo(1);
+    for (String id : List.of(secondId, firstId)) {
+      ObserverStream obs = new ObserverStream(out, inFlight, byWorker, 1);
+      obs.onNext(ProcessingRequest.newBuilder().setRequestHeaders(HttpHeaders.newBuilder().setHeaders(
+          HeaderMap.newBuilder().addHeaders(HeaderValue.newBuilder().setKey("x-kvrouter-decision")
+              .setRawValue(ByteString.copyFromUtf8(id))))).build());
+      obs.onNext(responseBody("{}", true));
+    }
+    assertThat(ends).containsExactly(secondId + "@b", "req-1@a");
+    first.onCompleted();
+    second.onCompleted();
+    assertThat(ends).as("each ended once").hasSize(2);
+  }
+
+  @Test
+  void anObserverOfAResponseNobodyRoutedClosesAtOnce() {
+    // A pass-through path (GET /v1/models): the observer's first message carries no decision.
+    ObserverStream obs = new ObserverStream(out, inFlight, listener, 1);
+    obs.onNext(ProcessingRequest.newBuilder().setResponseHeaders(HttpHeaders.newBuilder().setHeaders(
+        HeaderMap.newBuilder().addHeaders(HeaderValue.newBuilder().setKey(":status")
+            .setRawValue(ByteString.copyFromUtf8("200"))))).build());
+    assertThat(events).as("closed by the router, not left to Envoy's deferred close").containsExactly("completed");
+    obs.onNext(responseBody("{\"data\":[]}", true));
+    obs.onCompleted();
+    assertThat(events).as("closed once, nothing ended").containsExactly("completed");
+  }
+
+  @Test
   void aClientThatLeavesWhileItsRequestIsRoutedGetsNothingSentAndEndsAborted() {
     inlineLimit = 10;
     RequestStream s = stream(1 << 20);
