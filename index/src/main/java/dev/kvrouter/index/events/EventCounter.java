@@ -36,7 +36,9 @@ public enum EventCounter {
   /** Removes of blocks this view does not hold (normal after an eviction or a partial history). */
   UNKNOWN_REMOVES("unknown_removes", null, null),
   /** Batches whose data_parallel_rank differs from the source's rank (applied anyway). */
-  DP_RANK_MISMATCH("dp_rank_mismatch", null, null);
+  DP_RANK_MISMATCH("dp_rank_mismatch", null, null),
+  /** Live messages whose handling failed unexpectedly (a bug): the view is marked stale, the shard goes on. */
+  ERRORS("errors", null, null);
 
   private final String metric;
   private final String tagKey;

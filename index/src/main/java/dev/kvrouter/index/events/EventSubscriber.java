@@ -8,6 +8,7 @@ import dev.kvrouter.index.wire.ZmqFrames;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -35,7 +36,7 @@ import org.zeromq.ZMQ;
  * connect, llm-d style) sources that share an endpoint share one bound SUB and are told apart by topic. Each
  * source is pinned to one of {@link SubscriberConfig#shards()} event threads, which receives, decodes and
  * applies its batches in order (so each worker's view has a single writer) and runs its replays; ZMQ
- * reconnects with exponential backoff, and a bind that fails is retried with backoff.
+ * reconnects with exponential backoff, and a bind or connect that fails is retried with backoff.
  *
  * <h2>Concurrency</h2>
  * {@link #add}, {@link #remove} and {@link #reconcile} may be called from any thread; they record the desired
@@ -55,6 +56,13 @@ public final class EventSubscriber implements AutoCloseable {
   private final Map<WorkerId, EventSource> desired = new ConcurrentHashMap<>();
   private final AtomicLong unroutable = new AtomicLong();
   private final Shard[] shards;
+  /**
+   * Each worker's commands, run one at a time in the order issued, each on its shard (the head is the one queued
+   * or running there). A source that moves to another shard (a new bound endpoint, connect to bind) must be closed
+   * and purged by its old shard before the new one registers it: otherwise the new shard reuses the old view (two
+   * writers) and the old shard's purge then removes it from the index while it is followed.
+   */
+  private final Map<WorkerId, ArrayDeque<Step>> lanes = new HashMap<>();
   private ZContext ctx;
   private volatile boolean running;
 
@@ -86,21 +94,25 @@ public final class EventSubscriber implements AutoCloseable {
   /** Follows {@code source} (restarting it, and purging the worker, if it changed). */
   public void add(EventSource source) {
     Objects.requireNonNull(source, "source");
-    EventSource old = desired.put(source.id(), source);
-    if (source.equals(old)) {
-      return;
+    synchronized (lanes) {
+      EventSource old = desired.put(source.id(), source);
+      if (source.equals(old)) {
+        return;
+      }
+      if (old != null) {
+        enqueue(old.id(), shardOf(old), s -> s.close(old.id(), true));
+      }
+      enqueue(source.id(), shardOf(source), s -> s.open(source));
     }
-    if (old != null) {
-      shardOf(old).submit(s -> s.close(old.id(), true));
-    }
-    shardOf(source).submit(s -> s.open(source));
   }
 
   /** Stops following {@code id} and purges it from the index. */
   public void remove(WorkerId id) {
-    EventSource old = desired.remove(id);
-    if (old != null) {
-      shardOf(old).submit(s -> s.close(id, true));
+    synchronized (lanes) {
+      EventSource old = desired.remove(id);
+      if (old != null) {
+        enqueue(id, shardOf(old), s -> s.close(id, true));
+      }
     }
   }
 
@@ -132,9 +144,17 @@ public final class EventSubscriber implements AutoCloseable {
 
   /** Waits until every command issued before this call has been applied by its shard. */
   public void sync(Duration timeout) {
-    CountDownLatch latch = new CountDownLatch(shards.length);
-    for (Shard s : shards) {
-      s.submit(x -> latch.countDown());
+    CountDownLatch latch;
+    synchronized (lanes) {
+      // a worker's later commands wait in its lane, on no shard yet
+      List<WorkerId> waiting = new ArrayList<>(lanes.keySet());
+      latch = new CountDownLatch(shards.length + waiting.size());
+      for (Shard s : shards) {
+        s.submit(x -> latch.countDown());
+      }
+      for (WorkerId id : waiting) {
+        enqueue(id, lanes.get(id).getLast().shard(), x -> latch.countDown());
+      }
     }
     try {
       if (!latch.await(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
@@ -164,6 +184,44 @@ public final class EventSubscriber implements AutoCloseable {
       }
     }
     ctx.close();
+  }
+
+  /** Runs {@code task} on the event thread of {@code source}'s shard after what is queued there (for tests). */
+  void runOnShardOf(EventSource source, Runnable task) {
+    shardOf(source).submit(s -> task.run());
+  }
+
+  /** Appends a command to {@code id}'s lane; call holding {@link #lanes}. */
+  private void enqueue(WorkerId id, Shard shard, Command command) {
+    Step step = new Step(shard, command);
+    ArrayDeque<Step> lane = lanes.computeIfAbsent(id, k -> new ArrayDeque<>());
+    lane.add(step);
+    if (lane.size() == 1) {
+      dispatch(id, step);
+    }
+  }
+
+  private void dispatch(WorkerId id, Step step) {
+    step.shard().submit(s -> {
+      try {
+        step.command().run(s);
+      } finally {
+        stepDone(id);
+      }
+    });
+  }
+
+  private void stepDone(WorkerId id) {
+    synchronized (lanes) {
+      ArrayDeque<Step> lane = lanes.get(id);
+      lane.poll();
+      Step next = lane.peek();
+      if (next == null) {
+        lanes.remove(id);
+      } else {
+        dispatch(id, next);
+      }
+    }
   }
 
   private Shard shardOf(EventSource s) {
@@ -205,9 +263,11 @@ public final class EventSubscriber implements AutoCloseable {
     final boolean bind;
     final List<Follow> members = new ArrayList<>(1);
     ZMQ.Socket socket;
-    boolean bound;
-    long nextBindMillis;
-    long bindBackoffMillis;
+    /** Bound or connected. */
+    boolean attached;
+    boolean attachFailed;
+    long nextAttachMillis;
+    long attachBackoffMillis;
 
     Endpoint(String key, String address, boolean bind) {
       this.key = key;
@@ -219,6 +279,8 @@ public final class EventSubscriber implements AutoCloseable {
   private interface Command {
     void run(Shard shard);
   }
+
+  private record Step(Shard shard, Command command) {}
 
   /** An event thread: owns its sockets, followers and the views of its workers. */
   private final class Shard implements Runnable {
@@ -258,7 +320,7 @@ public final class EventSubscriber implements AutoCloseable {
             }
           }
           long now = clock.millis();
-          retryBinds(now);
+          retryAttach(now);
           if (pollerDirty) {
             rebuildPoller();
           }
@@ -318,12 +380,8 @@ public final class EventSubscriber implements AutoCloseable {
       f.endpoint = ep;
       if (ep.socket == null) {
         ep.socket = ZmqSockets.sub(ctx, config);
-        if (ep.bind) {
-          ep.bindBackoffMillis = config.reconnectMillis();
-          tryBind(ep, clock.millis());
-        } else {
-          ep.socket.connect(ep.address);
-        }
+        ep.attachBackoffMillis = config.reconnectMillis();
+        tryAttach(ep, clock.millis());
         pollerDirty = true;
       }
       ep.socket.subscribe(source.topic().getBytes(StandardCharsets.UTF_8));
@@ -352,23 +410,45 @@ public final class EventSubscriber implements AutoCloseable {
       }
     }
 
-    private void tryBind(Endpoint ep, long now) {
+    private void tryAttach(Endpoint ep, long now) {
+      String error = "";
       try {
-        ep.bound = ep.socket.bind(ep.address);
+        if (ep.bind) {
+          ep.attached = ep.socket.bind(ep.address);
+        } else {
+          ep.socket.connect(ep.address); // ZMQ retries a connected endpoint itself; this throws only before that
+          ep.attached = true;
+        }
       } catch (RuntimeException e) {
-        ep.bound = false;
+        ep.attached = false;
+        error = ": " + e;
       }
-      if (!ep.bound) {
-        log.warn("cannot bind {} for KV events; retrying in {} ms", ep.address, ep.bindBackoffMillis);
-        ep.nextBindMillis = now + ep.bindBackoffMillis;
-        ep.bindBackoffMillis = Math.min(config.reconnectMaxMillis(), ep.bindBackoffMillis * 2);
+      if (ep.attached) {
+        if (ep.attachFailed && !ep.bind) {
+          // nothing arrived while unconnected, so the view claims nothing false
+          for (Follow f : ep.members) {
+            f.health.markFresh("connected to " + ep.address);
+          }
+        }
+        return;
       }
+      ep.attachFailed = true;
+      log.warn("cannot {} {} for KV events{}; retrying in {} ms", ep.bind ? "bind" : "connect", ep.address, error,
+          ep.attachBackoffMillis);
+      if (!ep.bind) {
+        // so the router sees a worker it cannot follow
+        for (Follow f : ep.members) {
+          f.health.markStale("cannot connect to " + ep.address + error, now);
+        }
+      }
+      ep.nextAttachMillis = now + ep.attachBackoffMillis;
+      ep.attachBackoffMillis = Math.min(config.reconnectMaxMillis(), ep.attachBackoffMillis * 2);
     }
 
-    private void retryBinds(long now) {
+    private void retryAttach(long now) {
       for (Endpoint ep : endpoints.values()) {
-        if (ep.bind && !ep.bound && now >= ep.nextBindMillis) {
-          tryBind(ep, now);
+        if (!ep.attached && now >= ep.nextAttachMillis) {
+          tryAttach(ep, now);
         }
       }
     }
@@ -412,7 +492,16 @@ public final class EventSubscriber implements AutoCloseable {
           f.health.inc(EventCounter.MALFORMED);
           continue;
         }
-        f.follower.onLive(ZmqFrames.readSeq(frames[1]), frames[2]);
+        try {
+          f.follower.onLive(ZmqFrames.readSeq(frames[1]), frames[2]);
+        } catch (RuntimeException e) {
+          // this worker's failure alone: thrown on, it would end the shard and every other worker's stream with it
+          f.health.inc(EventCounter.ERRORS);
+          if (!f.health.stale()) {
+            log.error("handling a KV event batch of {} failed; its view is stale", f.source.id(), e);
+          }
+          f.health.markStale("handling a batch failed: " + e.getClass().getSimpleName(), clock.millis());
+        }
       }
     }
 

@@ -69,11 +69,19 @@ final class ReplayClient implements StreamFollower.Replayer, AutoCloseable {
 
   /** One request and its replies, up to {@code budget} batches. */
   private Round round(long fromSeq, StreamFollower.BatchSink sink, int budget) {
-    if (dealer == null) {
-      dealer = ZmqSockets.dealer(ctx, endpoint, timeoutMillis, reconnectMillis, handshakeMillis);
-    }
-    if (!dealer.sendMore(new byte[0]) || !dealer.send(ZmqFrames.seqBytes(fromSeq))) {
-      log.warn("replay request to {} could not be sent", endpoint);
+    try {
+      if (dealer == null) {
+        dealer = ZmqSockets.dealer(ctx, endpoint, timeoutMillis, reconnectMillis, handshakeMillis);
+      }
+      if (!dealer.sendMore(new byte[0]) || !dealer.send(ZmqFrames.seqBytes(fromSeq))) {
+        log.warn("replay request to {} could not be sent", endpoint);
+        discard();
+        return new Round(Outcome.FAILED, 0, -1);
+      }
+    } catch (RuntimeException e) {
+      // An endpoint ZMQ cannot connect to (a host name not in DNS yet, a malformed address) fails this worker's
+      // replay only: thrown on, it would end the event thread of every worker on the shard
+      log.warn("replay request to {} failed: {}", endpoint, e.toString());
       discard();
       return new Round(Outcome.FAILED, 0, -1);
     }

@@ -36,7 +36,12 @@ final class ZmqSockets {
     d.setSendTimeOut(timeoutMillis);
     d.setReconnectIVL(reconnectMillis);
     d.setHandshakeIvl(handshakeMillis);
-    d.connect(endpoint);
+    try {
+      d.connect(endpoint);
+    } catch (RuntimeException e) {
+      ctx.destroySocket(d); // the caller never gets it to close
+      throw e;
+    }
     return d;
   }
 }

@@ -17,6 +17,9 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
@@ -27,17 +30,21 @@ import org.junit.jupiter.api.Timeout;
 class EventSubscriberTest {
 
   private static final int BS = 4;
+  /** An endpoint ZMQ refuses at connect, at once and without DNS (no port). */
+  private static final String UNCONNECTABLE = "tcp://127.0.0.1";
   private final List<AutoCloseable> closeables = new ArrayList<>();
   private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
   private final KvIndex index = new KvIndex(IndexConfig.defaults(), Clock.systemUTC());
   private final EventPlaneHealth health = new EventPlaneHealth(registry, Clock.systemUTC(), Duration.ZERO);
   private final EventSubscriber sub = new EventSubscriber(index, health, SubscriberConfig.defaults().withShards(2),
-      Clock.systemUTC(), r -> {
-        Thread t = new Thread(r, "kv-events-test");
-        t.setDaemon(true);
-        return t;
-      });
+      Clock.systemUTC(), EventSubscriberTest::daemon);
   private long nextHash = 1;
+
+  private static Thread daemon(Runnable r) {
+    Thread t = new Thread(r, "kv-events-test");
+    t.setDaemon(true);
+    return t;
+  }
 
   @AfterEach
   void close() throws Exception {
@@ -173,6 +180,89 @@ class EventSubscriberTest {
     assertThat(registry.get("kvrouter.events.dp_rank_mismatch").tags("worker", "engine").functionCounter().count())
         .isZero();
     assertThat(health.snapshots()).extracting(WorkerEventHealth.Snapshot::worker).containsExactly(w);
+  }
+
+  @Test
+  void aReplayEndpointThatCannotBeConnectedFailsOnlyItsWorkersReplay() throws Exception {
+    EventSubscriber one = new EventSubscriber(index, health, SubscriberConfig.defaults().withShards(1),
+        Clock.systemUTC(), EventSubscriberTest::daemon);
+    closeables.add(one);
+    one.start();
+    KvEventPublisher pa = publisher(PublisherConfig.vllm("tcp://127.0.0.1:*").withBind(true));
+    KvEventPublisher pb = publisher(PublisherConfig.vllm("tcp://127.0.0.1:*").withBind(true));
+    WorkerId a = WorkerId.of("a");
+    WorkerId b = WorkerId.of("b");
+    one.add(EventSource.connect(b, "m", BS, pb.endpoint(), null));
+    publishUntil(pb, b, 1);
+    // a's engine has published before we join, so a's first message asks for a replay from 0
+    for (int i = 0; i < 3; i++) {
+      pa.publish(List.of(BlockStored.of(new long[] {1000 + i}, null, new int[] {9, 9, 9, i}, BS, "GPU")));
+    }
+    pa.flush(Duration.ofSeconds(5));
+    one.add(EventSource.connect(a, "m", BS, pa.endpoint(), UNCONNECTABLE));
+    publishUntil(pa, a, 1);
+    publishUntil(pb, b, 2);
+    assertThat(health.get(a).count(EventCounter.REPLAY_FAILURES)).isPositive();
+    assertThat(health.get(a).count(EventCounter.ERRORS)).isZero();
+    assertThat(health.get(a).stale()).as("a late join without replay claims nothing false").isFalse();
+  }
+
+  @Test
+  void aSourceThatCannotBeConnectedIsStale() throws Exception {
+    sub.start();
+    WorkerId w = WorkerId.of("w");
+    sub.add(EventSource.connect(w, "m", BS, UNCONNECTABLE, null));
+    sub.sync(Duration.ofSeconds(10));
+    assertThat(health.get(w).stale()).isTrue();
+    assertThat(health.get(w).staleReason()).startsWith("cannot connect to " + UNCONNECTABLE);
+  }
+
+  @Test
+  void aSourceMovingToAnotherShardIsPurgedByItsOldShardBeforeTheNewOneFollowsIt() throws Exception {
+    sub.start();
+    KvEventPublisher p = publisher(PublisherConfig.vllm("tcp://127.0.0.1:*").withBind(true));
+    WorkerId w = WorkerId.of("w");
+    EventSource before = EventSource.connect(w, "m", BS, p.endpoint(), null);
+    EventSource after = null;
+    // bind mode shards by endpoint: a port whose endpoint lands on the other shard, one in two
+    for (int i = 0; i < 64 && after == null; i++) {
+      EventSource candidate = new EventSource(w, "m", BS, "tcp://127.0.0.1:" + freePort(), null, "", true);
+      if (shardThread(candidate) != shardThread(before)) {
+        after = candidate;
+      }
+    }
+    assertThat(after).as("an endpoint on the other shard").isNotNull();
+    sub.add(before);
+    publishUntil(p, w, 2);
+
+    // the old shard is busy (a long replay of another worker, say) while the source moves
+    CountDownLatch release = new CountDownLatch(1);
+    sub.runOnShardOf(before, () -> {
+      try {
+        release.await(30, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    });
+    sub.add(after);
+    CountDownLatch newShardIdle = new CountDownLatch(1);
+    sub.runOnShardOf(after, newShardIdle::countDown);
+    assertThat(newShardIdle.await(10, TimeUnit.SECONDS)).isTrue();
+    release.countDown();
+    sub.sync(Duration.ofSeconds(10));
+
+    assertThat(sub.sources()).containsKey(w);
+    assertThat(index.view(w)).as("w in the index").isNotNull();
+    assertThat(index.view(w).size()).as("followed afresh").isZero();
+    KvEventPublisher moved = publisher(PublisherConfig.vllm(after.endpoint()).withBind(false));
+    publishUntil(moved, w, 1);
+  }
+
+  /** The event thread following {@code source}. */
+  private Thread shardThread(EventSource source) throws Exception {
+    CompletableFuture<Thread> t = new CompletableFuture<>();
+    sub.runOnShardOf(source, () -> t.complete(Thread.currentThread()));
+    return t.get(10, TimeUnit.SECONDS);
   }
 
   private static int freePort() throws IOException {

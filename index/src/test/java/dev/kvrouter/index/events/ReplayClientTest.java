@@ -112,6 +112,20 @@ class ReplayClientTest {
   }
 
   @Test
+  void aReplayEndpointThatCannotBeConnectedFailsTheReplayAndLeavesNoSocket() {
+    // a host not in DNS (yet), a malformed address: ZMQ throws at connect
+    for (String endpoint : List.of("tcp://no-such-host.invalid:5558", "tcp://127.0.0.1")) {
+      try (ZContext ctx = new ZContext(1);
+          ReplayClient c = new ReplayClient(ctx, endpoint, 2000, 100, 100, 1000)) {
+        List<Long> got = new ArrayList<>();
+        assertThat(c.replay(0, (seq, payload) -> got.add(seq))).as(endpoint).isFalse();
+        assertThat(got).isEmpty();
+        assertThat(ctx.getSockets()).as("sockets of " + endpoint).isEmpty();
+      }
+    }
+  }
+
+  @Test
   void theBatchCapHoldsAcrossRequests() throws Exception {
     Replayed r = replay(5000, 1000, null, 0, 2500);
     assertThat(r.ended()).as("abandoned at the cap").isFalse();
