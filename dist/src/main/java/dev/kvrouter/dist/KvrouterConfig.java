@@ -1,9 +1,16 @@
 package dev.kvrouter.dist;
 
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonStreamContext;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.core.exc.StreamReadException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
+import com.fasterxml.jackson.databind.cfg.CoercionAction;
+import com.fasterxml.jackson.databind.cfg.CoercionInputShape;
+import com.fasterxml.jackson.databind.type.LogicalType;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.kvrouter.extproc.model.ModelSpec;
@@ -24,6 +31,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 /**
@@ -43,7 +52,7 @@ public record KvrouterConfig(
     Replicas replicas) {
 
   public KvrouterConfig {
-    events = events == null ? new Events(null, 0, 0, 0, 0, 0, null, null, null, null, null) : events;
+    events = events == null ? new Events(null, 0, 0, 0, 0, null, null, null, null, null, null) : events;
     server = server == null ? new Server(null, 0, 0, 0, null, null) : server;
     models = models == null ? List.of() : java.util.Collections.unmodifiableList(new ArrayList<>(models));
     workers = workers == null ? new Workers(null, 0) : workers;
@@ -279,7 +288,7 @@ public record KvrouterConfig(
    *     {@code staleRecoveryMs} (default true; false: a stale view earns nothing until it recovers)
    */
   public record Events(Boolean enabled, long maxIndexEntries, int predictedTtlMs, int approximateTtlMs,
-      int subscriberThreads, int staleRecoveryMs, Boolean earlyStop, Integer prefixJump, List<String> walkModels,
+      int subscriberThreads, Integer staleRecoveryMs, Boolean earlyStop, Integer prefixJump, List<String> walkModels,
       MediaIdentities mediaIdentities, Boolean staleViewTrust) {
     public Events {
       staleViewTrust = staleViewTrust == null || staleViewTrust;
@@ -292,7 +301,8 @@ public record KvrouterConfig(
       approximateTtlMs = approximateTtlMs == 0 ? 120_000 : approximateTtlMs;
       subscriberThreads = subscriberThreads == 0 ? Math.max(1, Math.min(4,
           Runtime.getRuntime().availableProcessors())) : subscriberThreads;
-      staleRecoveryMs = staleRecoveryMs == 0 ? 60_000 : staleRecoveryMs;
+      // Unset means the default; 0 is a setting of its own (no timed recovery), so it may not stand for unset.
+      staleRecoveryMs = staleRecoveryMs == null ? 60_000 : staleRecoveryMs;
       earlyStop = earlyStop == null || earlyStop;
     }
   }
@@ -369,9 +379,26 @@ public record KvrouterConfig(
     }
   }
 
-  private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory())
-      .setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
-      .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
+  /**
+   * Strict on purpose: a repeated key would silently replace the first (a second {@code events:} section drops every
+   * setting of the first), and a fraction or a quoted value for a number or switch would be truncated or guessed at
+   * ({@code 9002.9} became port 9002). Each of these is a typo the file's author should hear about.
+   */
+  private static final ObjectMapper YAML = strict(new ObjectMapper(YAMLFactory.builder()
+      .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build()));
+
+  private static ObjectMapper strict(ObjectMapper m) {
+    m.setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
+        .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+        .disable(DeserializationFeature.ACCEPT_FLOAT_AS_INT);
+    for (LogicalType t : new LogicalType[] {LogicalType.Integer, LogicalType.Float, LogicalType.Boolean}) {
+      m.coercionConfigFor(t)
+          .setCoercion(CoercionInputShape.String, CoercionAction.Fail)
+          .setCoercion(CoercionInputShape.EmptyString, CoercionAction.Fail);
+    }
+    m.coercionConfigFor(LogicalType.Boolean).setCoercion(CoercionInputShape.Integer, CoercionAction.Fail);
+    return m;
+  }
 
   public static KvrouterConfig defaults() {
     return new KvrouterConfig(null, null, null, null, null, null, null, null, null);
@@ -390,7 +417,9 @@ public record KvrouterConfig(
           + e.getKnownPropertyIds().stream().map(Object::toString).sorted().collect(Collectors.joining(", "))
           + ")");
     } catch (JsonMappingException e) {
-      throw new InvalidConfig(source + ": " + path(e) + ": " + e.getOriginalMessage());
+      throw new InvalidConfig(source + ": " + path(e) + ": " + explain(e.getOriginalMessage(), e.getLocation()));
+    } catch (StreamReadException e) {
+      throw new InvalidConfig(source + ": " + path(e) + ": " + explain(e.getOriginalMessage(), e.getLocation()));
     } catch (IOException e) {
       throw new InvalidConfig(source + ": not valid YAML: " + e.getMessage());
     }
@@ -401,10 +430,47 @@ public record KvrouterConfig(
     return c;
   }
 
+  /**
+   * A repeated key at the top level reaches here unwrapped, without a reference path; the parser's context names
+   * the mapping that holds it (its own current name is the repeated key, which the message gives).
+   */
+  private static String path(StreamReadException e) {
+    List<String> names = new ArrayList<>();
+    JsonStreamContext c = e.getProcessor() == null ? null : e.getProcessor().getParsingContext();
+    for (c = c == null ? null : c.getParent(); c != null && !c.inRoot(); c = c.getParent()) {
+      names.add(0, c.inArray() ? "[" + c.getCurrentIndex() + "]" : c.getCurrentName());
+    }
+    return names.isEmpty() ? "(top level)" : String.join(".", names).replace(".[", "[");
+  }
+
+  private static final Pattern DUPLICATE = Pattern.compile(
+      "Duplicate field '(.*)'");
+  private static final Pattern COERCION = Pattern.compile(
+      "Cannot coerce (?:empty )?(.+?)(?: value)? \\((.*)\\) to `([^`]+)` value.*", Pattern.DOTALL);
+
+  /** Jackson's wording for the strict checks points at its own settings; say what the file should hold. */
+  private static String explain(String message, JsonLocation at) {
+    String line = at == null || at.getLineNr() < 1 ? "" : " (line " + at.getLineNr() + ")";
+    Matcher m = DUPLICATE.matcher(message);
+    if (m.matches()) {
+      return "key `" + m.group(1) + "` appears twice" + line + "; the second would silently replace the first";
+    }
+    m = COERCION.matcher(message);
+    if (m.matches()) {
+      String type = m.group(3).replace("java.lang.", "").toLowerCase(Locale.ROOT);
+      String want = type.equals("boolean") ? "true or false"
+          : type.equals("int") || type.equals("integer") || type.equals("long") ? "a whole number" : "a number";
+      boolean quoted = m.group(1).equals("String") && !m.group(2).equals("\"\"");
+      return "must be " + want + ", was " + m.group(1).toLowerCase(Locale.ROOT) + " " + m.group(2)
+          + (quoted ? " (write it without quotes)" : "");
+    }
+    return message;
+  }
+
   private static String path(JsonMappingException e) {
     String p = e.getPath().stream()
         .map(r -> r.getFieldName() != null ? r.getFieldName() : "[" + r.getIndex() + "]")
-        .collect(Collectors.joining("."));
+        .collect(Collectors.joining(".")).replace(".[", "[");
     return p.isEmpty() ? "(top level)" : p;
   }
 

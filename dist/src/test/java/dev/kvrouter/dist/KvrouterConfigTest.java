@@ -145,6 +145,48 @@ class KvrouterConfigTest {
         .hasMessageContaining("observability.truth_check_every: must be >= 0");
   }
 
+  /** 0 is documented (Events, docs/index.md) and implemented (WorkerEventHealth); it was read as unset. */
+  @Test
+  void staleRecoveryZeroKeepsAStaleViewStaleUntilAnExplicitRecovery() {
+    assertThat(KvrouterConfig.parse("events:\n  stale_recovery_ms: 0\n", "k.yaml").events().staleRecoveryMs())
+        .isZero();
+    assertThat(KvrouterConfig.parse("events: {enabled: true}\n", "k.yaml").events().staleRecoveryMs())
+        .isEqualTo(60_000);
+    assertThatThrownBy(() -> KvrouterConfig.parse("events: {stale_recovery_ms: -1}\n", "k.yaml"))
+        .hasMessageContaining("events: durations must not be negative");
+  }
+
+  /** A second `events:` used to replace the first whole, silently. */
+  @Test
+  void aRepeatedKeyIsAnErrorNamingIt() {
+    assertThatThrownBy(() -> KvrouterConfig.parse(
+        "events:\n  subscriber_threads: 2\nserver:\n  admin_port: 9191\nevents:\n  enabled: false\n", "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .hasMessage("k.yaml: (top level): key `events` appears twice (line 5); the second would silently replace "
+            + "the first");
+    assertThatThrownBy(() -> KvrouterConfig.parse("models:\n  - {name: a, block_size: 16, block_size: 8}\n",
+        "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .hasMessageStartingWith("k.yaml: models[0]: key `block_size` appears twice");
+  }
+
+  /** 9002.9 was truncated to port 9002; quoted numbers and switches were converted as well. */
+  @Test
+  void numbersAndSwitchesAreTakenOnlyAsWritten() {
+    assertThatThrownBy(() -> KvrouterConfig.parse("server:\n  ext_proc_port: 9002.9\n", "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .hasMessage("k.yaml: server.ext_proc_port: must be a whole number, was floating-point 9002.9");
+    assertThatThrownBy(() -> KvrouterConfig.parse("server: {xds_port: \"18000\"}\n", "k.yaml"))
+        .hasMessage("k.yaml: server.xds_port: must be a whole number, was string \"18000\" (write it without "
+            + "quotes)");
+    assertThatThrownBy(() -> KvrouterConfig.parse("events: {enabled: \"false\"}\n", "k.yaml"))
+        .hasMessage("k.yaml: events.enabled: must be true or false, was string \"false\" (write it without quotes)");
+    assertThatThrownBy(() -> KvrouterConfig.parse("routing: {weights: {gpu_credit: \"2\"}}\n", "k.yaml"))
+        .hasMessageStartingWith("k.yaml: routing.weights.gpu_credit: must be a number");
+    assertThat(KvrouterConfig.parse("routing: {weights: {gpu_credit: 2}}\n", "k.yaml").routing().weights()
+        .gpuCredit()).as("a whole number is a number").isEqualTo(2.0);
+  }
+
   @Test
   void wrongTypesNameTheirPath() {
     assertThatThrownBy(() -> KvrouterConfig.parse("server: {ext_proc_port: lots}", "k.yaml"))
