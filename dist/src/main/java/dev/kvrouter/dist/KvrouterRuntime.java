@@ -59,7 +59,9 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
+import java.util.function.ToIntFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -352,26 +354,17 @@ public final class KvrouterRuntime implements AutoCloseable {
     KvIndex idx = index;
     EventSubscriber sub = events;
     Set<String> walkModels = Set.copyOf(e.walkModels());
+    ToIntFunction<Worker> blockSize = w -> w.blockSize() > 0 ? w.blockSize()
+        : models == null ? 16 : models.resolve(w.model()).blockSize();
     indexListener = fleet -> {
-      List<EventSource> sources = new ArrayList<>();
       Set<WorkerId> owners = new HashSet<>();
       for (Worker w : fleet.all()) {
         owners.addAll(w.cacheOwners());
-        if (w.events() == null || sub == null) {
-          continue;
-        }
-        int blockSize = w.blockSize() > 0 ? w.blockSize() : models == null ? 16 : models.resolve(w.model())
-            .blockSize();
-        for (WorkerId id : w.cacheOwners()) {
-          var ev = w.events();
-          sources.add(new EventSource(id, w.model(), blockSize, ZmqFrames.offsetEndpoint(ev.endpoint(),
-              id.dpRank()), ev.replayEndpoint() == null ? null
-              : ZmqFrames.offsetEndpoint(ev.replayEndpoint(), id.dpRank()), ev.topic(), ev.bind(),
-              walkModels.contains(w.model())));
-        }
       }
       if (sub != null) {
-        sub.reconcile(sources); // purges the index views of sources that are gone
+        // purges the index views of sources that are gone
+        sub.reconcile(eventSources(fleet, blockSize, walkModels, (w, err) -> log.error("worker {}: its events "
+            + "cannot be followed, routing it on predicted entries: {}", w.name(), err.getMessage())));
       }
       for (WorkerId id : idx.workers()) {
         if (!owners.contains(id) && (sub == null || !sub.sources().containsKey(id))) {
@@ -381,6 +374,37 @@ public final class KvrouterRuntime implements AutoCloseable {
     };
     registry.addListener(indexListener);
     return new KvIndexOverlapSource(index);
+  }
+
+  /**
+   * One event source per worker and data-parallel rank with an {@code events} endpoint. A worker whose sources
+   * cannot be built (an endpoint that rank offsets cannot apply to: workers.yaml rejects those, the registry's other
+   * sources may not) is left out and reported, so it is routed like a worker without events; throwing instead would
+   * leave every other worker of this fleet version unreconciled while xDS already serves it.
+   */
+  static List<EventSource> eventSources(WorkerSet fleet, ToIntFunction<Worker> blockSize, Set<String> walkModels,
+      BiConsumer<Worker, RuntimeException> skipped) {
+    List<EventSource> sources = new ArrayList<>();
+    for (Worker w : fleet.all()) {
+      var ev = w.events();
+      if (ev == null) {
+        continue;
+      }
+      List<EventSource> own = new ArrayList<>();
+      try {
+        for (WorkerId id : w.cacheOwners()) {
+          own.add(new EventSource(id, w.model(), blockSize.applyAsInt(w),
+              ZmqFrames.offsetEndpoint(ev.endpoint(), id.dpRank()), ev.replayEndpoint() == null ? null
+              : ZmqFrames.offsetEndpoint(ev.replayEndpoint(), id.dpRank()), ev.topic(), ev.bind(),
+              walkModels.contains(w.model())));
+        }
+      } catch (RuntimeException e) {
+        skipped.accept(w, e);
+        continue;
+      }
+      sources.addAll(own);
+    }
+    return sources;
   }
 
   /** The KV index (null in xds-only mode). */

@@ -1,13 +1,17 @@
 package dev.kvrouter.xds.registry;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import dev.kvrouter.index.wire.ZmqFrames;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -15,6 +19,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
@@ -29,23 +34,26 @@ import java.util.regex.Pattern;
  *     adapters: [alice-lora]      # optional LoRA adapters
  *     role: both                  # both | prefill | decode (default both)
  *     dp_size: 1                  # data-parallel ranks, each its own cache (default 1)
- *     block_size: 16              # KV block size in tokens (default: the model's)
+ *     block_size: 16              # KV block size in tokens, 1..4096 (default: the model's)
  *     weight: 1                   # relative capacity (default 1)
  *     metrics_url: http://10.0.0.5:8000/metrics   # default http://address:port/metrics
  *     draining: false             # true = finish in-flight work, receive nothing new
  *     labels: {zone: a}
  *     events:                     # optional: the engine's --kv-events-config
- *       endpoint: tcp://10.0.0.5:5557
+ *       endpoint: tcp://10.0.0.5:5557   # tcp://host:port (rank r: port + r), inproc://, or ipc:// (dp_size 1)
  *       replay_endpoint: tcp://10.0.0.5:5558
  *       topic: ""
  *       bind: false               # true = the router binds and engines connect (llm-d style)
  * </pre>
  *
- * Unknown keys are errors, so a typo never silently drops a setting. Every error names the offending path.
+ * Unknown keys, repeated keys and switches that are not booleans are errors, so a typo never silently drops or
+ * flips a setting. Every error names the offending path.
  */
 public final class WorkersFile {
 
-  private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+  // A repeated key would otherwise replace the first silently (a worker's second `port:` wins).
+  private static final ObjectMapper YAML = new ObjectMapper(YAMLFactory.builder()
+      .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build());
   private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._-]{1,100}");
   private static final Set<String> WORKER_KEYS = Set.of("name", "address", "port", "model", "adapters", "role",
       "dp_size", "block_size", "weight", "metrics_url", "draining", "labels", "events");
@@ -68,6 +76,9 @@ public final class WorkersFile {
     JsonNode root;
     try {
       root = YAML.readTree(yaml);
+    } catch (JsonProcessingException e) {
+      String line = e.getLocation() == null ? "" : " (line " + e.getLocation().getLineNr() + ")";
+      throw new InvalidWorkersFile(source + ": not valid YAML: " + firstLine(e.getOriginalMessage()) + line);
     } catch (IOException e) {
       throw new InvalidWorkersFile(source + ": not valid YAML: " + firstLine(e.getMessage()));
     }
@@ -91,6 +102,7 @@ public final class WorkersFile {
         errors.add(source + ": `workers` must be a list");
       } else {
         Set<String> names = new HashSet<>();
+        Map<String, String> servers = new HashMap<>();
         for (int i = 0; i < list.size(); i++) {
           JsonNode entry = list.get(i);
           // Duplicates are checked on every entry, valid or not, so one run reports every problem.
@@ -100,6 +112,13 @@ public final class WorkersFile {
           }
           Worker w = worker(entry, source + ": workers[" + i + "]", errors);
           if (w != null) {
+            // One server listed twice would count its load twice and split its cache across two views, and Envoy's
+            // destination header (address:port) could not tell the two apart; ranks of one server are dp_size.
+            String other = servers.putIfAbsent(server(w), w.name());
+            if (other != null) {
+              errors.add(source + ": workers[" + i + "]: `" + w.endpoint() + "` is also worker `" + other
+                  + "`; list each server once (data-parallel ranks: dp_size)");
+            }
             workers.add(w);
           }
         }
@@ -156,7 +175,7 @@ public final class WorkersFile {
       errors.add(at + ".dp_size: must be 1..1024");
     }
     int blockSize = integer(n, "block_size", at, errors, 0);
-    if (blockSize < 0 || blockSize > 4096) {
+    if (n.hasNonNull("block_size") && (blockSize < 1 || blockSize > 4096)) {
       errors.add(at + ".block_size: must be 1..4096 (or omitted)");
     }
     int weight = integer(n, "weight", at, errors, 1);
@@ -164,7 +183,7 @@ public final class WorkersFile {
       errors.add(at + ".weight: must be >= 1");
     }
     String metricsUrl = text(n, "metrics_url", at, errors, false);
-    boolean draining = n.has("draining") && n.get("draining").asBoolean(false);
+    boolean draining = bool(n, "draining", at, errors);
     Map<String, String> labels = new LinkedHashMap<>();
     JsonNode lb = n.get("labels");
     if (lb != null && !lb.isNull()) {
@@ -184,12 +203,9 @@ public final class WorkersFile {
         String endpoint = text(ev, "endpoint", at + ".events", errors, true);
         String replay = text(ev, "replay_endpoint", at + ".events", errors, false);
         String topic = text(ev, "topic", at + ".events", errors, false);
-        boolean bind = ev.has("bind") && ev.get("bind").asBoolean(false);
-        for (String e : new String[] {endpoint, replay}) {
-          if (e != null && !e.matches("(tcp|ipc|inproc)://.+")) {
-            errors.add(at + ".events: `" + e + "` must be a ZMQ endpoint such as tcp://10.0.0.5:5557");
-          }
-        }
+        boolean bind = bool(ev, "bind", at + ".events", errors);
+        endpoint(endpoint, "endpoint", dpSize, at + ".events", errors);
+        endpoint(replay, "replay_endpoint", dpSize, at + ".events", errors);
         if (endpoint != null) {
           events = new Worker.EventEndpoint(endpoint, replay, topic, bind);
         }
@@ -200,6 +216,58 @@ public final class WorkersFile {
     }
     return new Worker(name, address, port, model, adapters, role, events, dpSize, blockSize, weight, metricsUrl,
         draining, labels);
+  }
+
+  private static final Pattern TCP = Pattern.compile("tcp://(.+):(\\d{1,5})");
+
+  /**
+   * Rank r of a data-parallel worker publishes on the endpoint offset by r (ZmqFrames.offsetEndpoint), which the
+   * runtime computes when it subscribes. An endpoint it cannot offset, or whose ports run past 65535, must fail
+   * here with the file's other errors: at runtime it would only surface inside the fleet listener.
+   */
+  private static void endpoint(String e, String key, int dpSize, String at, List<String> errors) {
+    if (e == null) {
+      return;
+    }
+    if (!e.matches("(tcp|ipc|inproc)://.+")) {
+      errors.add(at + "." + key + ": `" + e + "` must be a ZMQ endpoint such as tcp://10.0.0.5:5557");
+      return;
+    }
+    if (e.startsWith("tcp://")) {
+      Matcher m = TCP.matcher(e);
+      int port = m.matches() ? Integer.parseInt(m.group(2)) : -1;
+      if (port < 1 || port > 65535) {
+        errors.add(at + "." + key + ": `" + e + "` must be tcp://<host>:<port> with a port in 1..65535");
+        return;
+      }
+      if (port + dpSize - 1 > 65535) {
+        errors.add(at + "." + key + ": `" + e + "` with dp_size " + dpSize + " needs ports up to "
+            + (port + dpSize - 1) + " (rank r uses port + r), past 65535");
+        return;
+      }
+    }
+    for (int rank = 1; rank < dpSize; rank++) {
+      try {
+        ZmqFrames.offsetEndpoint(e, rank);
+      } catch (IllegalArgumentException x) {
+        errors.add(at + "." + key + ": `" + e + "` cannot serve dp_size " + dpSize + ": rank r publishes on the "
+            + "endpoint offset by r, which only tcp:// (port + r) and inproc:// endpoints allow");
+        return;
+      }
+    }
+  }
+
+  /** YAML 1.1 words (yes, on) and typos (flase) are strings to the parser; reading them as false hides the typo. */
+  private static boolean bool(JsonNode n, String key, String at, List<String> errors) {
+    JsonNode v = n.get(key);
+    if (v == null || v.isNull()) {
+      return false;
+    }
+    if (!v.isBoolean()) {
+      errors.add(at + "." + key + ": must be true or false, was `" + v.asText() + "`");
+      return false;
+    }
+    return v.booleanValue();
   }
 
   private static void unknownKeys(JsonNode n, Set<String> allowed, String at, List<String> errors) {
@@ -242,6 +310,15 @@ public final class WorkersFile {
       return dflt;
     }
     return v.isIntegralNumber() ? v.intValue() : Integer.parseInt(v.asText());
+  }
+
+  /** address:port with the address in one canonical form, so ::1 and 0:0:0:0:0:0:0:1 are the same server. */
+  private static String server(Worker w) {
+    try {
+      return InetAddress.getByName(w.address()).getHostAddress() + "|" + w.port(); // a literal: no lookup
+    } catch (IOException e) {
+      return w.address() + "|" + w.port();
+    }
   }
 
   private static boolean isIpLiteral(String s) {

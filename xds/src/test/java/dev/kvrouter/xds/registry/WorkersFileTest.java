@@ -3,6 +3,8 @@ package dev.kvrouter.xds.registry;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.index.wire.ZmqFrames;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -59,6 +61,84 @@ class WorkersFileTest {
         .hasMessageContaining("workers[1].role: `boss`")
         .hasMessageContaining("must be a ZMQ endpoint")
         .hasMessageContaining("workers[2].name: duplicate worker name `ok`");
+  }
+
+  private static String worker(String extra) {
+    return "workers:\n  - name: w1\n    address: 10.0.0.5\n    port: 8000\n    model: m\n" + extra;
+  }
+
+  /**
+   * A typo or a quoted word is a string to the parser, and used to read as false (a quoted "yes" too). YAML 1.1's
+   * bare yes/no/on/off are booleans to the parser (yes is true), so they stay accepted.
+   */
+  @Test
+  void aSwitchThatIsNotTrueOrFalseIsAnError() {
+    assertThatThrownBy(() -> WorkersFile.parse(worker("    draining: flase\n"), "w.yaml"))
+        .isInstanceOf(WorkersFile.InvalidWorkersFile.class)
+        .hasMessageContaining("w.yaml: workers[0].draining: must be true or false, was `flase`");
+    assertThatThrownBy(() -> WorkersFile.parse(
+        worker("    events: {endpoint: \"tcp://0.0.0.0:5557\", bind: \"yes\"}\n"), "w.yaml"))
+        .isInstanceOf(WorkersFile.InvalidWorkersFile.class)
+        .hasMessageContaining("w.yaml: workers[0].events.bind: must be true or false, was `yes`");
+    assertThatThrownBy(() -> WorkersFile.parse(worker("    draining: 1\n"), "w.yaml"))
+        .hasMessageContaining("workers[0].draining: must be true or false, was `1`");
+    assertThat(WorkersFile.parse(worker("    draining: true\n"), "w.yaml").get(0).draining()).isTrue();
+    assertThat(WorkersFile.parse(worker("    events: {endpoint: \"tcp://0.0.0.0:5557\", bind: yes}\n"), "w.yaml")
+        .get(0).events().bind()).isTrue();
+  }
+
+  /**
+   * The runtime subscribes to rank r at the endpoint offset by r (ZmqFrames.offsetEndpoint); an endpoint it cannot
+   * offset threw inside the fleet listener, after xDS had published the fleet.
+   */
+  @Test
+  void eventEndpointsMustServeEveryDataParallelRank() {
+    assertThatThrownBy(() -> WorkersFile.parse(
+        worker("    dp_size: 2\n    events: {endpoint: \"ipc:///tmp/kv-events\"}\n"), "w.yaml"))
+        .isInstanceOf(WorkersFile.InvalidWorkersFile.class)
+        .hasMessageContaining("w.yaml: workers[0].events.endpoint: `ipc:///tmp/kv-events` cannot serve dp_size 2");
+    assertThatThrownBy(() -> WorkersFile.parse(worker("    events: {endpoint: \"tcp://10.0.0.5\"}\n"), "w.yaml"))
+        .hasMessageContaining("w.yaml: workers[0].events.endpoint: `tcp://10.0.0.5` must be tcp://<host>:<port>");
+    assertThatThrownBy(() -> WorkersFile.parse(worker("    dp_size: 4\n    events: {endpoint: \"tcp://10.0.0.5:5557\","
+        + " replay_endpoint: \"tcp://10.0.0.5:65534\"}\n"), "w.yaml"))
+        .hasMessageContaining("workers[0].events.replay_endpoint: `tcp://10.0.0.5:65534` with dp_size 4 needs ports "
+            + "up to 65537");
+    for (String ep : new String[] {"tcp://10.0.0.5:5557", "tcp://[::1]:5557", "tcp://*:5557", "inproc://kv",
+        "ipc:///tmp/kv"}) {
+      int dp = ep.startsWith("ipc") ? 1 : 3;
+      Worker w = WorkersFile.parse(worker("    dp_size: " + dp + "\n    events: {endpoint: \"" + ep + "\"}\n"),
+          "w.yaml").get(0);
+      for (WorkerId id : w.cacheOwners()) {
+        assertThat(ZmqFrames.offsetEndpoint(w.events().endpoint(), id.dpRank())).as(ep).isNotBlank();
+      }
+    }
+  }
+
+  @Test
+  void oneServerListedTwiceIsAnError() {
+    assertThatThrownBy(() -> WorkersFile.parse("""
+        workers:
+          - {name: a, address: "::1", port: 8000, model: m}
+          - {name: b, address: "0:0:0:0:0:0:0:1", port: 8000, model: m}
+          - {name: c, address: "::1", port: 8001, model: m}
+        """, "w.yaml"))
+        .isInstanceOf(WorkersFile.InvalidWorkersFile.class)
+        .hasMessage("w.yaml: workers[1]: `0:0:0:0:0:0:0:1:8000` is also worker `a`; list each server once "
+            + "(data-parallel ranks: dp_size)");
+  }
+
+  @Test
+  void blockSizeIsOneTo4096OrOmitted() {
+    assertThatThrownBy(() -> WorkersFile.parse(worker("    block_size: 0\n"), "w.yaml"))
+        .hasMessageContaining("w.yaml: workers[0].block_size: must be 1..4096 (or omitted)");
+    assertThat(WorkersFile.parse(worker(""), "w.yaml").get(0).blockSize()).isZero();
+  }
+
+  @Test
+  void aRepeatedKeyIsAnError() {
+    assertThatThrownBy(() -> WorkersFile.parse(worker("    port: 8001\n"), "w.yaml"))
+        .isInstanceOf(WorkersFile.InvalidWorkersFile.class)
+        .hasMessage("w.yaml: not valid YAML: Duplicate field 'port' (line 6)");
   }
 
   @Test
