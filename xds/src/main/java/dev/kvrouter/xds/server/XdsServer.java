@@ -3,6 +3,7 @@ package dev.kvrouter.xds.server;
 import dev.kvrouter.xds.registry.WorkerRegistry;
 import dev.kvrouter.xds.registry.WorkerSet;
 import io.envoyproxy.controlplane.cache.v3.SimpleCache;
+import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.controlplane.server.DiscoveryServerCallbacks;
 import io.envoyproxy.controlplane.server.V3DiscoveryServer;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
@@ -61,12 +62,13 @@ public final class XdsServer implements AutoCloseable {
 
   /** The version Envoy should converge to; tests poll Envoy until it reports it. */
   public String currentVersion() {
-    return "v" + registry.current().version();
+    return ClusterSnapshots.version(registry.current());
   }
 
   private void publish(WorkerSet fleet) {
-    cache.setSnapshot(GROUP, ClusterSnapshots.snapshot(fleet));
-    log.info("published xDS snapshot version=v{} workers={}", fleet.version(), fleet.all().size());
+    Snapshot snapshot = ClusterSnapshots.snapshot(fleet);
+    cache.setSnapshot(GROUP, snapshot);
+    log.info("published xDS snapshot version={} workers={}", snapshot.clusters().version(), fleet.all().size());
   }
 
   @Override

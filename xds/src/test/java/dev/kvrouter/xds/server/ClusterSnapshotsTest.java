@@ -38,12 +38,27 @@ class ClusterSnapshotsTest {
   @Test
   void poolsHoldOnlyLiveWorkersAndBalanceByLeastRequest() {
     Map<String, Cluster> cs = clusters();
-    Cluster qwen = cs.get("kvrouter_pool_qwen_qwen3-8b");
+    Cluster qwen = cs.get(ClusterSnapshots.poolCluster("Qwen/Qwen3-8B"));
     assertThat(endpoints(qwen)).containsExactly("10.0.0.1:8000");
     assertThat(qwen.getLbPolicy()).isEqualTo(Cluster.LbPolicy.LEAST_REQUEST);
     assertThat(qwen.hasOutlierDetection()).isTrue();
     assertThat(endpoints(cs.get("kvrouter_pool"))).containsExactlyInAnyOrder("10.0.0.1:8000", "10.0.0.3:8001");
     assertThat(cs).hasSize(3 + 2 + 1);
+    assertThat(cs).containsKey("kvrouter_pool_llama");
+  }
+
+  /** Pool names are lower-cased with '/' as '_': "Org/Model" and "org_model" both read org_model. */
+  @Test
+  void everyClusterOfASnapshotHasItsOwnName() {
+    WorkerSet threeModels = new WorkerSet(1, List.of(
+        Worker.simple("a", "10.0.0.1", 8000, "Org/Model"),
+        Worker.simple("b", "10.0.0.2", 8000, "org_model"),
+        Worker.simple("c", "10.0.0.3", 8000, "org.model")));
+    List<String> names = ClusterSnapshots.clusters(threeModels).stream().map(Cluster::getName).toList();
+    assertThat(names).doesNotHaveDuplicates().hasSize(3 + 3 + 1);
+    assertThat(ClusterSnapshots.poolCluster("Org/Model")).matches("kvrouter_pool_org_model_[0-9a-f]{8}");
+    assertThat(ClusterSnapshots.poolCluster("org.model")).as("nothing to change, nothing added")
+        .isEqualTo("kvrouter_pool_org.model");
   }
 
   @Test
@@ -53,10 +68,19 @@ class ClusterSnapshotsTest {
     assertThat(t.getMaxPendingRequests().getValue()).isGreaterThan(100_000);
   }
 
+  /**
+   * The fleet version restarts at 1 in every process (and differs between replicas), so it alone cannot tell Envoy
+   * whether what it holds is current: the version carries a hash of the clusters too.
+   */
   @Test
-  void snapshotVersionFollowsTheFleetVersionAndIsConsistent() throws Exception {
+  void snapshotVersionNamesTheFleetVersionAndTheClustersContent() throws Exception {
     var snap = ClusterSnapshots.snapshot(fleet);
     snap.ensureConsistent();
-    assertThat(snap.clusters().version()).isEqualTo("v7");
+    String v = snap.clusters().version();
+    assertThat(v).matches("v7-[0-9a-f]{8}");
+    assertThat(ClusterSnapshots.snapshot(new WorkerSet(7, fleet.all())).clusters().version()).isEqualTo(v);
+    assertThat(ClusterSnapshots.snapshot(new WorkerSet(7, fleet.all().subList(0, 2))).clusters().version())
+        .startsWith("v7-")
+        .isNotEqualTo(v);
   }
 }

@@ -1,0 +1,83 @@
+package dev.kvrouter.xds.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvrouter.xds.registry.Worker;
+import dev.kvrouter.xds.registry.WorkerRegistry;
+import io.envoyproxy.envoy.config.cluster.v3.Cluster;
+import io.envoyproxy.envoy.config.core.v3.Node;
+import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.StreamObserver;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(60)
+class XdsServerTest {
+
+  private static final String CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+
+  /** One ADS stream as Envoy opens it: CDS wildcard, carrying the version it last accepted; null if none came. */
+  private static DiscoveryResponse firstCdsResponse(int port, String lastAcceptedVersion) throws Exception {
+    ManagedChannel ch = NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
+    try {
+      LinkedBlockingQueue<DiscoveryResponse> got = new LinkedBlockingQueue<>();
+      StreamObserver<DiscoveryRequest> req = AggregatedDiscoveryServiceGrpc.newStub(ch)
+          .streamAggregatedResources(new StreamObserver<>() {
+            @Override public void onNext(DiscoveryResponse r) { got.add(r); }
+            @Override public void onError(Throwable t) {}
+            @Override public void onCompleted() {}
+          });
+      req.onNext(DiscoveryRequest.newBuilder().setNode(Node.newBuilder().setId("envoy-1"))
+          .setTypeUrl(CDS).setVersionInfo(lastAcceptedVersion).build());
+      DiscoveryResponse r = got.poll(3, TimeUnit.SECONDS);
+      req.onCompleted();
+      return r;
+    } finally {
+      ch.shutdownNow();
+    }
+  }
+
+  private static List<String> clusterNames(DiscoveryResponse r) throws Exception {
+    List<String> names = new ArrayList<>();
+    for (var any : r.getResourcesList()) {
+      names.add(any.unpack(Cluster.class).getName());
+    }
+    return names;
+  }
+
+  /**
+   * Envoy accepted the first fleet of one router process; workers.yaml changed while the router restarted (a
+   * config-map change rolling the router pod does exactly this), and the new process numbers its first fleet 1
+   * again. When the version was "v" + that number, Envoy's reconnect carried the new process's own version, the
+   * cache held the request as up to date, and Envoy kept the old clusters.
+   */
+  @Test
+  void anEnvoyReconnectingWithTheOldProcesssVersionGetsTheNewProcesssFleet() throws Exception {
+    WorkerRegistry oldProcess = new WorkerRegistry();
+    oldProcess.replace(List.of(Worker.simple("a", "10.0.0.1", 8000, "m")));
+    String accepted;
+    try (XdsServer s = new XdsServer(oldProcess).start("127.0.0.1", 0)) {
+      DiscoveryResponse r = firstCdsResponse(s.port(), "");
+      assertThat(r).isNotNull();
+      accepted = r.getVersionInfo();
+      assertThat(accepted).isEqualTo(s.currentVersion());
+    }
+
+    WorkerRegistry newProcess = new WorkerRegistry();
+    newProcess.replace(List.of(Worker.simple("a", "10.0.0.1", 8000, "m"), Worker.simple("b", "10.0.0.2", 8000, "m")));
+    try (XdsServer s = new XdsServer(newProcess).start("127.0.0.1", 0)) {
+      DiscoveryResponse r = firstCdsResponse(s.port(), accepted);
+      assertThat(r).as("CDS response to an Envoy holding the old process's first version").isNotNull();
+      assertThat(r.getVersionInfo()).isNotEqualTo(accepted);
+      assertThat(clusterNames(r)).contains("kvrouter_worker_b");
+    }
+  }
+}
