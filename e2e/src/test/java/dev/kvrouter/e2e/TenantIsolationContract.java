@@ -90,6 +90,35 @@ abstract class TenantIsolationContract {
   }
 
   @Test
+  void aChunkedRequestIsRewrittenWholeAndReachesTheWorkerIntact() throws Exception {
+    // No content-length from the client: in BUFFERED mode the router sets one for the rewritten body, beside the
+    // client's transfer-encoding; what the worker reads must still be exactly the salted body, and the answer 200.
+    String original = body(null, "sent in chunks");
+    String request = "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        + "x-test-tenant: acme\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+    byte[] bytes = original.getBytes(StandardCharsets.UTF_8);
+    StringBuilder chunks = new StringBuilder(request);
+    for (int off = 0; off < bytes.length; off += 40) {
+      String part = new String(bytes, off, Math.min(40, bytes.length - off), StandardCharsets.UTF_8);
+      chunks.append(Integer.toHexString(part.getBytes(StandardCharsets.UTF_8).length)).append("\r\n").append(part)
+          .append("\r\n");
+    }
+    chunks.append("0\r\n\r\n");
+    String response;
+    try (java.net.Socket s = new java.net.Socket("127.0.0.1", stack.listenerPort)) {
+      s.setSoTimeout(10_000);
+      s.getOutputStream().write(chunks.toString().getBytes(StandardCharsets.UTF_8));
+      response = new String(s.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    }
+    assertThat(response).as(response).startsWith("HTTP/1.1 200");
+    String served = response.toLowerCase(java.util.Locale.ROOT)
+        .replaceAll("(?s).*" + FakeWorker.SERVED_BY.toLowerCase(java.util.Locale.ROOT) + ": (\\S+).*", "$1");
+    String got = new String(stack.workers.get(served).lastBody(), StandardCharsets.UTF_8);
+    assertThat(got).isEqualTo("{\"cache_salt\":\"" + tenancy.effectiveSalt(null, "acme", null) + "\","
+        + original.substring(1));
+  }
+
+  @Test
   void aClientSaltIsReplacedInPlaceByTheTenantsDerivedSalt() throws Exception {
     String original = body("my-own-salt", "x".repeat(70_000)); // more than one streamed chunk
     String got = forwarded(original, "acme");
