@@ -153,7 +153,7 @@ public final class PromptPipeline {
       return unavailable("template_error", parse, nanoTime.getAsLong() - t0, 0);
     } catch (RuntimeException e) {
       // The tokenizer or a template edge nobody anticipated: route by load, keep serving, say why.
-      log.warn("request path failed for model {}: {}", request.model(), e.toString());
+      log.warn("request path failed for model {}: {}", request.model(), withoutMessage(e));
       return unavailable("tokenizer_error", parse, nanoTime.getAsLong() - t0, 0);
     } finally {
       buffers.giveBack();
@@ -291,7 +291,7 @@ public final class PromptPipeline {
       }
       overlaps.recordPrediction(chosen, full);
     } catch (RuntimeException e) {
-      log.warn("finishing a prompt's block chain failed: {}", e.toString());
+      log.warn("finishing a prompt's block chain failed: {}", withoutMessage(e));
     }
   }
 
@@ -307,5 +307,14 @@ public final class PromptPipeline {
       return ids;
     }
     return Arrays.copyOfRange(ids, ids.length - keepLast, ids.length);
+  }
+
+  /**
+   * An exception as logs may show it: its class and where it was thrown, never its message, which can quote the
+   * input (a tokenizer's or a parser's "for input ..."), and logs never carry prompt text.
+   */
+  static String withoutMessage(Throwable e) {
+    StackTraceElement[] at = e.getStackTrace();
+    return e.getClass().getName() + (at.length == 0 ? "" : " at " + at[0]);
   }
 }

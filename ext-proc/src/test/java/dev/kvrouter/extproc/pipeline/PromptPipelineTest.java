@@ -206,6 +206,12 @@ class PromptPipelineTest {
   }
 
   @Test
+  void aFailureIsLoggedWithoutItsMessageWhichMayQuoteThePrompt() {
+    String logged = PromptPipeline.withoutMessage(new NumberFormatException("For input string: \"my secret prompt\""));
+    assertThat(logged).startsWith("java.lang.NumberFormatException at ").doesNotContain("secret");
+  }
+
+  @Test
   void aTemplateThatRaisesRoutesByLoad() throws Exception {
     PromptPipeline p = new PromptPipeline(PrefixOverlapSource.NONE, Runnable::run, System::nanoTime, true, meters);
     // Gemma's template raises for a conversation whose roles do not alternate.
