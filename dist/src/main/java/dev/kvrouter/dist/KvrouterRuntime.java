@@ -43,6 +43,11 @@ import dev.kvrouter.xds.server.XdsServer;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -93,6 +98,7 @@ public final class KvrouterRuntime implements AutoCloseable {
   private final KvrouterConfig config;
   private final WorkerRegistry registry = new WorkerRegistry();
   private final PrometheusMeterRegistry metrics = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+  private JvmGcMetrics gcMetrics;
   private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
     Thread t = new Thread(r, "kvrouter-scheduler");
     t.setDaemon(true);
@@ -149,6 +155,14 @@ public final class KvrouterRuntime implements AutoCloseable {
 
   private void startServers(Path baseDir, Mode mode) throws IOException {
     var s = config.server();
+    // The process's own cost beside the router's counters: heap, GC, threads and CPU, as operators of any JVM
+    // service expect (jvm_*, process_*, system_*), so memory bounds and CPU starvation are visible in one place.
+    new JvmMemoryMetrics().bindTo(metrics);
+    new JvmThreadMetrics().bindTo(metrics);
+    new ProcessorMetrics().bindTo(metrics);
+    new UptimeMetrics().bindTo(metrics);
+    gcMetrics = new JvmGcMetrics();
+    gcMetrics.bindTo(metrics);
     Path workersFile = baseDir.resolve(config.workers().file());
     watcher = new WorkersFileWatcher(workersFile, registry);
     watcher.loadInitial();
@@ -509,5 +523,8 @@ public final class KvrouterRuntime implements AutoCloseable {
     modelLoader.shutdownNow();
     background.shutdownNow();
     scheduler.shutdownNow();
+    if (gcMetrics != null) {
+      gcMetrics.close(); // its GC listeners would outlive a runtime closed in a longer-lived JVM (tests, the demo)
+    }
   }
 }

@@ -36,7 +36,8 @@ import org.junit.jupiter.api.Timeout;
  * The shipped Prometheus rules ({@code deploy/prometheus/}) checked by the real promtool, unit-tested on their own
  * synthetic series, and run on series scraped from a live router and a real Envoy: every metric the rules name must
  * exist there, a healthy run must fire nothing and give the degraded-routing ratio the router's own counts give, and
- * with the router gone Envoy's own counters must fire the two alerts meant for it.
+ * with the router gone Envoy's own counters must fire the two alerts meant for it. The Grafana dashboard
+ * ({@code deploy/grafana/}) is held to the same: every query parses, and names only live series or the rules.
  *
  * <p>Live series become promtool input as if the traffic sent between two scrapes went on once a minute for half an
  * hour: counters grow by what they grew, gauges keep their value.
@@ -50,7 +51,10 @@ class PrometheusRulesE2eTest {
   static final Path RULES_DIR = Stack.ROOT.resolve("deploy/prometheus");
   static final Path RULES = RULES_DIR.resolve("kvrouter-rules.yaml");
   static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
-  static final Pattern METRIC = Pattern.compile("\\b(?:kvrouter|envoy)_[a-z0-9_]+\\b");
+  static final Path DASHBOARD = Stack.ROOT.resolve("deploy/grafana/kvrouter-dashboard.json");
+  static final Pattern METRIC = Pattern.compile("\\b(?:kvrouter|envoy|jvm|process|system)_[a-z0-9_]+\\b"
+      + "|\\bvllm:[a-z0-9_]+\\b");
+  static final Pattern RECORDED = Pattern.compile("\\bkvrouter:[a-z0-9_:]+\\b");
   static final int MINUTES = 30;
 
   EnvoyAbStack stack;
@@ -105,8 +109,10 @@ class PrometheusRulesE2eTest {
   void onALiveRouterEveryMetricNamedExistsAndAHealthyRunFiresNothing() throws Exception {
     before = scrape();
     for (int i = 0; i < 11; i++) {
+      // a third streamed, so the router's TTFT histogram has samples
       HttpResponse<String> r = stack.post("/v1/chat/completions", "{\"model\":\"" + MODEL + "\",\"max_tokens\":2,"
-          + "\"messages\":[{\"role\":\"user\",\"content\":\"question " + i + ": what does a router do?\"}]}", Map.of());
+          + "\"stream\":" + (i % 3 == 0) + ",\"messages\":[{\"role\":\"user\",\"content\":\"question " + i
+          + ": what does a router do?\"}]}", Map.of());
       assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
     }
     // routed by load with a fallback: the router cannot reproduce a prompt given as embeddings
@@ -150,6 +156,51 @@ class PrometheusRulesE2eTest {
 
   @Test
   @Order(3)
+  void theDashboardsQueriesParseAndNameOnlyWhatTheRouterEnvoyVllmAndTheRulesProvide() throws Exception {
+    assertThat(healthy).as("runs after the healthy run").isNotNull();
+    List<String> exprs = new ArrayList<>();
+    for (JsonNode panel : YAML.readTree(DASHBOARD.toFile()).path("panels")) {
+      panel.path("targets").forEach(t -> exprs.add(t.path("expr").asText()));
+    }
+    assertThat(exprs).hasSizeGreaterThan(20);
+    // promtool has no expression checker of its own: each query becomes a recording rule for `check rules`
+    Path dir = testDir();
+    StringBuilder rules = new StringBuilder("groups:\n- name: dashboard\n  rules:\n");
+    for (int i = 0; i < exprs.size(); i++) {
+      rules.append("  - record: dashboard:query_").append(i).append("\n    expr: '")
+          .append(exprs.get(i).replace("'", "''")).append("'\n");
+    }
+    Files.writeString(dir.resolve("dashboard-queries.yaml"), rules);
+    run(dir, "check", "rules", "dashboard-queries.yaml");
+
+    Set<String> recorded = new LinkedHashSet<>();
+    for (JsonNode r : rules()) {
+      if (r.has("record")) {
+        recorded.add(r.path("record").asText());
+      }
+    }
+    // the pause timer appears at the first collection after the router started
+    System.gc();
+    String engine = new String(java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+        stack.targets().get(0).metricsUri()).build(), HttpResponse.BodyHandlers.ofByteArray()).body(),
+        StandardCharsets.UTF_8);
+    Set<String> exported = names(scrape() + "\n" + engine);
+    for (String e : exprs) {
+      String selectors = e.replaceAll("\\{[^}]*\\}", "").replaceAll("\\b(by|without)\\s*\\([^)]*\\)", "");
+      Matcher m = METRIC.matcher(selectors);
+      while (m.find()) {
+        String name = m.group();
+        assertThat(exported).as("%s in the dashboard's query %s", name, e).contains(name);
+      }
+      Matcher r = RECORDED.matcher(selectors);
+      while (r.find()) {
+        assertThat(recorded).as("recording rule %s in the dashboard's query %s", r.group(), e).contains(r.group());
+      }
+    }
+  }
+
+  @Test
+  @Order(4)
   void withTheRouterGoneEnvoysCountersFireTheAlertsMeantForIt() throws Exception {
     assertThat(healthy).as("runs after the healthy run").isNotNull();
     String envoyBefore = stack.envoy().admin("/stats/prometheus");
