@@ -60,7 +60,8 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
 
   /**
    * Computes the ideal reuse of prompts (token ids with their media items), in the list's order, in a cache of
-   * {@code capacityBlocks} blocks, least recently used evicted first. Blocks that overlap a media item are keyed
+   * {@code capacityBlocks} blocks, evicted in vLLM's order (least recently freed first, a request's blocks freed
+   * last first, so a prefix's root outlives its tail). Blocks that overlap a media item are keyed
    * as the engine keys them (see the class comment). With an infinite cache this is the workload's ideal; with the
    * whole fleet's KV capacity, the reuse a fleet that shared one cache could reach. When a workload's distinct
    * content is larger than the fleet's cache, that, not the infinite figure, bounds what any router can serve.
@@ -114,9 +115,9 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
     }
 
     /**
-     * Offers one request: returns the leading full prompt blocks the cache held before it (a hit run, counted as
-     * uses), then caches the prompt's other blocks and, with {@code output}, the blocks prompt + output fill.
-     * {@link #hashes()} then holds the prompt's block identities.
+     * Offers one request: returns the leading full prompt blocks the cache held before it (a hit run), then
+     * releases the prompt's blocks and, with {@code output}, the blocks prompt + output fill, as a finished request
+     * releases them. {@link #hashes()} then holds the prompt's block identities.
      */
     public int offer(PromptIds ids, int[] output) {
       int[] t = ids.tokens();
@@ -129,14 +130,14 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
       } else {
         hashes = BlockHasher.hashBlocksWithExtras(root, t, blockSize, mediaExtras(ids.media(), blocks, blockSize));
       }
-      // chained identity: a seen block implies its whole prefix was seen, so hits are a leading run
+      // chained identity: a seen block implies its whole prefix was seen, so hits are a leading run. Looking does
+      // not refresh them: vLLM takes hit blocks out of its free queue and puts them back only when the request ends
       int lead = 0;
-      while (lead < blocks && seen.touch(hashes[lead])) {
+      while (lead < blocks && seen.contains(hashes[lead])) {
         lead++;
       }
-      for (int b = lead; b < blocks; b++) {
-        seen.add(hashes[b]);
-      }
+      long[] held = hashes;
+      int count = blocks;
       if (output != null && output.length > 1) {
         // the engine computes KV for prompt + output minus the last sampled token and caches its full blocks
         int n = t.length + output.length - 1;
@@ -144,12 +145,11 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
         if (all > blocks) {
           int[] both = java.util.Arrays.copyOf(t, n);
           System.arraycopy(output, 0, both, t.length, output.length - 1);
-          long[] h = BlockHasher.hashBlocksWithExtras(root, both, blockSize, mediaExtras(ids.media(), all, blockSize));
-          for (int b = blocks; b < all; b++) {
-            seen.add(h[b]);
-          }
+          held = BlockHasher.hashBlocksWithExtras(root, both, blockSize, mediaExtras(ids.media(), all, blockSize));
+          count = all;
         }
       }
+      seen.release(held, count);
       return lead;
     }
 
@@ -180,10 +180,11 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
 
   /** The blocks the ideal cache holds. */
   private interface SeenBlocks {
-    /** Whether the cache holds {@code hash}; a hit counts as a use. */
-    boolean touch(long hash);
+    /** Whether the cache holds {@code hash}, without counting as a use. */
+    boolean contains(long hash);
 
-    void add(long hash);
+    /** A request ended holding {@code chain[0..count)}, a prompt's (and its output's) blocks in chain order. */
+    void release(long[] chain, int count);
 
     /** Blocks inserted so far. */
     long added();
@@ -194,13 +195,15 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
     private final LongHashSet set = new LongHashSet(1 << 16);
 
     @Override
-    public boolean touch(long hash) {
+    public boolean contains(long hash) {
       return set.contains(hash);
     }
 
     @Override
-    public void add(long hash) {
-      set.add(hash);
+    public void release(long[] chain, int count) {
+      for (int i = 0; i < count; i++) {
+        set.add(chain[i]);
+      }
     }
 
     @Override
@@ -209,25 +212,36 @@ public record IdealReuse(int blockSize, long requests, long promptTokens, long f
     }
   }
 
-  /** A finite cache: block hashes in access order; beyond its capacity the least recently used is dropped. */
+  /**
+   * A finite cache in vLLM's eviction order, so that it bounds what engines of the same total size can hold. vLLM
+   * frees a finished request's blocks last first onto the tail of its free queue and evicts from the head: a chain
+   * loses its tail first and its root last. Evicting the root first would strand every later block of the chain
+   * (unreachable, yet taking room), and the "bound" would fall below what one such engine serves.
+   */
   private static final class Lru extends LinkedHashMap<Long, Boolean> implements SeenBlocks {
     private final long capacity;
     private long added;
 
     Lru(long capacity) {
-      super(1 << 16, 0.75f, true);
+      super(1 << 16, 0.75f, false);
       this.capacity = capacity;
     }
 
     @Override
-    public boolean touch(long hash) {
-      return get(hash) != null;
+    public boolean contains(long hash) {
+      return containsKey(hash);
     }
 
     @Override
-    public void add(long hash) {
-      if (put(hash, Boolean.TRUE) == null) {
-        added++;
+    public void release(long[] chain, int count) {
+      // the request's cached blocks are in use while it runs: out of the queue, so its new blocks cannot evict them
+      for (int i = 0; i < count; i++) {
+        if (remove(chain[i]) == null) {
+          added++;
+        }
+      }
+      for (int i = count - 1; i >= 0; i--) {
+        put(chain[i], Boolean.TRUE);
       }
     }
 

@@ -81,7 +81,8 @@ class MissBreakdownTest {
 
   @Test
   void classifiesEveryMissedBlockOfAHandBuiltFleet() {
-    // fleet LRU of 7 blocks; A fills 6, B (8 blocks, A's 6 first) pushes A's block 0 out, so C finds nothing there
+    // fleet LRU of 7 blocks; A fills 6, B (8 blocks, A's 6 first) ends freeing its last block first, which its
+    // others then push out (vLLM's order): C finds B's first 7 there, not its 8th
     MissBreakdown m = new MissBreakdown(ROOT, B, 7);
     HandFleet fleet = new HandFleet(3, 2);
     int[] a = tokens(6 * B + 1); // 6 cacheable blocks
@@ -103,14 +104,16 @@ class MissBreakdownTest {
     m.admitted(pc, 0);
 
     // B: block 0 hit; 1 lost while queued; 2 elsewhere, known; 3-4 elsewhere, unknown; 5 evicted; 6-7 cold
-    // C: blocks 0-5 evicted (A computed them), 6-7 pending (only B, not yet admitted then, carried them)
+    // C: blocks 0-5 evicted (A computed them), 6-7 pending (only B, not yet admitted then, carried them); the fleet
+    // LRU held all but block 7
     assertThat(m.hits()).isEqualTo(1);
     assertThat(m.missed(Miss.LOST_WHILE_QUEUED, true)).isEqualTo(1);
     assertThat(m.missed(Miss.ELSEWHERE_KNOWN, true)).isEqualTo(1);
     assertThat(m.missed(Miss.ELSEWHERE_UNKNOWN, true)).isEqualTo(2);
-    assertThat(m.missed(Miss.EVICTED, true)).isEqualTo(1); // B's block 5: the fleet LRU still held it
-    assertThat(m.missed(Miss.EVICTED, false)).isEqualTo(6); // C's: the LRU had dropped block 0, so its whole run
-    assertThat(m.missed(Miss.PENDING, false)).isEqualTo(2);
+    assertThat(m.missed(Miss.EVICTED, true)).isEqualTo(1 + 6); // B's block 5 and C's 0-5: the fleet LRU held them
+    assertThat(m.missed(Miss.EVICTED, false)).isZero();
+    assertThat(m.missed(Miss.PENDING, true)).isEqualTo(1);
+    assertThat(m.missed(Miss.PENDING, false)).isEqualTo(1);
     assertThat(m.missed(Miss.COLD, false)).isEqualTo(6 + 2);
     assertThat(m.missed(Miss.COLD, true)).isZero();
     assertThat(m.hitsBeyondFleetLru()).isZero();
@@ -119,9 +122,9 @@ class MissBreakdownTest {
     assertThat(m.gainedWhileQueued()).isZero();
 
     Map<String, Object> json = m.toJson();
-    // the fleet-LRU ideal served B's 6 leading blocks; we served 1 of them: the gap is the other 5 (x B / tokens)
+    // the fleet-LRU ideal served B's 6 leading blocks and C's 7; we served 1 of them: the gap is the other 12
     long promptTokens = a.length + 2L * b.length;
-    assertThat(json.get("gapToFleetLruShare")).isEqualTo(Math.round(5.0 * B / promptTokens * 10000) / 10000.0);
+    assertThat(json.get("gapToFleetLruShare")).isEqualTo(Math.round(12.0 * B / promptTokens * 10000) / 10000.0);
     assertThat(json.get("requests")).isEqualTo(3L);
   }
 

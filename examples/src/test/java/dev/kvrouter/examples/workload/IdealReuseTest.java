@@ -1,7 +1,15 @@
 package dev.kvrouter.examples.workload;
 
+import static dev.kvrouter.examples.sim.testing.Tokens.concat;
+import static dev.kvrouter.examples.sim.testing.Tokens.seq;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvrouter.examples.sim.engine.EngineConfig;
+import dev.kvrouter.examples.sim.engine.EngineCore;
+import dev.kvrouter.examples.sim.engine.OutputTokens;
+import dev.kvrouter.examples.sim.engine.RequestSpec;
+import dev.kvrouter.examples.sim.engine.ScheduledStep;
+import dev.kvrouter.examples.sim.testing.RecordingObserver;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -21,20 +29,63 @@ class IdealReuseTest {
   }
 
   @Test
-  void aFiniteCacheForgetsTheLeastRecentlyUsedPrefix() {
+  void aFiniteCacheEvictsAChainFromItsTailAsVllmDoes() {
     int[] a = {1, 2, 3, 4, 5, 6, 7, 8, 9};
     int[] b = {11, 12, 13, 14, 15, 16, 17, 18, 19};
     // infinite: the second a hits both its full blocks (2 x 4 tokens, the last token rule allows 2)
     assertThat(bounded(4, Long.MAX_VALUE, a, b, a).reusedBlocks()).isEqualTo(2);
-    // room for 3 blocks: b's two blocks push out a's first, so a's chain misses at its root
-    assertThat(bounded(4, 3, a, b, a).reusedBlocks()).isZero();
+    // room for 3 blocks: b's two blocks push out a's last block, freed first; a's root is still there
+    assertThat(bounded(4, 3, a, b, a).reusedBlocks()).isEqualTo(1);
     // room for 4: both prompts fit
     assertThat(bounded(4, 4, a, b, a).reusedBlocks()).isEqualTo(2);
-    // a, a, b, a with room for 3: the second a hits both blocks; b then pushes out a's root (the least recently
-    // touched block), so the last a misses from its first block on
+    // a, a, b, a with room for 3: the second a hits both blocks and frees them again, tail first; b then pushes
+    // out a's tail, so the last a hits its root
     IdealReuse r = bounded(4, 3, a, a, b, a);
-    assertThat(r.reusedBlocks()).isEqualTo(2);
-    assertThat(r.uniqueBlocks()).as("blocks inserted, a's root twice").isEqualTo(6);
+    assertThat(r.reusedBlocks()).isEqualTo(3);
+    assertThat(r.uniqueBlocks()).as("blocks inserted, a's tail twice").isEqualTo(5);
+  }
+
+  /**
+   * The fleet cache is published as a bound on what engines of the same total size can serve, so it must keep what
+   * vLLM keeps: one engine serving requests one after another, with the cache's block count plus vLLM's null
+   * block, serves exactly as much. Prompts are whole blocks ending in a block of their own, so neither the engine's
+   * block for a partial tail nor its recomputed last block (a fully cached prompt) takes room the ideal does not.
+   */
+  @Test
+  void oneEngineServesWhatTheFleetCacheOfItsSizeServes() {
+    int b = 4;
+    int capacity = 12;
+    java.util.Random rnd = new java.util.Random(5);
+    int[][] docs = new int[4][];
+    for (int d = 0; d < docs.length; d++) {
+      docs[d] = seq(b * (3 + d), 1000 * (d + 1));
+    }
+    List<int[]> prompts = new ArrayList<>();
+    for (int i = 0; i < 60; i++) {
+      int[] doc = docs[rnd.nextInt(docs.length)];
+      int shared = b * (1 + rnd.nextInt(doc.length / b));
+      prompts.add(concat(java.util.Arrays.copyOf(doc, shared), seq(b, 100_000 + 100 * i)));
+    }
+
+    EngineConfig config = EngineConfig.builder("m").blockSize(b).numGpuBlocks(capacity + 1)
+        .maxNumBatchedTokens(256).maxNumSeqs(8).maxModelLen(1024).build();
+    EngineCore core = EngineCore.create(config, 7L, OutputTokens.range(100, 50));
+    long now = 0;
+    for (int i = 0; i < prompts.size(); i++) {
+      assertThat(core.add(new RequestSpec("r" + i, prompts.get(i), 1, null, null, i), new RecordingObserver(), now))
+          .isTrue();
+      while (core.hasWork()) {
+        ScheduledStep step = core.schedule(now);
+        now += 1_000_000;
+        core.complete(step, 1_000_000, now);
+      }
+    }
+    int[][] all = prompts.toArray(new int[0][]);
+    IdealReuse fleet = bounded(b, capacity, all);
+    assertThat(core.stats().cachedPromptTokens()).isPositive();
+    assertThat(fleet.cacheableHitTokens()).as("tokens the fleet cache serves, against the engine of its size")
+        .isEqualTo(core.stats().cachedPromptTokens());
+    assertThat(fleet.cacheableHitTokens()).isLessThan(of(b, all).cacheableHitTokens());
   }
 
   @Test
