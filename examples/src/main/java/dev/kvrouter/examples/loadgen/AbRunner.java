@@ -29,8 +29,9 @@ import java.util.function.Function;
 
 /**
  * Runs the same workloads (same seed, same requests) once per routing policy against one target and writes
- * the report. Per policy: reset every worker's prefix cache ({@code POST /reset_prefix_cache}) and wait for
- * the workers to go idle, so no policy inherits another's cache; let the {@link PolicyPreparer} ready the stack
+ * the report. Per policy: wait for the workers to go idle and reset every worker's prefix cache
+ * ({@code POST /reset_prefix_cache}, retried when refused; a reset that never takes ends the A/B), so no policy
+ * inherits another's cache; let the {@link PolicyPreparer} ready the stack
  * and fill the run's context; run the driver ({@link LoadGenerator}: open loop, conversations closed loop) with the
  * policy in the trusted {@code x-kvrouter-policy} header (unless disabled); summarize. The report is rewritten
  * after every run, so an interrupted A/B keeps what it measured.
@@ -47,6 +48,9 @@ public final class AbRunner {
   public static final String POLICY_HEADER = "x-kvrouter-policy";
   public static final List<String> DEFAULT_POLICIES =
       List.of("kv_aware", "round_robin", "least_load", "cache_only", "random");
+  private static final int RESET_ATTEMPTS = 5;
+  private static final Duration RESET_TIME = Duration.ofSeconds(30);
+  private static final Duration RESET_PAUSE = Duration.ofMillis(500);
 
   /**
    * @param policies policy names, in run order; sent as {@code x-kvrouter-policy} when {@code policyHeader}
@@ -165,11 +169,12 @@ public final class AbRunner {
   }
 
   private PolicyResult runOne(String policy, Workload w, IdealReuse ideal) throws Exception {
-    if (settings.resetCaches()) {
-      resetCaches();
-    }
+    // idle first: vLLM and the simulator refuse a reset while requests hold blocks
     if (!generator.metrics().awaitIdle(workers, settings.idleTimeout())) {
       progress.println("warning: workers still busy after " + settings.idleTimeout() + "; starting anyway");
+    }
+    if (settings.resetCaches()) {
+      resetCaches();
     }
     RunContext ctx = preparer.prepare(policy, w, context(policy));
     RunData data = generator.run(w, ctx);
@@ -196,25 +201,59 @@ public final class AbRunner {
     return r;
   }
 
+  /**
+   * Resets every worker's prefix cache, retrying a refusal (a worker that still had work, or took new work since it
+   * was seen idle) after waiting for idle again. A reset that never takes ends the A/B: the next policy would start
+   * on the previous one's cache and its figures would not compare.
+   */
   private void resetCaches() throws InterruptedException {
+    long deadline = System.nanoTime() + RESET_TIME.toNanos();
     for (WorkerTarget w : workers) {
-      HttpRequest req = HttpRequest.newBuilder(URI.create(w.baseUri() + "/reset_prefix_cache"))
-          .timeout(Duration.ofSeconds(10)).POST(HttpRequest.BodyPublishers.noBody()).build();
-      try {
-        int status = generator.http().sendAsync(req, HttpResponse.BodyHandlers.discarding())
-            .get(15, TimeUnit.SECONDS).statusCode();
-        if (status / 100 != 2) {
-          progress.println("warning: " + w.name() + " /reset_prefix_cache answered " + status);
+      String last = null;
+      for (int attempt = 1; attempt <= RESET_ATTEMPTS; attempt++) {
+        if (attempt > 1) {
+          long left = deadline - System.nanoTime();
+          if (left <= 0) {
+            break;
+          }
+          Thread.sleep(Math.min(RESET_PAUSE.toMillis(), left / 1_000_000));
+          generator.metrics().awaitIdle(List.of(w), Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
         }
-      } catch (InterruptedException e) {
-        throw e;
-      } catch (Exception e) {
-        progress.println("warning: " + w.name() + " /reset_prefix_cache failed: " + WorkerMetrics.rootMessage(e));
+        HttpRequest req = HttpRequest.newBuilder(URI.create(w.baseUri() + "/reset_prefix_cache"))
+            .timeout(Duration.ofSeconds(10)).POST(HttpRequest.BodyPublishers.noBody()).build();
+        try {
+          HttpResponse<String> res = generator.http().sendAsync(req, HttpResponse.BodyHandlers.ofString())
+              .get(15, TimeUnit.SECONDS);
+          if (res.statusCode() / 100 == 2) {
+            last = null;
+            break;
+          }
+          last = "answered " + res.statusCode() + (res.body().isBlank() ? "" : ": " + abbreviate(res.body()));
+          if (res.statusCode() == 404 || res.statusCode() == 405) {
+            // no such endpoint (vLLM serves it only with VLLM_SERVER_DEV_MODE=1): asking again will not help
+            break;
+          }
+        } catch (InterruptedException e) {
+          throw e;
+        } catch (Exception e) {
+          last = "failed: " + WorkerMetrics.rootMessage(e);
+        }
+        progress.println("warning: " + w.name() + " /reset_prefix_cache " + last + " (attempt " + attempt + ")");
+      }
+      if (last != null) {
+        throw new IllegalStateException(w.name() + " /reset_prefix_cache " + last + "; gave up (at most "
+            + RESET_ATTEMPTS + " attempts in " + RESET_TIME.toSeconds() + " s), since the next run would start on"
+            + " the previous run's cache. Pass --reset-caches false to compare without resetting.");
       }
     }
     if (!settings.settle().isZero()) {
       Thread.sleep(settings.settle().toMillis());
     }
+  }
+
+  private static String abbreviate(String body) {
+    String b = body.strip();
+    return b.length() <= 200 ? b : b.substring(0, 200) + "...";
   }
 
   private AbReport report(List<WorkloadResult> sections) {

@@ -1,13 +1,22 @@
 package dev.kvrouter.examples.loadgen;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.kvrouter.examples.report.AbReport;
 import dev.kvrouter.examples.report.PolicyResult;
+import dev.kvrouter.examples.sim.engine.EngineConfig;
+import dev.kvrouter.examples.sim.fleet.SimWorker;
+import dev.kvrouter.examples.sim.http.PromptEncoder;
+import dev.kvrouter.examples.sim.timing.Presets;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -15,12 +24,20 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 @Timeout(60)
 class AbRunnerTest {
+
+  private static final String SIM_MODEL = "meta-llama/Llama-3.1-8B-Instruct";
+  private static final HttpClient CLIENT = HttpClient.newHttpClient();
 
   @Test
   void runsEveryWorkloadUnderEveryPolicyAndWritesTheReport(@TempDir Path out) throws Exception {
@@ -77,5 +94,91 @@ class AbRunnerTest {
     assertThat(AbRunner.withSeed("rag", "5")).isEqualTo("rag:seed=5");
     assertThat(AbRunner.withSeed("rag:count=3", "5")).isEqualTo("rag:count=3,seed=5");
     assertThat(AbRunner.withSeed("rag:seed=9,count=3", "5")).isEqualTo("rag:seed=9,count=3");
+  }
+  @Test
+  void resetsTheCachesOnlyOnceTheWorkersAreIdle(@TempDir Path out) throws Exception {
+    ExecutorService writer = Executors.newFixedThreadPool(2);
+    EngineConfig config = EngineConfig.fromPreset(Presets.LLAMA_3_1_8B_H100, 16).numGpuBlocks(4096).seed(3).build();
+    try (SimWorker worker = SimWorker.start(new SimWorker.Spec("w1", config, Presets.LLAMA_3_1_8B_H100.timingModel(),
+        0.9, "127.0.0.1", 0, null, null, null), PromptEncoder.tokenIdsOnly(), writer)) {
+      String base = "http://127.0.0.1:" + worker.httpPort();
+      String earlier = completion(ids(320, 7), 1);
+      // an earlier run leaves this prompt in the cache ...
+      CLIENT.send(post(base, earlier), HttpResponse.BodyHandlers.ofString());
+      // ... and one of its requests is still decoding when the next policy's run starts: a reset now is refused
+      CompletableFuture<HttpResponse<String>> busy = CLIENT.sendAsync(post(base, completion(ids(20, 90001), 400)),
+          HttpResponse.BodyHandlers.ofString());
+      Thread.sleep(300);
+      assertThat(busy).isNotDone();
+
+      ByteArrayOutputStream progress = new ByteArrayOutputStream();
+      try (LoadGenerator gen = new LoadGenerator(LoadConfig.defaults(URI.create(base), SIM_MODEL)
+          .withSampleInterval(Duration.ofMillis(50)))) {
+        AbRunner.Settings settings = new AbRunner.Settings(List.of("round_robin"), "round_robin", "round_robin",
+            false, 16, true, Duration.ZERO, Duration.ofSeconds(30), out, Map.of());
+        new AbRunner(gen, List.of(WorkerTarget.of("w1", URI.create(base))), settings, PolicyPreparer.none(),
+            new PrintStream(progress, true, StandardCharsets.UTF_8))
+            .run(List.of("unique:count=3,rate=100,prompt=64,output=2,format=tokens"));
+      }
+      assertThat(busy.join().statusCode()).isEqualTo(200);
+
+      HttpResponse<String> again = CLIENT.send(post(base, earlier), HttpResponse.BodyHandlers.ofString());
+      int cached = new ObjectMapper().readTree(again.body()).path("usage").path("prompt_tokens_details")
+          .path("cached_tokens").asInt();
+      assertThat(cached).as("cached tokens of a prompt from before the policy's run").isZero();
+      assertThat(progress.toString(StandardCharsets.UTF_8)).doesNotContain("warning");
+    } finally {
+      writer.shutdownNow();
+    }
+  }
+
+  @Test
+  void aRefusedResetIsAskedAgain(@TempDir Path out) throws Exception {
+    try (ScriptedWorker w = new ScriptedWorker("w1", 1, 1, 0);
+        LoadGenerator gen = new LoadGenerator(LoadConfig.defaults(w.uri(), "test/model")
+            .withSampleInterval(Duration.ofMillis(50)))) {
+      w.refuseResets.set(2);
+      ByteArrayOutputStream progress = new ByteArrayOutputStream();
+      new AbRunner(gen, List.of(w.target()), settings(out), PolicyPreparer.none(),
+          new PrintStream(progress, true, StandardCharsets.UTF_8))
+          .run(List.of("unique:count=2,rate=100,prompt=32,output=2"));
+      assertThat(w.resets.get()).isEqualTo(3);
+      assertThat(progress.toString(StandardCharsets.UTF_8)).contains("w1 /reset_prefix_cache answered 400 (attempt 2)");
+    }
+  }
+
+  @Test
+  void aResetThatNeverTakesStopsTheAb(@TempDir Path out) throws Exception {
+    try (ScriptedWorker w = new ScriptedWorker("w1", 1, 1, 0);
+        LoadGenerator gen = new LoadGenerator(LoadConfig.defaults(w.uri(), "test/model")
+            .withSampleInterval(Duration.ofMillis(50)))) {
+      w.refuseResets.set(Integer.MAX_VALUE);
+      AbRunner runner = new AbRunner(gen, List.of(w.target()), settings(out), PolicyPreparer.none(),
+          new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+      assertThatThrownBy(() -> runner.run(List.of("unique:count=2,rate=100,prompt=32,output=2")))
+          .isInstanceOf(IllegalStateException.class)
+          .hasMessageContaining("w1 /reset_prefix_cache answered 400")
+          .hasMessageContaining("--reset-caches false");
+      assertThat(w.resets.get()).isEqualTo(5);
+      assertThat(w.policyHeaders).as("requests sent on a cache that was not reset").isEmpty();
+    }
+  }
+
+  private static AbRunner.Settings settings(Path out) {
+    return new AbRunner.Settings(List.of("kv_aware"), "kv_aware", "kv_aware", true, 16, true, Duration.ZERO,
+        Duration.ofSeconds(5), out, Map.of());
+  }
+
+  private static String ids(int n, int start) {
+    return IntStream.range(0, n).mapToObj(i -> Integer.toString(start + i * 3)).collect(Collectors.joining(","));
+  }
+
+  private static String completion(String ids, int maxTokens) {
+    return "{\"model\":\"" + SIM_MODEL + "\",\"prompt\":[" + ids + "],\"max_tokens\":" + maxTokens + "}";
+  }
+
+  private static HttpRequest post(String base, String body) {
+    return HttpRequest.newBuilder(URI.create(base + "/v1/completions")).timeout(Duration.ofSeconds(60))
+        .header("content-type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build();
   }
 }

@@ -21,7 +21,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * A test worker with a scripted stream: answers after {@code ttftMillis}, then one content chunk every
  * {@code gapMillis}, then usage with a fixed {@code cachedTokens}, like vLLM (chat streams start with an empty
  * role chunk). Serves vLLM-named counters on {@code /metrics} that follow what it served, and counts
- * {@code /reset_prefix_cache} calls. Binds 127.0.0.1.
+ * {@code /reset_prefix_cache} calls (refusing as many as told). Binds 127.0.0.1.
  */
 final class ScriptedWorker implements AutoCloseable {
 
@@ -37,6 +37,8 @@ final class ScriptedWorker implements AutoCloseable {
   final int cachedTokens;
   final List<String> policyHeaders = new CopyOnWriteArrayList<>();
   final AtomicInteger resets = new AtomicInteger();
+  /** Resets still to refuse with 400, as vLLM refuses one while requests hold blocks. */
+  final AtomicInteger refuseResets = new AtomicInteger();
   private final AtomicInteger running = new AtomicInteger();
   private final AtomicLong promptTokens = new AtomicLong();
   private final AtomicLong hits = new AtomicLong();
@@ -70,7 +72,7 @@ final class ScriptedWorker implements AutoCloseable {
         case "/metrics" -> metrics(ex);
         case "/reset_prefix_cache" -> {
           resets.incrementAndGet();
-          ex.sendResponseHeaders(200, -1);
+          ex.sendResponseHeaders(refuseResets.getAndUpdate(n -> Math.max(0, n - 1)) > 0 ? 400 : 200, -1);
         }
         case "/v1/completions" -> stream(ex, false);
         case "/v1/chat/completions" -> stream(ex, true);
