@@ -472,6 +472,16 @@ public final class VirtualRun {
     }
   }
 
+  /**
+   * When request {@code r} was due: its planned time, or for a turn held back the moment its predecessor was done.
+   * Its send lag is measured from here, as the driver measures it, since the hold is the conversation's and counted
+   * apart.
+   */
+  private long dueNanos(WorkloadRequest r) {
+    long planned = TimeUnit.MICROSECONDS.toNanos(r.arrivalMicros());
+    return heldBack[r.index()] ? Math.max(planned, doneNanos[chain.predecessor(r.index())]) : planned;
+  }
+
   /** Records what the client received of a scripted answer, when it is less than the script. */
   private void received(WorkloadRequest r, int tokens) {
     if (r.answer() == null || chain.successor(r.index()) < 0) { // a last turn's answer is never resent
@@ -650,7 +660,7 @@ public final class VirtualRun {
       finished++;
       lastEndNanos = Math.max(lastEndNanos, o.finishNanos());
       results[request.index()] = new RequestRecord(request.index(), request.id(), request.sessionId(),
-          micros(request.arrivalMicros() * 1000), micros(sentNanos), micros(o.firstTokenNanos() - sentNanos),
+          micros(dueNanos(request)), micros(sentNanos), micros(o.firstTokenNanos() - sentNanos),
           micros(o.finishNanos() - sentNanos), 200, null, names.get(indexOf.get(decision.chosen().name())),
           decision.id(), o.promptTokens(), o.cachedTokens(), o.completionTokens(), chunks,
           maxGap < 0 ? -1 : micros(maxGap));
@@ -678,7 +688,7 @@ public final class VirtualRun {
       inFlight--;
       long now = clock.nanoTime();
       results[request.index()] = new RequestRecord(request.index(), request.id(), request.sessionId(),
-          micros(request.arrivalMicros() * 1000), micros(sentNanos), -1, micros(now - sentNanos),
+          micros(dueNanos(request)), micros(sentNanos), -1, micros(now - sentNanos),
           f.kind().httpStatus(), "http_" + f.kind().httpStatus(), names.get(indexOf.get(decision.chosen().name())),
           decision.id(), -1, -1, -1, chunks, -1);
       finished++;
@@ -695,8 +705,8 @@ public final class VirtualRun {
   }
 
   private void fail(WorkloadRequest r, long atNanos, String worker, String decisionId, String error, int status) {
-    results[r.index()] = new RequestRecord(r.index(), r.id(), r.sessionId(), r.arrivalMicros(), micros(atNanos), -1,
-        0, status, error, worker, decisionId, -1, -1, -1, 0, -1);
+    results[r.index()] = new RequestRecord(r.index(), r.id(), r.sessionId(), micros(dueNanos(r)), micros(atNanos),
+        -1, 0, status, error, worker, decisionId, -1, -1, -1, 0, -1);
     finished++;
     lastEndNanos = Math.max(lastEndNanos, atNanos);
     received(r, 0);

@@ -53,6 +53,27 @@ class VirtualRunTest {
     assertThat(servedBy(b)).isNotEqualTo(servedBy(a));
   }
 
+  /**
+   * A closed-loop turn held for its predecessor's answer is due when that answer is done, as the Envoy driver
+   * schedules it: the hold is the conversation's (counted in the sessions figures), and a virtual run, with no
+   * driver, has no send lag at all.
+   */
+  @Test
+  void aHeldTurnIsDueWhenItsPredecessorIsDone() {
+    Workload w = WorkloadCatalog.create("multi-turn:sessions=2,rate=10,turns=3,think=0.001,system=32,user=16,"
+        + "output=50,format=tokens,seed=1");
+    VirtualOutcome o = VirtualRun.run(w, "round_robin", VirtualSetup.defaults().withWorkers(2), null);
+    long held = 0;
+    for (RequestRecord r : o.data().requests()) {
+      assertThat(r.scheduledMicros()).as(r.requestId()).isEqualTo(r.sentMicros());
+      if (r.scheduledMicros() > w.requests().get(r.index()).arrivalMicros()) {
+        held++;
+      }
+    }
+    assertThat(held).isPositive().isEqualTo(o.data().sessions().heldBack());
+    assertThat(PolicyResult.summarize(o.data(), null).sendLagMs().max()).isZero();
+  }
+
   @Test
   void ledgerReturnsToZeroAndCountersAgreeWithTheRequests() {
     for (String policy : List.of("kv_aware", "round_robin", "least_load", "cache_only", "random", "dynamo", "llm_d")) {
