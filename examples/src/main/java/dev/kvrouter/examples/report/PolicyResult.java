@@ -82,6 +82,7 @@ public record PolicyResult(String policy, Counts counts, Map<String, Long> error
    * @param requestImbalance max over mean of {@code requests}
    * @param prefillImbalance max over mean of {@code computedPrefillTokens}
    * @param meanLoadImbalance time average, over samples with any load, of max over mean of running + waiting
+   *     (over the workers whose scrape answered in that sample)
    * @param computedTokens per worker, tokens its engine computed: prefill it did not serve from cache plus the
    *     tokens it generated (the GPU work it was given), or null when not scraped
    * @param workImbalance max over mean of {@code computedTokens}. Beside {@code requestImbalance}, not instead:
@@ -276,22 +277,26 @@ public record PolicyResult(String policy, Counts counts, Map<String, Long> error
     if (run.load().isEmpty()) {
       return null;
     }
-    // group samples into ticks by time; a tick counts when any worker had load
+    // a tick's samples share its timestamp. A worker missing from one (its scrape skipped while the previous was
+    // outstanding, or failed) has an unknown load, not none: it is left out, and a tick needs two workers to say
+    // anything about balance
     Map<Long, Map<String, Double>> ticks = new TreeMap<>();
-    long step = Math.max(1, run.loadIntervalMicros());
     for (LoadSample s : run.load()) {
-      ticks.computeIfAbsent(s.atMicros() / step, k -> new LinkedHashMap<>())
-          .put(s.worker(), s.running() + s.waiting());
+      ticks.computeIfAbsent(s.atMicros(), k -> new LinkedHashMap<>()).put(s.worker(), s.running() + s.waiting());
     }
+    int needed = Math.min(2, run.workers().size());
     double sum = 0;
     int n = 0;
     for (Map<String, Double> tick : ticks.values()) {
       List<Double> v = new ArrayList<>();
       for (String w : run.workers()) {
-        v.add(tick.getOrDefault(w, 0.0));
+        Double load = tick.get(w);
+        if (load != null) {
+          v.add(load);
+        }
       }
       double total = v.stream().mapToDouble(Double::doubleValue).sum();
-      if (total > 0) {
+      if (v.size() >= needed && total > 0) {
         sum += imbalance(v);
         n++;
       }

@@ -81,6 +81,20 @@ class PolicyResultTest {
   }
 
   @Test
+  void aWorkerWhoseScrapeASampleSkippedIsNotCountedIdle() {
+    RunData base = RunDataFixtures.run("x", 40, 500);
+    // every worker equally loaded throughout; c's scrape in the second tick was skipped (the previous one still
+    // outstanding), and in the third only a answered
+    List<LoadSample> load = List.of(new LoadSample(0, "a", 2, 1), new LoadSample(0, "b", 3, 0),
+        new LoadSample(0, "c", 1, 2), new LoadSample(250_000, "a", 3, 0), new LoadSample(250_000, "b", 3, 0),
+        new LoadSample(500_000, "a", 3, 0));
+    RunData run = new RunData(base.policy(), base.workers(), base.requests(), base.itlMicros(),
+        base.durationMicros(), base.counters(), load, 250_000, base.routerBefore(), base.routerAfter(),
+        base.routerPeakHeapBytes(), base.overhead(), base.maxInFlight(), base.notes(), base.sessions());
+    assertThat(PolicyResult.summarize(run, IDEAL).balance().meanLoadImbalance()).isEqualTo(1.0);
+  }
+
+  @Test
   void workImbalanceWeighsRequestsByTheTokensTheyCost() {
     // a: 3 requests, mostly served from cache (100 computed + 900 generated); b: 1 request computed whole
     RunData r = RunDataFixtures.run("x", 40, 500);
