@@ -8,6 +8,7 @@ import dev.kvrouter.index.media.MediaIdentities;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
@@ -50,8 +51,9 @@ import org.slf4j.LoggerFactory;
  * dpRank, prefillTokens, uniqueBlocks, hashes, turn, promptTokens, blockSize]}, prefill done {@code [2, r, id]},
  * released {@code [3, r, id]}, predicted {@code [4, r, worker, dpRank, hashes]}, heartbeat {@code [5, r]}, sync
  * request {@code [6, r]}, turns {@code [7, r, [worker, dpRank, turn, ...]]} (every worker's last turn, sent with
- * the reservations still held to a replica heard for the first time); hashes as one binary of 8-byte big-endian
- * values. A reservation carries its decision's
+ * the reservations still held to a replica heard for the first time, in messages of up to {@link
+ * #TURNS_PER_MESSAGE} workers); hashes as one binary of 8-byte big-endian values, at most {@link #MAX_HASHES} (so
+ * that no message exceeds {@link #MAX_MESSAGE_BYTES}). A reservation carries its decision's
  * prediction (the receiver records both from the one message, the prediction first); a separate prediction is
  * sent only for a decision the ledger did not account. The turn ({@link Reservation#turn()}) and the prompt's
  * size came later: a reservation without them (eight fields, from a replica of before) takes the receiver's next
@@ -69,6 +71,21 @@ public final class ReplicaSync {
   static final int HEARTBEAT = 5;
   static final int SYNC_REQUEST = 6;
   static final int TURNS = 7;
+
+  /**
+   * The largest message a replica sends, and so the most the link reads of one ({@link ZmqReplicaLink}): bounded
+   * by the largest reservation, {@link #MAX_HASHES} hashes of 8 bytes (8 MiB), and the largest turns message,
+   * {@link #TURNS_PER_MESSAGE} workers of at most 16 bytes besides their names (under 1 MiB with names of 200
+   * bytes). The rest is room for worker names no fleet has, far below what would hurt the heap.
+   */
+  public static final int MAX_MESSAGE_BYTES = 64 << 20;
+  /**
+   * Hashes a message carries at most: 2^20 blocks, a prompt of 16M tokens at vLLM's default block of 16 and of
+   * 1M at blocks of one token, beyond any context window; a longer prompt's first 2^20 are sent.
+   */
+  static final int MAX_HASHES = 1 << 20;
+  /** Workers' turns per message: a fleet of any size is sent in messages of bounded size. */
+  static final int TURNS_PER_MESSAGE = 4096;
 
   private final long replica;
   private final LoadLedger ledger;
@@ -182,12 +199,16 @@ public final class ReplicaSync {
     if (turns.isEmpty()) {
       return;
     }
-    send(packer -> {
-      packer.packArrayHeader(3).packInt(TURNS).packLong(replica).packArrayHeader(turns.size() * 3);
-      for (Map.Entry<WorkerId, Long> e : turns.entrySet()) {
-        packer.packString(e.getKey().name()).packInt(e.getKey().dpRank()).packLong(e.getValue());
-      }
-    });
+    List<Map.Entry<WorkerId, Long>> all = List.copyOf(turns.entrySet());
+    for (int from = 0; from < all.size(); from += TURNS_PER_MESSAGE) {
+      List<Map.Entry<WorkerId, Long>> part = all.subList(from, Math.min(all.size(), from + TURNS_PER_MESSAGE));
+      send(packer -> {
+        packer.packArrayHeader(3).packInt(TURNS).packLong(replica).packArrayHeader(part.size() * 3);
+        for (Map.Entry<WorkerId, Long> e : part) {
+          packer.packString(e.getKey().name()).packInt(e.getKey().dpRank()).packLong(e.getValue());
+        }
+      });
+    }
   }
 
   /** {@code source} that also tells the other replicas of every prediction this replica records. */
@@ -241,35 +262,67 @@ public final class ReplicaSync {
     send(packer -> packer.packArrayHeader(2).packInt(HEARTBEAT).packLong(replica));
   }
 
-  /** Copies another replica's message into this replica's ledger or index. Transport thread. */
+  /**
+   * Copies another replica's message into this replica's ledger or index. Transport thread. The whole message is
+   * read and checked before anything changes here: a malformed one (or one of a kind this replica does not know)
+   * is counted and changes nothing, and in particular does not make its sender a peer, which would send it every
+   * reservation held here.
+   */
   public void apply(byte[] message) {
-    try (MessageUnpacker in = MessagePack.newDefaultUnpacker(message)) {
-      int fields = in.unpackArrayHeader();
-      int kind = in.unpackInt();
-      long from = in.unpackLong();
+    long from;
+    Consumer<Peer> action;
+    try (MessageUnpacker unpacker = MessagePack.newDefaultUnpacker(message)) {
+      Fields in = new Fields(unpacker, message.length);
+      int fields = unpacker.unpackArrayHeader();
+      int kind = unpacker.unpackInt();
+      from = unpacker.unpackLong();
       if (from == replica) {
         return; // our own, looped back
       }
-      Peer peer = peers.get(from);
-      if (peer == null) {
-        // a replica heard for the first time: tell it what this one has in flight, and ask for its own
-        peer = new Peer();
-        peers.put(from, peer);
-        resendOwn();
-        send(packer -> packer.packArrayHeader(2).packInt(SYNC_REQUEST).packLong(replica));
-      }
-      peerCount = peers.size();
-      peer.lastSeenNanos = nanoClock.getAsLong();
-      switch (kind) {
-        case RESERVE -> {
-          long id = in.unpackLong();
-          WorkerId worker = new WorkerId(in.unpackString(), in.unpackInt());
-          long prefill = in.unpackLong();
-          int unique = in.unpackInt();
-          long[] hashes = unpackHashes(in);
-          long turn = fields > 8 ? in.unpackLong() : 0; // a replica of before the turn sends none
-          long promptTokens = fields > 10 ? in.unpackLong() : 0;
-          int blockSize = fields > 10 ? in.unpackInt() : 0;
+      action = read(kind, fields, in);
+    } catch (IOException | RuntimeException e) {
+      countMalformed(e);
+      return;
+    }
+    if (action == null) {
+      malformed++;
+      return;
+    }
+    Peer peer = peers.get(from);
+    if (peer == null) {
+      // a replica heard for the first time: tell it what this one has in flight, and ask for its own
+      peer = new Peer();
+      peers.put(from, peer);
+      resendOwn();
+      send(packer -> packer.packArrayHeader(2).packInt(SYNC_REQUEST).packLong(replica));
+    }
+    peerCount = peers.size();
+    peer.lastSeenNanos = nanoClock.getAsLong();
+    try {
+      action.accept(peer);
+      applied++;
+    } catch (RuntimeException e) {
+      countMalformed(e);
+    }
+  }
+
+  /** What a message of {@code kind} does to its sender's copies here, once read whole; null for an unknown kind. */
+  private Consumer<Peer> read(int kind, int fields, Fields in) throws IOException {
+    MessageUnpacker u = in.unpacker;
+    return switch (kind) {
+      case RESERVE -> {
+        long id = u.unpackLong();
+        WorkerId worker = new WorkerId(in.string(), u.unpackInt());
+        long prefill = u.unpackLong();
+        int unique = u.unpackInt();
+        long[] hashes = in.hashes();
+        long turn = fields > 8 ? u.unpackLong() : 0; // a replica of before the turn sends none
+        long promptTokens = fields > 10 ? u.unpackLong() : 0;
+        int blockSize = fields > 10 ? u.unpackInt() : 0;
+        if (prefill < 0 || unique < 0) {
+          throw new IOException("a negative reservation");
+        }
+        yield peer -> {
           if (!peer.reservations.containsKey(id)) { // sent again for a replica that joined: applied once
             if (hashes.length > 0 && fields > 8) {
               // the prediction first: a decision here that sees the request in flight sees where its prompt
@@ -281,34 +334,85 @@ public final class ReplicaSync {
               peer.reservations.put(id, r);
             }
           }
-        }
-        case PREFILL_DONE -> ledger.prefillDone(peer.reservations.get(in.unpackLong()));
-        case RELEASED -> ledger.release(peer.reservations.remove(in.unpackLong()));
-        case PREDICTED -> {
-          WorkerId worker = new WorkerId(in.unpackString(), in.unpackInt());
-          overlaps.recordPrediction(worker, unpackHashes(in));
-        }
-        case TURNS -> {
-          int n = in.unpackArrayHeader();
-          if (n % 3 != 0) {
-            throw new IOException("turns of " + n + " values");
-          }
-          for (int i = 0; i < n / 3; i++) {
-            ledger.noteTurn(new WorkerId(in.unpackString(), in.unpackInt()), in.unpackLong());
-          }
-        }
-        case HEARTBEAT -> { }
-        case SYNC_REQUEST -> resendOwn();
-        default -> {
-          malformed++;
-          return;
-        }
+        };
       }
-      applied++;
-    } catch (IOException | RuntimeException e) {
-      if (malformed++ == 0) {
-        log.warn("ignoring a malformed message from another router replica: {}", e.toString());
+      case PREFILL_DONE -> {
+        long id = u.unpackLong();
+        yield peer -> ledger.prefillDone(peer.reservations.get(id));
       }
+      case RELEASED -> {
+        long id = u.unpackLong();
+        yield peer -> ledger.release(peer.reservations.remove(id));
+      }
+      case PREDICTED -> {
+        WorkerId worker = new WorkerId(in.string(), u.unpackInt());
+        long[] hashes = in.hashes();
+        yield peer -> overlaps.recordPrediction(worker, hashes);
+      }
+      case TURNS -> {
+        int n = u.unpackArrayHeader();
+        // each turn takes three bytes at the least: a count beyond what is left is not a message of a replica
+        if (n % 3 != 0 || n > in.left()) {
+          throw new IOException("turns of " + n + " values");
+        }
+        WorkerId[] workers = new WorkerId[n / 3];
+        long[] turns = new long[n / 3];
+        for (int i = 0; i < n / 3; i++) {
+          workers[i] = new WorkerId(in.string(), u.unpackInt());
+          turns[i] = u.unpackLong();
+        }
+        yield peer -> {
+          for (int i = 0; i < workers.length; i++) {
+            ledger.noteTurn(workers[i], turns[i]);
+          }
+        };
+      }
+      case HEARTBEAT -> peer -> { };
+      case SYNC_REQUEST -> peer -> resendOwn();
+      default -> null;
+    };
+  }
+
+  private void countMalformed(Exception e) {
+    if (malformed++ == 0) {
+      log.warn("ignoring a malformed message from another router replica: {}", e.toString());
+    }
+  }
+
+  /**
+   * A message being read. Every length in it is checked against the bytes left before anything of that length is
+   * allocated: msgpack allocates a payload as its header claims, so fifteen bytes claiming two gigabytes of hashes
+   * were an OutOfMemoryError, which ended the link's thread.
+   */
+  private static final class Fields {
+    final MessageUnpacker unpacker;
+    private final int size;
+
+    Fields(MessageUnpacker unpacker, int size) {
+      this.unpacker = unpacker;
+      this.size = size;
+    }
+
+    int left() {
+      return size - (int) unpacker.getTotalReadBytes();
+    }
+
+    String string() throws IOException {
+      int n = unpacker.unpackRawStringHeader();
+      if (n < 0 || n > left()) {
+        throw new IOException("a string of " + n + " bytes in " + left());
+      }
+      return new String(unpacker.readPayload(n), StandardCharsets.UTF_8);
+    }
+
+    long[] hashes() throws IOException {
+      int n = unpacker.unpackBinaryHeader();
+      if (n < 0 || n % 8 != 0 || n > left()) {
+        throw new IOException("hashes of " + n + " bytes in " + left());
+      }
+      long[] hashes = new long[n / 8];
+      ByteBuffer.wrap(unpacker.readPayload(n)).asLongBuffer().get(hashes);
+      return hashes;
     }
   }
 
@@ -393,19 +497,9 @@ public final class ReplicaSync {
   }
 
   private static void packHashes(MessageBufferPacker packer, long[] hashes) throws IOException {
-    byte[] b = new byte[hashes.length * 8];
-    ByteBuffer.wrap(b).asLongBuffer().put(hashes);
+    // a prefix of a prompt's block hashes is the hashes of a shorter prompt: the others see less of it cached
+    byte[] b = new byte[Math.min(hashes.length, MAX_HASHES) * 8];
+    ByteBuffer.wrap(b).asLongBuffer().put(hashes, 0, b.length / 8);
     packer.packBinaryHeader(b.length).writePayload(b);
-  }
-
-  private static long[] unpackHashes(MessageUnpacker in) throws IOException {
-    int n = in.unpackBinaryHeader();
-    if (n % 8 != 0) {
-      throw new IOException("hashes of " + n + " bytes");
-    }
-    byte[] b = in.readPayload(n);
-    long[] hashes = new long[n / 8];
-    ByteBuffer.wrap(b).asLongBuffer().get(hashes);
-    return hashes;
   }
 }

@@ -65,6 +65,8 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
   private Thread thread;
   private volatile boolean running;
   private volatile int boundPort = -1;
+  /** Peer messages whose apply threw; link thread. */
+  private long failedMessages;
 
   /**
    * @param bind where this replica publishes, e.g. {@code tcp://0.0.0.0:5601} ({@code :0} or {@code :*} picks a
@@ -196,6 +198,9 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
       boundPort = Integer.parseInt(last.substring(last.lastIndexOf(':') + 1));
       sub = context.createSocket(SocketType.SUB);
       sub.setRcvHWM(100_000);
+      // ZMQ allocates a frame as its header claims before reading it: without a cap one peer's header claiming
+      // gigabytes costs the heap that much; a larger frame than any replica sends drops that connection instead
+      sub.setMaxMsgSize(ReplicaSync.MAX_MESSAGE_BYTES);
       sub.setLinger(0);
       sub.setHandshakeIvl(HANDSHAKE_MILLIS);
       sub.subscribe(new byte[0]);
@@ -241,13 +246,25 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
         // read on every wake, not only when the poll flags the socket: one non-blocking receive, and nothing left
         // waiting on how JeroMQ reports a socket's readiness
         for (byte[] m; (m = sub.recv(ZMQ.DONTWAIT)) != null; ) {
-          sync.apply(m);
+          try {
+            sync.apply(m);
+          } catch (RuntimeException e) {
+            // one message must not end the only thread that hears and tells the other replicas
+            if (failedMessages++ == 0) {
+              log.warn("a message from another router replica failed to apply: {}", e.toString());
+            }
+          }
         }
       }
     } catch (org.zeromq.ZMQException | IOException e) {
       if (running) {
         log.warn("the replica link stopped: {}", e.toString());
       }
+    } catch (RuntimeException | Error e) {
+      // not swallowed (an Error is the JVM's, not one message's), but said loudly: from here on this replica
+      // neither hears nor tells the others, and its copies of theirs stay until they expire
+      log.error("the replica link thread died: this replica no longer shares its reservations", e);
+      throw e;
     } finally {
       poller.close();
     }

@@ -318,4 +318,101 @@ class ReplicaSyncTest {
     a.deliverTo(b);
     assertThat(b.ledger.totals()).containsExactly(0, 0, 0, 0, 0);
   }
+
+  /**
+   * A reserve of fifteen bytes whose hashes claim almost 2 GiB (a multiple of 8, so not caught as odd): msgpack
+   * allocates a payload as its header claims, and the OutOfMemoryError escaped apply and the link's catch, ending
+   * the thread that hears and tells the other replicas. A length beyond what the message holds is malformed, read
+   * without allocating it.
+   */
+  @Test
+  void hashesClaimingMoreThanTheMessageHoldsAreMalformedAndNeverAllocated() throws Exception {
+    Replica b = new Replica(2);
+    com.sun.management.ThreadMXBean threads =
+        (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+    // first a claim of 64 MiB, which any heap survives: a regression fails here, before the 2 GiB claim below
+    long before = threads.getCurrentThreadAllocatedBytes();
+    b.sync.apply(reserveClaimingHashBytes(64 << 20));
+    assertThat(threads.getCurrentThreadAllocatedBytes() - before).as("bytes allocated reading it").isLessThan(1 << 20);
+    assertThat(b.sync.malformed()).isEqualTo(1);
+
+    byte[] message = reserveClaimingHashBytes(0x7FFF_FFF8);
+    assertThat(message).hasSize(15);
+    Throwable thrown = org.assertj.core.api.Assertions.catchThrowable(() -> b.sync.apply(message));
+    assertThat(thrown).as("what escaped apply").isNull();
+    assertThat(b.sync.malformed()).isEqualTo(2);
+    assertThat(b.sync.peerCount()).as("a malformed message makes no peer").isZero();
+    assertThat(b.outbox).as("and is sent nothing").isEmpty();
+  }
+
+  private static byte[] reserveClaimingHashBytes(int n) throws Exception {
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(11).packInt(ReplicaSync.RESERVE).packLong(7).packLong(7).packString("w1").packInt(0)
+          .packLong(100).packInt(1).packBinaryHeader(n); // no payload follows
+      return p.toByteArray();
+    }
+  }
+
+  /**
+   * Turns or a worker's name claiming more than the message holds are malformed as a whole: nothing of the
+   * message is applied (the turns before the bad count were), and its sender, never heard before, is not made a
+   * peer (it was, and sent every reservation held here).
+   */
+  @Test
+  void aMalformedMessageFromANewReplicaAppliesNothingAndMakesNoPeer() throws Exception {
+    Replica b = new Replica(2);
+    b.ledger.reserve(W, 10, new long[] {1}, 0);
+    b.outbox.clear();
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(3).packInt(ReplicaSync.TURNS).packLong(5).packArrayHeader(300_000_000)
+          .packString("w7").packInt(0).packLong(40);
+      b.sync.apply(p.toByteArray());
+    }
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(5).packInt(ReplicaSync.PREDICTED).packLong(6).packRawStringHeader(1 << 30);
+      b.sync.apply(p.toByteArray());
+    }
+    assertThat(b.sync.malformed()).isEqualTo(2);
+    assertThat(b.ledger.lastTurn(new WorkerId("w7", 0))).isZero();
+    assertThat(b.predictions).isEmpty();
+    assertThat(b.sync.peerCount()).isZero();
+    assertThat(b.outbox).isEmpty();
+  }
+
+  /** A kind this replica does not know (a newer replica's, or noise) is counted; its sender is not made a peer. */
+  @Test
+  void aMessageOfAnUnknownKindMakesNoPeerAndGetsNoResend() throws Exception {
+    Replica b = new Replica(2);
+    b.ledger.reserve(W, 10, new long[] {1}, 0);
+    b.outbox.clear();
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(2).packInt(99).packLong(5);
+      b.sync.apply(p.toByteArray());
+    }
+    assertThat(b.sync.malformed()).isEqualTo(1);
+    assertThat(b.sync.peerCount()).isZero();
+    assertThat(b.outbox).isEmpty();
+  }
+
+  /**
+   * No message exceeds what the link reads ({@link ReplicaSync#MAX_MESSAGE_BYTES}): a prompt longer than
+   * {@link ReplicaSync#MAX_HASHES} blocks sends its first ones, and a fleet's turns go in messages of bounded size.
+   */
+  @Test
+  void noMessageOutgrowsWhatTheLinkReads() {
+    Replica a = new Replica(1);
+    Replica b = new Replica(2);
+    a.ledger.reserve(W, 10, new long[ReplicaSync.MAX_HASHES + 5], 0);
+    for (int i = 0; i < ReplicaSync.TURNS_PER_MESSAGE + 10; i++) {
+      a.ledger.noteTurn(new WorkerId("worker-" + i, 0), i + 1);
+    }
+    a.outbox.clear();
+    b.sync.heartbeat();
+    b.deliverTo(a); // a hears b first: sends it the turns and the reservation
+    assertThat(a.outbox).as("two of turns, the reservation, the sync request").hasSize(4).allSatisfy(m -> assertThat(m.length).isLessThan(ReplicaSync.MAX_MESSAGE_BYTES));
+    a.deliverTo(b);
+    assertThat(b.sync.malformed()).isZero();
+    assertThat(b.ledger.lastTurns()).isEqualTo(a.ledger.lastTurns());
+    assertThat(b.predictions).containsExactly("w1:" + ReplicaSync.MAX_HASHES);
+  }
 }

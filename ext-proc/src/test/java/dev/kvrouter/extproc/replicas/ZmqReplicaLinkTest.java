@@ -211,4 +211,44 @@ class ZmqReplicaLinkTest {
       }
     }
   }
+
+  /**
+   * A peer's message whose hashes claim almost 2 GiB ended the link's thread with an OutOfMemoryError (it caught
+   * only ZMQ and I/O exceptions): the replica heard nothing more and sent no heartbeats. It keeps hearing now.
+   */
+  @Test
+  void aMalformedMessageDoesNotStopTheLink() throws Exception {
+    LoadLedger ledger = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    byte[] bad;
+    try (org.msgpack.core.MessageBufferPacker p = org.msgpack.core.MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(11).packInt(ReplicaSync.RESERVE).packLong(7).packLong(7).packString("w1").packInt(0)
+          .packLong(100).packInt(1).packBinaryHeader(0x7FFF_FFF8);
+      bad = p.toByteArray();
+    }
+    try (org.zeromq.ZContext context = new org.zeromq.ZContext()) {
+      org.zeromq.ZMQ.Socket peer = context.createSocket(org.zeromq.SocketType.PUB);
+      peer.setLinger(0);
+      int port = peer.bindToRandomPort("tcp://127.0.0.1");
+      try (ZmqReplicaLink a = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of("tcp://127.0.0.1:" + port), 1024)) {
+        ReplicaSync sync = new ReplicaSync(1, ledger, PrefixOverlapSource.NONE, a, System::nanoTime,
+            TimeUnit.SECONDS.toNanos(3));
+        a.start(sync);
+        // until the subscription is up, each bad message followed by a heartbeat from replica 8, then from 9:
+        // replica 9 can only be heard after a bad message was
+        for (long from = 8; from <= 9; from++) {
+          long id = from;
+          long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+          while (sync.peerCount() < from - 7) {
+            assertThat(System.nanoTime() - deadline).as("timed out waiting to hear replica %d", id).isNegative();
+            peer.send(bad);
+            try (org.msgpack.core.MessageBufferPacker p = org.msgpack.core.MessagePack.newDefaultBufferPacker()) {
+              p.packArrayHeader(2).packInt(ReplicaSync.HEARTBEAT).packLong(id);
+              peer.send(p.toByteArray());
+            }
+            Thread.sleep(20);
+          }
+        }
+      }
+    }
+  }
 }
