@@ -40,8 +40,8 @@ import org.slf4j.LoggerFactory;
  * <p>Each tick starts one asynchronous GET per worker that has none in flight (a slow worker never delays the
  * others, and never gets a pile of requests); a request older than the timeout is cancelled and counts as
  * unreachable. Bodies are parsed as they stream in ({@link VllmMetricsParser}), at most {@code maxBytes} each.
- * Reaching a worker, or not, is reported to {@link WorkerHealth}; a worker that answers with an error status
- * exposes no metrics and is routed on the ledger alone (logged once).
+ * Reaching a worker, or not, is reported to {@link WorkerHealth}; a worker that answers with an error status, or
+ * with a page the parser fails on, exposes no metrics and is routed on the ledger alone (logged once).
  *
  * <p>Threads: the tick runs on the caller's scheduler and only starts requests. Each request is a blocking
  * {@link HttpClient#send} on a pooled thread (one per worker being scraped at that moment, reused from round to
@@ -152,9 +152,9 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
       warnNoMetrics(w, "invalid metrics URL " + w.effectiveMetricsUrl());
       return CompletableFuture.completedFuture(null);
     }
-    VllmMetricsParser parser = new VllmMetricsParser(maxBytes);
+    ChunkSubscriber chunks = new ChunkSubscriber(new VllmMetricsParser(maxBytes));
     HttpResponse.BodyHandler<Void> handler = info -> info.statusCode() == 200
-        ? HttpResponse.BodySubscribers.fromSubscriber(new ChunkSubscriber(parser), sub -> null)
+        ? HttpResponse.BodySubscribers.fromSubscriber(chunks, sub -> null)
         : HttpResponse.BodySubscribers.replacing(null);
     CompletableFuture<Void> done = new CompletableFuture<>();
     Future<?> request;
@@ -162,14 +162,12 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
       request = senders.submit(() -> {
         try {
           HttpResponse<Void> resp = http.send(req, handler);
+          health.scrapeReached(w.name());
           if (resp.statusCode() != 200) {
             noMetrics.increment();
-            health.scrapeReached(w.name());
             warnNoMetrics(w, "HTTP " + resp.statusCode() + " from " + w.effectiveMetricsUrl());
           } else {
-            ok.increment();
-            health.scrapeReached(w.name());
-            publish(w, parser.finish());
+            readPage(w, chunks);
           }
         } catch (InterruptedException e) {
           if (!closed) {
@@ -191,6 +189,29 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
       }
     });
     return done;
+  }
+
+  /**
+   * A page that answered 200: the worker is reached whatever the page holds. A page the parser failed on is
+   * counted as no metrics, never as unreachable: three such scrapes ejected a worker that was serving.
+   */
+  private void readPage(Worker w, ChunkSubscriber page) {
+    Map<Integer, VllmMetricsParser.Engine> engines = null;
+    RuntimeException failure = page.failure;
+    if (failure == null) {
+      try {
+        engines = page.parser.finish();
+      } catch (RuntimeException e) {
+        failure = e;
+      }
+    }
+    if (failure != null) {
+      noMetrics.increment();
+      warnNoMetrics(w, "its page could not be read at " + w.effectiveMetricsUrl() + ": " + failure);
+      return;
+    }
+    ok.increment();
+    publish(w, engines);
   }
 
   private void unreachable(Worker w, Exception e) {
@@ -254,7 +275,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     return latest.get(worker);
   }
 
-  /** Successful scrapes, failed (unreachable) scrapes, and scrapes that found no metrics. */
+  /** Successful scrapes, failed (unreachable) scrapes, and scrapes that found no metrics (or none readable). */
   public long[] counts() {
     return new long[] {ok.sum(), failed.sum(), noMetrics.sum()};
   }
@@ -290,8 +311,13 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
 
   /** Feeds body chunks to the parser as they arrive; the parser bounds what it keeps. */
   private static final class ChunkSubscriber implements Flow.Subscriber<List<ByteBuffer>> {
-    private final VllmMetricsParser parser;
+    final VllmMetricsParser parser;
     private final byte[] scratch = new byte[8192];
+    /**
+     * What the parser threw, if it did; the rest of the page is drained unread. Thrown out of onNext it failed
+     * the exchange, and a worker that had answered was counted unreachable.
+     */
+    volatile RuntimeException failure;
 
     ChunkSubscriber(VllmMetricsParser parser) {
       this.parser = parser;
@@ -304,12 +330,19 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
 
     @Override
     public void onNext(List<ByteBuffer> items) {
-      for (ByteBuffer b : items) {
-        while (b.hasRemaining()) {
-          int n = Math.min(b.remaining(), scratch.length);
-          b.get(scratch, 0, n);
-          parser.feed(scratch, 0, n);
+      if (failure != null) {
+        return;
+      }
+      try {
+        for (ByteBuffer b : items) {
+          while (b.hasRemaining()) {
+            int n = Math.min(b.remaining(), scratch.length);
+            b.get(scratch, 0, n);
+            parser.feed(scratch, 0, n);
+          }
         }
+      } catch (RuntimeException e) {
+        failure = e;
       }
     }
 

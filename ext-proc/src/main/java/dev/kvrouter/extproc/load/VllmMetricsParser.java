@@ -13,7 +13,8 @@ import java.util.TreeMap;
  * (older {@code vllm:gpu_cache_usage_perc}), {@code vllm:cache_config_info{num_gpu_blocks}}; SGLang
  * {@code sglang:num_running_reqs}, {@code sglang:num_queue_reqs}, {@code sglang:token_usage}. Series are
  * grouped by the {@code engine} label (vLLM's data-parallel rank); series without it go to engine -1. Several
- * series of one engine (one per served model name) add up; usage and capacity take the maximum.
+ * series of one engine (one per served model name) add up; usage and capacity take the maximum. A sample that is
+ * not a finite number (NaN, an infinity) is skipped, as is a malformed line.
  *
  * <p>Hand-written rather than a client library: the format is line-based, the router reads three gauges, and
  * this parser never materialises the rest of a page that is mostly histogram buckets. Not thread-safe: one
@@ -146,6 +147,9 @@ public final class VllmMetricsParser {
           }
           p++;
         }
+        if (p >= n) {
+          return; // a quote never closed: the line ends inside a label value
+        }
         p++; // closing quote
         if (key.equals("engine")) {
           engine = parseInt(v.toString(), -1);
@@ -155,6 +159,9 @@ public final class VllmMetricsParser {
         while (p < n && (line[p] == ',' || line[p] == ' ')) {
           p++;
         }
+      }
+      if (p >= n) {
+        return; // labels never closed
       }
       p++; // '}'
     }
@@ -169,6 +176,10 @@ public final class VllmMetricsParser {
     try {
       value = Double.parseDouble(new String(line, valueStart, p - valueStart, StandardCharsets.US_ASCII));
     } catch (NumberFormatException e) {
+      return;
+    }
+    if (kind != Kind.CONFIG && !Double.isFinite(value)) {
+      // an engine (or one model name's series) not reporting: summed, it erased every other series' count
       return;
     }
     Engine e = engines.computeIfAbsent(engine, k -> new Engine());

@@ -242,4 +242,27 @@ class MetricsScraperTest {
     assertThat(Duration.ofNanos(System.nanoTime() - cutAt)).isLessThan(Duration.ofSeconds(2));
     assertThat(scraper.scraped(WorkerId.of("stalls"))).isNull();
   }
+
+  /**
+   * A worker that answers its page is reached, whatever a line of the page holds: a line the parser ran past the
+   * end of counted as unreachable after the 200, and three such scrapes ejected a serving worker.
+   */
+  @Test
+  void aWorkerThatAnswersIsReachedWhateverItsPageHolds() throws Exception {
+    String head = "vllm:num_requests_running{x=\"";
+    byte[] page = ("vllm:num_requests_running 3\n" + head + "a".repeat(VllmMetricsParser.MAX_LINE - 1 - head.length())
+        + "\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    server.createContext("/odd", ex -> {
+      ex.sendResponseHeaders(200, page.length);
+      ex.getResponseBody().write(page);
+      ex.close();
+    });
+    registry.replace(List.of(worker("odd", 1, url("odd"))));
+    for (int i = 0; i < 3; i++) {
+      scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    }
+    assertThat(health.unhealthyReason("odd")).as("answered 200 three times").isNull();
+    assertThat(scraper.counts()[1]).as("unreachable").isZero();
+    assertThat(scraper.scraped(WorkerId.of("odd")).running()).isEqualTo(3.0);
+  }
 }

@@ -104,4 +104,43 @@ class VllmMetricsParserTest {
     assertThat(e.get(0).running()).isEqualTo(3.0);
     assertThat(Double.isNaN(e.get(0).waiting())).isTrue();
   }
+
+  /**
+   * A label value whose quote never closes, or labels whose brace never does, on a line of the longest kept
+   * length: the parser ran past the line's end (StringIndexOutOfBounds out of feed), and the scraper counted the
+   * worker that had answered as unreachable. The line is skipped; the rest of the page counts.
+   */
+  @Test
+  void aLineEndingInsideItsLabelsIsSkippedAtEveryLengthUpToTheLimit() {
+    // a quote never closed, padded with its value; labels never closed, padded with the blanks between labels
+    String[][] lines = {{"vllm:num_requests_running{x=\"", "a"}, {"vllm:num_requests_running{x=\"a\"", " "}};
+    for (String[] line : lines) {
+      for (int length = VllmMetricsParser.MAX_LINE - 3; length <= VllmMetricsParser.MAX_LINE; length++) {
+        String bad = line[0] + line[1].repeat(length - line[0].length());
+        byte[] page = (bad + "\nvllm:num_requests_running 3\n").getBytes(StandardCharsets.US_ASCII);
+        for (int chunk : new int[] {page.length, 4096}) {
+          assertThat(parse(page, chunk).get(-1).running()).as("line of %d bytes", length).isEqualTo(3.0);
+        }
+      }
+    }
+  }
+
+  /**
+   * A series that reports NaN (or an infinity) among several of one engine: summed, it turned the engine's count
+   * into NaN, which the scraper published as 0, and the result depended on the series' order.
+   */
+  @Test
+  void aSeriesThatIsNotANumberDoesNotEraseTheOthers() {
+    String a = "vllm:num_requests_running{engine=\"0\",model_name=\"a\"} 5\n";
+    for (String notANumber : new String[] {"NaN", "+Inf", "-Inf"}) {
+      String b = "vllm:num_requests_running{engine=\"0\",model_name=\"b\"} " + notANumber + "\n"
+          + "vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"b\"} " + notANumber + "\n";
+      String usage = "vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"a\"} 0.5\n";
+      for (String page : new String[] {a + usage + b, b + a + usage}) {
+        Map<Integer, VllmMetricsParser.Engine> e = parse(page.getBytes(StandardCharsets.US_ASCII), page.length());
+        assertThat(e.get(0).running()).as("%s", page).isEqualTo(5.0);
+        assertThat(e.get(0).kvUsage()).as("%s", page).isEqualTo(0.5);
+      }
+    }
+  }
 }
