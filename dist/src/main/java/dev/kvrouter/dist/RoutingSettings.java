@@ -19,6 +19,13 @@ import java.util.Map;
  */
 final class RoutingSettings {
 
+  /**
+   * Output a request may be expected to produce at most (routing.load.max_expected_output_tokens): 2^24 tokens,
+   * beyond any model's context window. An "uncapped" value reserved a client's max_tokens as it came, up to
+   * Integer.MAX_VALUE blocks on one worker: a reservation no engine can hold that made the worker look full.
+   */
+  static final int MAX_OUTPUT_TOKENS = 1 << 24;
+
   static final List<String> BUSY_KEYS =
       List.of("max_prefill_tokens", "max_decode_blocks", "max_kv_usage", "max_waiting_requests", "when_all_busy");
 
@@ -50,7 +57,9 @@ final class RoutingSettings {
     var load = r.load();
     positive(errors, "routing.load.default_block_size", load.defaultBlockSize());
     nonNegative(errors, "routing.load.expected_output_tokens", load.expectedOutputTokens());
-    nonNegative(errors, "routing.load.max_expected_output_tokens", load.maxExpectedOutputTokens());
+    if (load.maxExpectedOutputTokens() < 0 || load.maxExpectedOutputTokens() > MAX_OUTPUT_TOKENS) {
+      errors.add("routing.load.max_expected_output_tokens: must be in [0, " + MAX_OUTPUT_TOKENS + "]");
+    }
     positive(errors, "routing.load.reservation_ttl_seconds", load.reservationTtlSeconds());
     positive(errors, "routing.load.max_reservations", load.maxReservations());
     if (load.evictionSlots() < 1 || load.evictionSlots() > EvictionPressure.MAX_SLOTS) {

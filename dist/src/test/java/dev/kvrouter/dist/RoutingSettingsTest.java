@@ -107,4 +107,19 @@ class RoutingSettingsTest {
         .hasMessageContaining("routing.weights.gpu_credits: unknown key")
         .hasMessageContaining("gpu_credit");
   }
+
+  /** An "uncapped" output reservation reserved a client's max_tokens as it came, up to Integer.MAX_VALUE. */
+  @Test
+  void theOutputReservationCapIsBounded() {
+    assertThatThrownBy(() -> KvrouterConfig.parse("""
+        routing:
+          load: {max_expected_output_tokens: 2147483647}
+        """, "k.yaml"))
+        .hasMessageContaining("routing.load.max_expected_output_tokens: must be in [0, 16777216]");
+    RoutingConfig c = RoutingSettings.toConfig(KvrouterConfig.parse("""
+        routing:
+          load: {max_expected_output_tokens: 16777216}
+        """, "k.yaml").routing());
+    assertThat(c.expectedOutputTokens(Integer.MAX_VALUE)).isEqualTo(16_777_216);
+  }
 }

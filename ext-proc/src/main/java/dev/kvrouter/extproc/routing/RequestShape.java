@@ -13,7 +13,9 @@ public record RequestShape(long promptTokens, int blockSize, int promptBlocks, i
 
   public static RequestShape of(long promptTokens, int blockSize, int fullBlocks, int outputTokens) {
     int pb = (int) Math.min(Integer.MAX_VALUE, (promptTokens + blockSize - 1) / blockSize);
-    return new RequestShape(promptTokens, blockSize, pb, Math.min(fullBlocks, pb),
-        (outputTokens + blockSize - 1) / blockSize);
+    // in long: max_tokens near Integer.MAX_VALUE with an uncapped output reservation overflowed to a negative
+    // reservation, which the ledger refused with an exception (a 500)
+    int ob = (int) Math.min(Integer.MAX_VALUE, (Math.max(0L, outputTokens) + blockSize - 1) / blockSize);
+    return new RequestShape(promptTokens, blockSize, pb, Math.min(fullBlocks, pb), ob);
   }
 }

@@ -290,7 +290,9 @@ public final class Router {
       Reservation reservation = Reservation.NONE;
       if (load != null) {
         long prefillTokens = Math.max(0, promptTokens - Math.round(chosen.creditBlocks * blockSize));
-        int unique = (shape.promptBlocks() - shape.fullBlocks()) + shape.outputBlocks();
+        // bounded so that the reservation's blocks (hashes + unique) stay an int
+        int unique = (int) Math.min(Integer.MAX_VALUE - hashes.length,
+            (long) shape.promptBlocks() - shape.fullBlocks() + shape.outputBlocks());
         reservation = load.ledger().reserve(chosen.id(), prefillTokens, hashes, unique, promptTokens, blockSize);
       }
       if (hashes.length > 0) {

@@ -742,4 +742,25 @@ class RouterTest {
       threads.shutdownNow();
     }
   }
+
+  /**
+   * max_tokens near Integer.MAX_VALUE (the request path clamps larger ones to it) with the output reservation
+   * uncapped: the output blocks overflowed to a negative count, the ledger refused the reservation with an
+   * exception, and the request got a 500. At one token a block the reservation's unique blocks overflowed too.
+   */
+  @Test
+  void aHugeMaxTokensWithAnUncappedOutputReservationIsRoutedAndAccounted() {
+    for (int blockSize : new int[] {B, 1}) {
+      RouterHarness h = new RouterHarness().fleet(worker("w1"), worker("w2"));
+      h.config(new RoutingConfig(ModelRouting.defaults(KvAwarePolicy.NAME), Map.of(), B, 256, Integer.MAX_VALUE));
+      PromptInfo p = new PromptInfo(4 * blockSize, blockSize, new long[] {1, 2, 3, 4});
+      RouteRequest r = new RouteRequest("r", new InferenceRequest(InferenceRequest.Kind.COMPLETIONS,
+          RouterHarness.MODEL, false, null, Integer.MAX_VALUE), null, null, null, p, null, 0, null);
+      Decision d = h.route(r);
+      assertThat(d.routed()).isTrue();
+      assertThat(d.detail().shape().outputBlocks()).as("output blocks at %d tokens a block", blockSize)
+          .isEqualTo(blockSize == 1 ? Integer.MAX_VALUE : Integer.MAX_VALUE / blockSize + 1);
+      assertThat(h.ledger.liveReservations()).as("accounted").isEqualTo(1);
+    }
+  }
 }
