@@ -162,6 +162,29 @@ class EvictionPressureTest {
     assertThat(last).isCloseTo(0.25, within(0.01));
   }
 
+  /**
+   * More prefixes in use than {@link PrefixHeat#SLOTS}, none near one worker's share: Space-Saving's newcomer
+   * inherits the smallest count, and read whole that inherited count made prefixes with 0.5% of the requests read
+   * up to 1.9%, lifting their eviction charge at 64 owners (1.56% is one owner's share) though none was hot.
+   */
+  @Test
+  void noPrefixReadsHotterThanItsShareWhenMorePrefixesThanSlotsAreInUse() {
+    EvictionPressure p = new EvictionPressure(1024);
+    java.util.Random rnd = new java.util.Random(1);
+    int owners = 64;
+    double maxHeat = 0;
+    for (int i = 0; i < 20_000; i++) {
+      long key = 1_000_003L * (1 + rnd.nextInt(200)); // 200 prefixes of 0.5% each
+      EvictionPressure.Reading reading = p.observe(new long[] {key}, 1);
+      if (i >= 5_000) {
+        maxHeat = Math.max(maxHeat, reading.prefixHeat());
+      }
+    }
+    assertThat(maxHeat).as("heat of a prefix with 0.5% of the requests").isLessThan(0.01);
+    // chargedShare's factor, 1 - heat x owners: the charge stays at least a third, never lifted whole
+    assertThat(new EvictionPressure.Reading(1, maxHeat).chargedShare(owners)).isGreaterThan(0.3);
+  }
+
   @Test
   void slotsAreBoundedAndRoundedUpToAPowerOfTwo() {
     assertThat(new EvictionPressure(1000).bytes()).isEqualTo(4 * 1024);
