@@ -298,6 +298,7 @@ public final class KvrouterRuntime implements AutoCloseable {
     LoadTracker load = new LoadTracker(ledger, scraped, System::nanoTime,
         TimeUnit.MILLISECONDS.toNanos(r.scrape().maxAgeMs()));
     LoadMetrics loadMetrics = new LoadMetrics(metrics, ledger, health, scraper);
+    DecisionMetrics decisionMetrics = new DecisionMetrics(metrics);
     LoadLedger l = ledger;
     fleetListener = fleet -> {
       List<WorkerId> ids = new ArrayList<>();
@@ -309,6 +310,7 @@ public final class KvrouterRuntime implements AutoCloseable {
       l.retain(new HashSet<>(ids));
       health.retain(names);
       loadMetrics.fleetChanged(fleet);
+      decisionMetrics.retain(names);
     };
     registry.addListener(fleetListener);
     Router router = Router.builder(registry)
@@ -322,7 +324,7 @@ public final class KvrouterRuntime implements AutoCloseable {
         .build();
     tracker = new DecisionTracker(ledger, health, staleViewTrust,
         DecisionLog.toLogger(r.decisionLog().maxCandidates(), r.decisionLog().enabled()),
-        new DecisionMetrics(metrics), System::nanoTime, r.load().maxReservations(), ttl);
+        decisionMetrics, System::nanoTime, r.load().maxReservations(), ttl);
     DecisionTracker t = tracker;
     scheduler.scheduleWithFixedDelay(() -> {
       try {

@@ -85,6 +85,25 @@ public final class DecisionMetrics {
     }
   }
 
+  /**
+   * Removes the per-worker meters of workers no longer in the fleet ({@code names}); call on every fleet change.
+   * Without it every worker that ever served a request kept four meters, without bound as workers come and go. A
+   * request that ends on a departed worker after this registers them again, until the next change.
+   */
+  public void retain(java.util.Set<String> names) {
+    for (String meter : PER_WORKER) {
+      for (io.micrometer.core.instrument.Meter m : registry.find(meter).meters()) {
+        String worker = m.getId().getTag("worker");
+        if (worker != null && !names.contains(worker)) {
+          registry.remove(m);
+        }
+      }
+    }
+  }
+
+  private static final String[] PER_WORKER = {"kvrouter.truth.checks", "kvrouter.truth.error.blocks",
+      "kvrouter.truth.predicted.cached.tokens", "kvrouter.truth.actual.cached.tokens"};
+
   public void outcome(Decision d, TruthCheck truth, long ttftNanos, long durationNanos) {
     String worker = d.chosen().name();
     registry.counter("kvrouter.truth.checks", "worker", worker, "outcome", truth.outcome()).increment();

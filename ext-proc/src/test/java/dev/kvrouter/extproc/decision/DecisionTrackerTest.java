@@ -171,6 +171,31 @@ class DecisionTrackerTest {
     assertThat(tracker.tracking()).isZero();
   }
 
+  /**
+   * The truth meters are per worker: kept for every worker that ever served a request, they grew without bound as
+   * workers came and went (the ledger's per-worker gauges are removed when a worker leaves; these were not).
+   */
+  @Test
+  void aDepartedWorkersTruthMetersAreRemoved() {
+    DecisionMetrics metrics = new DecisionMetrics(meters);
+    overlaps.put(WorkerId.of("w1"), new Overlap(8, 0, 0, 0, false));
+    Decision d1 = router.route(request("r1", false, 8));
+    overlaps.clear();
+    overlaps.put(WorkerId.of("w2"), new Overlap(8, 0, 0, 0, false));
+    Decision d2 = router.route(request("r2", false, 8));
+    assertThat(List.of(d1.chosen().name(), d2.chosen().name())).containsExactly("w1", "w2");
+    metrics.outcome(d1, new TruthCheck(128, 16, B), -1, -1);
+    metrics.outcome(d2, new TruthCheck(128, 128, B), -1, -1);
+    assertThat(meters.find("kvrouter.truth.checks").tag("worker", "w1").meters()).hasSize(1);
+
+    metrics.retain(java.util.Set.of("w2")); // w1 left the fleet
+    for (String name : List.of("kvrouter.truth.checks", "kvrouter.truth.error.blocks",
+        "kvrouter.truth.predicted.cached.tokens", "kvrouter.truth.actual.cached.tokens")) {
+      assertThat(meters.find(name).tag("worker", "w1").meters()).as(name).isEmpty();
+      assertThat(meters.find(name).tag("worker", "w2").meters()).as(name).hasSize(1);
+    }
+  }
+
   @Test
   void aWrongPictureShowsAsOverOrUnder() throws Exception {
     overlaps.put(WorkerId.of("w1"), new Overlap(8, 0, 0, 0, false));
