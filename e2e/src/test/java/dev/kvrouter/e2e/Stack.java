@@ -121,7 +121,7 @@ final class Stack implements AutoCloseable {
   }
 
   void writeWorkers(List<FakeWorker> ws) throws IOException {
-    StringBuilder y = new StringBuilder("workers:\n");
+    StringBuilder y = new StringBuilder(ws.isEmpty() ? "workers: []\n" : "workers:\n");
     for (FakeWorker w : ws) {
       y.append("  - {name: ").append(w.name()).append(", address: 127.0.0.1, port: ").append(w.port())
           .append(", model: ").append(MODEL).append("}\n");

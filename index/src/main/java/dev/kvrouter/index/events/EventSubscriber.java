@@ -379,7 +379,7 @@ public final class EventSubscriber implements AutoCloseable {
       ep.members.add(f);
       f.endpoint = ep;
       if (ep.socket == null) {
-        ep.socket = ZmqSockets.sub(ctx, config);
+        ep.socket = ZmqSockets.sub(ctx, config, source.endpoint());
         ep.attachBackoffMillis = config.reconnectMillis();
         tryAttach(ep, clock.millis());
         pollerDirty = true;

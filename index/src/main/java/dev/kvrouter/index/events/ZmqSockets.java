@@ -16,9 +16,10 @@ final class ZmqSockets {
 
   private ZmqSockets() {}
 
-  /** A SUB socket (not yet connected or bound). */
-  static ZMQ.Socket sub(ZContext ctx, SubscriberConfig config) {
+  /** A SUB socket for {@code endpoint} (not yet connected or bound to it). */
+  static ZMQ.Socket sub(ZContext ctx, SubscriberConfig config, String endpoint) {
     ZMQ.Socket s = ctx.createSocket(SocketType.SUB);
+    s.setIPv6(ipv6(endpoint));
     s.setLinger(0);
     s.setRcvHWM(config.receiveHwm());
     s.setReconnectIVL(config.reconnectMillis());
@@ -27,10 +28,20 @@ final class ZmqSockets {
     return s;
   }
 
+  /**
+   * JeroMQ refuses an IPv6 address unless the socket allows IPv6 ("not found matching IPv4/IPv6 settings"), so a
+   * worker at {@code tcp://[fd00::5]:5557} would never be followed. Only bracketed IPv6 literals turn it on: a
+   * host name on an IPv6-enabled socket may resolve to an IPv6 address the engine does not listen on.
+   */
+  static boolean ipv6(String endpoint) {
+    return endpoint != null && endpoint.startsWith("tcp://[");
+  }
+
   /** A DEALER for replay requests, connected to {@code endpoint}. */
   static ZMQ.Socket dealer(ZContext ctx, String endpoint, int timeoutMillis, int reconnectMillis,
       int handshakeMillis) {
     ZMQ.Socket d = ctx.createSocket(SocketType.DEALER);
+    d.setIPv6(ipv6(endpoint));
     d.setLinger(0);
     d.setReceiveTimeOut(timeoutMillis);
     d.setSendTimeOut(timeoutMillis);

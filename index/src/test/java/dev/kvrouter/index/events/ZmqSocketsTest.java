@@ -26,7 +26,7 @@ class ZmqSocketsTest {
       String endpoint = pub.getLastEndpoint();
       long worstMillis = 0;
       for (int i = 0; i < 250; i++) {
-        ZMQ.Socket sub = ZmqSockets.sub(subCtx, config);
+        ZMQ.Socket sub = ZmqSockets.sub(subCtx, config, endpoint);
         sub.subscribe(new byte[0]);
         sub.connect(endpoint);
         sub.setReceiveTimeOut(5);
@@ -42,6 +42,32 @@ class ZmqSocketsTest {
       }
       // a stalled handshake costs one handshake interval plus a reconnect, never the 30 s default
       assertThat(worstMillis).isLessThan(config.handshakeMillis() * 5L);
+    }
+  }
+
+  /** workers.yaml accepts IPv6 workers; their event endpoints (tcp://[v6]:port) must be followed like any other. */
+  @Test
+  void anIpv6EndpointIsFollowed() throws Exception {
+    SubscriberConfig config = SubscriberConfig.defaults();
+    try (ZContext ctx = new ZContext(1)) {
+      ZMQ.Socket pub = ctx.createSocket(SocketType.PUB);
+      pub.setLinger(0);
+      pub.setIPv6(true);
+      pub.bind("tcp://[::1]:*");
+      String endpoint = pub.getLastEndpoint();
+      assertThat(endpoint).startsWith("tcp://[");
+      ZMQ.Socket sub = ZmqSockets.sub(ctx, config, endpoint);
+      sub.subscribe(new byte[0]);
+      sub.connect(endpoint);
+      sub.setReceiveTimeOut(50);
+      byte[] got = null;
+      for (int i = 0; i < 100 && got == null; i++) {
+        pub.send("probe");
+        got = sub.recv(0);
+      }
+      assertThat(got).isNotNull();
+      ZMQ.Socket dealer = ZmqSockets.dealer(ctx, endpoint, 100, 100, 1000);
+      assertThat(dealer).isNotNull(); // connecting no longer throws "not found matching IPv4/IPv6 settings"
     }
   }
 }

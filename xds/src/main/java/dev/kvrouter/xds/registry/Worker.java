@@ -20,7 +20,7 @@ import java.util.Objects;
  * @param blockSize KV block size in tokens, or 0 to take the model's default
  * @param weight relative capacity used by load-based policies (1 = nominal)
  * @param metricsUrl the Prometheus endpoint to scrape engine load from, or {@code null} for the default
- *     {@code http://address:port/metrics}
+ *     {@code http://address:port/metrics} (an IPv6 address in brackets)
  * @param draining true while the worker finishes in-flight work and must receive no new requests
  * @param labels free-form labels for filtering and reports
  */
@@ -91,9 +91,17 @@ public record Worker(
     return "kvrouter_worker_" + workerName;
   }
 
-  /** {@code ip:port}, the value of {@code x-gateway-destination-endpoint} for this worker. */
+  /**
+   * {@code ip:port} ({@code [v6]:port} for an IPv6 address), the value of {@code x-gateway-destination-endpoint}
+   * for this worker: Envoy's ORIGINAL_DST reads {@code fd00::5:8000} as no valid address and answers 503.
+   */
   public String endpoint() {
-    return address + ":" + port;
+    return hostPort(address, port);
+  }
+
+  /** {@code host:port}, with an IPv6 literal in brackets as URLs, Envoy and ZMQ expect it. */
+  public static String hostPort(String host, int port) {
+    return (host.indexOf(':') >= 0 && !host.startsWith("[") ? "[" + host + "]" : host) + ":" + port;
   }
 
   /** The cache owners of this worker: one per data-parallel rank. */
@@ -113,7 +121,7 @@ public record Worker(
   }
 
   public String effectiveMetricsUrl() {
-    return metricsUrl != null ? metricsUrl : "http://" + address + ":" + port + "/metrics";
+    return metricsUrl != null ? metricsUrl : "http://" + hostPort(address, port) + "/metrics";
   }
 
   public Worker withDraining(boolean d) {

@@ -84,8 +84,11 @@ public final class WorkersFile {
     }
     List<String> errors = new ArrayList<>();
     List<Worker> workers = new ArrayList<>();
+    // An empty file is what a poll sees while an in-place rewrite (`cat > workers.yaml`, most editors) is between
+    // truncating and writing: read as an empty fleet it would purge every cluster and index view. Only an explicit
+    // `workers: []` empties the fleet.
     if (root == null || root.isMissingNode() || root.isNull()) {
-      return workers; // an empty file is an empty fleet
+      throw new InvalidWorkersFile(source + ": empty; write `workers: []` for an empty fleet");
     }
     if (!root.isObject()) {
       throw new InvalidWorkersFile(source + ": top level must be a mapping with a `workers` list");
@@ -97,30 +100,31 @@ public final class WorkersFile {
       }
     }
     JsonNode list = root.get("workers");
-    if (list != null && !list.isNull()) {
-      if (!list.isArray()) {
-        errors.add(source + ": `workers` must be a list");
-      } else {
-        Set<String> names = new HashSet<>();
-        Map<String, String> servers = new HashMap<>();
-        for (int i = 0; i < list.size(); i++) {
-          JsonNode entry = list.get(i);
-          // Duplicates are checked on every entry, valid or not, so one run reports every problem.
-          String name = entry != null && entry.hasNonNull("name") ? entry.get("name").asText() : null;
-          if (name != null && !names.add(name)) {
-            errors.add(source + ": workers[" + i + "].name: duplicate worker name `" + name + "`");
+    // `workers:` with nothing after it reads as an empty string: a file cut off before its list
+    if (list == null || list.isNull() || list.isTextual() && list.asText().isEmpty()) {
+      errors.add(source + ": no `workers` list; write `workers: []` for an empty fleet");
+    } else if (!list.isArray()) {
+      errors.add(source + ": `workers` must be a list");
+    } else {
+      Set<String> names = new HashSet<>();
+      Map<String, String> servers = new HashMap<>();
+      for (int i = 0; i < list.size(); i++) {
+        JsonNode entry = list.get(i);
+        // Duplicates are checked on every entry, valid or not, so one run reports every problem.
+        String name = entry != null && entry.hasNonNull("name") ? entry.get("name").asText() : null;
+        if (name != null && !names.add(name)) {
+          errors.add(source + ": workers[" + i + "].name: duplicate worker name `" + name + "`");
+        }
+        Worker w = worker(entry, source + ": workers[" + i + "]", errors);
+        if (w != null) {
+          // One server listed twice would count its load twice and split its cache across two views, and Envoy's
+          // destination header (address:port) could not tell the two apart; ranks of one server are dp_size.
+          String other = servers.putIfAbsent(server(w), w.name());
+          if (other != null) {
+            errors.add(source + ": workers[" + i + "]: `" + w.endpoint() + "` is also worker `" + other
+                + "`; list each server once (data-parallel ranks: dp_size)");
           }
-          Worker w = worker(entry, source + ": workers[" + i + "]", errors);
-          if (w != null) {
-            // One server listed twice would count its load twice and split its cache across two views, and Envoy's
-            // destination header (address:port) could not tell the two apart; ranks of one server are dp_size.
-            String other = servers.putIfAbsent(server(w), w.name());
-            if (other != null) {
-              errors.add(source + ": workers[" + i + "]: `" + w.endpoint() + "` is also worker `" + other
-                  + "`; list each server once (data-parallel ranks: dp_size)");
-            }
-            workers.add(w);
-          }
+          workers.add(w);
         }
       }
     }
@@ -238,6 +242,12 @@ public final class WorkersFile {
       int port = m.matches() ? Integer.parseInt(m.group(2)) : -1;
       if (port < 1 || port > 65535) {
         errors.add(at + "." + key + ": `" + e + "` must be tcp://<host>:<port> with a port in 1..65535");
+        return;
+      }
+      String host = m.group(1);
+      if (host.indexOf(':') >= 0 && !(host.startsWith("[") && host.endsWith("]"))) {
+        // ZMQ, like a URL, reads an unbracketed IPv6 host's last group as the port
+        errors.add(at + "." + key + ": `" + e + "`: an IPv6 host must be in brackets, e.g. tcp://[fd00::5]:5557");
         return;
       }
       if (port + dpSize - 1 > 65535) {

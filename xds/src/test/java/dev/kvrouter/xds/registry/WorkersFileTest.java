@@ -41,7 +41,7 @@ class WorkersFileTest {
         true));
     assertThat(w.draining()).isTrue();
     assertThat(w.labels()).containsEntry("zone", "a");
-    assertThat(ws.get(1).effectiveMetricsUrl()).isEqualTo("http://::1:8001/metrics");
+    assertThat(ws.get(1).effectiveMetricsUrl()).isEqualTo("http://[::1]:8001/metrics");
     assertThat(ws.get(1).serves("m")).isTrue();
   }
 
@@ -123,7 +123,7 @@ class WorkersFileTest {
           - {name: c, address: "::1", port: 8001, model: m}
         """, "w.yaml"))
         .isInstanceOf(WorkersFile.InvalidWorkersFile.class)
-        .hasMessage("w.yaml: workers[1]: `0:0:0:0:0:0:0:1:8000` is also worker `a`; list each server once "
+        .hasMessage("w.yaml: workers[1]: `[0:0:0:0:0:0:0:1]:8000` is also worker `a`; list each server once "
             + "(data-parallel ranks: dp_size)");
   }
 
@@ -142,9 +142,47 @@ class WorkersFileTest {
   }
 
   @Test
-  void anEmptyFileIsAnEmptyFleet() {
-    assertThat(WorkersFile.parse("", "t")).isEmpty();
+  void onlyAnExplicitEmptyListIsAnEmptyFleet() {
     assertThat(WorkersFile.parse("workers: []", "t")).isEmpty();
+    for (String notSaid : new String[] {"", "\n", "# a comment only\n", "workers:\n", "workers: ~\n"}) {
+      assertThatThrownBy(() -> WorkersFile.parse(notSaid, "t")).as(notSaid)
+          .isInstanceOf(WorkersFile.InvalidWorkersFile.class)
+          .hasMessageContaining("write `workers: []` for an empty fleet");
+    }
+  }
+
+  /** An in-place rewrite (truncate, then write: `cat > workers.yaml`, kubectl cp, many editors) seen mid-way. */
+  @Test
+  void aPollThatSeesTheFileTruncatedKeepsTheLastGoodFleet(@TempDir Path dir) throws Exception {
+    Path f = dir.resolve("workers.yaml");
+    Files.writeString(f, "workers:\n  - {name: a, address: 10.0.0.1, port: 8000, model: m}\n"
+        + "  - {name: b, address: 10.0.0.2, port: 8000, model: m}\n");
+    WorkerRegistry reg = new WorkerRegistry();
+    try (WorkersFileWatcher w = new WorkersFileWatcher(f, reg)) {
+      w.loadInitial();
+      Files.writeString(f, ""); // truncated by the writer, its new content not yet written
+      w.poll();
+      assertThat(reg.current().all()).as("workers after a poll saw the truncated file").hasSize(2);
+      assertThat(reg.current().version()).isEqualTo(1);
+      Files.writeString(f, "workers: []\n"); // said explicitly: the fleet is emptied
+      w.poll();
+      assertThat(reg.current().all()).isEmpty();
+    }
+  }
+
+  /** Envoy's ORIGINAL_DST reads {@code fd00::5:8000} as no address at all (503); URLs need the brackets too. */
+  @Test
+  void anIpv6WorkersAddressIsBracketedWhereAPortFollows() {
+    Worker w = WorkersFile.parse("workers: [{name: a, address: 'fd00::5', port: 8000, model: m}]", "w").get(0);
+    assertThat(w.endpoint()).isEqualTo("[fd00::5]:8000");
+    assertThat(w.effectiveMetricsUrl()).isEqualTo("http://[fd00::5]:8000/metrics");
+    assertThat(Worker.simple("b", "10.0.0.1", 8000, "m").endpoint()).isEqualTo("10.0.0.1:8000");
+    assertThat(WorkersFile.parse("workers: [{name: a, address: 'fd00::5', port: 8000, model: m, dp_size: 2,"
+        + " events: {endpoint: 'tcp://[fd00::5]:5557'}}]", "w").get(0).events().endpoint())
+        .isEqualTo("tcp://[fd00::5]:5557");
+    assertThatThrownBy(() -> WorkersFile.parse("workers: [{name: a, address: 'fd00::5', port: 8000, model: m,"
+        + " events: {endpoint: 'tcp://fd00::5:5557'}}]", "w"))
+        .hasMessageContaining("an IPv6 host must be in brackets");
   }
 
   @Test
