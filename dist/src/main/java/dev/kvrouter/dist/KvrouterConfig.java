@@ -57,7 +57,7 @@ public record KvrouterConfig(
     models = models == null ? List.of() : java.util.Collections.unmodifiableList(new ArrayList<>(models));
     workers = workers == null ? new Workers(null, 0) : workers;
     routing = routing == null ? new Routing(null, null, null, null, null, null, null, null) : routing;
-    tenancy = tenancy == null ? new Tenancy(null, false, null, null) : tenancy;
+    tenancy = tenancy == null ? new Tenancy(null, false, null, null, null) : tenancy;
     limits = limits == null ? new Limits(0, 0) : limits;
     observability = observability == null ? new Observability(null, null, null) : observability;
     replicas = replicas == null ? new Replicas(null, null, 0, 0, 0) : replicas;
@@ -257,10 +257,15 @@ public record KvrouterConfig(
    * @param secretFile file holding the secret that keys effective salts (HMAC-SHA256), relative to
    *     kvrouter.yaml; without a secret a public seed is used
    * @param secretEnv environment variable holding that secret, instead of a file
+   * @param passThroughPaths POST paths the router does not route that a request with a tenant may still reach the
+   *     engine on, unsalted; a tenant's POST to any other such path is refused (docs/request-path.md, "Tenancy")
    */
-  public record Tenancy(String header, boolean shareAcrossTenants, String secretFile, String secretEnv) {
+  public record Tenancy(String header, boolean shareAcrossTenants, String secretFile, String secretEnv,
+      List<String> passThroughPaths) {
     public Tenancy {
       header = header == null ? "x-tenant-id" : header.toLowerCase(Locale.ROOT);
+      passThroughPaths = passThroughPaths == null ? ExtProcOptions.DEFAULT_TENANT_PASS_THROUGH_PATHS
+          : Collections.unmodifiableList(new ArrayList<>(passThroughPaths));
     }
   }
 
@@ -499,6 +504,12 @@ public record KvrouterConfig(
     }
     if (tenancy.secretFile() != null && tenancy.secretEnv() != null) {
       errors.add("tenancy: set secret_file or secret_env, not both");
+    }
+    for (int i = 0; i < tenancy.passThroughPaths().size(); i++) {
+      String why = ExtProcOptions.passThroughPathError(tenancy.passThroughPaths().get(i));
+      if (why != null) {
+        errors.add("tenancy.pass_through_paths[" + i + "]: " + why);
+      }
     }
     if (workers.pollIntervalMs() < 50) {
       errors.add("workers.poll_interval_ms: must be >= 50");

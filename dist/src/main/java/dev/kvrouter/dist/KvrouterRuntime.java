@@ -194,12 +194,12 @@ public final class KvrouterRuntime implements AutoCloseable {
       PromptPipeline pipeline = new PromptPipeline(overlaps, background, System::nanoTime,
           config.events().earlyStop(), metrics);
       ExtProcOptions options = new ExtProcOptions(s.bind(), s.extProcPort(), config.limits().maxBodyBytes(),
-          config.tenancy().header(), BodySendMode.valueOf(s.requestBodyMode()),
+          t.header(), BodySendMode.valueOf(s.requestBodyMode()),
           BodySendMode.valueOf(s.requestBodyMode()) == BodySendMode.FULL_DUPLEX_STREAMED
               ? BodySendMode.FULL_DUPLEX_STREAMED
               : BodySendMode.STREAMED,
           config.limits().retryAfterSeconds(), Runtime.getRuntime().availableProcessors(), 16 * 1024,
-          config.observability().truthCheckEvery());
+          config.observability().truthCheckEvery(), Set.copyOf(t.passThroughPaths()));
       Router router = routing(overlaps);
       extProc = new ExtProcServer(options, new RequestPath(preparer, pipeline, router, tracker)).start();
       InFlight inFlight = extProc.inFlight();

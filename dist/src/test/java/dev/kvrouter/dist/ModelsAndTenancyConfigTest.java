@@ -41,6 +41,22 @@ class ModelsAndTenancyConfigTest {
   }
 
   @Test
+  void tenantPassThroughPathsDefaultToTheTokenizerEndpointsAndAreValidated() {
+    assertThat(KvrouterConfig.defaults().tenancy().passThroughPaths()).containsExactly("/tokenize", "/detokenize");
+    assertThat(KvrouterConfig.parse("tenancy: {pass_through_paths: [/v1/responses]}", "k.yaml").tenancy()
+        .passThroughPaths()).containsExactly("/v1/responses");
+    assertThat(KvrouterConfig.parse("tenancy: {pass_through_paths: []}", "k.yaml").tenancy().passThroughPaths())
+        .isEmpty();
+    assertThatThrownBy(() -> KvrouterConfig.parse(
+        "tenancy: {pass_through_paths: [tokenize, /v1/chat/completions, '/to%6Benize', /tokenize/]}", "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .hasMessageContaining("k.yaml: tenancy.pass_through_paths[0]: must be a path starting with /")
+        .hasMessageContaining("tenancy.pass_through_paths[1]: `/v1/chat/completions` is routed")
+        .hasMessageContaining("tenancy.pass_through_paths[2]: `/to%6Benize` must be written as the router compares")
+        .hasMessageContaining("tenancy.pass_through_paths[3]: `/tokenize/` must be written");
+  }
+
+  @Test
   void modelProblemsAreReportedWithTheRestOfTheConfig() {
     assertThatThrownBy(() -> KvrouterConfig.parse("""
         models:

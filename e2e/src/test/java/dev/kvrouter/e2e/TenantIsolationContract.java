@@ -9,6 +9,7 @@ import dev.kvrouter.extproc.tenancy.SaltKey;
 import dev.kvrouter.extproc.tenancy.TenantIsolation;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -148,6 +149,45 @@ abstract class TenantIsolationContract {
     assertThat(r.statusCode()).isEqualTo(200);
     FakeWorker w = stack.workers.get(r.headers().firstValue(FakeWorker.SERVED_BY).orElseThrow());
     assertThat(new String(w.lastBody(), StandardCharsets.UTF_8)).isEqualTo(original);
+  }
+
+  /**
+   * The engine (uvicorn, and FakeWorker like it) percent-decodes the path, so a tenant could send chat to
+   * {@code /v1/chat/%63ompletions} and keep a salt of its choosing if Envoy and the router read the raw path. The
+   * shipped configs normalize it, and redirect an escaped slash to the plain path; the router decodes it as well.
+   */
+  @Test
+  void aTenantsRequestOnAnEncodedPathStillGetsItsSalt() throws Exception {
+    for (String path : new String[] {"/v1/chat/%63ompletions", "//v1//chat/completions"}) {
+      HttpResponse<String> r = stack.post(path, body("client-picked-salt", "same prompt"),
+          Map.of("x-test-tenant", "acme"));
+      assertThat(r.statusCode()).as(path + ": " + r.body()).isEqualTo(200);
+      FakeWorker w = stack.workers.get(r.headers().firstValue(FakeWorker.SERVED_BY).orElseThrow());
+      assertThat(salt(new String(w.lastBody(), StandardCharsets.UTF_8)))
+          .as("cache_salt the worker saw for tenant acme via " + path)
+          .isEqualTo(tenancy.effectiveSalt(null, "acme", "client-picked-salt"));
+    }
+    HttpResponse<String> escapedSlash = stack.post("/v1/chat%2Fcompletions", body("client-picked-salt", "x"),
+        Map.of("x-test-tenant", "acme"));
+    assertThat(escapedSlash.statusCode()).as("Envoy redirects an escaped slash").isEqualTo(307);
+    assertThat(escapedSlash.headers().firstValue("location").orElseThrow()).endsWith("/v1/chat/completions");
+    assertThat(escapedSlash.headers().firstValue(FakeWorker.SERVED_BY)).isEmpty();
+  }
+
+  /** An engine endpoint the router does not route would reach the engine unsalted: refused for a tenant. */
+  @Test
+  void aTenantsPostToAnEndpointTheRouterDoesNotRouteIsRefused() throws Exception {
+    HttpResponse<String> refused = stack.post("/v1/responses", body("client-picked-salt", "x"),
+        Map.of("x-test-tenant", "acme"));
+    assertThat(refused.statusCode()).isEqualTo(404);
+    assertThat(JSON.readTree(refused.body()).path("error").path("code").asText()).isEqualTo("unknown_url");
+    assertThat(refused.headers().firstValue(FakeWorker.SERVED_BY)).as("no worker reached").isEmpty();
+    // without a tenant, and on a pass-through path, the engine answers (FakeWorker has neither endpoint: 404)
+    for (Map<String, String> h : List.of(Map.<String, String>of(), Map.of("x-test-tenant", "acme"))) {
+      String path = h.isEmpty() ? "/v1/responses" : "/tokenize";
+      HttpResponse<String> passed = stack.post(path, "{}", h);
+      assertThat(passed.headers().firstValue(FakeWorker.SERVED_BY)).as(path + " reaches a worker").isPresent();
+    }
   }
 
   static String salt(String forwardedBody) throws Exception {

@@ -42,6 +42,16 @@ public record OpenAiError(int status, String type, String code, String message, 
         "Every worker serving `" + model + "` is busy; retry after the indicated delay.", null);
   }
 
+  /**
+   * A path the router does not route, refused for a tenant (OpenAI's answer to an unknown URL). The path is the
+   * client's own, cut short; it is never prompt text.
+   */
+  public static OpenAiError unknownUrl(String method, String path) {
+    String p = path == null ? "" : path.length() > 200 ? path.substring(0, 200) + "..." : path;
+    return new OpenAiError(404, "invalid_request_error", "unknown_url", "Invalid URL (" + method + " " + p
+        + "): this endpoint is not available to tenants through the router", null);
+  }
+
   public static OpenAiError internal(String message) {
     return new OpenAiError(500, "server_error", "internal_error", message, null);
   }

@@ -1,6 +1,8 @@
 package dev.kvrouter.extproc.server;
 
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
+import java.util.List;
+import java.util.Set;
 
 /**
  * Settings of the ext_proc service (the {@code server} and {@code limits} parts of kvrouter.yaml).
@@ -17,6 +19,9 @@ import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.Bo
  *     routing threads (default 16 KiB: about 4k tokens, well under a millisecond of work)
  * @param truthCheckEvery the response observer follows one streamed response in this many to its end, where the
  *     usage for the truth check is; the others are left after their first chunk (default 16; 1: all, 0: none)
+ * @param tenantPassThroughPaths POST paths (as {@link #passThroughPathError} accepts them) a request with a tenant
+ *     may reach the engine on without the router's salt rewrite; a tenant's POST to any other path the router does
+ *     not route is refused with 404 (default {@link #DEFAULT_TENANT_PASS_THROUGH_PATHS})
  */
 public record ExtProcOptions(
     String bind,
@@ -28,10 +33,45 @@ public record ExtProcOptions(
     int retryAfterSeconds,
     int threads,
     int inlineRoutingMaxBytes,
-    int truthCheckEvery) {
+    int truthCheckEvery,
+    Set<String> tenantPassThroughPaths) {
 
   public static final int DEFAULT_PORT = 9002;
   public static final int DEFAULT_TRUTH_CHECK_EVERY = 16;
+
+  /** vLLM's tokenizer endpoints: they read a prompt but never touch the KV cache, so no salt is needed. */
+  public static final List<String> DEFAULT_TENANT_PASS_THROUGH_PATHS = List.of("/tokenize", "/detokenize");
+
+  public ExtProcOptions {
+    tenantPassThroughPaths = Set.copyOf(tenantPassThroughPaths);
+  }
+
+  /** With the default tenant pass-through paths. */
+  public ExtProcOptions(String bind, int port, int maxBodyBytes, String tenantHeader,
+      BodySendMode defaultRequestBodyMode, BodySendMode defaultResponseBodyMode, int retryAfterSeconds, int threads,
+      int inlineRoutingMaxBytes, int truthCheckEvery) {
+    this(bind, port, maxBodyBytes, tenantHeader, defaultRequestBodyMode, defaultResponseBodyMode, retryAfterSeconds,
+        threads, inlineRoutingMaxBytes, truthCheckEvery, Set.copyOf(DEFAULT_TENANT_PASS_THROUGH_PATHS));
+  }
+
+  /**
+   * Why {@code path} cannot be a tenant pass-through path, or null when it can: it must be a path as the router
+   * compares it (starting with {@code /}, no query, escapes, repeated or trailing slash), and not one the router
+   * routes itself.
+   */
+  public static String passThroughPathError(String path) {
+    if (path == null || !path.startsWith("/")) {
+      return "must be a path starting with /";
+    }
+    if (!path.equals(RequestStream.normalizedPath(path))) {
+      return "`" + path + "` must be written as the router compares it: no query, %-escape, repeated or trailing"
+          + " slash";
+    }
+    if (RequestStream.inferenceKind("POST", path) != null) {
+      return "`" + path + "` is routed (and salted) by the router; it cannot pass through";
+    }
+    return null;
+  }
 
   public static ExtProcOptions defaults() {
     return new ExtProcOptions("127.0.0.1", DEFAULT_PORT, 8 * 1024 * 1024, "x-tenant-id", BodySendMode.BUFFERED,
@@ -40,6 +80,6 @@ public record ExtProcOptions(
 
   public ExtProcOptions withPort(int p) {
     return new ExtProcOptions(bind, p, maxBodyBytes, tenantHeader, defaultRequestBodyMode, defaultResponseBodyMode,
-        retryAfterSeconds, threads, inlineRoutingMaxBytes, truthCheckEvery);
+        retryAfterSeconds, threads, inlineRoutingMaxBytes, truthCheckEvery, tenantPassThroughPaths);
   }
 }

@@ -145,8 +145,17 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     tenant = options.tenantHeader() == null ? null : EnvoyMessages.header(h, options.tenantHeader());
     policyOverride = EnvoyMessages.header(h, Headers.POLICY);
     weightsOverride = EnvoyMessages.header(h, Headers.WEIGHTS);
-    kind = inferenceKind(method, path);
+    String normalized = normalizedPath(path);
+    kind = kindOf(method, normalized);
     boolean fullDuplex = requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED;
+    if (kind == null && tenant != null && !tenant.isEmpty() && "POST".equals(method)
+        && (normalized == null || !options.tenantPassThroughPaths().contains(normalized))) {
+      // A tenant's body may reach the engine only through the salt rewrite: an engine endpoint the router does not
+      // understand (/v1/responses, a path spelled so that only the engine reads it as chat) would let the tenant
+      // choose its cache_salt, or send none, and so read or probe another partition.
+      finish(OpenAiError.unknownUrl(method, path), "tenant_path_not_routed");
+      return;
+    }
     if (kind == null) {
       passThrough = true; // /v1/models, /health, ...: the default route sends them to the pool
       send(EnvoyMessages.continueRequestHeaders());
@@ -466,20 +475,86 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     out.onCompleted();
   }
 
+  /** The kind of inference a request is, from its method and raw {@code :path}; null for anything else. */
   static InferenceRequest.Kind inferenceKind(String method, String path) {
+    return kindOf(method, normalizedPath(path));
+  }
+
+  private static InferenceRequest.Kind kindOf(String method, String path) {
     if (path == null || !"POST".equals(method)) {
       return null;
     }
-    int q = path.indexOf('?');
-    String p = q < 0 ? path : path.substring(0, q);
-    if (p.endsWith("/")) {
-      p = p.substring(0, p.length() - 1);
-    }
-    return switch (p) {
+    return switch (path) {
       case "/v1/completions" -> InferenceRequest.Kind.COMPLETIONS;
       case "/v1/chat/completions" -> InferenceRequest.Kind.CHAT;
       default -> null;
     };
+  }
+
+  /**
+   * The path as the engine reads it: without query or fragment, percent-decoded once (uvicorn decodes before
+   * Starlette matches routes, and Envoy forwards {@code :path} as sent unless it normalizes), repeated slashes
+   * merged and a trailing slash dropped. Classifying the raw {@code :path} would let {@code /v1/chat/%63ompletions}
+   * pass unrouted and unsalted while the engine serves it as chat. Null when absent or not validly escaped: such a
+   * path is never classified as inference (a tenant's POST to it is refused).
+   */
+  static String normalizedPath(String path) {
+    if (path == null) {
+      return null;
+    }
+    int end = path.length();
+    for (int i = 0; i < path.length(); i++) {
+      char c = path.charAt(i);
+      if (c == '?' || c == '#') {
+        end = i;
+        break;
+      }
+    }
+    String p = path.substring(0, end);
+    if (p.indexOf('%') >= 0) {
+      p = percentDecode(p);
+      if (p == null) {
+        return null;
+      }
+    }
+    StringBuilder b = new StringBuilder(p.length());
+    for (int i = 0; i < p.length(); i++) {
+      char c = p.charAt(i);
+      if (c != '/' || b.length() == 0 || b.charAt(b.length() - 1) != '/') {
+        b.append(c);
+      }
+    }
+    if (b.length() > 1 && b.charAt(b.length() - 1) == '/') {
+      b.setLength(b.length() - 1);
+    }
+    return b.toString();
+  }
+
+  /** Decodes {@code %XX} escapes as UTF-8 bytes; null for a malformed escape or invalid UTF-8. */
+  private static String percentDecode(String s) {
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(s.length());
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (c == '%') {
+        int hi = i + 2 < s.length() ? Character.digit(s.charAt(i + 1), 16) : -1;
+        int lo = hi < 0 ? -1 : Character.digit(s.charAt(i + 2), 16);
+        if (lo < 0) {
+          return null;
+        }
+        out.write(hi << 4 | lo);
+        i += 2;
+      } else if (c < 0x80) {
+        out.write(c);
+      } else {
+        return null; // Envoy forwards header bytes; a non-ASCII :path is not a URL the router classifies
+      }
+    }
+    try {
+      return java.nio.charset.StandardCharsets.UTF_8.newDecoder()
+          .decode(java.nio.ByteBuffer.wrap(out.toByteArray())).toString();
+    } catch (java.nio.charset.CharacterCodingException e) {
+      return null;
+    }
   }
 
   private static int parseStatus(String s) {

@@ -45,8 +45,8 @@ public abstract sealed class SaltKey {
   }
 
   /**
-   * The key a configuration asks for: the secret in {@code secretFile} (trailing newlines stripped) or in the
-   * environment variable {@code secretEnv}, or the public seed when neither is set. The secret is never logged
+   * The key a configuration asks for: the secret in {@code secretFile} or in the environment variable
+   * {@code secretEnv} (trailing newlines stripped from either), or the public seed when neither is set. The secret is never logged
    * or echoed in errors.
    *
    * @throws IllegalArgumentException naming the setting when the secret is missing, unreadable or too short
@@ -70,7 +70,9 @@ public abstract sealed class SaltKey {
       if (v == null) {
         throw new IllegalArgumentException(where + ": the variable is not set");
       }
-      secret = v.getBytes(StandardCharsets.UTF_8);
+      // Stripped like the file's: `export X="$(cat secret)"` drops the newline, an env file or a secret mounted
+      // into env keeps it, and replicas fed the same secret either way must derive the same salts.
+      secret = stripNewlines(v.getBytes(StandardCharsets.UTF_8));
     } else {
       return publicSeed();
     }

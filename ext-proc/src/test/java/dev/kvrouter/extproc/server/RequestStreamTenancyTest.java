@@ -29,6 +29,8 @@ import java.util.Map;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** The cache-salt rewrite through the ext_proc protocol, in both request body modes. */
 class RequestStreamTenancyTest {
@@ -72,9 +74,13 @@ class RequestStreamTenancyTest {
   }
 
   static ProcessingRequest headers(BodySendMode mode, String tenant) {
+    return headers(mode, "POST", "/v1/chat/completions", tenant);
+  }
+
+  static ProcessingRequest headers(BodySendMode mode, String method, String path, String tenant) {
     HeaderMap.Builder h = HeaderMap.newBuilder();
-    List<String[]> kvs = new ArrayList<>(List.of(new String[] {":method", "POST"},
-        new String[] {":path", "/v1/chat/completions"}, new String[] {"x-request-id", "r1"}));
+    List<String[]> kvs = new ArrayList<>(List.of(new String[] {":method", method},
+        new String[] {":path", path}, new String[] {"x-request-id", "r1"}));
     if (tenant != null) {
       kvs.add(new String[] {"x-tenant-id", tenant});
     }
@@ -148,5 +154,65 @@ class RequestStreamTenancyTest {
     // routed by load; the request path's reason is in the decision record
     assertThat(decisions.get(0).fallback()).isEqualTo("no_tokenization");
     assertThat(decisions.get(0).detail().promptUnavailable()).isEqualTo("unknown_model");
+  }
+
+  /**
+   * The engine (uvicorn) percent-decodes the path before matching routes, and Envoy forwards {@code :path} as sent
+   * unless it normalizes: a path the router reads differently would reach the engine as chat, unrouted and with
+   * the client's own salt (here globex's, computable by anyone when salts are keyed by the public seed).
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"/v1/chat/completions", "/v1/chat/%63ompletions", "/v1/chat%2Fcompletions",
+      "/v1/chat/completions%2F", "//v1//chat/completions/?x=1"})
+  void aTenantsChatRequestIsSaltedHoweverItsPathIsSpelled(String path) {
+    for (BodySendMode mode : new BodySendMode[] {BodySendMode.BUFFERED, BodySendMode.FULL_DUPLEX_STREAMED}) {
+      sent.clear();
+      RequestStream s = stream(mode);
+      s.onNext(headers(mode, "POST", path, "acme"));
+      String globex = tenancy.effectiveSalt(null, "globex", null);
+      s.onNext(body("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+          + "\"cache_salt\":\"" + globex + "\"}"));
+      String forwarded = mode == BodySendMode.BUFFERED
+          ? sent.get(1).getRequestBody().getResponse().getBodyMutation().getBody().toStringUtf8()
+          : sent.get(1).getRequestBody().getResponse().getBodyMutation().getStreamedResponse().getBody()
+              .toStringUtf8();
+      assertThat(forwarded).as("the body the engine gets for tenant acme on %s (%s)", path, mode)
+          .contains(tenancy.effectiveSalt(null, "acme", globex)).doesNotContain(globex);
+    }
+  }
+
+  /**
+   * An engine endpoint the router does not understand would let a tenant reach the engine with a salt of its
+   * choosing, or none: refused, except for the configured pass-through paths, and for GET and tenant-less requests,
+   * which pass as before.
+   */
+  @Test
+  void aTenantsPostToAPathTheRouterDoesNotRouteIsRefusedUnlessItMayPassThrough() {
+    for (String path : new String[] {"/v1/responses", "/v1/chat/completions%zz", "/v1/chat/%2563ompletions",
+        "/v1/embeddings"}) {
+      sent.clear();
+      stream(BodySendMode.BUFFERED).onNext(headers(BodySendMode.BUFFERED, "POST", path, "acme"));
+      assertThat(sent).as(path).hasSize(1);
+      var refused = sent.get(0).getImmediateResponse();
+      assertThat(refused.getStatus().getCodeValue()).as(path).isEqualTo(404);
+      assertThat(refused.getBody().toStringUtf8()).contains("\"type\":\"invalid_request_error\"")
+          .contains("\"code\":\"unknown_url\"");
+    }
+    String[][] passing = {{"POST", "/tokenize", "acme"}, {"POST", "/detokenize/", "acme"},
+        {"GET", "/v1/models", "acme"}, {"POST", "/v1/responses", null}, {"POST", "/v1/responses", ""}};
+    for (String[] p : passing) {
+      sent.clear();
+      stream(BodySendMode.BUFFERED).onNext(headers(BodySendMode.BUFFERED, p[0], p[1], p[2]));
+      assertThat(sent).as(String.join(" ", p[0], p[1], String.valueOf(p[2]))).hasSize(1);
+      assertThat(sent.get(0).hasRequestHeaders()).as(p[1]).isTrue();
+    }
+    ExtProcOptions o = ExtProcOptions.defaults();
+    ExtProcOptions listed = new ExtProcOptions(o.bind(), 0, 1 << 22, "x-tenant-id", BodySendMode.BUFFERED,
+        BodySendMode.STREAMED, 1, 1, 1 << 22, 1, java.util.Set.of("/v1/responses"));
+    sent.clear();
+    new RequestStream(out, new RequestPath(preparer, null, router, null), listed, Runnable::run,
+        new InFlight(100, java.time.Duration.ofMinutes(1)))
+        .onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/responses", "acme"));
+    assertThat(sent.get(0).hasRequestHeaders()).as("listed in tenancy.pass_through_paths").isTrue();
   }
 }

@@ -467,6 +467,17 @@ class RequestStreamTest {
     assertThat(RequestStream.inferenceKind("GET", "/v1/completions")).isNull();
     assertThat(RequestStream.inferenceKind("POST", "/v1/completionsx")).isNull();
     assertThat(RequestStream.inferenceKind("POST", "/v1/embeddings")).isNull();
+    // read as the engine reads them: percent-decoded once, repeated slashes merged
+    assertThat(RequestStream.inferenceKind("POST", "/v1/chat/%63ompletions")).isNotNull();
+    assertThat(RequestStream.inferenceKind("POST", "/v1%2Fcompletions")).isNotNull();
+    assertThat(RequestStream.inferenceKind("POST", "//v1///completions#f")).isNotNull();
+    assertThat(RequestStream.inferenceKind("POST", "/v1/chat/%2563ompletions")).isNull();
+    assertThat(RequestStream.inferenceKind("POST", "/v1/completions%")).isNull();
+    assertThat(RequestStream.inferenceKind("POST", "/v1/completions%c3")).isNull();
+    assertThat(ExtProcOptions.passThroughPathError("/tokenize")).isNull();
+    assertThat(ExtProcOptions.passThroughPathError("/v1/chat/completions")).contains("routed");
+    assertThat(ExtProcOptions.passThroughPathError("/tokenize/")).contains("as the router compares it");
+    assertThat(ExtProcOptions.passThroughPathError("tokenize")).contains("starting with /");
   }
 
   @Test

@@ -90,6 +90,20 @@ class TenantIsolationTest {
     assertThatThrownBy(() -> SaltKey.hmac(new byte[15])).hasMessageContaining("at least 16 bytes");
   }
 
+  /** Replicas given one secret, one through a file and one through the environment, must derive the same salts. */
+  @Test
+  void aSecretFromTheEnvironmentIsReadLikeOneFromAFile(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+      throws Exception {
+    java.nio.file.Path file = dir.resolve("secret");
+    java.nio.file.Files.writeString(file, "the-shared-secret-0123456789\n");
+    TenantIsolation fromFile = new TenantIsolation(SaltKey.load(file, null, name -> null), false);
+    for (String env : new String[] {"the-shared-secret-0123456789\n", "the-shared-secret-0123456789\r\n",
+        "the-shared-secret-0123456789"}) {
+      TenantIsolation fromEnv = new TenantIsolation(SaltKey.load(null, "KVR_SECRET", name -> env), false);
+      assertThat(fromEnv.effectiveSalt(null, "acme", null)).isEqualTo(fromFile.effectiveSalt(null, "acme", null));
+    }
+  }
+
   @Test
   void theTenantHashRevealsNothingOfTheSalt() {
     TenantIsolation iso = TenantIsolation.defaults();
