@@ -1,5 +1,6 @@
 package dev.kvrouter.dist;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
@@ -44,7 +45,15 @@ public final class Kvrouter implements Callable<Integer> {
     try {
       rt = KvrouterRuntime.start(cfg, base, mode);
     } catch (IllegalArgumentException e) {
-      System.err.println("kvrouter: cannot start\n" + e.getMessage());
+      System.err.println("kvrouter: cannot start\n" + e.getMessage()); // every problem found, one per line
+      return 2;
+    } catch (KvrouterRuntime.StartFailure e) {
+      System.err.println("kvrouter: cannot start: " + e.getMessage());
+      return 2;
+    } catch (IOException | RuntimeException e) {
+      // Anything else that stops the start (a replicas.bind that cannot bind, ...): one line, not a stack trace.
+      // Messages name settings, addresses and files; the tenancy secret is never put in one (SaltKey).
+      System.err.println("kvrouter: cannot start: " + KvrouterRuntime.StartFailure.describe(e));
       return 2;
     }
     CountDownLatch stopped = new CountDownLatch(1);

@@ -133,6 +133,8 @@ public final class KvrouterRuntime implements AutoCloseable {
   private StaleViewTrust staleViewTrust = StaleViewTrust.NONE;
   private Consumer<WorkerSet> fleetListener;
   private Consumer<WorkerSet> indexListener;
+  /** Set when a drain or the close begins: the admin /health answers 503 from then on. */
+  private volatile boolean closing;
 
   private KvrouterRuntime(KvrouterConfig config) {
     this.config = config;
@@ -165,10 +167,15 @@ public final class KvrouterRuntime implements AutoCloseable {
     gcMetrics.bindTo(metrics);
     Path workersFile = baseDir.resolve(config.workers().file());
     watcher = new WorkersFileWatcher(workersFile, registry);
-    watcher.loadInitial();
+    try {
+      watcher.loadInitial();
+    } catch (IOException e) {
+      throw new StartFailure("workers.file (" + workersFile + ")", e);
+    }
     watcher.start(scheduler, config.workers().pollIntervalMs());
     if (mode.xds()) {
-      xds = new XdsServer(registry).start(s.bind(), s.xdsPort());
+      XdsServer server = new XdsServer(registry);
+      xds = bound("server.xds_port", s.bind(), s.xdsPort(), () -> server.start(s.bind(), s.xdsPort()));
     }
     if (mode.extProc()) {
       SegmentCache segments = SegmentCache.create(SegmentCache.DEFAULT_MAX_TOKENS);
@@ -201,7 +208,8 @@ public final class KvrouterRuntime implements AutoCloseable {
           config.limits().retryAfterSeconds(), Runtime.getRuntime().availableProcessors(), 16 * 1024,
           config.observability().truthCheckEvery(), Set.copyOf(t.passThroughPaths()));
       Router router = routing(overlaps);
-      extProc = new ExtProcServer(options, new RequestPath(preparer, pipeline, router, tracker)).start();
+      ExtProcServer server = new ExtProcServer(options, new RequestPath(preparer, pipeline, router, tracker));
+      extProc = bound("server.ext_proc_port", s.bind(), s.extProcPort(), server::start);
       InFlight inFlight = extProc.inFlight();
       // the scheduler's bookkeeping, beside the ledger's sweeps: requests whose observer never came (docs/ext-proc.md)
       scheduler.scheduleWithFixedDelay(() -> {
@@ -235,10 +243,59 @@ public final class KvrouterRuntime implements AutoCloseable {
               + "fresh decision id (id~seq)")
           .register(metrics);
     }
-    admin = new AdminServer(metrics, registry, () -> extProc != null || xds != null).start(s.bind(), s.adminPort());
+    // 200 only while this process serves what its mode runs: the ext_proc health (SERVING until a drain starts)
+    // or, xDS-only, the xDS server until it closes. A probe must see a draining replica as going away.
+    java.util.function.BooleanSupplier serving = mode.extProc()
+        ? () -> {
+          ExtProcServer e = extProc; // null once stopped
+          return !closing && e != null && e.serving();
+        }
+        : () -> {
+          XdsServer x = xds;
+          return !closing && x != null && x.serving();
+        };
+    admin = bound("server.admin_port", s.bind(), s.adminPort(),
+        () -> new AdminServer(metrics, registry, serving).start(s.bind(), s.adminPort()));
     log.info("kvrouter started: mode={} workers={} ext_proc={} xds={} admin={}", mode,
         registry.current().all().size(), extProc == null ? "-" : extProc.port(), xds == null ? "-" : xds.port(),
         admin.port());
+  }
+
+  /** A start step that can fail on I/O (binding a port, reading a file). */
+  private interface IoStep<T> {
+    T run() throws IOException;
+  }
+
+  /** Starts a listener, naming the setting and address when it cannot bind (the cause alone says neither). */
+  private static <T> T bound(String setting, String bind, int port, IoStep<T> start) throws IOException {
+    try {
+      return start.run();
+    } catch (IOException e) {
+      throw new StartFailure(setting + " (" + Worker.hostPort(bind, port) + ")", e);
+    }
+  }
+
+  /**
+   * A start that failed on I/O, naming the setting and the address or file it concerns; the message is one line
+   * for the operator: {@code server.admin_port (127.0.0.1:9090): java.net.BindException: Address already in use}.
+   */
+  public static final class StartFailure extends IOException {
+    StartFailure(String what, IOException cause) {
+      super(what + ": " + describe(cause), cause);
+    }
+
+    /** The class and message of {@code e} and of its innermost cause, when that says more. */
+    static String describe(Throwable e) {
+      Throwable root = e;
+      while (root.getCause() != null && root.getCause() != root) {
+        root = root.getCause();
+      }
+      String d = e.getClass().getName() + ": " + e.getMessage();
+      if (root != e) {
+        d += " (" + root.getClass().getName() + ": " + root.getMessage() + ")";
+      }
+      return d.replace('\n', ' ');
+    }
   }
 
   /**
@@ -466,6 +523,7 @@ public final class KvrouterRuntime implements AutoCloseable {
    * requests failing open to the pool once the port closes. Returns at once without an ext_proc service.
    */
   public void drain(java.time.Duration drain) throws InterruptedException {
+    closing = true;
     ExtProcServer s = extProc;
     if (s == null || drain.isZero()) {
       return;
@@ -505,6 +563,7 @@ public final class KvrouterRuntime implements AutoCloseable {
 
   @Override
   public void close() {
+    closing = true;
     try {
       stopExtProc();
       if (xds != null) {

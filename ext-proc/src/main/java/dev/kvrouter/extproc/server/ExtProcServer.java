@@ -35,6 +35,8 @@ public final class ExtProcServer implements AutoCloseable {
   private final InFlight inFlight = new InFlight(200_000, java.time.Duration.ofMinutes(10));
   private ExecutorService executor;
   private Server server;
+  /** SERVING under every health name: started, and neither draining nor closed (the admin /health reads it). */
+  private volatile boolean serving;
 
   public ExtProcServer(ExtProcOptions options, RequestPath path) {
     this.options = options;
@@ -64,6 +66,7 @@ public final class ExtProcServer implements AutoCloseable {
     for (String name : HEALTH_NAMES) {
       health.setStatus(name, ServingStatus.SERVING);
     }
+    serving = true;
     log.info("ext_proc listening on {}:{}", options.bind(), port());
     return this;
   }
@@ -77,6 +80,7 @@ public final class ExtProcServer implements AutoCloseable {
    * cluster) take this replica out before {@link #close} refuses new streams.
    */
   public void drain() {
+    serving = false;
     for (String name : HEALTH_NAMES) {
       health.setStatus(name, ServingStatus.NOT_SERVING);
     }
@@ -88,6 +92,7 @@ public final class ExtProcServer implements AutoCloseable {
     if (server == null) {
       return;
     }
+    serving = false;
     health.enterTerminalState();
     server.shutdown();
     if (!server.awaitTermination(10, TimeUnit.SECONDS)) {
@@ -95,6 +100,11 @@ public final class ExtProcServer implements AutoCloseable {
       server.awaitTermination(5, TimeUnit.SECONDS);
     }
     executor.shutdownNow();
+  }
+
+  /** True while the gRPC health reports SERVING: started and not yet draining or closing. */
+  public boolean serving() {
+    return serving;
   }
 
   public InFlight inFlight() {

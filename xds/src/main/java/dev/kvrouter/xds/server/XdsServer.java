@@ -36,6 +36,7 @@ public final class XdsServer implements AutoCloseable {
   private final Consumer<WorkerSet> onFleet = this::publish;
   private final HealthStatusManager health = new HealthStatusManager();
   private Server server;
+  private volatile boolean serving;
 
   public XdsServer(WorkerRegistry registry) {
     this.registry = registry;
@@ -52,12 +53,18 @@ public final class XdsServer implements AutoCloseable {
         .build()
         .start();
     health.setStatus("", ServingStatus.SERVING);
+    serving = true;
     log.info("xDS server listening on {}:{}", bind, port());
     return this;
   }
 
   public int port() {
     return server.getPort();
+  }
+
+  /** True from a successful start until {@link #close} begins. */
+  public boolean serving() {
+    return serving;
   }
 
   /** The version Envoy should converge to; tests poll Envoy until it reports it. */
@@ -73,6 +80,7 @@ public final class XdsServer implements AutoCloseable {
 
   @Override
   public void close() throws InterruptedException {
+    serving = false;
     registry.removeListener(onFleet);
     if (server != null) {
       health.enterTerminalState();
