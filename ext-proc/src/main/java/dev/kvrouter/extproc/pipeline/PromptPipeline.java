@@ -12,6 +12,7 @@ import dev.kvrouter.extproc.template.ChatRequestFields;
 import dev.kvrouter.extproc.template.TemplateException;
 import dev.kvrouter.extproc.template.VllmChatRenderer;
 import dev.kvrouter.extproc.tokenize.TokenCursor;
+import dev.kvrouter.extproc.tokenize.Tokenizer;
 import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.index.block.BlockHasher;
 import io.micrometer.core.instrument.Counter;
@@ -106,7 +107,7 @@ public final class PromptPipeline {
     // and the namespace, which a known model has even while its tokenizer is loading.
     if (request.prompt() instanceof CompletionPrompt c && !c.inputs().isEmpty()
         && c.first() instanceof CompletionPrompt.Tokens t && prepared.scope().model().known()) {
-      int[] ids = truncate(t.ids().toArray(), c.truncatePromptTokens());
+      int[] ids = PromptTruncation.tokens(t.ids().toArray(), c.truncatePromptTokens(), c.truncationSide());
       long th = nanoTime.getAsLong();
       long[] hashes = BlockHasher.hashFullBlocks(root, ids, ids.length, blockSize);
       return new Outcome(new PromptInfo(ids.length, blockSize, hashes), null,
@@ -127,8 +128,12 @@ public final class PromptPipeline {
           return unavailable("no_tokenizer", parse, 0, 0);
         }
         String text = first.text();
+        if (c.truncatePromptTokens() != null) {
+          return hashTruncated(res.tokenizer(), text, c.addSpecialTokens(), c.truncatePromptTokens(),
+              c.truncationSide(), root, blockSize, parse, 0);
+        }
         TokenCursor cursor = res.tokenizer().cursor(text, c.addSpecialTokens(), buffers.tokens);
-        return hash(cursor, root, blockSize, c.truncatePromptTokens(), parse, 0, buffers);
+        return hash(cursor, root, blockSize, parse, 0, buffers);
       }
       ChatPrompt chat = (ChatPrompt) request.prompt();
       String media = request.multimodal().isEmpty() ? null : mediaUnavailable(res.media(), request, chat);
@@ -147,8 +152,12 @@ public final class PromptPipeline {
       if (!request.multimodal().isEmpty()) {
         return hashMultimodal(res, text, chat.addSpecialTokens(), request, root, blockSize, parse, template);
       }
+      if (chat.truncatePromptTokens() != null) {
+        return hashTruncated(res.tokenizer(), text, chat.addSpecialTokens(), chat.truncatePromptTokens(),
+            chat.truncationSide(), root, blockSize, parse, template);
+      }
       TokenCursor cursor = res.tokenizer().cursor(text, chat.addSpecialTokens(), buffers.tokens);
-      return hash(cursor, root, blockSize, chat.truncatePromptTokens(), parse, template, buffers);
+      return hash(cursor, root, blockSize, parse, template, buffers);
     } catch (TemplateException e) {
       return unavailable("template_error", parse, nanoTime.getAsLong() - t0, 0);
     } catch (RuntimeException e) {
@@ -205,23 +214,30 @@ public final class PromptPipeline {
   }
 
   /**
+   * A prompt with {@code truncate_prompt_tokens}: tokenized whole and truncated as vLLM does ({@link
+   * PromptTruncation}); the kept tokens depend on the whole prompt, so there is nothing to stop early.
+   */
+  private Outcome hashTruncated(Tokenizer tokenizer, String text, boolean addSpecialTokens, int keep, String side,
+      long root, int blockSize, long parse, long template) {
+    long tt = nanoTime.getAsLong();
+    int[] ids = PromptTruncation.text(tokenizer, text, addSpecialTokens, keep, side);
+    long tokenize = nanoTime.getAsLong() - tt;
+    if (ids == null) {
+      return unavailable("truncation_unsupported", parse, template, tokenize);
+    }
+    long th = nanoTime.getAsLong();
+    long[] hashes = BlockHasher.hashFullBlocks(root, ids, ids.length, blockSize);
+    return new Outcome(new PromptInfo(ids.length, blockSize, hashes), null,
+        new RequestTimings(parse, template, tokenize, nanoTime.getAsLong() - th), null);
+  }
+
+  /**
    * Tokenizes and hashes block by block until the prompt ends or no worker can hold the next block. The cursor
    * writes into {@code buffers.tokens}; this takes the (possibly grown) arrays back into {@code buffers}, except
    * the token array of an early-stopped cursor, which goes with the cursor to the background executor.
    */
-  private Outcome hash(TokenCursor cursor, long root, int blockSize, Integer truncate, long parse, long template,
+  private Outcome hash(TokenCursor cursor, long root, int blockSize, long parse, long template,
       RequestBuffers buffers) {
-    if (truncate != null) {
-      // vLLM keeps the last N tokens: the prefix depends on the whole prompt, so there is nothing to stop early.
-      long tt = nanoTime.getAsLong();
-      int[] ids = truncate(cursor.finish(), truncate);
-      buffers.tokens = cursor.tokens();
-      long tokenize = nanoTime.getAsLong() - tt;
-      long th = nanoTime.getAsLong();
-      long[] hashes = BlockHasher.hashFullBlocks(root, ids, ids.length, blockSize);
-      return new Outcome(new PromptInfo(ids.length, blockSize, hashes), null,
-          new RequestTimings(parse, template, tokenize, nanoTime.getAsLong() - th), null);
-    }
     PrefixOverlapSource.Matcher matcher = earlyStop ? overlaps.matcher() : null;
     long[] hashes = buffers.hashes;
     int n = 0;
@@ -300,13 +316,6 @@ public final class PromptPipeline {
         .description("requests routed without their block hashes, by reason").tag("reason", r).register(meters))
         .increment();
     return new Outcome(null, reason, new RequestTimings(parse, template, tokenize, 0), null);
-  }
-
-  private static int[] truncate(int[] ids, Integer keepLast) {
-    if (keepLast == null || keepLast < 0 || ids.length <= keepLast) {
-      return ids;
-    }
-    return Arrays.copyOfRange(ids, ids.length - keepLast, ids.length);
   }
 
   /**

@@ -32,6 +32,7 @@ import java.util.Map;
  *     with {@code --trust-request-chat-template}
  * @param addSpecialTokens {@code add_special_tokens} (vLLM's chat default: false; the template adds BOS)
  * @param truncatePromptTokens {@code truncate_prompt_tokens}, or null
+ * @param truncationSide {@code truncation_side} ({@code "left"}, {@code "right"}), or null for the tokenizer's
  * @param mmProcessorKwargs {@code mm_processor_kwargs}, or empty
  */
 public record ChatPrompt(
@@ -46,6 +47,7 @@ public record ChatPrompt(
     String chatTemplate,
     boolean addSpecialTokens,
     Integer truncatePromptTokens,
+    String truncationSide,
     Map<String, Object> mmProcessorKwargs)
     implements Prompt {
 

@@ -11,11 +11,12 @@ import java.util.Objects;
  * @param inputs one or more prompts, in order; empty only for a request that sends {@code prompt_embeds} alone
  *     (which the router cannot reproduce: {@link InferenceRequest#unreproducible()})
  * @param addSpecialTokens {@code add_special_tokens} (vLLM's completions default: true, i.e. BOS is added)
- * @param truncatePromptTokens {@code truncate_prompt_tokens} (keep only the last N tokens; -1 = the model's
- *     maximum input), or null
+ * @param truncatePromptTokens {@code truncate_prompt_tokens} (keep N tokens, see
+ *     {@code pipeline.PromptTruncation}; -1 = vLLM's maximum input, which the router does not know), or null
+ * @param truncationSide {@code truncation_side} ({@code "left"}, {@code "right"}), or null for the tokenizer's
  */
-public record CompletionPrompt(List<Input> inputs, boolean addSpecialTokens, Integer truncatePromptTokens)
-    implements Prompt {
+public record CompletionPrompt(List<Input> inputs, boolean addSpecialTokens, Integer truncatePromptTokens,
+    String truncationSide) implements Prompt {
 
   public CompletionPrompt {
     inputs = List.copyOf(inputs);

@@ -58,8 +58,8 @@ public record InferenceRequest(
   public InferenceRequest(Kind kind, String model, boolean stream, String cacheSalt, int maxTokens) {
     this(kind, model, stream, null, cacheSalt, new OutputSpec(maxTokens < 0 ? -1 : maxTokens, 0, false, 1, 0),
         kind == Kind.CHAT
-            ? new ChatPrompt(List.of(), null, null, null, true, false, null, null, null, false, null, null)
-            : new CompletionPrompt(List.of(), true, null),
+            ? new ChatPrompt(List.of(), null, null, null, true, false, null, null, null, false, null, null, null)
+            : new CompletionPrompt(List.of(), true, null, null),
         List.of(), null, CacheSaltSites.UNKNOWN, 0);
   }
 

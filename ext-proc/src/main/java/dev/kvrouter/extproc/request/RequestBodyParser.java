@@ -111,6 +111,7 @@ public final class RequestBodyParser {
     Object bestOf;
     Object ignoreEos;
     Object truncatePromptTokens;
+    Object truncationSide;
     Object addSpecialTokens;
     boolean addSpecialTokensPresent;
     // completions
@@ -167,6 +168,7 @@ public final class RequestBodyParser {
         case "best_of" -> bestOf = JsonValues.read(p, v);
         case "ignore_eos" -> ignoreEos = JsonValues.read(p, v);
         case "truncate_prompt_tokens" -> truncatePromptTokens = JsonValues.read(p, v);
+        case "truncation_side" -> truncationSide = JsonValues.read(p, v);
         case "add_special_tokens" -> {
           addSpecialTokensPresent = true;
           addSpecialTokens = JsonValues.read(p, v);
@@ -243,6 +245,7 @@ public final class RequestBodyParser {
           ? PythonValues.laxBool(so.get("include_usage"))
           : null;
       Integer truncate = truncatePromptTokens();
+      String side = truncationSide();
       String unreproducible = null;
       Prompt prompt;
       List<MultimodalItem> items = List.of();
@@ -275,6 +278,7 @@ public final class RequestBodyParser {
             stringOrNull(chatTemplate, "chat_template"),
             bool("add_special_tokens", addSpecialTokensPresent, addSpecialTokens, false),
             truncate,
+            side,
             mmKwargs);
         unreproducible = messages.unreproducible;
       } else {
@@ -286,7 +290,7 @@ public final class RequestBodyParser {
           unreproducible = "prompt_embeds";
         }
         prompt = new CompletionPrompt(prompts == null ? List.of() : prompts,
-            bool("add_special_tokens", addSpecialTokensPresent, addSpecialTokens, true), truncate);
+            bool("add_special_tokens", addSpecialTokensPresent, addSpecialTokens, true), truncate, side);
       }
       return new InferenceRequest(kind, (String) model, streaming, includeUsage, (String) cacheSalt, output(),
           prompt, items, unreproducible, sites, bodyBytes);
@@ -320,6 +324,14 @@ public final class RequestBodyParser {
         throw bad("`truncate_prompt_tokens` must be an integer >= -1", "truncate_prompt_tokens");
       }
       return clamp(v);
+    }
+
+    /** vLLM 0.33.0's {@code truncation_side: Literal["left", "right"] | None} (chat and completions requests). */
+    private String truncationSide() throws BadRequest {
+      if (truncationSide == null || "left".equals(truncationSide) || "right".equals(truncationSide)) {
+        return (String) truncationSide;
+      }
+      throw bad("`truncation_side` must be 'left' or 'right'", "truncation_side");
     }
 
     private List<Map<String, Object>> documents() throws BadRequest {

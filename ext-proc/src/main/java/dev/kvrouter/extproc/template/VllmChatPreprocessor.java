@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.json.JsonReadFeature;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
+import dev.kvrouter.extproc.template.jinja.PyOps;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -15,7 +16,8 @@ import java.util.Set;
 
 /**
  * vLLM's message preprocessing before the chat template ({@code parse_chat_messages} and
- * {@code _postprocess_messages} in {@code vllm/entrypoints/chat_utils.py}, tool dumping and
+ * {@code _postprocess_messages}, in {@code vllm/renderers/chat_utils/chat_message.py} as of vLLM 0.33.0,
+ * formerly {@code vllm/entrypoints/chat_utils.py}), tool dumping and
  * kwargs resolution in the OpenAI server and {@code vllm/renderers/hf.py}). docs/templates.md
  * lists what is matched and what is left out.
  *
@@ -80,6 +82,9 @@ public final class VllmChatPreprocessor {
       throw new ChatInputException("every message needs a string 'role'");
     }
     Object content = message.get("content");
+    if (role.equals("system")) {
+      content = stripBillingHeader(content);
+    }
     List<?> parts;
     if (content == null) {
       parts = List.of();
@@ -138,14 +143,76 @@ public final class VllmChatPreprocessor {
     return result;
   }
 
+  static final String BILLING_HEADER = "x-anthropic-billing-header";
+
+  /**
+   * vLLM's {@code _strip_claude_code_billing_header} ({@code vllm/renderers/chat_utils/chat_message.py}, 0.33.0),
+   * which {@code parse_chat_message_content} applies to system messages only: a text (a bare string part, a
+   * {@code "text"} part, or string content, which vLLM wraps in one text part first) starting with Claude Code's
+   * {@code x-anthropic-billing-header} loses its first line, and disappears if nothing follows it. The header's
+   * {@code cch} changes on every request, so keeping it would end the cached prefix right there. Returns
+   * {@code content} itself when nothing starts with the header.
+   */
+  static Object stripBillingHeader(Object content) {
+    if (content instanceof String s) {
+      if (!s.startsWith(BILLING_HEADER)) {
+        return s;
+      }
+      String rest = afterFirstLine(s);
+      return rest.isEmpty() ? List.of() : rest;
+    }
+    if (!(content instanceof List<?> parts)) {
+      return content;
+    }
+    List<Object> out = null;
+    for (int i = 0; i < parts.size(); i++) {
+      Object part = parts.get(i);
+      Object text = part instanceof String ? part
+          : part instanceof Map<?, ?> p && "text".equals(p.get("type")) ? p.get("text") : null;
+      if (!(text instanceof String s && s.startsWith(BILLING_HEADER))) {
+        if (out != null) {
+          out.add(part);
+        }
+        continue;
+      }
+      if (out == null) {
+        out = new ArrayList<>(parts.subList(0, i));
+      }
+      String rest = afterFirstLine(s);
+      if (rest.isEmpty()) {
+        continue;
+      }
+      if (part instanceof String) {
+        out.add(rest);
+      } else {
+        // {**part, "text": rest}: same keys in the same order, only the text replaced
+        Map<String, Object> copy = new LinkedHashMap<>();
+        ((Map<?, ?>) part).forEach((k, v) -> copy.put(String.valueOf(k), v));
+        copy.put("text", rest);
+        out.add(copy);
+      }
+    }
+    return out == null ? content : out;
+  }
+
+  /** Python's {@code s.partition("\n")[2]}: what follows the first newline, or "" without one. */
+  private static String afterFirstLine(String s) {
+    int nl = s.indexOf('\n');
+    return nl < 0 ? "" : s.substring(nl + 1);
+  }
+
   /** {@code _parse_chat_message_content_parts}: a string (STRING) or a list of parts (OPENAI). */
   private Object parseParts(List<?> parts) {
     boolean wrap = format == ContentFormat.OPENAI;
     List<Object> content = new ArrayList<>();
     List<String> placeholders = new ArrayList<>();
+    // vLLM keeps a parsed part only `if parse_res:`. Under "openai" every part is a dict, so all are kept; under
+    // "string" a part is its text, and an empty text (or tool_reference name) is dropped before the "\n" join.
     for (Object part : parts) {
       if (part instanceof String s) {
-        content.add(wrap ? textPart(s) : s);
+        if (wrap || !s.isEmpty()) {
+          content.add(wrap ? textPart(s) : s);
+        }
         continue;
       }
       if (!(part instanceof Map<?, ?> p)) {
@@ -161,9 +228,13 @@ public final class VllmChatPreprocessor {
         if (!(value instanceof String s)) {
           throw new ChatInputException("text content parts need a string");
         }
-        content.add(wrap ? textPart(s) : s);
+        if (wrap || !s.isEmpty()) {
+          content.add(wrap ? textPart(s) : s);
+        }
       } else if (type.equals("tool_reference")) {
-        content.add(wrap ? orderedMap("type", "tool_reference", "name", value) : value);
+        if (wrap || PyOps.truthy(value)) {
+          content.add(wrap ? orderedMap("type", "tool_reference", "name", value) : value);
+        }
       } else if (type.equals("prompt_embeds")) {
         throw new ChatInputException("prompt_embeds content parts are not supported by the router");
       } else if (MEDIA_MODALITY.containsKey(type)) {
@@ -187,12 +258,11 @@ public final class VllmChatPreprocessor {
     }
     String text;
     if (content.size() == 1) {
-      Object c = content.get(0);
-      text = c == null ? "None" : c.toString(); // String.join would copy a lone part
+      text = content.get(0).toString(); // String.join would copy a lone part
     } else {
       List<String> texts = new ArrayList<>(content.size());
       for (Object c : content) {
-        texts.add(c == null ? "None" : c.toString());
+        texts.add(c.toString());
       }
       text = String.join("\n", texts);
     }

@@ -12,12 +12,16 @@ final class DjlTokenizer implements Tokenizer {
   private final long fingerprint;
   private final DjlEngine engine;
   private final CharsPerTokenEstimator estimator;
+  private final PostProcessor post;
 
-  DjlTokenizer(String name, long fingerprint, DjlEngine engine, CharsPerTokenEstimator estimator) {
+  /** @param post the post-processor when we understand it, else null (truncation with special tokens unknown) */
+  DjlTokenizer(String name, long fingerprint, DjlEngine engine, CharsPerTokenEstimator estimator,
+      PostProcessor post) {
     this.name = name;
     this.fingerprint = fingerprint;
     this.engine = engine;
     this.estimator = estimator;
+    this.post = post;
   }
 
   @Override
@@ -40,6 +44,12 @@ final class DjlTokenizer implements Tokenizer {
     int[] ids = engine.encode(text.toString(), addSpecialTokens);
     estimator.observe(text.length(), ids.length);
     return ids;
+  }
+
+  @Override
+  public int[] encodeTruncatedLeft(CharSequence text, boolean addSpecialTokens, int maxLength) {
+    PostProcessor frame = post != null ? post : addSpecialTokens ? null : PostProcessor.NONE;
+    return frame == null ? null : frame.truncateLeft(encode(text, false), addSpecialTokens, maxLength);
   }
 
   @Override

@@ -12,6 +12,29 @@ record PostProcessor(int[] prefix, int[] suffix) {
 
   static final PostProcessor NONE = new PostProcessor(new int[0], new int[0]);
 
+  /**
+   * tokenizers' {@code post_process} with left truncation to {@code maxLength}: the sequence's tokens are cut to
+   * their last {@code maxLength - added} (when special tokens are added, {@code added} being prefix plus suffix),
+   * then prefix and suffix are added. tokenizers computes {@code maxLength - added} on a {@code usize}: below
+   * {@code added} it wraps to a huge limit, so nothing is cut.
+   */
+  int[] truncateLeft(int[] sequence, boolean addSpecialTokens, int maxLength) {
+    int added = addSpecialTokens ? prefix.length + suffix.length : 0;
+    int limit = added > 0 && maxLength < added ? Integer.MAX_VALUE : maxLength - added;
+    int keep = Math.min(sequence.length, limit);
+    int[] out = new int[added + keep];
+    int at = 0;
+    if (addSpecialTokens) {
+      System.arraycopy(prefix, 0, out, 0, prefix.length);
+      at = prefix.length;
+    }
+    System.arraycopy(sequence, sequence.length - keep, out, at, keep);
+    if (addSpecialTokens) {
+      System.arraycopy(suffix, 0, out, at + keep, suffix.length);
+    }
+    return out;
+  }
+
   /** Parses the post-processor, or adds a reason to {@code unsupported} and returns null. */
   static PostProcessor parse(JsonNode node, List<String> unsupported) {
     if (node == null || node.isNull()) {

@@ -56,6 +56,11 @@ final class SegmentedTokenizer implements Tokenizer {
   }
 
   @Override
+  public int[] encodeTruncatedLeft(CharSequence text, boolean addSpecialTokens, int maxLength) {
+    return post.truncateLeft(encode(text, false), addSpecialTokens, maxLength);
+  }
+
+  @Override
   public TokenCursor cursor(CharSequence text, boolean addSpecialTokens) {
     return new Cursor(text, addSpecialTokens, cache, null);
   }

@@ -27,6 +27,21 @@ public interface Tokenizer extends AutoCloseable {
   int[] encode(CharSequence text, boolean addSpecialTokens);
 
   /**
+   * The ids of {@code text} as the engine's Hugging Face tokenizer returns them with {@code truncation=True,
+   * max_length=maxLength} and {@code truncation_side="left"}, which is how vLLM tokenizes a prompt with
+   * {@code truncate_prompt_tokens} for a generating model ({@code TokenizeParams.get_encode_kwargs}; the side comes
+   * from {@code vllm/tokenizers/registry.py}). tokenizers truncates the text's tokens first, to their last
+   * {@code maxLength} minus what the post-processor adds, and then adds the post-processor's tokens: with
+   * {@code addSpecialTokens} Llama 3.1 and Gemma 3 give BOS + the last {@code maxLength - 1} tokens, not the last
+   * {@code maxLength} of the full encoding. Below the number of added tokens tokenizers' unsigned subtraction wraps
+   * and nothing is cut (vLLM then slices the result itself).
+   *
+   * @return the ids, or null when this tokenizer cannot tell what its post-processor adds (a DJL fallback for a
+   *     post-processor we do not parse) and special tokens are asked for
+   */
+  int[] encodeTruncatedLeft(CharSequence text, boolean addSpecialTokens, int maxLength);
+
+  /**
    * An incremental encoding of {@code text}: tokens are produced segment by segment (and word by word inside
    * large segments), so the caller can hash full blocks as they complete and stop early.
    */

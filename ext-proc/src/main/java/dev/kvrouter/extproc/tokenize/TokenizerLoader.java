@@ -102,7 +102,7 @@ public final class TokenizerLoader {
         engine.close();
         throw new UnsupportedTokenizerException(List.of("addBosToken override needs the segmented implementation"));
       } else {
-        tokenizer = new DjlTokenizer(name, fingerprint, engine, estimator());
+        tokenizer = new DjlTokenizer(name, fingerprint, engine, estimator(), post);
       }
     }
     calibrate(tokenizer);

@@ -36,12 +36,17 @@ class PromptPipelineGoldenTest {
   static final int BLOCK = 16;
   ModelRegistry registry;
   RequestPreparer preparer;
+  /** Blocks of one token: the block hashes then compare every token, also those of a short prompt's last block. */
+  ModelRegistry perToken;
+  RequestPreparer perTokenPreparer;
   PromptPipeline pipeline;
 
   @BeforeAll
   void load() throws Exception {
     registry = PipelineFixtures.registry(BLOCK);
     preparer = PipelineFixtures.preparer(registry);
+    perToken = PipelineFixtures.registry(1);
+    perTokenPreparer = PipelineFixtures.preparer(perToken);
     pipeline = new PromptPipeline(PrefixOverlapSource.NONE, Runnable::run, System::nanoTime, false,
         new SimpleMeterRegistry());
   }
@@ -49,15 +54,13 @@ class PromptPipelineGoldenTest {
   @AfterAll
   void close() {
     registry.close();
+    perToken.close();
   }
 
   @ParameterizedTest
   @ValueSource(strings = {"qwen3", "llama3_1", "deepseek_v3", "gemma3"})
   void chatBodiesHashLikeTransformersTokenIds(String model) throws Exception {
-    JsonNode fixture;
-    try (InputStream in = getClass().getResourceAsStream("/fixtures/templates/tokenizer_" + model + ".json")) {
-      fixture = JSON.readTree(in);
-    }
+    JsonNode fixture = fixture(model);
     int checked = 0;
     List<String> mismatches = new ArrayList<>();
     for (JsonNode c : fixture.path("cases")) {
@@ -82,6 +85,55 @@ class PromptPipelineGoldenTest {
     }
     assertThat(mismatches).as(model).isEmpty();
     assertThat(checked).as("conversations checked for " + model).isGreaterThanOrEqualTo(40);
+  }
+
+  /**
+   * Whole OpenAI bodies (the fixtures' {@code requests}): the ids are what vLLM prefills for them, its request
+   * handling transcribed in scripts/fixtures/chat_templates.py ({@code vllm_prefill_ids}: vLLM 0.33.0's encode
+   * kwargs and {@code _token_truncation} over transformers' tokenizer; chat messages as vLLM preprocesses them).
+   * They cover Claude Code's billing header, empty content parts, and {@code truncate_prompt_tokens} with and
+   * without {@code truncation_side}, where Hugging Face keeps BOS.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"qwen3", "llama3_1", "deepseek_v3", "gemma3"})
+  void requestBodiesHashLikeVllmPrefill(String model) throws Exception {
+    JsonNode fixture = fixture(model);
+    List<String> mismatches = new ArrayList<>();
+    int checked = 0;
+    for (JsonNode c : fixture.path("requests")) {
+      byte[] body = c.get("body").toString().getBytes(StandardCharsets.UTF_8);
+      InferenceRequest.Kind kind = c.get("kind").asText().equals("chat") ? InferenceRequest.Kind.CHAT
+          : InferenceRequest.Kind.COMPLETIONS;
+      PreparedRequest prepared = perTokenPreparer.prepare(kind, body, body.length, null);
+      PromptPipeline.Outcome out = pipeline.run(prepared);
+      int[] ids = JSON.convertValue(c.get("ids"), int[].class);
+      long[] expected = BlockHasher.hashFullBlocks(prepared.scope().namespace().rootSeed(), ids, ids.length, 1);
+      String name = c.get("name").asText();
+      if (out.prompt() == null) {
+        mismatches.add(name + ": no prompt (" + out.unavailable() + ")");
+      } else if (out.prompt().tokens() != ids.length) {
+        mismatches.add(name + ": " + out.prompt().tokens() + " tokens vs " + ids.length);
+      } else if (!java.util.Arrays.equals(out.prompt().blockHashes(), expected)) {
+        mismatches.add(name + ": ids differ from token " + firstDifference(out.prompt().blockHashes(), expected));
+      }
+      checked++;
+    }
+    assertThat(mismatches).as(model).isEmpty();
+    assertThat(checked).as("request bodies checked for " + model).isGreaterThanOrEqualTo(4);
+  }
+
+  private JsonNode fixture(String model) throws java.io.IOException {
+    try (InputStream in = getClass().getResourceAsStream("/fixtures/templates/tokenizer_" + model + ".json")) {
+      return JSON.readTree(in);
+    }
+  }
+
+  private static int firstDifference(long[] a, long[] b) {
+    int i = 0;
+    while (i < Math.min(a.length, b.length) && a[i] == b[i]) {
+      i++;
+    }
+    return i;
   }
 
   /**

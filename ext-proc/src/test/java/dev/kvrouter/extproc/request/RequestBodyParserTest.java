@@ -447,6 +447,19 @@ class RequestBodyParserTest {
     }
 
     @Test
+    void truncationSideIsVllmsLiteral() throws Exception {
+      assertThat(parse(Kind.CHAT, chat(",\"truncation_side\":\"right\"")).chat().truncationSide()).isEqualTo("right");
+      assertThat(parse(Kind.COMPLETIONS, "{\"model\":\"m\",\"prompt\":\"p\",\"truncation_side\":\"left\"}")
+          .completion().truncationSide()).isEqualTo("left");
+      assertThat(parse(Kind.CHAT, chat(",\"truncation_side\":null")).chat().truncationSide()).isNull();
+      assertThat(parse(Kind.CHAT, chat("")).chat().truncationSide()).isNull();
+      // pydantic's Literal["left", "right"]: exact strings only
+      for (String bad : List.of("\"Left\"", "\"\"", "1", "true", "[\"left\"]")) {
+        assertThat(error(Kind.CHAT, chat(",\"truncation_side\":" + bad)).param()).as(bad).isEqualTo("truncation_side");
+      }
+    }
+
+    @Test
     void bodiesThatAreNotOneObjectAre400s() {
       for (String bad : List.of("", "[]", "\"x\"", "{} {}", "{\"model\":\"m\"", "{\"a\":}", "nul", "{\"model\":\"m\"}x",
           "{'model':'m'}")) {

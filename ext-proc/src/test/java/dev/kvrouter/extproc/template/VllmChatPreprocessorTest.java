@@ -12,7 +12,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * vLLM's message preprocessing. Expectations are read off vllm/entrypoints/chat_utils.py
- * (_parse_chat_message_content, _parse_chat_message_content_part(s), _postprocess_messages) and
+ * (_parse_chat_message_content, _parse_chat_message_content_part(s), _postprocess_messages; in
+ * vllm/renderers/chat_utils/chat_message.py as of 0.33.0, with _strip_claude_code_billing_header) and
  * the pydantic model_dump of ChatCompletionToolsParam; vLLM itself cannot run here.
  */
 class VllmChatPreprocessorTest {
@@ -58,6 +59,32 @@ class VllmChatPreprocessorTest {
   void nullContentBecomesEmptyStringInStringFormat() {
     var out = STRING.conversation(List.of(map("role", "assistant", "content", null)));
     assertThat(out.get(0)).containsEntry("content", "");
+  }
+
+  @Test
+  void billingHeaderLeavesOnlySystemTextThatStartsWithIt() {
+    String hdr = VllmChatPreprocessor.BILLING_HEADER + ": cch=1;";
+    var out = OPENAI.conversation(List.of(map("role", "system", "content", List.of(
+        map("type", "input_text", "text", hdr + "\nkept: not a text part"), " " + hdr + "\nkept: not at the start",
+        hdr + "\r\nbare string part\nsecond line", map("type", "text", "text", hdr + "\n", "x", 1),
+        map("text", hdr + "\nkept: untyped", "type", "text", "y", 2)))));
+    // Only the first line goes; a part left empty goes too; other keys stay where they were.
+    assertThat(out.get(0).get("content")).isEqualTo(List.of(text(hdr + "\nkept: not a text part"),
+        text(" " + hdr + "\nkept: not at the start"), text("bare string part\nsecond line"),
+        text("kept: untyped")));
+    assertThat(VllmChatPreprocessor.stripBillingHeader(List.of(map("text", hdr + "\nrest", "type", "text", "y", 2))))
+        .isEqualTo(List.of(map("text", "rest", "type", "text", "y", 2)));
+    assertThat(STRING.conversation(List.of(map("role", "user", "content", hdr + "\nHi"))).get(0))
+        .containsEntry("content", hdr + "\nHi");
+  }
+
+  @Test
+  void emptyPartsAreDroppedOnlyInStringFormat() {
+    List<Object> parts = List.of("", text(""), text("a"), map("type", "tool_reference", "name", ""), text("b"));
+    assertThat(STRING.conversation(List.of(map("role", "user", "content", parts))).get(0))
+        .containsEntry("content", "a\nb");
+    assertThat(OPENAI.conversation(List.of(map("role", "user", "content", parts))).get(0).get("content"))
+        .isEqualTo(List.of(text(""), text(""), text("a"), map("type", "tool_reference", "name", ""), text("b")));
   }
 
   @Test

@@ -11,6 +11,7 @@ import dev.kvrouter.extproc.model.ModelSpecs;
 import dev.kvrouter.extproc.model.MultimodalSpec;
 import dev.kvrouter.extproc.pipeline.MediaExpander;
 import dev.kvrouter.extproc.pipeline.PipelineResources;
+import dev.kvrouter.extproc.pipeline.PromptTruncation;
 import dev.kvrouter.extproc.request.ChatPrompt;
 import dev.kvrouter.extproc.request.InferenceRequest;
 import dev.kvrouter.extproc.request.MultimodalItem;
@@ -25,7 +26,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -156,8 +156,8 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
 
   /**
    * The token ids the engine computes for a parsed chat request: the template rendered exactly as the router's
-   * request path renders it, tokenized as the request asks ({@code add_special_tokens}, default false), the last
-   * {@code truncate_prompt_tokens} kept.
+   * request path renders it, tokenized as the request asks ({@code add_special_tokens}, default false) and
+   * truncated to {@code truncate_prompt_tokens} as vLLM does ({@link PromptTruncation}).
    *
    * @throws Unsupported when the model has no chat template, the request brings its own, or rendering fails
    * @throws BadInput when the request holds media the model cannot take
@@ -194,13 +194,14 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
     } catch (TemplateException e) {
       throw new Unsupported("chat template failed: " + e.getMessage());
     }
-    int[] ids = resources.tokenizer().encode(text, chat.addSpecialTokens());
     if (!items.isEmpty()) {
-      return expand(ids, items);
+      return expand(resources.tokenizer().encode(text, chat.addSpecialTokens()), items);
     }
-    Integer keep = chat.truncatePromptTokens();
-    if (keep != null && keep >= 0 && ids.length > keep) {
-      ids = Arrays.copyOfRange(ids, ids.length - keep, ids.length);
+    // vLLM's truncation, as the router reproduces it (BOS kept when the tokenizer truncates, PromptTruncation)
+    int[] ids = PromptTruncation.text(resources.tokenizer(), text, chat.addSpecialTokens(),
+        chat.truncatePromptTokens(), chat.truncationSide());
+    if (ids == null) {
+      throw new Unsupported("truncate_prompt_tokens with special tokens this tokenizer's post-processor hides");
     }
     return new ChatTokens(ids, List.of());
   }
