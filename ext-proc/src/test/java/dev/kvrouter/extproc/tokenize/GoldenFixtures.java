@@ -19,7 +19,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The golden token ids written by {@code scripts/fixtures/tokenize.py} from the real Python tokenizers and
+ * The golden token ids written by {@code scripts/fixtures/tokenizer_goldens.py} from the real Python tokenizers and
  * transformers, and the tokenizers under test (loaded once per JVM: they are large).
  */
 final class GoldenFixtures {

@@ -27,7 +27,7 @@ class TokenizerGoldenTest {
       List<DynamicNode> impls = new ArrayList<>();
       impls.add(DynamicTest.dynamicTest("fixtures were generated from this tokenizer.json", () ->
           assertThat(GoldenFixtures.fileSha256(GoldenFixtures.tokenizerDir(model).resolve("tokenizer.json")))
-              .as("re-run scripts/fixtures/tokenize.py if the tokenizer files changed")
+              .as("re-run scripts/fixtures/tokenizer_goldens.py if the tokenizer files changed")
               .isEqualTo(GoldenFixtures.meta(model).tokenizerJsonSha256())));
       for (Implementation impl : List.of(Implementation.PURE_JAVA, Implementation.DJL, Implementation.DJL_UNSEGMENTED)) {
         Map<String, List<Case>> byCategory = new LinkedHashMap<>();
