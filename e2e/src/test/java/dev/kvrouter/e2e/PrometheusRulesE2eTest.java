@@ -119,6 +119,9 @@ class PrometheusRulesE2eTest {
     HttpResponse<String> embeds = stack.post("/v1/completions",
         "{\"model\":\"" + MODEL + "\",\"prompt_embeds\":\"AAAA\",\"max_tokens\":2}", Map.of());
     assertThat(embeds.headers().firstValue("x-kvrouter-served-by")).as("routed to a worker").isPresent();
+    // a malformed body: refused by the router before any decision (counted by reason, not an internal error)
+    HttpResponse<String> malformed = stack.post("/v1/chat/completions", "{\"model\": ", Map.of());
+    assertThat(malformed.statusCode()).isEqualTo(400);
     // the client's error, answered by the router: not degraded routing
     HttpResponse<String> unknown = stack.post("/v1/chat/completions", "{\"model\":\"no-such-model\",\"max_tokens\":2,"
         + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", Map.of());

@@ -22,6 +22,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *       balancing shows as a rising series;
  *   <li>{@code kvrouter_routing_ineligible_total{why_not}}: candidates excluded, by reason;
  *   <li>{@code kvrouter_routing_decision_seconds}: time to decide (histogram);
+ *   <li>{@code kvrouter_requests_refused_total{reason}}: requests the router answered itself before any decision
+ *       (a malformed or oversized body, a tenant's POST to a path it does not route, its own failure);
  *   <li>{@code kvrouter_routing_chosen_overlap_blocks{policy}}: effective overlap of the chosen worker;
  *   <li>{@code kvrouter_routing_eviction_share{model}}: the share of recent prompt blocks the model's fleet had
  *       computed and evicted everywhere, as the last decision with block hashes saw it ({@code EvictionPressure});
@@ -103,6 +105,11 @@ public final class DecisionMetrics {
 
   private static final String[] PER_WORKER = {"kvrouter.truth.checks", "kvrouter.truth.error.blocks",
       "kvrouter.truth.predicted.cached.tokens", "kvrouter.truth.actual.cached.tokens"};
+
+  /** A request the router answered itself before deciding ({@code RequestListener#onRefused}). */
+  public void refused(String reason) {
+    registry.counter("kvrouter.requests.refused", "reason", reason).increment();
+  }
 
   public void outcome(Decision d, TruthCheck truth, long ttftNanos, long durationNanos) {
     String worker = d.chosen().name();

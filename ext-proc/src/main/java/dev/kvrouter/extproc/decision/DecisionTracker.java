@@ -120,6 +120,11 @@ public final class DecisionTracker implements RequestListener {
   }
 
   @Override
+  public void onRefused(String reason) {
+    metrics.refused(reason);
+  }
+
+  @Override
   public void onResponseHeaders(Decision d, int status) {
     if (!d.routed()) {
       return;

@@ -16,6 +16,13 @@ public interface RequestListener {
   /** The router decided (routed or rejected). */
   default void onDecision(Decision decision) {}
 
+  /**
+   * The router answered a request itself before any decision: a bad or oversized body, a tenant's POST to a path it
+   * does not route, its own failure. {@code reason} is a closed vocabulary token ({@code bad_request},
+   * {@code body_too_large}, {@code empty_body}, {@code tenant_path_not_routed}, {@code internal_error}).
+   */
+  default void onRefused(String reason) {}
+
   /** Response headers arrived from the worker. */
   default void onResponseHeaders(Decision decision, int status) {}
 

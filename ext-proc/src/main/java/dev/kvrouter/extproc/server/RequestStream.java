@@ -406,6 +406,9 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
 
   private void finish(OpenAiError error, String reason) {
     finished = true;
+    if (decision == null) {
+      listener.onRefused(reason); // a decision's own rejection is counted with the decision
+    }
     send(EnvoyMessages.immediate(error, requestId, error.status() == 429
         ? Map.of("retry-after", Integer.toString(options.retryAfterSeconds()))
         : Map.of()));

@@ -54,7 +54,14 @@ class RequestStreamTest {
     }
   };
 
+  final List<String> refused = new ArrayList<>();
+
   final RequestListener listener = new RequestListener() {
+    @Override
+    public void onRefused(String reason) {
+      refused.add(reason);
+    }
+
     @Override
     public void onResponseBody(dev.kvrouter.extproc.routing.Decision d, ByteString c, boolean first, boolean eos) {
       events.add("body first=" + first + " eos=" + eos);
@@ -197,6 +204,7 @@ class RequestStreamTest {
     // anything Envoy sends after the immediate response is ignored
     s.onNext(body("more", true));
     assertThat(sent).hasSize(2);
+    assertThat(refused).as("counted as refused before any decision").containsExactly("bad_request");
   }
 
   @Test
@@ -207,6 +215,7 @@ class RequestStreamTest {
     s.onNext(body("x".repeat(60), false));
     assertThat(sent).hasSize(1);
     assertThat(sent.get(0).getImmediateResponse().getStatus().getCodeValue()).isEqualTo(413);
+    assertThat(refused).containsExactly("body_too_large");
   }
 
   @Test
@@ -491,5 +500,6 @@ class RequestStreamTest {
     other.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
     other.onNext(body("{\"model\":\"other\",\"prompt\":\"x\"}", true));
     assertThat(sent.get(3).getImmediateResponse().getStatus().getCodeValue()).isEqualTo(404);
+    assertThat(refused).as("the router's decisions, counted as decisions, not as refusals").isEmpty();
   }
 }
