@@ -140,6 +140,11 @@ final class Exprs {
   static final class Getitem extends Expr {
     final Expr node;
     final Expr arg;
+    /**
+     * Set when the whole {@code {{ }}} expression is constant: jinja2 then evaluates it at compile
+     * time through the sandbox's getitem, which turns a failed subscript into Undefined.
+     */
+    boolean folded;
 
     Getitem(Expr node, Expr arg, int line) {
       super(line);
@@ -155,7 +160,15 @@ final class Exprs {
         Object stop = s.stop == null ? null : s.stop.eval(f);
         Object step = s.step == null ? null : s.step.eval(f);
         Object r = PyOps.slice(obj, start, stop, step);
-        return r != null ? r : Undefined.elementOf(obj, "slice", true);
+        if (r != null) {
+          return r;
+        }
+        if (folded) {
+          return Undefined.elementOf(obj, "slice", true);
+        }
+        // jinja2 compiles a slice to a plain Python subscript, bypassing the sandbox's getitem.
+        throw JinjaError.type(obj instanceof Map<?, ?> ? "unhashable type: 'slice'"
+            : "'" + PyTypes.typeName(obj) + "' object is not subscriptable");
       }
       return PyOps.getitem(obj, arg.eval(f), arg instanceof Const);
     }
@@ -234,6 +247,43 @@ final class Exprs {
     List<Node> children() {
       return nodes(callee, args, kwargs, dynArgs, dynKwargs);
     }
+  }
+
+  /** Filters jinja2 never folds at compile time (they take the render context). */
+  private static final java.util.Set<String> CONTEXT_FILTERS =
+      java.util.Set.of("map", "select", "reject", "selectattr", "rejectattr");
+
+  /**
+   * Marks the subscripts of an output expression jinja2's code generator evaluates at compile
+   * time ({@code Output} children whose {@code as_const} succeeds: built from literals only).
+   */
+  static void markFolded(Expr e) {
+    if (constant(e)) {
+      markGetitems(e);
+    }
+  }
+
+  private static boolean constant(Node n) {
+    if (n instanceof Const) {
+      return true;
+    }
+    if (n instanceof FilterExpr fe && (fe.node == null || fe.fn == null || CONTEXT_FILTERS.contains(fe.name))) {
+      return false;
+    }
+    if (n instanceof ListExpr || n instanceof TupleExpr || n instanceof DictExpr || n instanceof Getitem
+        || n instanceof Slice || n instanceof Getattr || n instanceof Unary || n instanceof BinOp
+        || n instanceof Concat || n instanceof Compare || n instanceof And || n instanceof Or || n instanceof Not
+        || n instanceof CondExpr || n instanceof FilterExpr || n instanceof TestExpr) {
+      return n.children().stream().allMatch(Exprs::constant);
+    }
+    return false;
+  }
+
+  private static void markGetitems(Node n) {
+    if (n instanceof Getitem g) {
+      g.folded = true;
+    }
+    n.children().forEach(Exprs::markGetitems);
   }
 
   /** True for an expression built only from string constants with {@code ~} or {@code +}. */

@@ -162,11 +162,17 @@ final class Filters {
     });
     reg("float", (f, v, a, kw) -> {
       Object[] p = bind("float", a, kw, new String[] {"default"}, 0.0);
+      if (v instanceof Undefined u) {
+        throw u.fail();
+      }
       Double d = toFloat(v);
       return d == null ? p[0] : d;
     });
     reg("int", (f, v, a, kw) -> {
       Object[] p = bind("int", a, kw, new String[] {"default", "base"}, 0L, 10L);
+      if (v instanceof Undefined u) {
+        throw u.fail();
+      }
       Object r = toInt(v, PyOps.toIndex(p[1]));
       return r == null ? p[0] : r;
     });
@@ -343,15 +349,36 @@ final class Filters {
     reg("truncate", (f, v, a, kw) -> {
       Object[] p = bind("truncate", a, kw, new String[] {"length", "killwords", "end", "leeway"}, 255L, false, "...",
           null);
-      String s = softStr(v);
       long length = PyOps.toIndex(p[0]);
       String end = PyRepr.str(p[2]);
       long leeway = p[3] == null ? 5 : PyOps.toIndex(p[3]);
-      if (length < PyStr.len(end) || leeway < 0) {
-        throw new JinjaError("AssertionError", "invalid truncate arguments");
+      if (length < PyStr.len(end)) {
+        throw new JinjaError("AssertionError", "expected length >= " + PyStr.len(end) + ", got " + length);
       }
+      if (leeway < 0) {
+        throw new JinjaError("AssertionError", "expected leeway >= 0, got " + leeway);
+      }
+      if (!PyTypes.isStr(v)) {
+        // do_truncate takes len(s) of the value itself and returns it unchanged when short enough.
+        if (PyOps.len(v) <= length + leeway) {
+          return v;
+        }
+        String type = PyTypes.typeName(v);
+        if (v instanceof Map<?, ?>) {
+          throw JinjaError.type("unhashable type: 'slice'");
+        }
+        if (!(v instanceof List<?> || v instanceof PyTuple || v instanceof PyRange)) {
+          throw JinjaError.type("'" + type + "' object is not subscriptable");
+        }
+        if (PyOps.truthy(p[1])) {
+          throw JinjaError.type(v instanceof PyRange ? "unsupported operand type(s) for +: 'range' and 'str'"
+              : "can only concatenate " + type + " (not \"str\") to " + type);
+        }
+        throw new JinjaError("AttributeError", "'" + type + "' object has no attribute 'rsplit'");
+      }
+      String s = softStr(v);
       if (PyStr.len(s) <= length + leeway) {
-        return s;
+        return v;
       }
       String head = PyStr.slice(s, PyOps.sliceIndices(null, length - PyStr.len(end), null, PyStr.len(s)));
       if (PyOps.truthy(p[1])) {
@@ -615,6 +642,18 @@ final class Filters {
 
   private static Object indent(Object s, Object width, boolean first, boolean blank) {
     String indention = PyTypes.isStr(width) ? PyTypes.str(width) : " ".repeat((int) Math.max(0, PyOps.toIndex(width)));
+    if (!PyTypes.isStr(s)) {
+      // do_indent starts with s += "\n" and then calls s.splitlines().
+      if (s instanceof Undefined u) {
+        throw u.fail();
+      }
+      String type = PyTypes.typeName(s);
+      if (s instanceof List<?>) {
+        throw new JinjaError("AttributeError", "'list' object has no attribute 'splitlines'");
+      }
+      throw JinjaError.type(s instanceof PyTuple ? "can only concatenate tuple (not \"str\") to tuple"
+          : "unsupported operand type(s) for +=: '" + type + "' and 'str'");
+    }
     String text = PyRepr.str(s) + "\n";
     List<Object> lines = PyStr.splitlines(text, false);
     StringBuilder rv = new StringBuilder();
@@ -684,12 +723,14 @@ final class Filters {
       if (Double.isNaN(d) || Double.isInfinite(d)) {
         return d;
       }
-      return new BigDecimal(d).setScale((int) Math.max(-400, Math.min(precision, 400)), RoundingMode.HALF_EVEN)
+      double r = new BigDecimal(d).setScale((int) Math.max(-400, Math.min(precision, 400)), RoundingMode.HALF_EVEN)
           .doubleValue();
+      return Math.copySign(r, d); // round(-0.4) is -0.0
     }
     double scale = Math.pow(10, precision);
     double x = PyOps.dbl(v) * scale;
-    double r = method.equals("ceil") ? Math.ceil(x) : Math.floor(x);
+    // math.ceil/floor return an int, so a zero result is never negative
+    double r = (method.equals("ceil") ? Math.ceil(x) : Math.floor(x)) + 0.0;
     return r / scale;
   }
 
@@ -701,7 +742,7 @@ final class Filters {
   /** jinja2's int filter: int(value, base) for strings, else int(value), falling back to int(float(value)). */
   static Object toInt(Object v, long base) {
     if (PyTypes.isStr(v)) {
-      String s = PyStr.strip(PyTypes.str(v), null, true, true);
+      String s = asciiDigits(PyStr.strip(PyTypes.str(v), null, true, true));
       if (base == 10 && INT_RE.matcher(s).matches()) {
         return PyOps.normalize(new BigInteger(s.replace("_", "")));
       }
@@ -755,6 +796,22 @@ final class Filters {
     return null;
   }
 
+  /** int() and float() accept any Unicode decimal digit (category Nd) as its ASCII value. */
+  private static String asciiDigits(String s) {
+    if (s.chars().allMatch(c -> c < 128)) {
+      return s;
+    }
+    StringBuilder sb = new StringBuilder(s.length());
+    s.codePoints().forEach(cp -> {
+      if (cp >= 128 && Character.getType(cp) == Character.DECIMAL_DIGIT_NUMBER) {
+        sb.append((char) ('0' + Character.digit(cp, 10)));
+      } else {
+        sb.appendCodePoint(cp);
+      }
+    });
+    return sb.toString();
+  }
+
   /** Python float(value) or null when it would raise. */
   static Double toFloat(Object v) {
     if (v instanceof Double d) {
@@ -768,7 +825,7 @@ final class Filters {
       }
     }
     if (PyTypes.isStr(v)) {
-      String s = PyStr.strip(PyTypes.str(v), null, true, true);
+      String s = asciiDigits(PyStr.strip(PyTypes.str(v), null, true, true));
       if (SPECIAL_FLOAT.matcher(s).matches()) {
         boolean neg = s.startsWith("-");
         return s.toLowerCase().contains("nan") ? Double.NaN

@@ -21,6 +21,9 @@ final class PyFormat {
     String fmt = PyTypes.str(fmtValue);
     List<Object> positional;
     Map<?, ?> mapping = null;
+    // CPython treats any non-tuple, non-str argument with __getitem__ as the mapping: %(key)s looks
+    // keys up in it and the "not all arguments converted" check is skipped.
+    boolean mappingArg = false;
     if (args instanceof PyTuple t) {
       positional = t.items();
     } else {
@@ -28,6 +31,7 @@ final class PyFormat {
       if (args instanceof Map<?, ?> m) {
         mapping = m;
       }
+      mappingArg = args instanceof Map || args instanceof List || args instanceof PyRange || args instanceof Undefined;
     }
     StringBuilder out = new StringBuilder(fmt.length() + 16);
     int argi = 0;
@@ -45,6 +49,12 @@ final class PyFormat {
       Object arg = null;
       boolean haveArg = false;
       if (fmt.charAt(i) == '(') {
+        if (args instanceof Undefined u) {
+          throw u.fail();
+        }
+        if (mappingArg && mapping == null) {
+          throw JinjaError.type(PyTypes.typeName(args) + " indices must be integers or slices, not str");
+        }
         if (mapping == null) {
           throw JinjaError.type("format requires a mapping");
         }
@@ -127,7 +137,7 @@ final class PyFormat {
       }
       out.append(convert(arg, conv, flags, width, prec));
     }
-    if (argi < positional.size() && !usedMapping && mapping == null) {
+    if (argi < positional.size() && !usedMapping && !mappingArg) {
       throw JinjaError.type("not all arguments converted during string formatting");
     }
     return fmtValue instanceof Markup ? new Markup(out.toString()) : out.toString();
@@ -140,10 +150,7 @@ final class PyFormat {
     boolean numeric = false;
     switch (conv) {
       case 's', 'r', 'a' -> {
-        body = conv == 's' ? PyRepr.str(arg) : PyRepr.repr(arg);
-        if (arg instanceof Undefined u && conv != 's') {
-          throw u.fail();
-        }
+        body = conv == 's' ? PyRepr.str(arg) : conv == 'r' ? PyRepr.repr(arg) : PyRepr.ascii(arg);
         if (prec >= 0 && PyStr.len(body) > prec) {
           body = body.substring(0, PyStr.offset(body, prec));
         }
@@ -220,6 +227,9 @@ final class PyFormat {
       return new BigDecimal(d).toBigInteger();
     }
     if (arg instanceof Undefined u) {
+      if ("xXo".indexOf(conv) >= 0) {
+        throw JinjaError.type("%" + conv + " format: an integer is required, not Undefined");
+      }
       throw u.fail();
     }
     throw JinjaError.type("%" + conv + " format: a real number is required, not " + PyTypes.typeName(arg));
@@ -426,8 +436,10 @@ final class PyFormat {
           k = close + 1;
         }
       }
-      if (conversion == 'r' || conversion == 'a') {
+      if (conversion == 'r') {
         value = PyRepr.repr(value);
+      } else if (conversion == 'a') {
+        value = PyRepr.ascii(value);
       } else if (conversion == 's') {
         value = PyRepr.str(value);
       } else if (conversion != 0) {
@@ -464,7 +476,9 @@ final class PyFormat {
     int i = 0;
     char fill = ' ';
     char align = 0;
+    boolean fillGiven = false;
     if (spec.length() >= 2 && "<>=^".indexOf(spec.charAt(1)) >= 0) {
+      fillGiven = true;
       fill = spec.charAt(0);
       align = spec.charAt(1);
       i = 2;
@@ -482,9 +496,12 @@ final class PyFormat {
       i++;
     }
     if (i < spec.length() && spec.charAt(i) == '0') {
-      if (align == 0) {
+      // CPython: a leading 0 sets the fill unless one was given; '=' only for right-aligned (numeric) defaults
+      if (!fillGiven) {
         fill = '0';
-        align = '=';
+        if (align == 0 && !PyTypes.isStr(value)) {
+          align = '=';
+        }
       }
       i++;
     }

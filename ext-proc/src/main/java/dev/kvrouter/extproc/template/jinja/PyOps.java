@@ -278,7 +278,8 @@ public final class PyOps {
 
   static int numCompare(Object a, Object b) {
     if (a instanceof Double || b instanceof Double) {
-      if (isBig(a) || isBig(b)) {
+      // Python compares int and float exactly: a long beyond 2**53 is not rounded to a double.
+      if (isBig(a) || isBig(b) || beyondDoublePrecision(a) || beyondDoublePrecision(b)) {
         double d = a instanceof Double da ? da : (Double) b;
         if (Double.isNaN(d)) {
           return 1;
@@ -295,6 +296,10 @@ public final class PyOps {
       return big(a).compareTo(big(b));
     }
     return Long.compare(lng(a), lng(b));
+  }
+
+  private static boolean beyondDoublePrecision(Object o) {
+    return o instanceof Long l && (l > (1L << 53) || l < -(1L << 53));
   }
 
   private static BigDecimal bigDecimal(double d) {
@@ -565,10 +570,11 @@ public final class PyOps {
   }
 
   static Object mod(Object a, Object b) {
-    undefinedOperands(a, b);
     if (PyTypes.isStr(a)) {
+      // str.__mod__ runs first: an Undefined argument is only touched by the conversions that need it
       return PyFormat.percent(a, b);
     }
+    undefinedOperands(a, b);
     if (PyTypes.isNumber(a) && PyTypes.isNumber(b)) {
       if (a instanceof Double || b instanceof Double) {
         double x = dbl(a);
@@ -880,8 +886,8 @@ public final class PyOps {
     }
     if (obj instanceof PyRange r) {
       long[] sl = sliceIndices(start, stop, step, r.length());
-      long newStart = r.get(sl[0]);
-      return new PyRange(newStart, newStart + sl[3] * r.step() * sl[2], r.step() * sl[2]);
+      // CPython's compute_slice: the adjusted slice indices mapped through the range.
+      return new PyRange(r.get(sl[0]), r.get(sl[1]), r.step() * sl[2]);
     }
     return null;
   }

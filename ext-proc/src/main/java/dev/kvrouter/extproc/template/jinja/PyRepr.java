@@ -44,6 +44,27 @@ final class PyRepr {
     return sb.toString();
   }
 
+  /** {@code ascii(value)}: repr with every non-ASCII character backslash-escaped. */
+  static String ascii(Object o) {
+    String r = repr(o);
+    if (r.chars().allMatch(c -> c < 128)) {
+      return r;
+    }
+    StringBuilder sb = new StringBuilder(r.length() + 16);
+    r.codePoints().forEach(cp -> {
+      if (cp < 128) {
+        sb.append((char) cp);
+      } else if (cp <= 0xff) {
+        sb.append(String.format("\\x%02x", cp));
+      } else if (cp <= 0xffff) {
+        sb.append(String.format("\\u%04x", cp));
+      } else {
+        sb.append(String.format("\\U%08x", cp));
+      }
+    });
+    return sb.toString();
+  }
+
   static void appendRepr(StringBuilder sb, Object o) {
     if (o == null) {
       sb.append("None");

@@ -31,6 +31,11 @@ final class Stmts {
     Output(List<Node> items, int line) {
       super(line);
       this.items = items;
+      for (Node n : items) {
+        if (n instanceof Expr e) {
+          Exprs.markFolded(e);
+        }
+      }
     }
 
     @Override
