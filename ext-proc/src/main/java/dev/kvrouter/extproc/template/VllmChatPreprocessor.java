@@ -1,11 +1,11 @@
 package dev.kvrouter.extproc.template;
 
+import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
-import com.fasterxml.jackson.databind.DeserializationFeature;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.json.JsonMapper;
 import dev.kvrouter.extproc.template.jinja.PyOps;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -37,12 +37,26 @@ public final class VllmChatPreprocessor {
   private static final List<String> UNTYPED_MEDIA_KEYS = List.of("image_url", "image_pil", "image_embeds",
       "audio_embeds", "prompt_embeds", "audio_url", "input_audio", "video_url", "tool_reference");
 
-  /** Python's json.loads: NaN/Infinity allowed, nothing after the value, duplicate keys keep the last. */
-  private static final ObjectMapper PY_JSON = JsonMapper.builder()
+  /**
+   * Tokenizer for Python's json.loads (duplicate keys: the last wins): NaN/Infinity/-Infinity
+   * allowed (Jackson's other spellings are refused in {@link #pyJsonValue}), numbers of any length
+   * (Python parses floats of any length and ints up to {@link #MAX_INT_DIGITS} digits), nesting
+   * bounded by {@link #MAX_JSON_DEPTH} ourselves.
+   */
+  private static final JsonFactory PY_JSON = JsonFactory.builder()
       .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
-      .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
-      .disable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
+      .streamReadConstraints(StreamReadConstraints.builder()
+          .maxNumberLength(Integer.MAX_VALUE).maxNestingDepth(Integer.MAX_VALUE)
+          .maxStringLength(Integer.MAX_VALUE).maxNameLength(Integer.MAX_VALUE).build())
       .build();
+  /** Python's int/str conversion limit (sys.int_info.default_max_str_digits): more digits raise ValueError. */
+  static final int MAX_INT_DIGITS = 4300;
+  /**
+   * json.loads raises RecursionError near 1,000 levels; where exactly depends on the Python version
+   * (3.11 counts Python frames, 3.12+ a separate C limit) and on the caller's stack. Deeper values
+   * are refused, so such a request is load-balanced rather than routed on a guess.
+   */
+  static final int MAX_JSON_DEPTH = 900;
 
   private final ContentFormat format;
   private final Map<String, String> mediaPlaceholders;
@@ -344,9 +358,10 @@ public final class VllmChatPreprocessor {
   }
 
   /**
-   * {@code _postprocess_messages}: tool-call arguments that arrive as JSON strings become parsed
-   * values (invalid JSON becomes {}); non-string, non-container arguments become {}; an empty
-   * tool_calls list is dropped.
+   * {@code _postprocess_messages} (vLLM 0.33.0): an empty tool_calls list is dropped; every entry must
+   * be an object of type "function" (the default) with a "function" object; its arguments always end
+   * up an object: a dict is kept, a non-empty string is parsed with json.loads rules and kept only
+   * when it decodes to an object (invalid JSON or any other value gives {}), anything else is {}.
    */
   @SuppressWarnings("unchecked")
   private static void postprocess(List<Map<String, Object>> messages) {
@@ -362,29 +377,106 @@ public final class VllmChatPreprocessor {
         continue;
       }
       for (Object item : calls) {
-        if (!(item instanceof Map<?, ?> call) || !(call.get("function") instanceof Map<?, ?> fn)) {
-          throw new ChatInputException("every tool call needs a 'function' object");
+        if (!(item instanceof Map<?, ?> call)) {
+          throw new ChatInputException("assistant tool_calls entries must be objects.");
+        }
+        Object type = call.containsKey("type") ? call.get("type") : "function";
+        if (!"function".equals(type) || !(call.get("function") instanceof Map<?, ?> fn)) {
+          throw new ChatInputException("chat completions only support assistant tool_calls of type 'function'.");
         }
         Map<String, Object> function = (Map<String, Object>) fn;
         Object args = function.get("arguments");
-        if (args instanceof String s) {
-          function.put("arguments", parseJsonOrEmpty(s));
-        } else if (!(args instanceof Map) && !(args instanceof List)) {
-          function.put("arguments", new LinkedHashMap<>());
-        }
+        Object parsed = args instanceof Map ? args
+            : args instanceof String s && !s.isEmpty() ? parseJsonOrEmpty(s) : null;
+        function.put("arguments", parsed instanceof Map ? parsed : new LinkedHashMap<>());
       }
     }
   }
 
+  /**
+   * Python's {@code json.loads(s)}, or {} where it raises JSONDecodeError. Where it raises anything
+   * else (RecursionError, ValueError for an int of more than 4300 digits) the request fails in
+   * vLLM: {@link ChatInputException}.
+   */
   static Object parseJsonOrEmpty(String s) {
-    try {
-      Object v = PY_JSON.readValue(s, Object.class);
-      if (v == null && !s.strip().equals("null")) {
+    try (JsonParser p = PY_JSON.createParser(s)) {
+      JsonToken t = p.nextToken();
+      if (t == null) {
         return new LinkedHashMap<>();
       }
-      return v;
-    } catch (JsonProcessingException e) {
+      Object v = pyJsonValue(p, t, 1);
+      return p.nextToken() == null ? v : new LinkedHashMap<>();
+    } catch (JsonProcessingException | NotPythonJson e) {
       return new LinkedHashMap<>();
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  /** Signals JSON Jackson reads but Python's json module rejects. */
+  private static final class NotPythonJson extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    NotPythonJson() {
+      super(null, null, false, false);
+    }
+  }
+
+  private static Object pyJsonValue(JsonParser p, JsonToken t, int depth) throws java.io.IOException {
+    switch (t) {
+      case START_OBJECT -> {
+        checkDepth(depth);
+        Map<String, Object> m = new LinkedHashMap<>();
+        for (JsonToken k = p.nextToken(); k == JsonToken.FIELD_NAME; k = p.nextToken()) {
+          String name = p.currentName();
+          m.put(name, pyJsonValue(p, p.nextToken(), depth + 1));
+        }
+        return m;
+      }
+      case START_ARRAY -> {
+        checkDepth(depth);
+        List<Object> l = new ArrayList<>();
+        for (JsonToken v = p.nextToken(); v != JsonToken.END_ARRAY; v = p.nextToken()) {
+          l.add(pyJsonValue(p, v, depth + 1));
+        }
+        return l;
+      }
+      case VALUE_STRING -> {
+        return p.getText();
+      }
+      case VALUE_NUMBER_INT -> {
+        int digits = p.getTextLength() - (p.getTextCharacters()[p.getTextOffset()] == '-' ? 1 : 0);
+        if (digits > MAX_INT_DIGITS) {
+          throw new ChatInputException("Exceeds the limit (4300 digits) for integer string conversion: value has "
+              + digits + " digits");
+        }
+        return p.getNumberValue();
+      }
+      case VALUE_NUMBER_FLOAT -> {
+        String text = p.getText();
+        if ((text.indexOf('N') >= 0 || text.indexOf('I') >= 0)
+            && !text.equals("NaN") && !text.equals("Infinity") && !text.equals("-Infinity")) {
+          // Jackson also reads +Infinity, INF, +INF and -INF; Python's json only these three
+          throw new NotPythonJson();
+        }
+        return p.getDoubleValue();
+      }
+      case VALUE_TRUE -> {
+        return true;
+      }
+      case VALUE_FALSE -> {
+        return false;
+      }
+      case VALUE_NULL -> {
+        return null;
+      }
+      default -> throw new NotPythonJson();
+    }
+  }
+
+  private static void checkDepth(int depth) {
+    if (depth > MAX_JSON_DEPTH) {
+      throw new ChatInputException("RecursionError", "maximum recursion depth exceeded while decoding a JSON value");
     }
   }
 
