@@ -56,6 +56,12 @@ public final class KvIndex {
    */
   private final AtomicLongArray openBits = new AtomicLongArray((BlockTable.MAX_ORDINAL >>> 6) + 1);
   private volatile int ordinalWords = 1;
+  /**
+   * Registrations so far, counted before each is published: a lookup notes it when it starts and drops candidates
+   * whose view was registered after that (an ordinal is reused as soon as its worker is removed, so a lookup that
+   * read the removed worker's blocks must not credit them to the worker now named by that ordinal).
+   */
+  private volatile long registrations;
   private volatile int perWorkerCap;
   private volatile long evictionsOfRemoved;
   private final AtomicLong predictionsRejected = new AtomicLong();
@@ -98,7 +104,13 @@ public final class KvIndex {
       throw new IllegalStateException("more than " + (BlockTable.MAX_ORDINAL + 1) + " workers");
     }
     ordinalUsed[ord] = true;
-    v = new WorkerView(this, table, id, ord);
+    // counted before the view is published, so a lookup that can see it can also see that it is newer than itself
+    long registration = registrations + 1;
+    registrations = registration;
+    // the ordinal's previous owner left its flags behind: reset them before anyone can name the new worker
+    setStaleBit(ord, false);
+    setOpenBit(ord, false);
+    v = new WorkerView(this, table, id, ord, registration);
     WorkerView[] arr = byOrdinal;
     if (ord >= arr.length) {
       arr = Arrays.copyOf(arr, Math.max(arr.length * 2, ord + 1));
@@ -110,8 +122,6 @@ public final class KvIndex {
     WorkerId[] ids = Arrays.copyOf(idByOrdinal, arr.length);
     ids[ord] = id;
     idByOrdinal = ids;
-    setStaleBit(ord, false);
-    setOpenBit(ord, false);
     ordinalWords = Math.max(ordinalWords, (ord >>> 6) + 1);
     views.put(id, v);
     updateCap();
@@ -175,6 +185,11 @@ public final class KvIndex {
 
   WorkerId[] idsByOrdinal() {
     return idByOrdinal;
+  }
+
+  /** Registrations so far (see {@link #registrations}); {@link WorkerView#registration()} is a view's number. */
+  long registrations() {
+    return registrations;
   }
 
   /** Stale flags of ordinals {@code 64 * word} to {@code 64 * word + 63}, one bit each. */

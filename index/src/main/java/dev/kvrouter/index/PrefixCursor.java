@@ -77,6 +77,12 @@ public final class PrefixCursor {
   private int hi;
   private int position;
   private boolean done;
+  /**
+   * The index's registration count when this lookup started ({@link KvIndex#registrations()}): a candidate whose
+   * ordinal was given to a new worker since then is dropped, because what the lookup read under that ordinal may
+   * be the removed worker's. A primitive, so starting a lookup stores no reference (no GC write barrier).
+   */
+  private long registrationsAtStart;
 
   PrefixCursor(KvIndex index, BlockTable table) {
     this.index = index;
@@ -86,6 +92,7 @@ public final class PrefixCursor {
 
   /** Starts a new lookup. */
   public void reset() {
+    registrationsAtStart = index.registrations(); // before any block is read
     int w = index.ordinalWords();
     if (w > real.length) {
       real = new long[w];
@@ -564,6 +571,9 @@ public final class PrefixCursor {
       extract(disk, diskSeen[w], w, diskTop, diskCount);
     }
     WorkerId[] ids = index.idsByOrdinal();
+    // read after the ids: a registration is counted before its id is published, so if the ids name a worker
+    // registered after this lookup started, the count shows it (when it does not, no ordinal changed hands)
+    boolean reassigned = index.registrations() != registrationsAtStart;
     out.names(ids);
     out.ensureCapacity(candidateCount);
     int staleAt = -1;
@@ -573,6 +583,9 @@ public final class PrefixCursor {
       WorkerId id = ord < ids.length ? ids[ord] : null;
       if (id == null) {
         continue; // removed meanwhile
+      }
+      if (reassigned && registeredSinceStart(ord)) {
+        continue; // removed and its ordinal reused meanwhile: what was read is not the new worker's
       }
       int w = ord >>> 6;
       if (w != staleAt) {
@@ -585,6 +598,16 @@ public final class PrefixCursor {
       int dc = (diskSeen[w] & bit) == 0 ? 0 : diskCount[ord];
       out.add(ord, m, m - cc - dc, cc, dc, predLen[ord], (stale & bit) != 0);
     }
+  }
+
+  /**
+   * Whether the worker now at {@code ord} was registered after this lookup started (its id was read first, so the
+   * view read here is that worker's or a later one's). A worker registered meanwhile with a fresh ordinal is dropped
+   * too: everything it holds was stored after the lookup started, which a lookup need not see.
+   */
+  private boolean registeredSinceStart(int ord) {
+    WorkerView v = index.viewAt(ord);
+    return v == null || v.registration() > registrationsAtStart;
   }
 
   /** Turns word {@code w}'s bit planes into per-ordinal counts for the ordinals in {@code seen}. */

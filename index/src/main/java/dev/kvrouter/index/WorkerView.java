@@ -39,6 +39,8 @@ public final class WorkerView {
   private final BlockTable table;
   private final WorkerId id;
   private final int ordinal;
+  /** This view's number among the index's registrations ({@link KvIndex#registrations()}). */
+  private final long registration;
   private final LongLongMap handles = new LongLongMap();
   private final LongIntMap dups = new LongIntMap();
   private int sweep;
@@ -80,11 +82,12 @@ public final class WorkerView {
     }
   }
 
-  WorkerView(KvIndex index, BlockTable table, WorkerId id, int ordinal) {
+  WorkerView(KvIndex index, BlockTable table, WorkerId id, int ordinal, long registration) {
     this.index = index;
     this.table = table;
     this.id = Objects.requireNonNull(id, "id");
     this.ordinal = ordinal;
+    this.registration = registration;
   }
 
   /** The index's media identifier learning (its event path reports stores of media blocks there). */
@@ -99,6 +102,11 @@ public final class WorkerView {
   /** The worker's small integer in the shared table; reused after {@link KvIndex#remove}. */
   public int ordinal() {
     return ordinal;
+  }
+
+  /** When this view was registered: a lookup that began before that cannot have read its blocks. */
+  long registration() {
+    return registration;
   }
 
   /** Whether {@code engineHash} names a block this worker holds (or recently held, see the class notes). */

@@ -95,6 +95,52 @@ class KvIndexTest {
     assertThat(index.lookup(chain(5, 5), 5).size()).as("no stale predicted bits inherited").isZero();
   }
 
+  /**
+   * A lookup that read a worker's blocks, and the worker is removed and its ordinal given to another before the
+   * answer is built: the answer must not credit the newcomer (or the same worker registered afresh, with nothing)
+   * with what the removed worker held, nor report it with the newcomer's stale flag. Deterministic through the
+   * request path's incremental form (advance while tokenizing, then finish).
+   */
+  @Test
+  void aLookupNeverCreditsARemovedWorkersBlocksToTheWorkerReusingItsOrdinal() {
+    KvIndex index = new KvIndex(IndexConfig.defaults(), new TestClock());
+    WorkerId a = WorkerId.of("a");
+    WorkerId b = WorkerId.of("b");
+    long[] doc = chain(8, 1);
+    WorkerView keep = index.register(WorkerId.of("keep")); // holds the first 4 blocks throughout
+    WorkerView va = index.register(a);
+    for (int i = 0; i < doc.length; i++) {
+      if (i < 4) {
+        keep.store(100 + i, doc[i], Tier.GPU);
+      }
+      va.store(1000 + i, doc[i], Tier.GPU);
+    }
+    PrefixCursor cursor = index.newCursor();
+    PrefixMatches out = new PrefixMatches();
+
+    for (WorkerId newcomer : new WorkerId[] {b, a}) {
+      cursor.reset();
+      for (long h : doc) {
+        assertThat(cursor.advance(h)).isTrue();
+      }
+      index.remove(a); // the fleet changes while the answer is pending: a leaves, newcomer takes its ordinal
+      WorkerView vn = index.register(newcomer);
+      assertThat(vn.ordinal()).isEqualTo(va.ordinal());
+      vn.setStale(true);
+      cursor.finish(out);
+      assertThat(out.indexOf(newcomer)).as("%s holds nothing, but the answer is %s", newcomer, out).isEqualTo(-1);
+      assertThat(out.matchedBlocks(out.indexOf(WorkerId.of("keep")))).isEqualTo(4);
+      // the next lookup sees the fleet as it is
+      index.remove(newcomer);
+      va = index.register(a);
+      for (int i = 0; i < doc.length; i++) {
+        va.store(1000 + i, doc[i], Tier.GPU);
+      }
+      PrefixMatches now = index.lookup(doc, doc.length);
+      assertThat(now.matchedBlocks(now.indexOf(a))).isEqualTo(8);
+    }
+  }
+
   @Test
   void predictionsExpireByTheWorkersTtlClass() {
     TestClock clock = new TestClock();
