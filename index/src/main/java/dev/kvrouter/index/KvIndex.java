@@ -221,6 +221,9 @@ public final class KvIndex {
     long cur;
     do {
       cur = bits.get(w);
+      if (((cur & bit) != 0) == on) {
+        return; // unchanged: no write, so lookups reading the word keep their cache line
+      }
     } while (!bits.compareAndSet(w, cur, on ? cur | bit : cur & ~bit));
   }
 

@@ -53,6 +53,14 @@ public final class WorkerView {
   private volatile boolean holes;
   /** Events were lost since the last {@link #clear}: removes may be missing, leaving blocks without parents. */
   private volatile boolean lossSinceClear;
+  /**
+   * Blocks are being removed in an order that does not keep the view prefix-closed: {@link #clear} goes in
+   * handle-map order, and one event's blocks ({@link #removingTogether}) may be listed head first (SGLang). Open
+   * meanwhile, so a lookup starting during the removal walks this worker instead of crediting, by closure, blocks
+   * it skipped that are already gone. A lookup that checked before it was set sees, at the blocks it does read,
+   * what was left of the closed state from before the removal began, so its answer is that state's.
+   */
+  private volatile boolean reshaping;
   /** Why the engine's views are not prefix-closed (sticky until the worker leaves the index), or null. */
   private volatile String notClosed;
   /** Sampled GPU blocks (our hash) to their parent's hash, for the closure check; writer thread only. */
@@ -252,6 +260,10 @@ public final class WorkerView {
    * removes {@code engineHashes[from, from + count)} at once. Writer thread only.
    */
   public void removingTogether(long[] engineHashes, int from, int count) {
+    if (!open()) {
+      reshaping = true; // before the first removal (see reshaping)
+      publishOpen();
+    }
     if (together.length < count) {
       together = new long[Math.max(count, 2 * together.length)];
     }
@@ -264,6 +276,10 @@ public final class WorkerView {
   /** Ends what {@link #removingTogether} began. */
   public void removedTogether() {
     togetherCount = 0;
+    if (reshaping) {
+      reshaping = false; // every block of the event is gone: what is left is closed again
+      publishOpen();
+    }
   }
 
   /** A sampled block left the GPU tier: its parent must still be there unless the engine evicts parents first. */
@@ -294,6 +310,8 @@ public final class WorkerView {
 
   /** Forgets every block of this worker in every tier ({@code AllBlocksCleared}, restart, purge). */
   public void clear() {
+    reshaping = true; // handle-map order is no order at all: open before the first removal (see reshaping)
+    publishOpen();
     for (int i = 0, n = handles.capacity(); i < n; i++) {
       if (handles.usedAt(i)) {
         table.remove(handles.valueAt(i), ordinal, BlockTable.REAL);
@@ -306,11 +324,10 @@ public final class WorkerView {
     dups.clear();
     links.clear();
     SIZE.setRelease(this, 0);
-    if (holes || lossSinceClear) {
-      holes = false; // nothing held: closed again
-      lossSinceClear = false;
-      publishOpen();
-    }
+    holes = false; // nothing held: closed again
+    lossSinceClear = false;
+    reshaping = false;
+    publishOpen();
   }
 
   private void markHoles() {
@@ -327,11 +344,11 @@ public final class WorkerView {
 
   /**
    * Whether a lookup must read every block of this worker (it is stale, may hold a block without its parent,
-   * holds CPU/disk blocks, lost events since its last clear, or its engine is not prefix-closed) instead of
-   * trusting its blocks to be prefix-closed.
+   * holds CPU/disk blocks, lost events since its last clear, is removing blocks out of order right now, or its
+   * engine is not prefix-closed) instead of trusting its blocks to be prefix-closed.
    */
   public boolean open() {
-    return stale || holes || lossSinceClear || notClosed != null;
+    return stale || holes || lossSinceClear || reshaping || notClosed != null;
   }
 
   /**

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Timeout;
  * however the writers reshape the table around it meanwhile (inserts, backward-shift deletes that move it,
  * resizes both ways, overflow records allocated, widened, freed and reused). A torn read shows up as a worker
  * missing from a block it never left (a reader that catches its tier bits half-moved), or as a phantom holder.
- * Then lookups racing fleet changes that reuse ordinals.
+ * Then lookups racing what takes blocks away: fleet changes that reuse ordinals, and {@code AllBlocksCleared}.
  */
 @Timeout(120)
 class ConcurrentReadsTest {
@@ -395,6 +395,101 @@ class ConcurrentReadsTest {
     assertThat(wrong.get()).as("after %d fleet changes and %d lookups, b (holding nothing) was credited", changes,
         lookups.get()).isNull();
     assertThat(lookups.get()).isPositive();
+  }
+
+  /**
+   * {@code AllBlocksCleared} ({@link WorkerView#reset}) removes a worker's blocks in handle-map order, not tail
+   * first, so meanwhile its view is not prefix-closed: a lookup that has seen block 1 cleared must not then credit
+   * the worker with all 64 blocks, which the jump search (probing every 16th block) did before the clear marked the
+   * view open. Block 1's engine handle is placed at the start of the handle map (cleared first), the rest near its
+   * end, behind 300,000 other blocks. Up to 3 trials (each about 0.2 s); every trial failed before the fix. The
+   * walk ({@code prefixJump 0}) runs the same race as a control of the oracle.
+   */
+  @Test
+  void lookupsDuringAllBlocksClearedNeverCreditBlocksAlreadyCleared() throws Exception {
+    assertThat(Mix.mix(unmix(12345))).isEqualTo(12345);
+    for (IndexConfig config : new IndexConfig[] {IndexConfig.defaults(), IndexConfig.defaults().withPrefixJump(0)}) {
+      for (int trial = 1; trial <= 3; trial++) {
+        String wrong = clearRace(trial, config);
+        assertThat(wrong).as("jump %d, trial %d: a lookup after block 1 was cleared", config.prefixJump(), trial)
+            .isNull();
+      }
+    }
+  }
+
+  private static final long INV1 = inverse(0xff51afd7ed558ccdL);
+  private static final long INV2 = inverse(0xc4ceb9fe1a85ec53L);
+
+  /** The multiplicative inverse of an odd {@code a} modulo 2^64 (Newton's iteration). */
+  private static long inverse(long a) {
+    long x = a; // correct to 3 bits; each step doubles them
+    for (int i = 0; i < 5; i++) {
+      x *= 2 - a * x;
+    }
+    return x;
+  }
+
+  /** The key whose {@link Mix#mix} is {@code m}: picks its home slot in the worker's handle map. */
+  private static long unmix(long m) {
+    long x = m ^ (m >>> 33);
+    x *= INV2;
+    x ^= x >>> 33;
+    x *= INV1;
+    return x ^ (x >>> 33);
+  }
+
+  /** One clear racing one reader; returns what the reader saw wrong, or null. */
+  private static String clearRace(long seed, IndexConfig config) throws Exception {
+    KvIndex index = new KvIndex(config, new TestClock());
+    WorkerId a = WorkerId.of("a");
+    WorkerView va = index.register(a);
+    SplittableRandom r = new SplittableRandom(seed);
+    long[] doc = new long[64];
+    for (int i = 0; i < doc.length; i++) {
+      doc[i] = r.nextLong();
+    }
+    // engine handles: block 1 homes at slot 5 of the handle map (cleared first), the others near its end (last)
+    for (int i = 0; i < doc.length; i++) {
+      long engine = i == 1 ? unmix(5) : unmix((1L << 40) - 20_000 + 2L * i);
+      if (i == 0) {
+        va.store(engine, doc[0], Tier.GPU);
+      } else {
+        va.store(engine, doc[i], Tier.GPU, doc[i - 1]);
+      }
+    }
+    for (int i = 0; i < 300_000; i++) { // other cached blocks, so the clear takes a while
+      va.store(r.nextLong() | 1, r.nextLong(), Tier.GPU);
+    }
+    assertThat(va.open()).isFalse();
+    PrefixMatches all = index.lookup(doc, doc.length);
+    assertThat(all.matchedBlocks(all.indexOf(a))).isEqualTo(64);
+    AtomicReference<String> wrong = new AtomicReference<>();
+    java.util.concurrent.CountDownLatch ready = new java.util.concurrent.CountDownLatch(1);
+    Thread reader = new Thread(() -> {
+      PrefixCursor cursor = index.newCursor();
+      PrefixMatches out = new PrefixMatches();
+      ready.countDown();
+      boolean block1Gone = false;
+      while (true) {
+        // until block 1 is seen gone, 2-block lookups (read block by block); then whole ones
+        index.lookup(cursor, doc, block1Gone ? doc.length : 2, out);
+        int i = out.indexOf(a);
+        if (i < 0) {
+          return; // block 0 gone too: the clear is over
+        }
+        if (block1Gone && out.matchedBlocks(i) > 1) {
+          wrong.set("block 1 was already cleared (read so), then " + out);
+          return;
+        }
+        block1Gone = block1Gone || out.matchedBlocks(i) == 1;
+      }
+    }, "reader");
+    reader.start();
+    ready.await();
+    Thread.sleep(5);
+    va.reset(); // AllBlocksCleared, on a's event thread
+    reader.join(TimeUnit.SECONDS.toMillis(30));
+    return wrong.get();
   }
 
   /** A step of a racing thread. */

@@ -273,6 +273,41 @@ class KvIndexJumpTest {
         .isEqualTo(ReferenceIndex.of(walk.lookup(doc, doc.length)));
   }
 
+  /**
+   * One engine event removing several blocks (SGLang evicts a radix node's pages in one event, listed head first):
+   * midway the view holds children of removed parents, so from before its first removal to after its last the
+   * worker is read block by block. Deterministic: a lookup between two of the event's removals stands for one on
+   * the router's threads.
+   */
+  @Test
+  void aMultiBlockRemovalIsReadBlockByBlockUntilItsLastBlockIsGone() {
+    long[] doc = KvIndexDifferentialTest.documents(new SplittableRandom(11), 1, 64)[0];
+    KvIndex index = new KvIndex(KvIndexDifferentialTest.config(4), new TestClock());
+    WorkerId a = WorkerId.of("a");
+    WorkerView v = index.register(a);
+    long[] engine = new long[doc.length];
+    for (int i = 0; i < doc.length; i++) {
+      engine[i] = 1000 + i;
+      if (i == 0) {
+        v.store(engine[i], doc[i], Tier.GPU);
+      } else {
+        v.store(engine[i], doc[i], Tier.GPU, doc[i - 1]);
+      }
+    }
+    assertThat(matched(index.lookup(doc, doc.length), a)).isEqualTo(64);
+    v.removingTogether(engine, 1, 63); // blocks 1 to 63, head first
+    assertThat(v.open()).isTrue();
+    v.remove(engine[1], Tier.GPU);
+    assertThat(matched(index.lookup(doc, doc.length), a)).as("block 1 is gone").isEqualTo(1);
+    for (int i = 2; i < doc.length; i++) {
+      v.remove(engine[i], Tier.GPU);
+    }
+    v.removedTogether();
+    assertThat(v.open()).as("what is left is closed again").isFalse();
+    assertThat(v.notPrefixClosed()).isNull();
+    assertThat(matched(index.lookup(doc, doc.length), a)).isEqualTo(1);
+  }
+
   private static int matched(PrefixMatches m, WorkerId w) {
     int i = m.indexOf(w);
     assertThat(i).as("%s in %s", w, m).isGreaterThanOrEqualTo(0);
