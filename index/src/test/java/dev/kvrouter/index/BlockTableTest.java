@@ -67,6 +67,31 @@ class BlockTableTest {
     assertThat(t.size()).isZero();
   }
 
+  /**
+   * Adds (or removes) {@code tiers} of {@code ord} on {@code h} in the table and in the model (hash to ordinal to
+   * tier mask), checking the table's answer (the mask before an add, after a remove) against the model's.
+   */
+  private static void addOrRemove(BlockTable t, Map<Long, Map<Integer, Integer>> model, long h, int ord, int tiers,
+      boolean add, String at) {
+    Map<Integer, Integer> holders = model.computeIfAbsent(h, k -> new HashMap<>());
+    int before = holders.getOrDefault(ord, 0);
+    if (add) {
+      assertThat(t.add(h, ord, tiers)).as(at + " add").isEqualTo(before);
+      holders.put(ord, before | tiers);
+    } else {
+      int after = before & ~tiers;
+      assertThat(t.remove(h, ord, tiers)).as(at + " remove").isEqualTo(after);
+      if (after == 0) {
+        holders.remove(ord);
+      } else {
+        holders.put(ord, after);
+      }
+    }
+    if (holders.isEmpty()) {
+      model.remove(h);
+    }
+  }
+
   /** Random adds and removes over many ordinals against a map of (hash, ordinal) to tier mask. */
   @Test
   void randomOperationsMatchAReferenceMap() {
@@ -81,24 +106,8 @@ class BlockTableTest {
         long h = r.nextInt(keys) * 0x9E3779B97F4A7C15L;
         int ord = r.nextInt(ords);
         int tiers = 1 + r.nextInt(15);
-        Map<Integer, Integer> holders = ref.computeIfAbsent(h, k -> new HashMap<>());
-        int before = holders.getOrDefault(ord, 0);
         String at = "seed " + seed + " step " + step;
-        if (r.nextBoolean()) {
-          assertThat(t.add(h, ord, tiers)).as(at).isEqualTo(before);
-          holders.put(ord, before | tiers);
-        } else {
-          int after = before & ~tiers;
-          assertThat(t.remove(h, ord, tiers)).as(at).isEqualTo(after);
-          if (after == 0) {
-            holders.remove(ord);
-          } else {
-            holders.put(ord, after);
-          }
-        }
-        if (holders.isEmpty()) {
-          ref.remove(h);
-        }
+        addOrRemove(t, ref, h, ord, tiers, r.nextBoolean(), at);
         if (step % 97 == 0) {
           long q = r.nextInt(keys) * 0x9E3779B97F4A7C15L;
           long[] got = read(t, q, words);
@@ -114,6 +123,69 @@ class BlockTableTest {
         }
         assertThat(t.size()).as(at).isEqualTo(ref.size());
       }
+    }
+  }
+
+  /**
+   * Hashes the code treats specially or that sit at the edges: 0 (an empty slot; the table stores it under a
+   * stand-in, the primitive maps keep it aside), the table's {@code MOVING} marker (stored under a stand-in too), -1,
+   * the extremes and their neighbours, half-word masks. Tests mix them with random ones.
+   */
+  static final long[] SPECIAL = {0L, -1L, Long.MIN_VALUE, Long.MAX_VALUE, 1L, 0x4D4F56494E472121L, 2L, -2L,
+      Long.MIN_VALUE + 1, -3L, 0xFFFFFFFF00000000L, 0x00000000FFFFFFFFL};
+
+  /**
+   * Adds and removes of the {@link #SPECIAL} hashes and of random ones, by ordinals 0 to 2 and up to
+   * {@link BlockTable#MAX_ORDINAL} (the highest included), against a map; every few steps every key is read back,
+   * with {@link BlockTable#tiers} and with a lock-free read over every ordinal word.
+   */
+  @Test
+  void specialHashesAndTheHighestOrdinalsMatchAReferenceMap() {
+    for (long seed = 1; seed <= 10; seed++) {
+      SplittableRandom r = new SplittableRandom(seed);
+      BlockTable t = new BlockTable(1 << r.nextInt(3), 8);
+      Map<Long, Map<Integer, Integer>> model = new HashMap<>();
+      long[] keys = new long[SPECIAL.length + 40];
+      System.arraycopy(SPECIAL, 0, keys, 0, SPECIAL.length);
+      for (int i = SPECIAL.length; i < keys.length; i++) {
+        keys[i] = r.nextLong();
+      }
+      int maxOrd = r.nextBoolean() ? 200 : BlockTable.MAX_ORDINAL;
+      int[] ords = new int[12];
+      for (int i = 0; i < ords.length; i++) {
+        ords[i] = i < 3 ? i : r.nextInt(maxOrd + 1);
+      }
+      ords[3] = BlockTable.MAX_ORDINAL;
+      for (int step = 0; step < 20_000; step++) {
+        long k = keys[r.nextInt(keys.length)];
+        int o = ords[r.nextInt(ords.length)];
+        int tiers = 1 + r.nextInt(15);
+        String at = "seed " + seed + " step " + step + " key " + Long.toHexString(k) + " ord " + o;
+        addOrRemove(t, model, k, o, tiers, r.nextInt(100) < 55, at);
+        // every key, every tracked ordinal, lock-free read too
+        if (step % 97 == 0) {
+          int words = (BlockTable.MAX_ORDINAL >>> 6) + 1;
+          long[] g = new long[words];
+          long[] c = new long[words];
+          long[] d = new long[words];
+          long[] p = new long[words];
+          for (long kk : keys) {
+            Map<Integer, Integer> mm = model.getOrDefault(kk, Map.of());
+            boolean any = t.read(kk, 0, words - 1, g, c, d, p, null);
+            assertThat(any).as(at + " read any " + Long.toHexString(kk)).isEqualTo(!mm.isEmpty());
+            for (int oo : ords) {
+              int exp = mm.getOrDefault(oo, 0);
+              assertThat(t.tiers(kk, oo)).as(at + " tiers " + Long.toHexString(kk) + " " + oo).isEqualTo(exp);
+              long bit = 1L << oo;
+              int w = oo >>> 6;
+              int got = ((g[w] & bit) != 0 ? 1 : 0) | ((c[w] & bit) != 0 ? 2 : 0) | ((d[w] & bit) != 0 ? 4 : 0)
+                  | ((p[w] & bit) != 0 ? 8 : 0);
+              assertThat(got).as(at + " read " + Long.toHexString(kk) + " " + oo).isEqualTo(exp);
+            }
+          }
+        }
+      }
+      assertThat(t.size()).isEqualTo(model.size());
     }
   }
 }

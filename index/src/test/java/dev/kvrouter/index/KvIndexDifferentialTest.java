@@ -96,6 +96,44 @@ class KvIndexDifferentialTest {
     return v;
   }
 
+  private static final int CLEAR = 0;
+  private static final int PREDICT = 1;
+  private static final int EXPIRE = 2;
+  private static final int LEAVE = 3;
+
+  /**
+   * One of the operations the serial lanes share besides stores and removes, applied to the index and the model
+   * alike: {@code AllBlocksCleared} on {@code w}, a prediction of a random prefix of {@code doc} for it, time passing
+   * (up to 400 ms) and expiry, or {@code w} leaving the index.
+   */
+  private static void applyToBoth(int op, KvIndex index, ReferenceIndex ref, TestClock clock, WorkerId w,
+      long[] doc, SplittableRandom r) {
+    switch (op) {
+      case CLEAR -> {
+        WorkerView v = index.view(w);
+        if (v != null) {
+          v.clear();
+          ref.clear(w);
+        }
+      }
+      case PREDICT -> {
+        int n = 1 + r.nextInt(doc.length);
+        index.predict(w, doc, n);
+        ref.predict(w, doc, n, clock.millis(), SHORT_TTL.toMillis(), LONG_TTL.toMillis());
+      }
+      case EXPIRE -> {
+        clock.advance(r.nextInt(400));
+        index.maintain();
+        ref.expire(clock.millis());
+      }
+      case LEAVE -> {
+        index.remove(w);
+        ref.remove(w);
+      }
+      default -> throw new IllegalArgumentException("op " + op);
+    }
+  }
+
   private void runSerial(long seed, int steps, boolean markAll) {
     SplittableRandom r = new SplittableRandom(seed);
     TestClock clock = new TestClock();
@@ -136,22 +174,13 @@ class KvIndexDifferentialTest {
           ref.remove(w, engineHash(w, doc[i]), tier);
         }
       } else if (op < 67) {
-        WorkerView v = index.view(w);
-        if (v != null) {
-          v.clear();
-          ref.clear(w);
-        }
+        applyToBoth(CLEAR, index, ref, clock, w, doc, r);
       } else if (op < 77) {
-        int n = 1 + r.nextInt(doc.length);
-        index.predict(w, doc, n);
-        ref.predict(w, doc, n, clock.millis(), SHORT_TTL.toMillis(), LONG_TTL.toMillis());
+        applyToBoth(PREDICT, index, ref, clock, w, doc, r);
       } else if (op < 82) {
-        clock.advance(r.nextInt(400));
-        index.maintain();
-        ref.expire(clock.millis());
+        applyToBoth(EXPIRE, index, ref, clock, w, doc, r);
       } else if (op < 84) {
-        index.remove(w);
-        ref.remove(w);
+        applyToBoth(LEAVE, index, ref, clock, w, doc, r);
       } else if (op < 87) {
         WorkerView v = marked(index.register(w), markAll);
         ref.register(w);
@@ -432,5 +461,82 @@ class KvIndexDifferentialTest {
     PrefixMatches out = index.lookup(docs[3], len);
     assertThat(out.size()).isEqualTo(workers);
     assertThat(Arrays.stream(ids).mapToInt(id -> out.matchedBlocks(out.indexOf(id))).min().orElse(0)).isEqualTo(len);
+  }
+
+  /**
+   * Five workers storing, removing, clearing, predicting and leaving over one document made of
+   * {@link BlockTableTest#SPECIAL} hashes, each with those hashes as engine handles too (the handle map keeps key 0
+   * aside), every worker marked not prefix-closed (the model reads every block) and the jump search on or off: every
+   * lookup and every worker's size must match the model.
+   */
+  @Test
+  void specialBlockAndEngineHashesMatchTheModel() {
+    long[] special = BlockTableTest.SPECIAL;
+    for (long seed = 1; seed <= 30; seed++) {
+      SplittableRandom r = new SplittableRandom(seed);
+      TestClock clock = new TestClock();
+      KvIndex index = new KvIndex(config(1 << r.nextInt(3)).withPrefixJump(r.nextBoolean() ? 0 : 2), clock);
+      ReferenceIndex ref = new ReferenceIndex();
+      WorkerId[] ws = new WorkerId[5];
+      for (int i = 0; i < ws.length; i++) {
+        ws[i] = WorkerId.of("w" + i);
+      }
+      // one document made of the special values (a permutation), engine hashes: special values too, per worker
+      long[] doc = shuffled(special, r);
+      long[][] eng = new long[ws.length][];
+      for (int w = 0; w < ws.length; w++) {
+        eng[w] = shuffled(special, r);
+      }
+      for (int step = 0; step < 3000; step++) {
+        int wi = r.nextInt(ws.length);
+        WorkerId w = ws[wi];
+        Tier tier = Tier.values()[r.nextInt(10) < 7 ? 0 : 1 + r.nextInt(2)];
+        int op = r.nextInt(100);
+        if (op < 40) {
+          int start = r.nextInt(doc.length);
+          int len = 1 + r.nextInt(doc.length - start);
+          WorkerView v = index.register(w);
+          v.markNotPrefixClosed("test");
+          ref.register(w);
+          for (int i = start; i < start + len; i++) {
+            v.store(eng[wi][i], doc[i], tier);
+            ref.store(w, eng[wi][i], doc[i], tier);
+          }
+        } else if (op < 80) {
+          int i = r.nextInt(doc.length);
+          WorkerView v = index.view(w);
+          if (v != null) {
+            v.remove(eng[wi][i], tier);
+            ref.remove(w, eng[wi][i], tier);
+          }
+        } else if (op < 83) {
+          applyToBoth(CLEAR, index, ref, clock, w, doc, r);
+        } else if (op < 93) {
+          applyToBoth(PREDICT, index, ref, clock, w, doc, r);
+        } else if (op < 97) {
+          applyToBoth(EXPIRE, index, ref, clock, w, doc, r);
+        } else {
+          applyToBoth(LEAVE, index, ref, clock, w, doc, r);
+        }
+        String at = "seed " + seed + " step " + step;
+        int n = r.nextInt(doc.length + 1);
+        assertThat(ReferenceIndex.of(index.lookup(doc, n))).as(at).isEqualTo(ref.lookup(doc, n));
+        if (index.view(w) != null) {
+          assertThat(index.view(w).size()).as(at + " size").isEqualTo(ref.size(w));
+        }
+      }
+    }
+  }
+
+  /** A random permutation of {@code values} (Fisher-Yates). */
+  private static long[] shuffled(long[] values, SplittableRandom r) {
+    long[] a = values.clone();
+    for (int i = a.length - 1; i > 0; i--) {
+      int j = r.nextInt(i + 1);
+      long x = a[i];
+      a[i] = a[j];
+      a[j] = x;
+    }
+    return a;
   }
 }
