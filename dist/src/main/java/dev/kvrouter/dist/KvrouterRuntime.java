@@ -434,6 +434,9 @@ public final class KvrouterRuntime implements AutoCloseable {
       for (Worker w : fleet.all()) {
         owners.addAll(w.cacheOwners());
       }
+      // before the removals below: from now on no prediction (an in-flight request's, a late background one)
+      // registers a worker that left
+      idx.setFleet(owners);
       if (sub != null) {
         // purges the index views of sources that are gone
         sub.reconcile(eventSources(fleet, blockSize, walkModels, (w, err) -> log.error("worker {}: its events "

@@ -5,9 +5,11 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -67,6 +69,13 @@ public final class KvIndex {
   private final AtomicLong predictionsRejected = new AtomicLong();
   private final AtomicLong cacheResets = new AtomicLong();
   private final boolean[] ordinalUsed = new boolean[BlockTable.MAX_ORDINAL + 1];
+  /**
+   * The workers the fleet lists, as its owner last said ({@link #setFleet}), or null if it never did: a worker
+   * {@link #predict} would register must be one of them, so a prediction made for a worker that left (an in-flight
+   * request's, a late background one) cannot bring it back with an ordinal, a share of
+   * {@link IndexConfig#maxEntries} and long-lived predicted entries. Written and read under {@code this}.
+   */
+  private Set<WorkerId> fleet;
 
   public KvIndex(IndexConfig config, Clock clock) {
     this.config = Objects.requireNonNull(config, "config");
@@ -126,6 +135,18 @@ public final class KvIndex {
     views.put(id, v);
     updateCap();
     return v;
+  }
+
+  /**
+   * The workers in the fleet now (every worker and DP rank that may be routed to): {@link #predict} registers no
+   * other. Call it on every fleet change before removing the workers that left; until it is first called,
+   * predictions register any worker. Registering and removing are still the caller's ({@link #register},
+   * {@link #remove}, the event subscriber).
+   */
+  public synchronized void setFleet(Collection<WorkerId> workers) {
+    // under the lock predict() registers under: a prediction checked against the old fleet has registered its
+    // worker before this returns, so the caller's removal of the workers that left sees it
+    fleet = Set.copyOf(workers);
   }
 
   /** The view of {@code id}, or {@code null} if it is not registered. */
@@ -272,21 +293,34 @@ public final class KvIndex {
   /**
    * Records that the router sent {@code hashes[0, count)} to {@code worker}: the blocks count as predicted on
    * it for {@link IndexConfig#predictedTtl} (workers with an event stream) or {@link IndexConfig#approximateTtl}
-   * (workers without). Never blocks; returns false if the prediction queue was full or the worker could not be
-   * registered (counted).
+   * (workers without). A worker not registered yet is registered (approximate mode needs no other step) if the
+   * fleet lists it ({@link #setFleet}); a prediction for a worker the fleet no longer lists is dropped. Never blocks;
+   * returns false if the prediction queue was full or the worker is not in the fleet or could not be registered
+   * (counted).
    */
   public boolean predict(WorkerId worker, long[] hashes, int count) {
     WorkerView v = views.get(worker);
     if (v == null) {
-      try {
-        v = register(worker);
-      } catch (IllegalStateException full) {
-        predictionsRejected.incrementAndGet(); // no free ordinal: never fail the request path
+      v = registerIfInFleet(worker);
+      if (v == null) {
+        predictionsRejected.incrementAndGet();
         return false;
       }
     }
     int ttlClass = v.hasEventStream() ? PredictedBlocks.SHORT : PredictedBlocks.LONG;
     return predicted.offer(v, hashes, count, ttlClass, clock.millis());
+  }
+
+  /** {@link #register}, unless the fleet does not list {@code id} or no ordinal is free. */
+  private synchronized WorkerView registerIfInFleet(WorkerId id) {
+    if (fleet != null && !fleet.contains(id)) {
+      return null; // it left: the fleet's owner removed it or is about to
+    }
+    try {
+      return register(id);
+    } catch (IllegalStateException full) {
+      return null; // no free ordinal: never fail the request path
+    }
   }
 
   /** Applies queued predictions and expires old ones; schedule it (say every 100 ms to 1 s). */
@@ -333,7 +367,7 @@ public final class KvIndex {
     return predicted.size();
   }
 
-  /** Predictions not recorded: the queue was full, or the worker could not be registered. */
+  /** Predictions not recorded: the queue was full, the worker is not in the fleet, or it could not be registered. */
   public long predictionsDropped() {
     return predicted.dropped() + predictionsRejected.get();
   }

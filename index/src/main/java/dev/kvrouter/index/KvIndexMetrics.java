@@ -26,7 +26,8 @@ public final class KvIndexMetrics {
         .description("residencies evicted because a worker exceeded its share").register(registry);
     Gauge.builder("kvrouter.index.predicted.entries", index, KvIndex::predictedEntries).register(registry);
     FunctionCounter.builder("kvrouter.index.predicted.dropped", index, KvIndex::predictionsDropped)
-        .description("predictions dropped because the queue was full").register(registry);
+        .description("predictions dropped: queue full, worker not in the fleet, or no free ordinal")
+        .register(registry);
     FunctionCounter.builder("kvrouter.index.predicted.expired", index, KvIndex::predictionsExpired)
         .register(registry);
     FunctionCounter.builder("kvrouter.index.predicted.evicted", index, KvIndex::predictionsEvicted)

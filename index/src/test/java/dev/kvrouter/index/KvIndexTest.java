@@ -3,6 +3,7 @@ package dev.kvrouter.index;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class KvIndexTest {
@@ -139,6 +140,40 @@ class KvIndexTest {
       PrefixMatches now = index.lookup(doc, doc.length);
       assertThat(now.matchedBlocks(now.indexOf(a))).isEqualTo(8);
     }
+  }
+
+  /**
+   * A prediction for a worker that left the fleet (an in-flight request's, a late background one) must not
+   * register it again: it would keep an ordinal, shrink every worker's share and hold long-lived predictions.
+   * Workers the fleet lists are still registered by their first prediction (approximate mode).
+   */
+  @Test
+  void predictionsRegisterOnlyWorkersTheFleetLists() {
+    KvIndex index = new KvIndex(IndexConfig.defaults(), new TestClock());
+    WorkerId a = WorkerId.of("a");
+    WorkerId b = WorkerId.of("b");
+    long[] h = chain(4, 9);
+    index.setFleet(List.of(a, b));
+    assertThat(index.predict(a, h, 4)).as("a worker without events, in the fleet").isTrue();
+    assertThat(index.predict(b, h, 4)).isTrue();
+    assertThat(index.workers()).containsExactlyInAnyOrder(a, b);
+    int share = index.perWorkerCap();
+
+    index.setFleet(List.of(a)); // b leaves: the fleet's owner removes it
+    index.remove(b);
+    long dropped = index.predictionsDropped();
+    assertThat(index.predict(b, h, 4)).as("a late prediction for b").isFalse();
+    assertThat(index.predict(WorkerId.of("never"), h, 4)).isFalse();
+    assertThat(index.predictionsDropped()).isEqualTo(dropped + 2);
+    assertThat(index.workers()).containsExactly(a);
+    assertThat(index.perWorkerCap()).isGreaterThan(share);
+    PrefixMatches m = index.lookup(h, 4);
+    assertThat(m.size()).isEqualTo(1);
+    assertThat(m.predictedBlocks(m.indexOf(a))).isEqualTo(4);
+
+    index.setFleet(List.of(a, b)); // b comes back
+    assertThat(index.predict(b, h, 4)).isTrue();
+    assertThat(index.workers()).containsExactlyInAnyOrder(a, b);
   }
 
   @Test
