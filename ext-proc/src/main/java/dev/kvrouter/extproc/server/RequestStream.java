@@ -312,6 +312,9 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       // record, the headers and the observer's claim all use the id registration settled on.
       exchange = inFlight.register(new Exchange(decision));
       decision = exchange.decision();
+      // from here its end belongs to the observer, or to onError/onCompleted taking it back (also if a send below
+      // fails on a stream Envoy cancelled meanwhile, so the entry does not wait for its expiry)
+      handedOff = true;
     }
     listener.onDecision(decision);
     if (!decision.routed()) {
@@ -335,7 +338,6 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     }
     HeaderMutation mutation = headers.build();
     var metadata = EnvoyMessages.lbMetadata(decision.chosen().endpoint(), decision.id());
-    handedOff = true; // registered above, before the headers leave: the observer may ask for it right after
     if (requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED) {
       send(EnvoyMessages.routeOnHeaders(mutation, metadata));
       // A rewritten body is a fresh array this stream owns and never modifies: wrap it instead of copying again.
