@@ -31,13 +31,19 @@ public final class MooncakeTrace {
 
     /**
      * The prompt as token ids: each hash id becomes a fixed block of 512 ids, so equal ids give equal blocks,
-     * and the last block is trimmed to {@code inputLength}. Ids stay below {@code vocab}.
+     * and the last block is trimmed to {@code inputLength}. Blocks beyond the hash ids (a record shorter in ids than
+     * in tokens) are filler of this request alone, keyed on {@code requestIndex} and the block, as {@code
+     * workload.MooncakeReplay} keys them: keyed on the block only, every such request would share its filler.
+     * Ids stay below {@code vocab}.
+     *
+     * @param requestIndex the request's position in the trace
      */
-    public int[] promptTokens(int vocab) {
+    public int[] promptTokens(int vocab, int requestIndex) {
       int[] t = new int[inputLength];
       for (int i = 0; i < inputLength; i++) {
         int block = i / HASH_BLOCK_TOKENS;
-        int id = block < hashIds.length ? hashIds[block] : -1 - block; // beyond the ids: unshared filler
+        // filler ids are negative, so never a trace's hash id, and distinct per request and block
+        long id = block < hashIds.length ? hashIds[block] : ~(((long) requestIndex << 32) | block);
         t[i] = token(id, i % HASH_BLOCK_TOKENS, vocab);
       }
       return t;

@@ -153,7 +153,7 @@ public final class VirtualReplayHarness implements Callable<Integer> {
       int worker = placement.equals("prefix_affinity") && r.hashIds().length > 0
           ? Math.floorMod(r.hashIds()[0], workers) : id % workers;
       long at = (long) (r.timestampMillis() * 1_000_000L / speed);
-      clock.schedule(at, () -> fleet.submit(worker, new RequestSpec("r" + id, r.promptTokens(vocab),
+      clock.schedule(at, () -> fleet.submit(worker, new RequestSpec("r" + id, r.promptTokens(vocab, id),
           Math.max(1, r.outputLength()), null, null, id), new RequestObserver() {
             @Override
             public void onToken(int tokenId, int index, long atNanos, int cachedTokens, boolean last) {}

@@ -21,14 +21,25 @@ class VirtualReplayTest {
 
   @Test
   void equalHashIdsGiveEqualTokenBlocksAndTheLastBlockIsTrimmed() {
-    int[] a = req(0, 1100, 1, 2, 3).promptTokens(128256);
-    int[] b = req(0, 1024, 1, 2).promptTokens(128256);
-    int[] c = req(0, 1024, 1, 9).promptTokens(128256);
+    int[] a = req(0, 1100, 1, 2, 3).promptTokens(128256, 0);
+    int[] b = req(0, 1024, 1, 2).promptTokens(128256, 1);
+    int[] c = req(0, 1024, 1, 9).promptTokens(128256, 2);
     assertThat(a).hasSize(1100);
     assertThat(Arrays.copyOf(a, 1024)).containsExactly(b);
     assertThat(Arrays.copyOf(c, 512)).containsExactly(Arrays.copyOf(b, 512));
     assertThat(Arrays.copyOfRange(c, 512, 1024)).isNotEqualTo(Arrays.copyOfRange(b, 512, 1024));
     assertThat(Arrays.stream(a).allMatch(t -> t >= 1000 && t < 128256)).isTrue();
+  }
+
+  @Test
+  void blocksBeyondTheHashIdsAreFillerOfTheirRequestAlone() {
+    // two records of one id and 1024 tokens: their second blocks have no id, so they must not look shared (the
+    // filler was keyed on the block alone, so every such request shared it and the engine found false hits)
+    int[] a = req(0, 1024, 5).promptTokens(128_000, 0);
+    int[] b = req(0, 1024, 9).promptTokens(128_000, 1);
+    assertThat(Arrays.copyOfRange(a, 512, 1024)).isNotEqualTo(Arrays.copyOfRange(b, 512, 1024));
+    // deterministic: the same request gets the same filler
+    assertThat(req(0, 1024, 5).promptTokens(128_000, 0)).containsExactly(a);
   }
 
   @Test
