@@ -166,6 +166,11 @@ public final class VirtualRun {
   private final Map<Long, Integer> receivedShort = new HashMap<>();
   /** Scripted chat answers as the model emits them (text tokens + end of turn), or null. */
   private final ChatAnswers chatAnswers;
+  /**
+   * Whether scripted chat answers are generated from {@link #chatScripts}: with the tokenizer ({@link #chatAnswers})
+   * or as the token stand-in's answer ({@link Workload#answerTokens}: the answer, then the end marker).
+   */
+  private final boolean chatScripted;
   /** The generated tokens of scripted chat answers in flight, by answer seed: the engines' output model reads them. */
   private final Map<Long, int[]> chatScripts = new HashMap<>();
   private long fellBack;
@@ -225,7 +230,8 @@ public final class VirtualRun {
     dev.kvrouter.examples.workload.TokenSpace space = workload.tokenSpace();
     chatAnswers = chat != null && workload.scriptsAnswers() && workload.chatPrompts()
         ? chat.encoder().chatAnswers(space) : null;
-    OutputTokens model = chatAnswers != null ? (seed, i) -> chatScripts.get(seed)[i]
+    chatScripted = workload.scriptsAnswers() && workload.chatPrompts();
+    OutputTokens model = chatScripted ? (seed, i) -> chatScripts.get(seed)[i]
         : workload.scriptsAnswers() ? space::token
         : outputs != null ? OutputTokens.cycling(outputs.outputVocabulary()) : OutputTokens.range(1000, 1000);
     fleet = new VirtualFleet(clock, names, configs, setup.preset().timingModel(), model, null,
@@ -487,8 +493,14 @@ public final class VirtualRun {
     if (r.answer() == null || chain.successor(r.index()) < 0) { // a last turn's answer is never resent
       return;
     }
-    int[] script = chatAnswers == null ? null : chatScripts.remove(r.answer().seed());
-    if (script != null) {
+    int[] script = chatScripted ? chatScripts.remove(r.answer().seed()) : null;
+    if (script != null && chatAnswers == null) {
+      // the stand-in: one token per answer token, then the end marker
+      int kept = tokens >= script.length - 1 ? r.answer().length() : tokens;
+      if (kept < r.answer().length()) {
+        receivedShort.put(r.answer().seed(), kept);
+      }
+    } else if (script != null) {
       // the client holds the words whose tokens arrived (all of them once only the end of turn is missing)
       int words = tokens >= script.length - 1 ? r.answer().length() : chatAnswers.wordsReceived(r.answer(), tokens);
       if (words < r.answer().length()) {
@@ -565,7 +577,8 @@ public final class VirtualRun {
     long at = clock.nanoTime();
     PromptIds engineIds = breakdown == null ? null : new PromptIds(tokens, media);
     // a scripted chat answer as the model emits it: the answer text's tokens, then its end-of-turn token
-    int[] chatScript = chatAnswers != null && r.answer() != null ? chatAnswers.tokens(r.answer()) : null;
+    int[] chatScript = !chatScripted || r.answer() == null ? null
+        : chatAnswers != null ? chatAnswers.tokens(r.answer()) : workload.answerTokens(r);
     // what the engine generates and caches after the prompt, for the breakdown's ideals
     int[] generated = breakdown == null ? null : chatScript != null ? chatScript : workload.answerTokens(r);
     if (!d.routed()) {

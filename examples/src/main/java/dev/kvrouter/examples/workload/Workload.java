@@ -83,8 +83,11 @@ public final class Workload {
   /**
    * The prompt as token ids. Exact for {@link Prompt.Format#TOKENS} prompts (what is sent). For chat prompts,
    * a stand-in for the templated prompt: per message a role marker, the segment tokens and an end marker
-   * (ids below 8, outside the {@link TokenSpace}); it shares exactly what the rendered messages share, up to
-   * the few template tokens per message, and is what {@link #idealReuse(int)} uses for chat workloads.
+   * (ids below 8, outside the {@link TokenSpace}), then the assistant's role marker, as a real template's
+   * generation prompt ends; it shares exactly what the rendered messages share, up to the few template tokens per
+   * message, and is what {@link #idealReuse(int)} uses for chat workloads. With {@link #answerTokens} (a chat
+   * answer ends with the end marker), prompt + answer is a prefix of the next turn's stand-in, as with a real
+   * template, so an engine's cached answer blocks match the resent history.
    */
   public int[] promptTokens(WorkloadRequest r) {
     return promptTokens(r.prompt());
@@ -107,7 +110,8 @@ public final class Workload {
   /** {@link #promptIds(WorkloadRequest)} of a prompt of this workload. */
   public PromptIds promptIds(Prompt p) {
     boolean chat = p.format() == Prompt.Format.CHAT;
-    int n = p.contentLength() + (chat ? 2 * p.messages().size() : 0) + p.imageCount() * ImagePart.STAND_IN_TOKENS;
+    // chat: role and end marker per message, and the generation prompt's assistant marker
+    int n = p.contentLength() + (chat ? 2 * p.messages().size() + 1 : 0) + p.imageCount() * ImagePart.STAND_IN_TOKENS;
     int[] t = new int[n];
     List<MediaSpan> media = p.imageCount() == 0 ? List.of() : new ArrayList<>(p.imageCount());
     int off = 0;
@@ -127,15 +131,31 @@ public final class Workload {
         t[off++] = END_OF_MESSAGE;
       }
     }
+    if (chat) {
+      // the generation prompt: without it, the answer the engine caches after the prompt would sit where the next
+      // turn has the assistant marker, and no answer block would ever match
+      t[off++] = ROLE_MARKERS.get("assistant");
+    }
     return new PromptIds(t, media);
   }
 
   /**
    * The scripted answer's token ids ({@link WorkloadRequest#answer}), or {@code null} when the engine picks its
-   * own output: what an engine whose output is {@link TokenSpace#token}{@code (answer.seed(), i)} generates.
+   * own output: what an engine whose output is {@link TokenSpace#token}{@code (answer.seed(), i)} generates. For a
+   * chat prompt, followed by the end marker of the {@link #promptTokens stand-in}: a chat model ends its turn with
+   * its end-of-turn token, which the next turn's template puts after the resent answer too.
    */
   public int[] answerTokens(WorkloadRequest r) {
-    return r.answer() == null ? null : tokenSpace.tokens(r.answer());
+    if (r.answer() == null) {
+      return null;
+    }
+    int[] answer = tokenSpace.tokens(r.answer());
+    if (r.prompt().format() != Prompt.Format.CHAT) {
+      return answer;
+    }
+    int[] t = java.util.Arrays.copyOf(answer, answer.length + 1);
+    t[answer.length] = END_OF_MESSAGE;
+    return t;
   }
 
   /** Whether any request sends images (then it needs a multimodal model's request path to be served). */

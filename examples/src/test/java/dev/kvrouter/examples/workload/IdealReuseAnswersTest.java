@@ -46,6 +46,30 @@ class IdealReuseAnswersTest {
   }
 
   @Test
+  void aChatStandInResendsTheAnswerTheEngineCachedAsTokenPromptsDo() {
+    // without a tokenizer a chat prompt is its marker stand-in: it must end with the assistant marker (a template's
+    // generation prompt) and the answer with the end marker (the model's end of turn), else the cached answer sits
+    // where the next turn has the marker and none of its blocks ever matches
+    String base = "multi-turn:sessions=40,turns=4..6,system=64,user=20..40,output=64..96,seed=3,answers=model,"
+        + "loop=closed";
+    Workload tokens = WorkloadCatalog.create(base + ",format=tokens");
+    Workload chat = WorkloadCatalog.create(base + ",format=chat");
+    AnswerReuse at = AnswerReuse.compute(tokens.requests(), tokens::promptIds, tokens::answerTokens, 16, null);
+    AnswerReuse ac = AnswerReuse.compute(chat.requests(), chat::promptIds, chat::answerTokens, 16, null);
+    // every answer block comes back, as with token prompts (block counts differ: the markers shift boundaries)
+    assertThat(at.keptBlocks()).isEqualTo(at.answerBlocks());
+    assertThat(ac.keptBlocks()).isPositive().isEqualTo(ac.answerBlocks());
+    // prompt + answer (its last token, the end marker, included) is a prefix of the next turn
+    WorkloadRequest t1 = chat.requests().stream().filter(r -> r.after() != null).findFirst().orElseThrow();
+    WorkloadRequest t0 = chat.requests().stream().filter(r -> r.id().equals(t1.after())).findFirst().orElseThrow();
+    int[] p0 = chat.promptTokens(t0);
+    int[] a0 = chat.answerTokens(t0);
+    int[] p1 = chat.promptTokens(t1);
+    assertThat(java.util.Arrays.copyOfRange(p1, 0, p0.length)).containsExactly(p0);
+    assertThat(java.util.Arrays.copyOfRange(p1, p0.length, p0.length + a0.length)).containsExactly(a0);
+  }
+
+  @Test
   void theLastGeneratedTokenIsNeverCached() {
     // 18 + 30 = 48 tokens exactly, but the last one has no KV: 47 computed tokens fill 2 blocks, not 3
     IdealReuse model = ideal(twoTurns(18, 30, 10, true));

@@ -138,14 +138,15 @@ class ImageQaWorkloadTest {
     }
     Workload w = new Workload("hand", java.util.Map.of(), TokenSpace.DEFAULT, requests);
     PromptIds first = w.promptIds(requests.get(0));
-    // system: marker + 30 + end = 32 tokens, user marker at 32, the image at 33..292, question 5, end: 299 tokens
-    assertThat(first.tokens()).hasSize(299);
+    // system: marker + 30 + end = 32 tokens, user marker at 32, the image at 33..292, question 5, end, then the
+    // assistant marker (the generation prompt): 300 tokens
+    assertThat(first.tokens()).hasSize(300);
     assertThat(first.media()).containsExactly(new MediaSpan("content:https://images.example.com/x.png", 33, 260));
     IdealReuse ideal = w.idealReuse(16);
     int preImage = 33 / 16; // blocks before the image's first block: 2
     int imageEnd = (33 + 260) / 16; // full blocks up to the end of the image: 18
     // q1 repeats q0 up to its question (block 18 holds q0's question tokens); q2 and q3 only the 2 pre-image blocks
     assertThat(ideal.reusedBlocks()).isEqualTo(imageEnd + preImage + preImage);
-    assertThat(ideal.fullBlocks()).isEqualTo(4L * (299 / 16));
+    assertThat(ideal.fullBlocks()).isEqualTo(4L * (300 / 16));
   }
 }
