@@ -127,7 +127,8 @@ public final class AbRunner {
         progress.printf(Locale.ROOT, "workload %s: %d requests over %.1f s, ideal reuse %.1f%%%n", spec, w.size(),
             w.spanMicros() / 1e6, ideal.tokenShare() * 100);
         List<PolicyResult> results = new ArrayList<>();
-        if (sections.isEmpty() && settings.warmupRequests() > 0) {
+        // the warm-up head keeps whole sibling groups (Workload.head), so it may be empty
+        if (sections.isEmpty() && settings.warmupRequests() > 0 && w.head(settings.warmupRequests()).size() > 0) {
           warmUp(w.head(settings.warmupRequests()));
         }
         for (String policy : settings.policies()) {
@@ -147,10 +148,18 @@ public final class AbRunner {
     return report;
   }
 
-  /** The workload the driver will actually send: capped by its request count and run time. */
+  /**
+   * The workload the driver will actually send: capped by its request count, rounded down to whole sibling groups
+   * ({@link Workload#head}), and by its run time (siblings arrive together, so that cut keeps groups whole too).
+   */
   Workload fit(Workload w) {
     LoadConfig c = generator.config();
-    return w.head(c.maxRequests()).until(c.maxRunTime().toNanos() / 1000 + 1);
+    Workload capped = w.head(c.maxRequests());
+    if (capped.size() == 0 && w.size() > 0) {
+      throw new IllegalArgumentException("--max-requests " + c.maxRequests() + " is smaller than the first group of "
+          + "siblings of " + w.name() + ", which is sent whole or not at all");
+    }
+    return capped.until(c.maxRunTime().toNanos() / 1000 + 1);
   }
 
   private void warmUp(Workload head) throws Exception {

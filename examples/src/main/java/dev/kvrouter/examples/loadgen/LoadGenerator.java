@@ -173,7 +173,8 @@ public final class LoadGenerator implements AutoCloseable {
     Run(Workload workload, RunContext ctx) {
       this.workload = workload;
       this.ctx = ctx;
-      int n = config.maxRequests() > 0 ? Math.min(config.maxRequests(), workload.size()) : workload.size();
+      // the cap keeps whole sibling groups: part of a best-of-N group would send siblings that are not there
+      int n = config.maxRequests() > 0 ? workload.wholeGroups(config.maxRequests()) : workload.size();
       this.requests = workload.requests().subList(0, n);
       this.records = new AtomicReferenceArray<>(n);
       this.chain = new SessionChain(requests);

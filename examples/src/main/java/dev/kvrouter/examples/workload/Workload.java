@@ -224,14 +224,37 @@ public final class Workload {
     return n;
   }
 
-  /** The first {@code n} requests (all if {@code n <= 0} or larger than the workload). */
+    /**
+   * The first {@code n} requests, rounded down to whole sibling groups ({@link #wholeGroups}), so a best-of-N group
+   * is sent whole or not at all; all of them when {@code n <= 0} or {@code n >= size()}. Empty when the first group
+   * alone is larger than {@code n}.
+   */
   public Workload head(int n) {
     if (n <= 0 || n >= requests.size()) {
       return this;
     }
+    int k = wholeGroups(n);
     Map<String, Object> p = new LinkedHashMap<>(params);
-    p.put("head", n);
-    return new Workload(name, p, tokenSpace, requests.subList(0, n));
+    p.put("head", k);
+    return new Workload(name, p, tokenSpace, requests.subList(0, k));
+  }
+
+  /**
+   * The largest count {@code <= n} of leading requests that does not split a group of siblings: requests of one
+   * {@code sessionId} arriving at the same instant (best-of-N's N copies of a prompt). A cap by count alone would
+   * send part of a group, and the cut group's lone siblings would measure cache reuse the workload does not have.
+   * Turns of a conversation arrive at different instants, so they are not siblings and are cut one by one.
+   */
+  public int wholeGroups(int n) {
+    int k = Math.max(0, Math.min(n, requests.size()));
+    while (k > 0 && k < requests.size() && siblings(requests.get(k - 1), requests.get(k))) {
+      k--;
+    }
+    return k;
+  }
+
+  private static boolean siblings(WorkloadRequest a, WorkloadRequest b) {
+    return a.sessionId() != null && a.sessionId().equals(b.sessionId()) && a.arrivalMicros() == b.arrivalMicros();
   }
 
   /** The requests arriving before {@code maxArrivalMicros} (all if none is later). */

@@ -227,6 +227,18 @@ class LoadGeneratorTest {
   }
 
   @Test
+  void requestCapKeepsWholeSiblingGroups() throws Exception {
+    // a cap of 6 on best-of-4 cut by count sent half of the second group; rounded down, only the first group goes
+    try (FakeWorker w = new FakeWorker("f1", "test/model", 0).start("127.0.0.1", 0);
+        LoadGenerator gen = new LoadGenerator(config(URI.create("http://127.0.0.1:" + w.port())).withMaxRequests(6))) {
+      RunData run = gen.run(WorkloadCatalog.create("best-of-n:groups=3,n=4,rate=50,prompt=8,output=1"),
+          RunContext.builder("p").build());
+      assertThat(run.requests()).hasSize(4);
+      assertThat(w.served()).isEqualTo(4);
+    }
+  }
+
+  @Test
   void runTimeCapStopsSending() throws Exception {
     try (FakeWorker w = new FakeWorker("f1", "test/model", 0).start("127.0.0.1", 0);
         LoadGenerator gen = new LoadGenerator(config(URI.create("http://127.0.0.1:" + w.port()))

@@ -158,6 +158,18 @@ class SyntheticWorkloadsTest {
   }
 
   @Test
+  void aHeadOfBestOfNKeepsWholeGroups() {
+    // head(10) of best-of-4 cut by count sent 2 of group 2's 4 siblings: two requests the workload never has alone
+    Workload w = WorkloadCatalog.create("best-of-n:groups=5,n=4");
+    assertThat(w.head(10).requests()).extracting(WorkloadRequest::sessionId)
+        .containsExactly("group-0", "group-0", "group-0", "group-0", "group-1", "group-1", "group-1", "group-1");
+    assertThat(w.head(12).size()).isEqualTo(12);
+    assertThat(w.head(3).size()).isZero(); // the first group alone is larger: none of it
+    // turns of a conversation share a session but not an instant: cut one by one
+    assertThat(WorkloadCatalog.create("multi-turn:sessions=3,turns=4,format=tokens").head(5).size()).isEqualTo(5);
+  }
+
+  @Test
   void chatWordsAreDistinct() {
     Set<String> words = new HashSet<>();
     for (int i = 0; i < ChatText.vocabularySize(); i++) {
