@@ -127,9 +127,11 @@ public final class AbRunner {
         progress.printf(Locale.ROOT, "workload %s: %d requests over %.1f s, ideal reuse %.1f%%%n", spec, w.size(),
             w.spanMicros() / 1e6, ideal.tokenShare() * 100);
         List<PolicyResult> results = new ArrayList<>();
-        // the warm-up head keeps whole sibling groups (Workload.head), so it may be empty
-        if (sections.isEmpty() && settings.warmupRequests() > 0 && w.head(settings.warmupRequests()).size() > 0) {
-          warmUp(w.head(settings.warmupRequests()));
+        if (sections.isEmpty() && settings.warmupRequests() > 0) {
+          Workload head = w.head(settings.warmupRequests());
+          if (head.size() > 0) { // the head keeps whole sibling groups (Workload.head), so it may be empty
+            warmUp(head);
+          }
         }
         for (String policy : settings.policies()) {
           results.add(runOne(policy, w, ideal));

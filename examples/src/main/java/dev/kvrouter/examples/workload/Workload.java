@@ -224,7 +224,7 @@ public final class Workload {
     return n;
   }
 
-    /**
+  /**
    * The first {@code n} requests, rounded down to whole sibling groups ({@link #wholeGroups}), so a best-of-N group
    * is sent whole or not at all; all of them when {@code n <= 0} or {@code n >= size()}. Empty when the first group
    * alone is larger than {@code n}.

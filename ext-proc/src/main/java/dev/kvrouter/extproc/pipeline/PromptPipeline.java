@@ -108,10 +108,7 @@ public final class PromptPipeline {
     if (request.prompt() instanceof CompletionPrompt c && !c.inputs().isEmpty()
         && c.first() instanceof CompletionPrompt.Tokens t && prepared.scope().model().known()) {
       int[] ids = PromptTruncation.tokens(t.ids().toArray(), c.truncatePromptTokens(), c.truncationSide());
-      long th = nanoTime.getAsLong();
-      long[] hashes = BlockHasher.hashFullBlocks(root, ids, ids.length, blockSize);
-      return new Outcome(new PromptInfo(ids.length, blockSize, hashes), null,
-          new RequestTimings(parse, 0, 0, nanoTime.getAsLong() - th), null);
+      return hashWhole(ids, root, blockSize, parse, 0, 0);
     }
     if (unavailable != null) {
       return unavailable(unavailable, parse, 0, 0);
@@ -225,6 +222,11 @@ public final class PromptPipeline {
     if (ids == null) {
       return unavailable("truncation_unsupported", parse, template, tokenize);
     }
+    return hashWhole(ids, root, blockSize, parse, template, tokenize);
+  }
+
+  /** Every full block of ids already final (token-id prompts, truncated prompts): no early stop, nothing to learn. */
+  private Outcome hashWhole(int[] ids, long root, int blockSize, long parse, long template, long tokenize) {
     long th = nanoTime.getAsLong();
     long[] hashes = BlockHasher.hashFullBlocks(root, ids, ids.length, blockSize);
     return new Outcome(new PromptInfo(ids.length, blockSize, hashes), null,

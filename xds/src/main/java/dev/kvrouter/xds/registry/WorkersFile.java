@@ -256,14 +256,15 @@ public final class WorkersFile {
         return;
       }
     }
-    for (int rank = 1; rank < dpSize; rank++) {
-      try {
-        ZmqFrames.offsetEndpoint(e, rank);
-      } catch (IllegalArgumentException x) {
-        errors.add(at + "." + key + ": `" + e + "` cannot serve dp_size " + dpSize + ": rank r publishes on the "
-            + "endpoint offset by r, which only tcp:// (port + r) and inproc:// endpoints allow");
-        return;
-      }
+    if (dpSize <= 1) {
+      return;
+    }
+    try {
+      // whether an endpoint can be offset depends on its scheme, not on the rank: the last rank tells for all
+      ZmqFrames.offsetEndpoint(e, dpSize - 1);
+    } catch (IllegalArgumentException x) {
+      errors.add(at + "." + key + ": `" + e + "` cannot serve dp_size " + dpSize + ": rank r publishes on the "
+          + "endpoint offset by r, which only tcp:// (port + r) and inproc:// endpoints allow");
     }
   }
 
