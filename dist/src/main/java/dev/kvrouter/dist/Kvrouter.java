@@ -71,36 +71,43 @@ public final class Kvrouter implements Callable<Integer> {
     return 0;
   }
 
-  @Command(name = "all", description = "Run the xDS server and the ext_proc router in one process (default).")
-  static final class All implements Callable<Integer> {
+  /** A mode takes the config after its name too ({@code kvrouter ext-proc --config kvrouter.yaml}). */
+  abstract static class Mode implements Callable<Integer> {
     @CommandLine.ParentCommand
     Kvrouter parent;
 
+    @Option(names = {"-c", "--config"}, description = "kvrouter.yaml (default: ./kvrouter.yaml if present)")
+    Path config;
+
+    abstract KvrouterRuntime.Mode mode();
+
     @Override
     public Integer call() throws Exception {
-      return run(parent.config, KvrouterRuntime.Mode.ALL);
+      return run(config != null ? config : parent.config, mode());
+    }
+  }
+
+  @Command(name = "all", description = "Run the xDS server and the ext_proc router in one process (default).")
+  static final class All extends Mode {
+    @Override
+    KvrouterRuntime.Mode mode() {
+      return KvrouterRuntime.Mode.ALL;
     }
   }
 
   @Command(name = "ext-proc", description = "Run only the ext_proc router.")
-  static final class ExtProc implements Callable<Integer> {
-    @CommandLine.ParentCommand
-    Kvrouter parent;
-
+  static final class ExtProc extends Mode {
     @Override
-    public Integer call() throws Exception {
-      return run(parent.config, KvrouterRuntime.Mode.EXT_PROC);
+    KvrouterRuntime.Mode mode() {
+      return KvrouterRuntime.Mode.EXT_PROC;
     }
   }
 
   @Command(name = "xds", description = "Run only the xDS server.")
-  static final class Xds implements Callable<Integer> {
-    @CommandLine.ParentCommand
-    Kvrouter parent;
-
+  static final class Xds extends Mode {
     @Override
-    public Integer call() throws Exception {
-      return run(parent.config, KvrouterRuntime.Mode.XDS);
+    KvrouterRuntime.Mode mode() {
+      return KvrouterRuntime.Mode.XDS;
     }
   }
 }

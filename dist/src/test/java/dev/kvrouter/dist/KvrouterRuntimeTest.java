@@ -109,11 +109,15 @@ class KvrouterRuntimeTest {
 
   /** Runs {@code kvrouter -c config} and returns its status, keeping what it printed on stderr. */
   private static int runCli(Path config, StringBuilder stderr) {
+    return runCli(stderr, "-c", config.toString());
+  }
+
+  private static int runCli(StringBuilder stderr, String... args) {
     PrintStream old = System.err;
     ByteArrayOutputStream err = new ByteArrayOutputStream();
     System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
     try {
-      return new CommandLine(new Kvrouter()).execute("-c", config.toString());
+      return new CommandLine(new Kvrouter()).execute(args);
     } finally {
       System.setErr(old);
       stderr.append(err.toString(StandardCharsets.UTF_8));
@@ -146,5 +150,27 @@ class KvrouterRuntimeTest {
     Files.writeString(noTokenizer, String.format(ports, freePort())
         + "models: [{name: m, tokenizer: /nonexistent/tok}]\n");
     assertThat(runCli(noTokenizer, new StringBuilder())).isEqualTo(2);
+  }
+
+  /**
+   * The README starts the split modes as {@code kvrouter ext-proc --config kvrouter.yaml}. The option used to be
+   * the top command's only, so that line failed with "Unknown options" before reading any file.
+   */
+  @Test
+  void eachModeTakesTheConfigAfterItsName(@TempDir Path dir) throws Exception {
+    Files.writeString(dir.resolve("workers.yaml"), "workers: []\n");
+    try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      Path config = dir.resolve("kvrouter.yaml");
+      Files.writeString(config, "server: {ext_proc_port: " + freePort() + ", xds_port: " + freePort()
+          + ", admin_port: " + taken.getLocalPort() + "}\n");
+      for (String mode : List.of("all", "ext-proc", "xds")) {
+        for (String flag : List.of("--config", "-c")) {
+          StringBuilder err = new StringBuilder();
+          assertThat(runCli(err, mode, flag, config.toString())).as(mode + " " + flag).isEqualTo(2);
+          assertThat(err.toString()).as(mode + " " + flag)
+              .startsWith("kvrouter: cannot start: server.admin_port (127.0.0.1:" + taken.getLocalPort() + ")");
+        }
+      }
+    }
   }
 }
