@@ -87,7 +87,8 @@ public final class Kvrouter implements Callable<Integer> {
     }
   }
 
-  @Command(name = "all", description = "Run the xDS server and the ext_proc router in one process (default).")
+  @Command(name = "all", mixinStandardHelpOptions = true,
+      description = "Run the xDS server and the ext_proc router in one process (default).")
   static final class All extends Mode {
     @Override
     KvrouterRuntime.Mode mode() {
@@ -95,7 +96,7 @@ public final class Kvrouter implements Callable<Integer> {
     }
   }
 
-  @Command(name = "ext-proc", description = "Run only the ext_proc router.")
+  @Command(name = "ext-proc", mixinStandardHelpOptions = true, description = "Run only the ext_proc router.")
   static final class ExtProc extends Mode {
     @Override
     KvrouterRuntime.Mode mode() {
@@ -103,7 +104,7 @@ public final class Kvrouter implements Callable<Integer> {
     }
   }
 
-  @Command(name = "xds", description = "Run only the xDS server.")
+  @Command(name = "xds", mixinStandardHelpOptions = true, description = "Run only the xDS server.")
   static final class Xds extends Mode {
     @Override
     KvrouterRuntime.Mode mode() {

@@ -164,6 +164,7 @@ class KvrouterRuntimeTest {
       Files.writeString(config, "server: {ext_proc_port: " + freePort() + ", xds_port: " + freePort()
           + ", admin_port: " + taken.getLocalPort() + "}\n");
       for (String mode : List.of("all", "ext-proc", "xds")) {
+        assertThat(new CommandLine(new Kvrouter()).execute(mode, "--help")).as(mode + " --help").isZero();
         for (String flag : List.of("--config", "-c")) {
           StringBuilder err = new StringBuilder();
           assertThat(runCli(err, mode, flag, config.toString())).as(mode + " " + flag).isEqualTo(2);
