@@ -4,7 +4,6 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParseException;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
-import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
 import dev.kvrouter.extproc.request.InferenceRequest.Kind;
@@ -36,7 +35,7 @@ public final class RequestBodyParser {
   public static final int MAX_DEPTH = 128;
 
   static final JsonFactory JSON = JsonFactory.builder()
-      .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_DEPTH).build())
+      .streamReadConstraints(new PythonJsonLimits(MAX_DEPTH))
       .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS) // Python's json accepts NaN and Infinity
       .build();
 
@@ -80,8 +79,10 @@ public final class RequestBodyParser {
         throw bad("request body is not a single JSON object", null);
       }
       sites = recorder.sites();
+    } catch (PythonJsonLimits.IntegerTooLong e) {
+      throw bad(e.getOriginalMessage(), null);
     } catch (StreamConstraintsException e) {
-      throw bad("request body nests deeper than " + MAX_DEPTH + " levels or exceeds a size limit", null);
+      throw bad("request body nests deeper than " + MAX_DEPTH + " levels", null);
     } catch (JsonParseException e) {
       // Jackson's own message can quote the offending input; report only where it broke.
       throw bad("request body is not valid JSON (line " + e.getLocation().getLineNr() + ", column "

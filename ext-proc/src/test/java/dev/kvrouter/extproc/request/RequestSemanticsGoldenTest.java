@@ -74,6 +74,31 @@ class RequestSemanticsGoldenTest {
     }
   }
 
+  /**
+   * Python reads floats and keys of any length and ints of up to 4,300 digits; a body it reads must not get a 400
+   * from the router for a length limit of Jackson's (1,000-character numbers), and one it refuses gets the router's
+   * 400 at tokenizing, before any long integer is converted.
+   */
+  @Test
+  void numbersAndKeysAreAsLongAsPythonsJsonModuleAccepts() throws Exception {
+    assertThat(FIXTURE.path("long_tokens").size()).isGreaterThanOrEqualTo(9);
+    for (JsonNode c : FIXTURE.path("long_tokens")) {
+      String prefix = c.path("prefix").asText();
+      byte[] body = (prefix + c.path("fill").asText().repeat(c.path("count").asInt()) + c.path("suffix").asText())
+          .getBytes(StandardCharsets.UTF_8);
+      Kind kind = prefix.contains("\"messages\"") ? Kind.CHAT : Kind.COMPLETIONS;
+      String as = prefix + " x" + c.path("count").asInt();
+      if (c.path("python").asText().equals("ok")) {
+        assertThat(parser.parse(kind, body, body.length)).as(as).isNotNull();
+      } else {
+        assertThat(org.assertj.core.api.Assertions.catchThrowableOfType(RequestBodyParser.BadRequest.class,
+            () -> parser.parse(kind, body, body.length))).as(as).isNotNull()
+            .extracting(e -> e.error().message()).asString()
+            .contains("integer of " + c.path("count").asInt() + " digits").contains("4300");
+      }
+    }
+  }
+
   @Test
   void mediaContentHashesAreXxh3OfTheUtf8BytesWhetherTheBodyEscapesThemOrNot() throws Exception {
     assertThat(FIXTURE.path("content_hashes").size()).isGreaterThanOrEqualTo(10);
