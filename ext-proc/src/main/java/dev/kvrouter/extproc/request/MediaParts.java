@@ -20,8 +20,8 @@ import net.openhft.hashing.LongHashFunction;
  * Reads the content parts of chat messages and identifies their media items the way vLLM's
  * {@code _parse_chat_message_content_mm_part} classifies them: a known {@code type} without a {@code uuid} decides;
  * otherwise (no type, or a uuid present) the first media key present does ({@code image_url}, {@code image_pil},
- * {@code image_embeds}, {@code audio_embeds}, {@code prompt_embeds}, {@code audio_url}, {@code input_audio},
- * {@code video_url}, {@code tool_reference}).
+ * {@code image_embeds}, {@code audio_embeds}, {@code video_embeds}, {@code prompt_embeds}, {@code audio_url},
+ * {@code input_audio}, {@code video_url}, {@code tool_reference}).
  *
  * <p>Media payloads (URLs, base64 data) never become strings: a payload without escapes is hashed straight from
  * the body's bytes (a JSON string without escapes is the UTF-8 of its value) and Jackson skips the token without
@@ -38,9 +38,9 @@ final class MediaParts {
 
   /** Part keys whose values may carry media payloads. */
   private static final Set<String> MEDIA_KEYS = Set.of("image_url", "image_pil", "image_embeds", "audio_embeds",
-      "audio_url", "input_audio", "video_url", "data");
+      "video_embeds", "audio_url", "input_audio", "video_url", "data");
   private static final String[] DETECTION_ORDER = {"image_url", "image_pil", "image_embeds", "audio_embeds",
-      "prompt_embeds", "audio_url", "input_audio", "video_url", "tool_reference"};
+      "video_embeds", "prompt_embeds", "audio_url", "input_audio", "video_url", "tool_reference"};
   private static final Set<String> TEXT_TYPES =
       Set.of("text", "input_text", "output_text", "refusal", "thinking", "tool_reference");
 
@@ -159,6 +159,10 @@ final class MediaParts {
       }
       case "audio_embeds" -> {
         modality = Modality.AUDIO;
+        payload = part.get(type);
+      }
+      case "video_embeds" -> {
+        modality = Modality.VIDEO;
         payload = part.get(type);
       }
       case "input_audio" -> {

@@ -471,7 +471,8 @@ public final class RequestBodyParser {
 
   /** The names vLLM maps to content-part parsers ({@code MM_PARSER_MAP}), plus the text-only ones. */
   static final Set<String> KNOWN_PART_TYPES = Set.of("text", "thinking", "input_text", "output_text", "refusal",
-      "tool_reference", "input_image", "image_url", "image_embeds", "audio_embeds", "prompt_embeds", "image_pil",
+      "tool_reference", "input_image", "image_url", "image_embeds", "audio_embeds", "video_embeds", "prompt_embeds",
+      "image_pil",
       "audio_url", "input_audio", "video_url");
 
   /** Messages with their media items, read in one pass. */

@@ -33,9 +33,9 @@ public final class VllmChatPreprocessor {
   private static final Map<String, String> MEDIA_MODALITY = Map.ofEntries(
       Map.entry("image_url", "image"), Map.entry("input_image", "image"), Map.entry("image_pil", "image"),
       Map.entry("image_embeds", "image"), Map.entry("audio_url", "audio"), Map.entry("input_audio", "audio"),
-      Map.entry("audio_embeds", "audio"), Map.entry("video_url", "video"));
+      Map.entry("audio_embeds", "audio"), Map.entry("video_url", "video"), Map.entry("video_embeds", "video"));
   private static final List<String> UNTYPED_MEDIA_KEYS = List.of("image_url", "image_pil", "image_embeds",
-      "audio_embeds", "prompt_embeds", "audio_url", "input_audio", "video_url", "tool_reference");
+      "audio_embeds", "video_embeds", "prompt_embeds", "audio_url", "input_audio", "video_url", "tool_reference");
 
   /**
    * Tokenizer for Python's json.loads (duplicate keys: the last wins): NaN/Infinity/-Infinity

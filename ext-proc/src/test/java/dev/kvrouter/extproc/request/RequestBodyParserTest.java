@@ -360,6 +360,31 @@ class RequestBodyParserTest {
       assertThat(r.multimodal()).extracting(MultimodalItem::part).containsExactly(0, 1, 2, 3, 4);
     }
 
+    /**
+     * vLLM's video_embeds part (MM_PARSER_MAP, and by key when untyped or with a uuid) is a video item like any
+     * other: a uuid is its identifier, else the payload's content hash. It used to be an unknown type (routed by
+     * load, its payload kept in memory), or a 400 when it carried a uuid, which vLLM serves.
+     */
+    @Test
+    void videoEmbedsPartsAreVideoItemsAsInVllm() throws Exception {
+      InferenceRequest r = parse(Kind.CHAT, user("{\"type\":\"video_embeds\",\"video_embeds\":\"QUFB\"},"
+          + "{\"type\":\"video_embeds\",\"video_embeds\":\"QUFB\",\"uuid\":\"ve-1\"},"
+          + "{\"video_embeds\":{\"b\":\"QQ==\",\"a\":\"Qg==\"},\"uuid\":\"ve-2\"},"
+          + "{\"type\":\"video_embeds\",\"video_embeds\":{\"b\":\"QQ==\",\"a\":\"Qg==\"}},"
+          + "{\"type\":\"image_embeds\",\"image_embeds\":{\"b\":\"QQ==\",\"a\":\"Qg==\"}}"));
+      assertThat(r.unreproducible()).isNull();
+      List<MultimodalItem> items = r.multimodal();
+      assertThat(items).extracting(MultimodalItem::modality).containsExactly(Modality.VIDEO, Modality.VIDEO,
+          Modality.VIDEO, Modality.VIDEO, Modality.IMAGE);
+      assertThat(items.get(0).identifier()).isEqualTo(MediaParts.derived("video", MediaParts.contentHash("QUFB")));
+      assertThat(items.get(1).identifier()).isEqualTo("ve-1");
+      assertThat(items.get(2).identifier()).isEqualTo("ve-2");
+      assertThat(items.get(3).identifier()).startsWith("kvr1-mm:video:")
+          .isNotEqualTo(items.get(0).identifier()).endsWith(items.get(4).identifier().substring(14));
+      Map<?, ?> part = (Map<?, ?>) ((List<?>) r.chat().messages().get(0).get("content")).get(0);
+      assertThat(part.get("video_embeds")).isEqualTo(items.get(0).identifier());
+    }
+
     @Test
     void numericUuidsReadAsPythonsStrAndUseAudioInVideoAddsTheAudioTrack() throws Exception {
       InferenceRequest r = parse(Kind.CHAT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":["

@@ -166,6 +166,18 @@ class VllmChatPreprocessorTest {
     assertThat(out.get(0).get("content")).isEqualTo(List.of(map("type", "image"), map("type", "image")));
   }
 
+  /** vLLM's video_embeds part is a video for the template, typed or recognised by its key. */
+  @Test
+  void videoEmbedsAreVideos() {
+    var out = OPENAI.conversation(List.of(map("role", "user", "content", List.of(
+        map("type", "video_embeds", "video_embeds", "id"), map("video_embeds", "id", "uuid", "v")))));
+    assertThat(out.get(0).get("content")).isEqualTo(List.of(map("type", "video"), map("type", "video")));
+    var string = new VllmChatPreprocessor(ContentFormat.STRING, Map.of("video", "<video>"));
+    assertThat(string.conversation(List.of(map("role", "user", "content", List.of(
+        map("type", "video_embeds", "video_embeds", "id"), text("what happens?"))))).get(0).get("content"))
+        .isEqualTo("<video>\nwhat happens?");
+  }
+
   @Test
   void badPartsFailLikeVllm() {
     assertThatThrownBy(() -> OPENAI.conversation(List.of(map("role", "user", "content", List.of(map("foo", 1))))))
