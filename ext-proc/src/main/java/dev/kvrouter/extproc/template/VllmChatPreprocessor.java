@@ -243,7 +243,7 @@ public final class VllmChatPreprocessor {
           throw new ChatInputException("text content parts need a string");
         }
         if (wrap || !s.isEmpty()) {
-          content.add(wrap ? textPart(s) : s);
+          content.add(wrap ? withUndeclaredKeys(textPart(s), p) : s);
         }
       } else if (type.equals("tool_reference")) {
         if (wrap || PyOps.truthy(value)) {
@@ -254,7 +254,7 @@ public final class VllmChatPreprocessor {
       } else if (MEDIA_MODALITY.containsKey(type)) {
         String modality = MEDIA_MODALITY.get(type);
         if (wrap) {
-          content.add(orderedMap("type", modality));
+          content.add(withUndeclaredKeys(orderedMap("type", modality), p));
         } else {
           String placeholder = mediaPlaceholders.get(modality);
           if (placeholder == null) {
@@ -343,6 +343,27 @@ public final class VllmChatPreprocessor {
       case "tool_reference" -> untyped ? p.get("tool_reference") : p.get("name");
       default -> p; // media: only its presence matters to the template
     };
+  }
+
+  /**
+   * Every key some content-part type declares (vLLM's {@code _KNOWN_CONTENT_PART_FIELDS}: the keys of the OpenAI
+   * text, image, input-audio and file parts and of vLLM's own part types).
+   */
+  private static final Set<String> DECLARED_PART_KEYS = Set.of("type", "text", "image_url", "input_audio", "file",
+      "audio_url", "video_url", "refusal", "image_pil", "uuid", "image_embeds", "audio_embeds", "video_embeds",
+      "data", "name", "thinking", "closed");
+
+  /**
+   * vLLM's {@code result.update(_collect_extra_fields(part))}: the part's undeclared keys (Anthropic-style
+   * {@code cache_control}, ...) follow on the dict an "openai"-format template sees, in the part's order.
+   */
+  private static Map<String, Object> withUndeclaredKeys(Map<String, Object> parsed, Map<?, ?> part) {
+    part.forEach((k, v) -> {
+      if (!DECLARED_PART_KEYS.contains(k)) {
+        parsed.put(String.valueOf(k), v);
+      }
+    });
+    return parsed;
   }
 
   private static Map<String, Object> textPart(String s) {

@@ -68,10 +68,10 @@ class VllmChatPreprocessorTest {
         map("type", "input_text", "text", hdr + "\nkept: not a text part"), " " + hdr + "\nkept: not at the start",
         hdr + "\r\nbare string part\nsecond line", map("type", "text", "text", hdr + "\n", "x", 1),
         map("text", hdr + "\nkept: untyped", "type", "text", "y", 2)))));
-    // Only the first line goes; a part left empty goes too; other keys stay where they were.
+    // Only the first line goes; a part left empty goes too; other keys stay (and reach the template after the text).
     assertThat(out.get(0).get("content")).isEqualTo(List.of(text(hdr + "\nkept: not a text part"),
         text(" " + hdr + "\nkept: not at the start"), text("bare string part\nsecond line"),
-        text("kept: untyped")));
+        map("type", "text", "text", "kept: untyped", "y", 2)));
     assertThat(VllmChatPreprocessor.stripBillingHeader(List.of(map("text", hdr + "\nrest", "type", "text", "y", 2))))
         .isEqualTo(List.of(map("text", "rest", "type", "text", "y", 2)));
     assertThat(STRING.conversation(List.of(map("role", "user", "content", hdr + "\nHi"))).get(0))
@@ -176,6 +176,31 @@ class VllmChatPreprocessorTest {
     assertThat(string.conversation(List.of(map("role", "user", "content", List.of(
         map("type", "video_embeds", "video_embeds", "id"), text("what happens?"))))).get(0).get("content"))
         .isEqualTo("<video>\nwhat happens?");
+  }
+
+  /**
+   * vLLM keeps a part's keys that no content-part type declares (_collect_extra_fields over
+   * _KNOWN_CONTENT_PART_FIELDS) on the text and media dicts it hands an "openai"-format template, after type and
+   * text: Anthropic-style cache_control reaches the template, which may print it. Declared keys (name, uuid,
+   * closed, ...) do not; "string" format and tool references carry no extras.
+   */
+  @Test
+  void undeclaredPartKeysReachOpenaiFormatTemplatesAsInVllm() {
+    Map<String, Object> cc = map("type", "ephemeral");
+    var out = OPENAI.conversation(List.of(map("role", "user", "content", List.of(
+        map("cache_control", cc, "type", "text", "text", "cached", "name", "n"),
+        map("type", "thinking", "thinking", "hm", "closed", true, "signature", "s"),
+        map("type", "image_url", "image_url", map("url", "u", "detail", "low"), "cache_control", cc),
+        map("type", "tool_reference", "name", "t", "cache_control", cc)))));
+    assertThat(out.get(0).get("content")).isEqualTo(List.of(
+        map("type", "text", "text", "cached", "cache_control", cc),
+        map("type", "text", "text", "hm", "signature", "s"),
+        map("type", "image", "cache_control", cc),
+        map("type", "tool_reference", "name", "t")));
+    assertThat(((Map<?, ?>) ((List<?>) out.get(0).get("content")).get(0)).keySet().toString())
+        .isEqualTo("[type, text, cache_control]");
+    assertThat(STRING.conversation(List.of(map("role", "user", "content", List.of(
+        map("type", "text", "text", "cached", "cache_control", cc))))).get(0).get("content")).isEqualTo("cached");
   }
 
   @Test
