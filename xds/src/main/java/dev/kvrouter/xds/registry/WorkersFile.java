@@ -1,6 +1,9 @@
 package dev.kvrouter.xds.registry;
 
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonStreamContext;
+import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -47,7 +50,8 @@ import java.util.regex.Pattern;
  * </pre>
  *
  * Unknown keys, repeated keys and switches that are not booleans are errors, so a typo never silently drops or
- * flips a setting. Every error names the offending path.
+ * flips a setting; so are numbers YAML 1.1 reads in another base ({@code 0x1F40}, {@code 017}), fractions and quoted
+ * numbers where a whole number belongs, and nulls where a name belongs. Every error names the offending path.
  */
 public final class WorkersFile {
 
@@ -58,6 +62,8 @@ public final class WorkersFile {
   private static final Set<String> WORKER_KEYS = Set.of("name", "address", "port", "model", "adapters", "role",
       "dp_size", "block_size", "weight", "metrics_url", "draining", "labels", "events");
   private static final Set<String> EVENT_KEYS = Set.of("endpoint", "replay_endpoint", "topic", "bind");
+  private static final Pattern PLAIN_INTEGER = Pattern.compile("-?(0|[1-9][0-9]*)");
+  private static final Set<String> YAML_NULLS = Set.of("~", "null", "Null", "NULL");
 
   private WorkersFile() {}
 
@@ -83,6 +89,7 @@ public final class WorkersFile {
       throw new InvalidWorkersFile(source + ": not valid YAML: " + firstLine(e.getMessage()));
     }
     List<String> errors = new ArrayList<>();
+    spellings(yaml, source, errors);
     List<Worker> workers = new ArrayList<>();
     // An empty file is what a poll sees while an in-place rewrite (`cat > workers.yaml`, most editors) is between
     // truncating and writing: read as an empty fleet it would purge every cluster and index view. Only an explicit
@@ -149,10 +156,8 @@ public final class WorkersFile {
     if (address != null && !isIpLiteral(address)) {
       errors.add(at + ".address: `" + address + "` must be an IPv4 or IPv6 literal");
     }
-    int port = integer(n, "port", at, errors, -1);
-    if (n.has("port") && (port < 1 || port > 65535)) {
-      errors.add(at + ".port: must be 1..65535");
-    } else if (!n.has("port")) {
+    int port = integer(n, "port", at, errors, -1, 1, 65535, "must be 1..65535");
+    if (!n.hasNonNull("port")) {
       errors.add(at + ".port: required");
     }
     String model = text(n, "model", at, errors, true);
@@ -162,7 +167,9 @@ public final class WorkersFile {
       if (!ad.isArray()) {
         errors.add(at + ".adapters: must be a list of adapter names");
       } else {
-        ad.forEach(a -> adapters.add(a.asText()));
+        for (int i = 0; i < ad.size(); i++) {
+          adapters.add(name(ad.get(i), at + ".adapters[" + i + "]", "an adapter name", errors));
+        }
       }
     }
     Worker.Role role = Worker.Role.BOTH;
@@ -174,18 +181,9 @@ public final class WorkersFile {
         errors.add(at + ".role: `" + r + "` must be one of both, prefill, decode");
       }
     }
-    int dpSize = integer(n, "dp_size", at, errors, 1);
-    if (dpSize < 1 || dpSize > 1024) {
-      errors.add(at + ".dp_size: must be 1..1024");
-    }
-    int blockSize = integer(n, "block_size", at, errors, 0);
-    if (n.hasNonNull("block_size") && (blockSize < 1 || blockSize > 4096)) {
-      errors.add(at + ".block_size: must be 1..4096 (or omitted)");
-    }
-    int weight = integer(n, "weight", at, errors, 1);
-    if (weight < 1) {
-      errors.add(at + ".weight: must be >= 1");
-    }
+    int dpSize = integer(n, "dp_size", at, errors, 1, 1, 1024, "must be 1..1024");
+    int blockSize = integer(n, "block_size", at, errors, 0, 1, 4096, "must be 1..4096 (or omitted)");
+    int weight = integer(n, "weight", at, errors, 1, 1, Integer.MAX_VALUE, "must be >= 1");
     String metricsUrl = text(n, "metrics_url", at, errors, false);
     boolean draining = bool(n, "draining", at, errors);
     Map<String, String> labels = new LinkedHashMap<>();
@@ -194,7 +192,8 @@ public final class WorkersFile {
       if (!lb.isObject()) {
         errors.add(at + ".labels: must be a mapping");
       } else {
-        lb.fields().forEachRemaining(e -> labels.put(e.getKey(), e.getValue().asText()));
+        lb.fields().forEachRemaining(e -> labels.put(e.getKey(),
+            name(e.getValue(), at + ".labels." + e.getKey(), "a string", errors)));
       }
     }
     Worker.EventEndpoint events = null;
@@ -311,16 +310,81 @@ public final class WorkersFile {
     return s;
   }
 
-  private static int integer(JsonNode n, String key, String at, List<String> errors, int dflt) {
+  /**
+   * {@code key}'s whole number in {@code min..max}, or {@code dflt} when absent or invalid (one error either way). A
+   * fraction would be truncated and a quoted number guessed at, which kvrouter.yaml's loader refuses too.
+   */
+  private static int integer(JsonNode n, String key, String at, List<String> errors, int dflt, int min, int max,
+      String range) {
     JsonNode v = n.get(key);
     if (v == null || v.isNull()) {
       return dflt;
     }
-    if (!v.canConvertToInt() || !(v.isIntegralNumber() || v.asText().matches("-?\\d+"))) {
-      errors.add(at + "." + key + ": must be an integer");
-      return dflt;
+    if (v.isIntegralNumber() && v.canConvertToInt()) {
+      if (v.intValue() < min || v.intValue() > max) {
+        errors.add(at + "." + key + ": " + range);
+        return dflt;
+      }
+      return v.intValue();
     }
-    return v.isIntegralNumber() ? v.intValue() : Integer.parseInt(v.asText());
+    String was = v.isNumber() ? v.asText()
+        : v.isTextual() ? "string \"" + v.asText() + "\"" + (v.asText().matches("-?\\d+(\\.\\d+)?")
+            ? " (write it without quotes)" : "")
+        : kind(v);
+    errors.add(at + "." + key + ": must be a whole number" + (v.isIntegralNumber() ? " of at most 32 bits" : "")
+        + ", was " + was);
+    return dflt;
+  }
+
+  /** A name or label value: a scalar; a null or a collection has no text of its own (it read as "null" or ""). */
+  private static String name(JsonNode v, String at, String what, List<String> errors) {
+    if (v == null || v.isNull() || v.isContainerNode() || v.asText().isBlank()) {
+      errors.add(at + ": must be " + what + ", was " + kind(v));
+      return null;
+    }
+    return v.asText();
+  }
+
+  private static String kind(JsonNode v) {
+    return v == null || v.isNull() ? "null" : v.isArray() ? "a list" : v.isObject() ? "a mapping"
+        : v.isTextual() && v.asText().isBlank() ? "an empty string" : v.asText();
+  }
+
+  /**
+   * What the tree no longer shows: how a number or key was spelled. YAML 1.1 reads {@code 0x1F40}, {@code 017},
+   * {@code 0b101}, {@code 1_000} and {@code +80} as numbers in other bases or notations (017 is 15), which an
+   * operator rarely means; an unquoted {@code ~} or {@code null} key is YAML's null, which the tree turns into the
+   * text "~" or "null". The tree's own reading reports a file that is not valid YAML.
+   */
+  private static void spellings(String yaml, String source, List<String> errors) {
+    try (JsonParser p = YAML.getFactory().createParser(yaml)) {
+      for (JsonToken t = p.nextToken(); t != null; t = p.nextToken()) {
+        String line = " (line " + p.currentTokenLocation().getLineNr() + ")";
+        if (t == JsonToken.VALUE_NUMBER_INT && !PLAIN_INTEGER.matcher(p.getText()).matches()) {
+          errors.add(source + ": " + path(p.getParsingContext()) + line + ": `" + p.getText()
+              + "` is not a plain decimal number (YAML reads it as " + p.getNumberValue()
+              + "); write the number in decimal");
+        } else if (t == JsonToken.FIELD_NAME && YAML_NULLS.contains(p.currentName())) {
+          long at = p.currentTokenLocation().getCharOffset();
+          char first = at >= 0 && at < yaml.length() ? yaml.charAt((int) at) : '~';
+          if (first != '"' && first != '\'') {
+            errors.add(source + ": " + path(p.getParsingContext()) + line
+                + ": the key is YAML's null; name it (or quote it)");
+          }
+        }
+      }
+    } catch (IOException e) {
+      // reported by the tree's reading
+    }
+  }
+
+  /** workers[0].labels.zone: the path of the current key or value. */
+  private static String path(JsonStreamContext c) {
+    StringBuilder sb = new StringBuilder();
+    for (; c != null && !c.inRoot(); c = c.getParent()) {
+      sb.insert(0, c.inArray() ? "[" + c.getCurrentIndex() + "]" : "." + c.getCurrentName());
+    }
+    return sb.length() > 0 && sb.charAt(0) == '.' ? sb.substring(1) : sb.toString();
   }
 
   /** address:port with the address in one canonical form, so ::1 and 0:0:0:0:0:0:0:1 are the same server. */

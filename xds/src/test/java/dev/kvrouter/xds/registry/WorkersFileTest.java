@@ -134,6 +134,46 @@ class WorkersFileTest {
     assertThat(WorkersFile.parse(worker(""), "w.yaml").get(0).blockSize()).isZero();
   }
 
+  /**
+   * YAML 1.1 reads 0x1F40 as 8000, 017 as 15 and 1_000 as 1000; a null inside a list or as a key used to become
+   * the text "null" or "~" (an adapter named "null"); a fraction or a quoted number for a whole number was an
+   * error that did not say what it saw. Each is now an error naming the entry (and the line, for the spelling).
+   */
+  @Test
+  void yamlOdditiesAreErrorsNamingTheEntry() {
+    String[][] cases = {
+        {"    dp_size: 0x2\n", "workers[0].dp_size (line 6): `0x2` is not a plain decimal number (YAML reads it as 2)"},
+        {"    weight: 017\n", "workers[0].weight (line 6): `017` is not a plain decimal number (YAML reads it as 15)"},
+        {"    block_size: 1_6\n", "workers[0].block_size (line 6): `1_6` is not a plain decimal number"},
+        {"    block_size: 16.5\n", "workers[0].block_size: must be a whole number, was 16.5"},
+        {"    weight: 2.0\n", "workers[0].weight: must be a whole number, was 2.0"},
+        {"    dp_size: \"2\"\n", "workers[0].dp_size: must be a whole number, was string \"2\" (write it without quotes)"},
+        {"    adapters: [~]\n", "workers[0].adapters[0]: must be an adapter name, was null"},
+        {"    adapters: [a, [b]]\n", "workers[0].adapters[1]: must be an adapter name, was a list"},
+        {"    labels: {~: 1}\n", "workers[0].labels.~ (line 6): the key is YAML's null; name it (or quote it)"},
+        {"    labels: {zone: ~}\n", "workers[0].labels.zone: must be a string, was null"},
+        {"    labels: {zone: {a: 1}}\n", "workers[0].labels.zone: must be a string, was a mapping"},
+    };
+    for (String[] c : cases) {
+      assertThatThrownBy(() -> WorkersFile.parse(worker(c[0]), "w.yaml")).as(c[0])
+          .isInstanceOf(WorkersFile.InvalidWorkersFile.class)
+          .hasMessageContaining("w.yaml: " + c[1]);
+    }
+    assertThatThrownBy(() -> WorkersFile.parse(worker("").replace("port: 8000", "port: 0x1F40"), "w.yaml"))
+        .hasMessage("w.yaml: workers[0].port (line 4): `0x1F40` is not a plain decimal number (YAML reads it as 8000);"
+            + " write the number in decimal");
+    assertThatThrownBy(() -> WorkersFile.parse(worker("").replace("port: 8000", "port: 8000.0"), "w.yaml"))
+        .hasMessage("w.yaml: workers[0].port: must be a whole number, was 8000.0");
+    assertThatThrownBy(() -> WorkersFile.parse(worker("").replace("port: 8000", "port: \"8000\""), "w.yaml"))
+        .hasMessage("w.yaml: workers[0].port: must be a whole number, was string \"8000\" (write it without quotes)");
+    // what stays accepted: plain numbers, negative ones where allowed, quoted keys, scalars as label values
+    Worker w = WorkersFile.parse(worker("    weight: 2\n    labels: {\"~\": a, tier: 1, zone: \"017\"}\n"
+        + "    adapters: [\"null-lora\"]\n"), "w.yaml").get(0);
+    assertThat(w.weight()).isEqualTo(2);
+    assertThat(w.labels()).containsEntry("~", "a").containsEntry("tier", "1").containsEntry("zone", "017");
+    assertThat(w.adapters()).containsExactly("null-lora");
+  }
+
   @Test
   void aRepeatedKeyIsAnError() {
     assertThatThrownBy(() -> WorkersFile.parse(worker("    port: 8001\n"), "w.yaml"))
