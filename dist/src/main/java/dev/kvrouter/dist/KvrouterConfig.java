@@ -125,7 +125,7 @@ public record KvrouterConfig(
           null, null, null, null, null, null, null, null, null, null) : weights;
       busy = busy == null ? new Busy(null, null, null, null, null) : busy;
       load = load == null ? new Load(null, null, null, null, null, null, null) : load;
-      scrape = scrape == null ? new Scrape(null, null, null, null, null) : scrape;
+      scrape = scrape == null ? new Scrape(null, null, null, null, null, null) : scrape;
       health = health == null ? new Health(null, null, null, null) : health;
       decisionLog = decisionLog == null ? new DecisionLog(null, null) : decisionLog;
       models = models == null ? Map.of() : Map.copyOf(models);
@@ -208,9 +208,11 @@ public record KvrouterConfig(
   }
 
   /** Worker metrics scraping ({@code Worker.effectiveMetricsUrl()}). */
-  public record Scrape(Boolean enabled, Integer intervalMs, Integer timeoutMs, Integer maxAgeMs, Integer maxBytes) {
+  public record Scrape(Boolean enabled, Integer intervalMs, Integer timeoutMs, Integer maxAgeMs, Integer maxBytes,
+      Boolean filter) {
     public Scrape {
       enabled = enabled == null || enabled;
+      filter = filter == null || filter;
       intervalMs = intervalMs == null ? 250 : intervalMs;
       timeoutMs = timeoutMs == null ? 1000 : timeoutMs;
       maxAgeMs = maxAgeMs == null ? 2000 : maxAgeMs;

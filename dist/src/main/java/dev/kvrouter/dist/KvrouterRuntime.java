@@ -349,7 +349,7 @@ public final class KvrouterRuntime implements AutoCloseable {
     ScrapedLoadSource scraped = ScrapedLoadSource.NONE;
     if (r.scrape().enabled()) {
       scraper = new MetricsScraper(registry, ledger, health, System::nanoTime,
-          Duration.ofMillis(r.scrape().timeoutMs()), r.scrape().maxBytes());
+          Duration.ofMillis(r.scrape().timeoutMs()), r.scrape().maxBytes(), r.scrape().filter());
       scraped = scraper;
     }
     LoadTracker load = new LoadTracker(ledger, scraped, System::nanoTime,

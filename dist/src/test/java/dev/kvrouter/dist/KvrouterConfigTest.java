@@ -115,6 +115,15 @@ class KvrouterConfigTest {
   }
 
   @Test
+  void scrapesAskForTheRoutersGaugesOnlyUnlessTurnedOff() {
+    assertThat(KvrouterConfig.defaults().routing().scrape().filter()).isTrue();
+    assertThat(KvrouterConfig.parse("routing: {scrape: {filter: false}}\n", "k.yaml").routing().scrape().filter())
+        .isFalse();
+    assertThatThrownBy(() -> KvrouterConfig.parse("routing: {scrape: {filter: 'no'}}\n", "k.yaml"))
+        .hasMessageContaining("routing.scrape.filter");
+  }
+
+  @Test
   void aStoppingRouterDrainsForTwoSecondsUnlessTold() {
     assertThat(KvrouterConfig.defaults().server().drainMs()).isEqualTo(2000);
     assertThat(KvrouterConfig.parse("server: {drain_ms: 0}\n", "k.yaml").server().drainMs()).isZero();

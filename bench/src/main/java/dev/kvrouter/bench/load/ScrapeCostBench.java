@@ -28,15 +28,19 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * What scraping the fleet's metrics costs the router: the real {@link MetricsScraper} on its production interval
- * against {@code --workers} loopback HTTP servers, each serving a vLLM {@code /metrics} page captured from vLLM
- * (the parser's golden fixture). Reports the process's CPU per scrape, the HTTP servers' own threads subtracted
+ * against {@code --workers} loopback HTTP servers, each serving a vLLM page rendered by the real prometheus_client
+ * (the parser's golden fixtures, scripts/fixtures/vllm_metrics.py) as vLLM serves it: {@code /metrics} the whole
+ * page ({@code --page}, default every family of vLLM's v1 engine), {@code /metrics/} what prometheus_client
+ * returns for the scraper's filtered request ({@code --filtered-page}); {@code --filter false} scrapes the whole
+ * page as before the filter. Reports the process's CPU per scrape, the HTTP servers' own threads subtracted
  * (they live in this JVM; the scraper's side includes every thread it starts and ends, which per-thread counters
  * would miss), and the threads the JVM started per scrape. Run it with the {@code -XX:ActiveProcessorCount} of
  * the machine in question: the JDK's HttpClient and CompletableFuture behave differently below 3 CPUs.
  *
  * <pre>
  * java -cp bench/target/benchmarks.jar dev.kvrouter.bench.load.ScrapeCostBench \
- *     [--workers 8] [--interval-ms 250] [--warmup-seconds 20] [--seconds 20] [--out bench/results/scrape-cost.json]
+ *     [--workers 8] [--interval-ms 250] [--warmup-seconds 20] [--seconds 20] [--filter true]
+ *     [--page vllm_full.prom] [--filtered-page vllm_full_filtered.prom] [--out bench/results/scrape-cost.json]
  * </pre>
  */
 public final class ScrapeCostBench {
@@ -49,7 +53,11 @@ public final class ScrapeCostBench {
     int warmupSeconds = Integer.parseInt(opt.getOrDefault("warmup-seconds", "20"));
     Path out = Path.of(opt.getOrDefault("out", "bench/results/scrape-cost.json"));
     Path root = Path.of(System.getProperty("kvrouter.root", "."));
-    byte[] page = Files.readAllBytes(root.resolve("ext-proc/src/test/resources/fixtures/metrics/vllm_single.prom"));
+    boolean filter = Boolean.parseBoolean(opt.getOrDefault("filter", "true"));
+    Path fixtures = root.resolve("ext-proc/src/test/resources/fixtures/metrics");
+    byte[] page = Files.readAllBytes(fixtures.resolve(opt.getOrDefault("page", "vllm_full.prom")));
+    byte[] filteredPage = Files.readAllBytes(fixtures.resolve(opt.getOrDefault("filtered-page",
+        "vllm_full_filtered.prom")));
     EnvoyOverheadBench.quietLogs();
 
     List<HttpServer> servers = new ArrayList<>();
@@ -60,9 +68,10 @@ public final class ScrapeCostBench {
       HttpServer s = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 64);
       s.setExecutor(serverThreads);
       s.createContext("/metrics", ex -> {
+        byte[] body = ex.getRequestURI().getPath().equals("/metrics/") ? filteredPage : page;
         ex.getResponseHeaders().add("Content-Type", "text/plain; version=0.0.4");
-        ex.sendResponseHeaders(200, page.length);
-        ex.getResponseBody().write(page);
+        ex.sendResponseHeaders(200, body.length);
+        ex.getResponseBody().write(body);
         ex.close();
       });
       s.start();
@@ -79,10 +88,11 @@ public final class ScrapeCostBench {
         (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
     Map<String, Object> report = new LinkedHashMap<>();
     try (MetricsScraper scraper = new MetricsScraper(registry, ledger, health, System::nanoTime,
-        Duration.ofSeconds(2), 4 << 20)) {
+        Duration.ofSeconds(2), 4 << 20, filter)) {
       scraper.start(scheduler, intervalMillis);
       Thread.sleep(warmupSeconds * 1000L); // JIT, connections, pools
       long scrapes0 = scraper.counts()[0];
+      long bytes0 = scraper.bytesRead();
       long cpu0 = os.getProcessCpuTime();
       long server0 = serverCpu(threads);
       long started0 = threads.getTotalStartedThreadCount();
@@ -113,7 +123,10 @@ public final class ScrapeCostBench {
           "java", System.getProperty("java.version"), "loadAverage", os.getSystemLoadAverage()));
       report.put("workers", workers);
       report.put("intervalMillis", intervalMillis);
+      report.put("filter", filter);
       report.put("pageBytes", page.length);
+      report.put("filteredPageBytes", filteredPage.length);
+      report.put("bytesReadPerScrape", (double) (scraper.bytesRead() - bytes0) / scrapes);
       report.put("seconds", wall / 1e9);
       report.put("scrapes", scrapes);
       report.put("failedScrapes", scraper.counts()[1]);

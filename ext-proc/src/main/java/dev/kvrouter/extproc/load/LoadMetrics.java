@@ -45,6 +45,11 @@ public final class LoadMetrics {
         FunctionCounter.builder("kvrouter.scrapes", scraper, s -> s.counts()[k]).tag("outcome", outcomes[i])
             .description("Worker metrics scrapes by outcome").register(registry);
       }
+      FunctionCounter.builder("kvrouter.scrape.bytes", scraper, MetricsScraper::bytesRead).baseUnit("bytes")
+          .description("Bytes read from workers' metrics pages").register(registry);
+      Gauge.builder("kvrouter.scrape.whole.page.workers", scraper, MetricsScraper::wholePageWorkers)
+          .description("Workers scraped for their whole metrics page: a request for the router's series alone "
+              + "did not answer with them").register(registry);
     }
   }
 

@@ -6,6 +6,8 @@ import dev.kvrouter.xds.registry.WorkerRegistry;
 import dev.kvrouter.xds.registry.WorkerSet;
 import java.io.IOException;
 import java.net.URI;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
 import java.nio.ByteBuffer;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -40,6 +42,8 @@ import org.slf4j.LoggerFactory;
  * <p>Each tick starts one asynchronous GET per worker that has none in flight (a slow worker never delays the
  * others, and never gets a pile of requests); a request older than the timeout is cancelled and counts as
  * unreachable. Bodies are parsed as they stream in ({@link VllmMetricsParser}), at most {@code maxBytes} each.
+ * With {@code filter}, each request asks for the few series the parser reads ({@link #filteredUri}): a vLLM page
+ * is mostly histograms, tens of kilobytes per engine, rendered by the engine's API server on every scrape.
  * Reaching a worker, or not, is reported to {@link WorkerHealth}; a worker that answers with an error status, or
  * with a page the parser fails on, exposes no metrics and is routed on the ledger alone (logged once).
  *
@@ -70,6 +74,8 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
   private final LongAdder ok = new LongAdder();
   private final LongAdder failed = new LongAdder();
   private final LongAdder noMetrics = new LongAdder();
+  private final LongAdder bytes = new LongAdder();
+  private final boolean filter;
   private ScheduledFuture<?> task;
   private volatile boolean closed;
 
@@ -77,10 +83,17 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     CompletableFuture<?> inFlight;
     long startedNanos;
     boolean warnedNoMetrics;
+    /** Set once the server has not answered a filtered request usefully; read by the next round's sender. */
+    volatile boolean wholePage;
   }
 
+  /**
+   * @param filter ask each worker for the series the router reads only ({@link #filteredUri}), falling back per
+   *     worker to the whole page when a filtered request does not answer with them
+   */
   public MetricsScraper(WorkerRegistry registry, LoadLedger ledger, WorkerHealth health, LongSupplier nanoClock,
-      Duration timeout, long maxBytes) {
+      Duration timeout, long maxBytes, boolean filter) {
+    this.filter = filter;
     this.registry = registry;
     this.ledger = ledger;
     this.health = health;
@@ -135,7 +148,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
           s.inFlight.cancel(true); // interrupts its request, which reports the worker unreachable
         }
         s.startedNanos = now;
-        s.inFlight = scrape(w);
+        s.inFlight = scrape(w, s);
         round.add(s.inFlight);
       }
     }
@@ -144,30 +157,43 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     return CompletableFuture.allOf(round.toArray(CompletableFuture[]::new)).handle((v, e) -> null);
   }
 
-  private CompletableFuture<Void> scrape(Worker w) {
-    HttpRequest req;
+  private CompletableFuture<Void> scrape(Worker w, State s) {
+    URI plain;
     try {
-      req = HttpRequest.newBuilder(URI.create(w.effectiveMetricsUrl())).timeout(timeout).GET().build();
+      plain = URI.create(w.effectiveMetricsUrl());
+      HttpRequest.newBuilder(plain); // rejects a URI the client cannot send (no scheme, not http)
     } catch (IllegalArgumentException e) {
       warnNoMetrics(w, "invalid metrics URL " + w.effectiveMetricsUrl());
       return CompletableFuture.completedFuture(null);
     }
-    ChunkSubscriber chunks = new ChunkSubscriber(new VllmMetricsParser(maxBytes));
-    HttpResponse.BodyHandler<Void> handler = info -> info.statusCode() == 200
-        ? HttpResponse.BodySubscribers.fromSubscriber(chunks, sub -> null)
-        : HttpResponse.BodySubscribers.replacing(null);
+    URI filtered = filter && !s.wholePage ? filteredUri(plain) : null;
     CompletableFuture<Void> done = new CompletableFuture<>();
     Future<?> request;
     try {
       request = senders.submit(() -> {
         try {
-          HttpResponse<Void> resp = http.send(req, handler);
-          health.scrapeReached(w.name());
-          if (resp.statusCode() != 200) {
+          Page page = null;
+          if (filtered != null) {
+            page = fetch(filtered);
+            health.scrapeReached(w.name());
+            if (!page.hasLoad()) {
+              // Refused, not understood, or answered without the gauges: this server does not filter the
+              // way prometheus_client does. Read its whole page from now on, starting with this round.
+              s.wholePage = true;
+              log.info("worker {} did not answer the filtered metrics request (HTTP {}); scraping its whole page",
+                  w.name(), page.status);
+              page = null;
+            }
+          }
+          if (page == null) {
+            page = fetch(plain);
+            health.scrapeReached(w.name());
+          }
+          if (page.status != 200) {
             noMetrics.increment();
-            warnNoMetrics(w, "HTTP " + resp.statusCode() + " from " + w.effectiveMetricsUrl());
+            warnNoMetrics(w, "HTTP " + page.status + " from " + page.uri);
           } else {
-            readPage(w, chunks);
+            readPage(w, page);
           }
         } catch (InterruptedException e) {
           if (!closed) {
@@ -192,26 +218,77 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
   }
 
   /**
+   * The URL that asks for the series the parser reads and nothing else: prometheus_client's exposition app keeps
+   * only the samples named by its {@code name[]} parameters. vLLM serves {@code /metrics} through
+   * prometheus-fastapi-instrumentator's handler, which ignores parameters, and {@code /metrics/} through
+   * prometheus_client's app mounted beside it, so the default path gains a slash. SGLang mounts that app alone.
+   */
+  static URI filteredUri(URI plain) {
+    String path = plain.getRawPath() == null ? "" : plain.getRawPath();
+    if (path.equals("/metrics")) {
+      path = "/metrics/";
+    }
+    StringBuilder q = new StringBuilder();
+    if (plain.getRawQuery() != null && !plain.getRawQuery().isEmpty()) {
+      q.append(plain.getRawQuery()).append('&');
+    }
+    for (String name : VllmMetricsParser.SERIES) {
+      q.append("name%5B%5D=").append(URLEncoder.encode(name, StandardCharsets.UTF_8)).append('&');
+    }
+    q.setLength(q.length() - 1);
+    return URI.create(plain.getScheme() + "://" + plain.getRawAuthority() + path + "?" + q);
+  }
+
+  private Page fetch(URI uri) throws IOException, InterruptedException {
+    ChunkSubscriber chunks = new ChunkSubscriber(new VllmMetricsParser(maxBytes));
+    HttpResponse.BodyHandler<Void> handler = info -> info.statusCode() == 200
+        ? HttpResponse.BodySubscribers.fromSubscriber(chunks, sub -> null)
+        : HttpResponse.BodySubscribers.replacing(null);
+    HttpResponse<Void> resp = http.send(HttpRequest.newBuilder(uri).timeout(timeout).GET().build(), handler);
+    bytes.add(chunks.parser.bytesRead());
+    return new Page(uri, resp.statusCode(), chunks);
+  }
+
+  /** One response: its status and, for a 200, the parsed page or what the parser threw. */
+  private static final class Page {
+    final URI uri;
+    final int status;
+    final RuntimeException failure;
+    final Map<Integer, VllmMetricsParser.Engine> engines;
+
+    Page(URI uri, int status, ChunkSubscriber chunks) {
+      this.uri = uri;
+      this.status = status;
+      Map<Integer, VllmMetricsParser.Engine> parsed = null;
+      RuntimeException failed = chunks.failure;
+      if (status == 200 && failed == null) {
+        try {
+          parsed = chunks.parser.finish();
+        } catch (RuntimeException e) {
+          failed = e;
+        }
+      }
+      this.failure = failed;
+      this.engines = parsed;
+    }
+
+    boolean hasLoad() {
+      return engines != null && engines.values().stream().anyMatch(VllmMetricsParser.Engine::hasLoad);
+    }
+  }
+
+  /**
    * A page that answered 200: the worker is reached whatever the page holds. A page the parser failed on is
    * counted as no metrics, never as unreachable: three such scrapes ejected a worker that was serving.
    */
-  private void readPage(Worker w, ChunkSubscriber page) {
-    Map<Integer, VllmMetricsParser.Engine> engines = null;
-    RuntimeException failure = page.failure;
-    if (failure == null) {
-      try {
-        engines = page.parser.finish();
-      } catch (RuntimeException e) {
-        failure = e;
-      }
-    }
-    if (failure != null) {
+  private void readPage(Worker w, Page page) {
+    if (page.failure != null) {
       noMetrics.increment();
-      warnNoMetrics(w, "its page could not be read at " + w.effectiveMetricsUrl() + ": " + failure);
+      warnNoMetrics(w, "its page could not be read at " + page.uri + ": " + page.failure);
       return;
     }
     ok.increment();
-    publish(w, engines);
+    publish(w, page.engines);
   }
 
   private void unreachable(Worker w, Exception e) {
@@ -278,6 +355,20 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
   /** Successful scrapes, failed (unreachable) scrapes, and scrapes that found no metrics (or none readable). */
   public long[] counts() {
     return new long[] {ok.sum(), failed.sum(), noMetrics.sum()};
+  }
+
+  /** Response body bytes read from workers' metrics endpoints, every request counted. */
+  public long bytesRead() {
+    return bytes.sum();
+  }
+
+  /** Workers of the fleet scraped for their whole page because a filtered request did not serve. */
+  public int wholePageWorkers() {
+    int n = 0;
+    for (State s : states.values()) {
+      n += filter && s.wholePage ? 1 : 0;
+    }
+    return n;
   }
 
   @Override

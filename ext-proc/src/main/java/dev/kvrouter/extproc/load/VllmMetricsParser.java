@@ -1,6 +1,7 @@
 package dev.kvrouter.extproc.load;
 
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -55,6 +56,22 @@ public final class VllmMetricsParser {
 
   private enum Kind { RUNNING, WAITING, USAGE, CONFIG }
 
+  /** The series this parser reads, by sample name; also the families a scrape asks the engine for. */
+  private static final Map<String, Kind> KINDS = Map.of(
+      "vllm:num_requests_running", Kind.RUNNING,
+      "sglang:num_running_reqs", Kind.RUNNING,
+      "vllm:num_requests_waiting", Kind.WAITING,
+      "sglang:num_queue_reqs", Kind.WAITING,
+      "vllm:kv_cache_usage_perc", Kind.USAGE,
+      "vllm:gpu_cache_usage_perc", Kind.USAGE,
+      "sglang:token_usage", Kind.USAGE,
+      "vllm:cache_config_info", Kind.CONFIG);
+
+  /** Names of every series this parser reads, in a fixed order. */
+  public static final List<String> SERIES = KINDS.keySet().stream().sorted().toList();
+  private static final int MIN_NAME = SERIES.stream().mapToInt(String::length).min().orElseThrow();
+  private static final int MAX_NAME = SERIES.stream().mapToInt(String::length).max().orElseThrow();
+
   private final long maxBytes;
   private final byte[] line = new byte[MAX_LINE];
   private int lineLen;
@@ -102,6 +119,11 @@ public final class VllmMetricsParser {
     }
     lineLen = 0;
     return engines;
+  }
+
+  /** Bytes of the page fed so far, up to the cap. */
+  public long bytesRead() {
+    return Math.min(total, maxBytes);
   }
 
   public boolean truncated() {
@@ -192,17 +214,10 @@ public final class VllmMetricsParser {
   }
 
   private Kind kind(int nameEnd) {
-    if (nameEnd < 18 || nameEnd > 25) {
-      return null; // cheap reject: every wanted name has 18..25 characters, histogram series are longer
+    if (nameEnd < MIN_NAME || nameEnd > MAX_NAME) {
+      return null; // cheap reject: histogram series are longer than any wanted name
     }
-    String name = new String(line, 0, nameEnd, StandardCharsets.US_ASCII);
-    return switch (name) {
-      case "vllm:num_requests_running", "sglang:num_running_reqs" -> Kind.RUNNING;
-      case "vllm:num_requests_waiting", "sglang:num_queue_reqs" -> Kind.WAITING;
-      case "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage" -> Kind.USAGE;
-      case "vllm:cache_config_info" -> Kind.CONFIG;
-      default -> null;
-    };
+    return KINDS.get(new String(line, 0, nameEnd, StandardCharsets.US_ASCII));
   }
 
   private static int parseInt(String s, int dflt) {

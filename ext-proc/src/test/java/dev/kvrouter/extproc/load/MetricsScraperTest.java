@@ -9,7 +9,11 @@ import dev.kvrouter.xds.registry.WorkerRegistry;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.net.URI;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -17,6 +21,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -70,7 +75,7 @@ class MetricsScraperTest {
       ex.close();
     });
     server.start();
-    scraper = new MetricsScraper(registry, ledger, health, System::nanoTime, Duration.ofMillis(500), 1 << 20);
+    scraper = new MetricsScraper(registry, ledger, health, System::nanoTime, Duration.ofMillis(500), 1 << 20, true);
   }
 
   @AfterEach
@@ -270,5 +275,111 @@ class MetricsScraperTest {
     assertThat(health.unhealthyReason("odd")).as("answered 200 three times").isNull();
     assertThat(scraper.counts()[1]).as("unreachable").isZero();
     assertThat(scraper.scraped(WorkerId.of("odd")).running()).isEqualTo(3.0);
+  }
+
+  @Test
+  void theFilteredUrlNamesEverySeriesTheParserReadsAndMovesVllmsPathToItsMountedApp() {
+    URI u = MetricsScraper.filteredUri(URI.create("http://10.0.0.7:8000/metrics"));
+    assertThat(u.getRawPath()).isEqualTo("/metrics/");
+    assertThat(names(u.getRawQuery())).containsExactlyElementsOf(VllmMetricsParser.SERIES);
+    URI custom = MetricsScraper.filteredUri(URI.create("http://[::1]:9400/engine/metrics?format=text"));
+    assertThat(custom.getRawAuthority()).isEqualTo("[::1]:9400");
+    assertThat(custom.getRawPath()).as("a path of the operator's own is kept").isEqualTo("/engine/metrics");
+    assertThat(custom.getRawQuery()).startsWith("format=text&name%5B%5D=");
+  }
+
+  /**
+   * vLLM's two handlers: the instrumentator's on {@code /metrics} (whole page, parameters ignored) and
+   * prometheus_client's app on {@code /metrics/} (the pages are the real library's output,
+   * scripts/fixtures/vllm_metrics.py). The scraper reads the gauges from the 1 kB page, never the 43 kB one.
+   */
+  @Test
+  void aVllmWorkerIsAskedForTheRoutersSeriesAloneOnItsPrometheusApp() throws Exception {
+    Map<String, AtomicInteger> hits = vllmEndpoint("filter");
+    registry.replace(List.of(worker("v", 1, url("metrics"))));
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    ScrapedLoad s = scraper.scraped(WorkerId.of("v"));
+    assertThat(List.of(s.running(), s.waiting(), s.kvUsage())).containsExactly(3.0, 2.0, 0.4375);
+    assertThat(s.numGpuBlocks()).isEqualTo(2048);
+    assertThat(hits.get("/metrics/").get()).isEqualTo(2);
+    assertThat(hits.get("/metrics").get()).isZero();
+    assertThat(scraper.bytesRead()).isEqualTo(2L * VllmMetricsParserTest.fixture("vllm_full_filtered.prom").length);
+    assertThat(scraper.wholePageWorkers()).isZero();
+  }
+
+  /** A server without prometheus_client's app (404), or whose app ignores the filter (a page without gauges). */
+  @Test
+  void aWorkerThatDoesNotFilterIsReadWholeFromItsFirstRoundOnAndNotAskedAgain() throws Exception {
+    for (String variant : List.of("not-found", "empty")) {
+      Map<String, AtomicInteger> hits = vllmEndpoint(variant);
+      String name = "w-" + variant;
+      registry.replace(List.of(worker(name, 1, url("metrics"))));
+      scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+      assertThat(scraper.scraped(WorkerId.of(name)).running()).as(variant + ": read in the first round").isEqualTo(3.0);
+      assertThat(scraper.wholePageWorkers()).isEqualTo(1);
+      scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+      assertThat(hits.get("/metrics/").get()).as(variant).isEqualTo(1);
+      assertThat(hits.get("/metrics").get()).as(variant).isEqualTo(2);
+      assertThat(scraper.counts()[2]).as(variant + ": no scrape counted without metrics").isZero();
+      assertThat(health.unhealthyReason(name)).isNull();
+      server.removeContext("/metrics");
+    }
+  }
+
+  @Test
+  void withoutTheFilterTheConfiguredUrlIsScrapedAsItIs() throws Exception {
+    Map<String, AtomicInteger> hits = vllmEndpoint("filter");
+    try (MetricsScraper whole = new MetricsScraper(registry, ledger, health, System::nanoTime,
+        Duration.ofMillis(500), 1 << 20, false)) {
+      registry.replace(List.of(worker("v", 1, url("metrics"))));
+      whole.scrapeAll().get(10, TimeUnit.SECONDS);
+      assertThat(whole.scraped(WorkerId.of("v")).running()).isEqualTo(3.0);
+      assertThat(hits.get("/metrics").get()).isEqualTo(1);
+      assertThat(hits.get("/metrics/").get()).isZero();
+      assertThat(whole.bytesRead()).isEqualTo(VllmMetricsParserTest.fixture("vllm_full.prom").length);
+    }
+  }
+
+  /**
+   * Serves {@code /metrics} as vLLM's instrumentator does (the whole page whatever the query) and {@code /metrics/}
+   * by variant: "filter" as prometheus_client's app (the filtered page when asked for exactly the router's
+   * series), "not-found" 404, "empty" a 200 page without the gauges.
+   */
+  Map<String, AtomicInteger> vllmEndpoint(String variant) throws Exception {
+    byte[] whole = VllmMetricsParserTest.fixture("vllm_full.prom");
+    byte[] filtered = VllmMetricsParserTest.fixture("vllm_full_filtered.prom");
+    Map<String, AtomicInteger> hits = Map.of("/metrics", new AtomicInteger(), "/metrics/", new AtomicInteger());
+    server.createContext("/metrics", ex -> {
+      String path = ex.getRequestURI().getRawPath();
+      hits.get(path).incrementAndGet();
+      byte[] body = whole;
+      int status = 200;
+      if (path.equals("/metrics/")) {
+        switch (variant) {
+          case "filter" -> {
+            boolean exact = names(ex.getRequestURI().getRawQuery()).equals(VllmMetricsParser.SERIES);
+            body = exact ? filtered : new byte[0];
+            status = exact ? 200 : 400;
+          }
+          case "not-found" -> status = 404;
+          default -> body = "# HELP python_info Python platform information\n".getBytes(StandardCharsets.UTF_8);
+        }
+      }
+      ex.sendResponseHeaders(status, body.length == 0 ? -1 : body.length);
+      if (body.length > 0) {
+        ex.getResponseBody().write(body);
+      }
+      ex.close();
+    });
+    return hits;
+  }
+
+  static List<String> names(String rawQuery) {
+    return Arrays.stream(rawQuery.split("&"))
+        .map(p -> p.split("=", 2))
+        .filter(kv -> URLDecoder.decode(kv[0], StandardCharsets.UTF_8).equals("name[]"))
+        .map(kv -> URLDecoder.decode(kv[1], StandardCharsets.UTF_8))
+        .toList();
   }
 }

@@ -5,12 +5,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
 
 /**
  * Against pages rendered by the real {@code prometheus_client} with vLLM's and SGLang's metric names and labels
- * (scripts/fixtures/engine_metrics.py), fed whole and in every chunking.
+ * (scripts/fixtures/engine_metrics.py, vllm_metrics.py), fed whole and in every chunking.
  */
 class VllmMetricsParserTest {
 
@@ -37,6 +40,42 @@ class VllmMetricsParserTest {
     assertThat(e.get(0).waiting()).isEqualTo(2.0);
     assertThat(e.get(0).kvUsage()).isEqualTo(0.4375);
     assertThat(e.get(0).numGpuBlocks()).isEqualTo(2048);
+  }
+
+  /**
+   * vLLM's whole page (every family of its v1 engine) and what prometheus_client returns for the scraper's
+   * filtered request on the same registry (scripts/fixtures/vllm_metrics.py) read the same.
+   */
+  @Test
+  void vllmsWholePageAndTheFilteredOneReadTheSame() throws Exception {
+    for (String page : List.of("vllm_full.prom", "vllm_full_filtered.prom")) {
+      Map<Integer, VllmMetricsParser.Engine> e = parse(fixture(page), 4096);
+      assertThat(e).as(page).containsOnlyKeys(0);
+      assertThat(List.of(e.get(0).running(), e.get(0).waiting(), e.get(0).kvUsage())).as(page)
+          .containsExactly(3.0, 2.0, 0.4375);
+      assertThat(e.get(0).numGpuBlocks()).as(page).isEqualTo(2048);
+    }
+  }
+
+  /** The filtered fixture was asked for exactly the parser's series: it holds each vLLM one the whole page has. */
+  @Test
+  void theFilteredFixtureHoldsTheParsersSeriesAndNothingElse() throws Exception {
+    Set<String> whole = sampleNames(fixture("vllm_full.prom"));
+    Set<String> filtered = sampleNames(fixture("vllm_full_filtered.prom"));
+    assertThat(VllmMetricsParser.SERIES).containsAll(filtered);
+    assertThat(filtered).containsExactlyInAnyOrderElementsOf(
+        VllmMetricsParser.SERIES.stream().filter(whole::contains).toList());
+    assertThat(filtered).hasSizeGreaterThanOrEqualTo(5);
+  }
+
+  static Set<String> sampleNames(byte[] page) {
+    Set<String> names = new TreeSet<>();
+    for (String line : new String(page, StandardCharsets.UTF_8).split("\n")) {
+      if (!line.isEmpty() && !line.startsWith("#")) {
+        names.add(line.split("[{ ]", 2)[0]);
+      }
+    }
+    return names;
   }
 
   @Test

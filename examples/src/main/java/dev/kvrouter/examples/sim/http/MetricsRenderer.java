@@ -6,6 +6,7 @@ import dev.kvrouter.examples.sim.engine.Histogram;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Renders an engine's counters in the Prometheus text format under vLLM's metric names and labels
@@ -147,6 +148,35 @@ final class MetricsRenderer {
     b.append(name).append("_bucket{").append(labels).append(",le=\"+Inf\"} ").append(num(cumulative)).append('\n');
     b.append(name).append("_count{").append(labels).append("} ").append(num(h.count())).append('\n');
     b.append(name).append("_sum{").append(labels).append("} ").append(num(h.sum())).append('\n');
+  }
+
+  /**
+   * What prometheus_client's exposition app returns for {@code name[]} parameters: the samples of those names
+   * only, each family's HELP and TYPE lines kept when one of its samples is. vLLM serves that app on
+   * {@code /metrics/}; its {@code /metrics} handler ignores the parameters.
+   */
+  static String restrict(String page, Set<String> sampleNames) {
+    StringBuilder out = new StringBuilder();
+    StringBuilder header = new StringBuilder();
+    StringBuilder samples = new StringBuilder();
+    for (String line : page.split("\n")) {
+      if (line.startsWith("# HELP ")) {
+        out.append(samples.isEmpty() ? "" : header).append(samples);
+        header.setLength(0);
+        samples.setLength(0);
+        header.append(line).append('\n');
+      } else if (line.startsWith("#")) {
+        header.append(line).append('\n');
+      } else if (!line.isEmpty()) {
+        int end = line.indexOf('{');
+        String name = line.substring(0, end >= 0 ? end : line.indexOf(' '));
+        if (sampleNames.contains(name)) {
+          samples.append(line).append('\n');
+        }
+      }
+    }
+    out.append(samples.isEmpty() ? "" : header).append(samples);
+    return out.toString();
   }
 
   /** prometheus_client prints floats Python-style: integral values as "3.0". */

@@ -18,7 +18,9 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
+import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Objects;
@@ -183,6 +185,10 @@ public final class SimHttpServer implements AutoCloseable {
     String path = ex.getRequestURI().getPath();
     String method = ex.getRequestMethod();
     try {
+      if (path.startsWith("/metrics/")) {
+        get(ex, method, () -> metricsApp(ex)); // vLLM mounts prometheus_client's app on every path under /metrics
+        return;
+      }
       switch (path) {
         case "/v1/completions" -> post(ex, method, () -> generate(ex, false));
         case "/v1/chat/completions" -> post(ex, method, () -> generate(ex, true));
@@ -383,6 +389,21 @@ public final class SimHttpServer implements AutoCloseable {
   private void metrics(HttpExchange ex) throws IOException, ApiException {
     byte[] text = metrics.render(engineStats(), engine.isUp(), firstChunkNanos.sum() / 1e9, firstChunks.sum())
         .getBytes(StandardCharsets.UTF_8);
+    send(ex, 200, text, "text/plain; version=0.0.4; charset=utf-8", name);
+  }
+
+  /** As prometheus_client's app: {@code name[]} parameters keep the samples of those names only. */
+  private void metricsApp(HttpExchange ex) throws IOException, ApiException {
+    String page = metrics.render(engineStats(), engine.isUp(), firstChunkNanos.sum() / 1e9, firstChunks.sum());
+    Set<String> names = new HashSet<>();
+    String query = ex.getRequestURI().getRawQuery();
+    for (String param : query == null ? new String[0] : query.split("&")) {
+      String[] kv = param.split("=", 2);
+      if (kv.length == 2 && URLDecoder.decode(kv[0], StandardCharsets.UTF_8).equals("name[]")) {
+        names.add(URLDecoder.decode(kv[1], StandardCharsets.UTF_8));
+      }
+    }
+    byte[] text = (names.isEmpty() ? page : MetricsRenderer.restrict(page, names)).getBytes(StandardCharsets.UTF_8);
     send(ex, 200, text, "text/plain; version=0.0.4; charset=utf-8", name);
   }
 

@@ -222,6 +222,26 @@ class SimWorkerHttpTest {
     assertThat(m).contains("vllm:prompt_tokens_total" + labels + " " + (double) s.promptTokens());
   }
 
+  /**
+   * As vLLM: {@code /metrics} is the whole page whatever the query (prometheus-fastapi-instrumentator's handler),
+   * {@code /metrics/} keeps the samples named by {@code name[]} (prometheus_client's app), HELP and TYPE with them.
+   */
+  @Test
+  void metricsUnderTheMountedAppKeepTheNamedSamplesOnly() throws Exception {
+    String query = "?name%5B%5D=vllm%3Anum_requests_running&name%5B%5D=vllm%3Acache_config_info"
+        + "&name%5B%5D=vllm%3Aprompt_tokens_total&name%5B%5D=sglang%3Atoken_usage";
+    String whole = get("/metrics" + query).body();
+    assertThat(whole).as("the instrumentator's handler ignores the query")
+        .contains("vllm:num_requests_waiting").contains("vllm:time_to_first_token_seconds_bucket");
+    String filtered = get("/metrics/" + query).body();
+    assertThat(filtered.lines().filter(l -> !l.startsWith("#")).map(l -> l.split("[{ ]", 2)[0]))
+        .containsExactly("vllm:num_requests_running", "vllm:prompt_tokens_total", "vllm:cache_config_info");
+    assertThat(filtered).contains("# TYPE vllm:num_requests_running gauge\n")
+        .contains("# HELP vllm:prompt_tokens Number of prefill tokens processed.\n")
+        .doesNotContain("vllm:num_requests_waiting");
+    assertThat(get("/metrics/").body()).as("no parameters: the whole page").isEqualTo(get("/metrics").body());
+  }
+
   @Test
   void clientDisconnectAbortsTheRequest() throws Exception {
     EngineStats before = stats();
