@@ -2,7 +2,9 @@ package dev.kvrouter.index;
 
 /**
  * Open-addressing {@code long -> int} map (linear probing, backward-shift deletion, no boxing). Small by
- * design: it holds only the exceptions (duplicate-store counts, predicted-entry multiplicities).
+ * design: it holds only the exceptions (duplicate-store counts, predicted-entry multiplicities). It halves once
+ * under 1/8 full, so the slots a burst needed (a worker's duplicates, a wave of predictions) go back as the entries
+ * do, not only on {@link #clear}.
  *
  * <p>Not thread-safe: confined to its owner thread.
  */
@@ -99,6 +101,9 @@ final class LongIntMap {
     keys[hole] = 0;
     values[hole] = 0;
     size--;
+    if (mask + 1 > MIN_CAPACITY && size < (mask + 1) / 8) {
+      resize((mask + 1) / 2); // under 1/4 full after it, far from the growth at 3/4: no resizing to and fro
+    }
   }
 
   private void resize(int cap) {

@@ -70,4 +70,38 @@ class PrimitiveMapsTest {
       }
     }
   }
+
+  /**
+   * Both maps give their slots back once emptied by removals alone (a worker's duplicate counts as its blocks go,
+   * the predictions' multiplicities as they expire), not only on {@code clear()}: a fleet that churns must not keep
+   * its peak table sizes.
+   */
+  @Test
+  void mapsEmptiedByRemovalsGiveTheirCapacityBack() {
+    LongIntMap counts = new LongIntMap();
+    LongLongMap handles = new LongLongMap();
+    long countsEmpty = counts.footprintBytes();
+    long handlesEmpty = handles.footprintBytes();
+    for (long k = 1; k <= 100_000; k++) {
+      counts.add(k, 2);
+      handles.put(k, k);
+    }
+    assertThat(counts.footprintBytes()).isGreaterThan(1_000_000);
+    assertThat(handles.footprintBytes()).isGreaterThan(1_000_000);
+    for (long k = 1; k <= 100_000; k++) {
+      counts.add(k, -1);
+      counts.add(k, -1);
+      handles.remove(k);
+    }
+    assertThat(counts.size()).isZero();
+    assertThat(counts.footprintBytes()).isEqualTo(countsEmpty);
+    assertThat(handles.footprintBytes()).isLessThanOrEqualTo(handlesEmpty);
+    // and still a map: it grows again and finds what it holds
+    for (long k = 1; k <= 1000; k++) {
+      counts.add(k, 1);
+    }
+    for (long k = 1; k <= 1000; k++) {
+      assertThat(counts.get(k)).isEqualTo(1);
+    }
+  }
 }
