@@ -389,9 +389,12 @@ public final class KvIndex {
     return n;
   }
 
-  /** Approximate bytes held by the table and the per-worker maps (excludes predictions' rings). */
+  /**
+   * Approximate bytes held by the table, the per-worker maps and the predictions (rings, multiplicities, queue
+   * slots): what {@link IndexConfig#maxEntries} and {@link IndexConfig#maxPredicted} bound.
+   */
   public long footprintBytes() {
-    long n = table.footprintBytes();
+    long n = table.footprintBytes() + predicted.footprintBytes();
     for (WorkerView v : views.values()) {
       n += v.footprintBytes();
     }

@@ -74,6 +74,7 @@ final class PredictedBlocks {
           pop(r);
           expired.incrementAndGet();
         }
+        r.trim();
       }
       size = total();
     } finally {
@@ -102,6 +103,7 @@ final class PredictedBlocks {
           }
         }
         r.count = kept;
+        r.trim();
       }
       size = total();
     } finally {
@@ -187,16 +189,48 @@ final class PredictedBlocks {
     return evicted.get();
   }
 
-  /** A growable FIFO ring of (hash, ordinal, expiry). */
+  /**
+   * Bytes held by the rings, the multiplicity map and the queue's slots (queued predictions' own hashes aside: they
+   * are drained at once, or at the next maintenance). Racy, for the memory gauge.
+   */
+  long footprintBytes() {
+    long n = live.footprintBytes() + 16L + 4L * (queue.size() + queue.remainingCapacity());
+    for (Ring r : rings) {
+      n += 3 * 16L + 20L * r.hash.length;
+    }
+    return n;
+  }
+
+  /** A FIFO ring of (hash, ordinal, expiry) that grows as needed and shrinks once mostly empty. */
   private static final class Ring {
-    long[] hash = new long[64];
-    int[] ord = new int[64];
-    long[] expiry = new long[64];
+    private static final int MIN_CAPACITY = 64;
+
+    long[] hash = new long[MIN_CAPACITY];
+    int[] ord = new int[MIN_CAPACITY];
+    long[] expiry = new long[MIN_CAPACITY];
     int head;
     int count;
 
     void grow() {
-      int cap = hash.length * 2;
+      resize(hash.length * 2);
+    }
+
+    /**
+     * Gives back what a burst needed once under a quarter of it is used (after expiry or a purge, never on the
+     * request path): halved while under a quarter used, so it ends at most half full and a few pushes do not make it
+     * grow back.
+     */
+    void trim() {
+      int cap = hash.length;
+      while (cap > MIN_CAPACITY && count < cap / 4) {
+        cap /= 2;
+      }
+      if (cap < hash.length) {
+        resize(cap);
+      }
+    }
+
+    private void resize(int cap) {
       long[] h = new long[cap];
       int[] o = new int[cap];
       long[] e = new long[cap];

@@ -16,6 +16,12 @@ class KvIndexTest {
     return h;
   }
 
+  /** Predictions live 5 s on workers with an event stream, 120 s on the others; at most {@code max} of them. */
+  private static KvIndex predicting(TestClock clock, int max) {
+    return new KvIndex(
+        IndexConfig.defaults().withPredictions(Duration.ofSeconds(5), Duration.ofSeconds(120), max, 64), clock);
+  }
+
   @Test
   void lookupSplitsTiersByBestTierAndStopsAtTheFirstGap() {
     KvIndex index = new KvIndex(IndexConfig.defaults(), new TestClock());
@@ -179,8 +185,7 @@ class KvIndexTest {
   @Test
   void predictionsExpireByTheWorkersTtlClass() {
     TestClock clock = new TestClock();
-    KvIndex index = new KvIndex(
-        IndexConfig.defaults().withPredictions(Duration.ofSeconds(5), Duration.ofSeconds(120), 1000, 64), clock);
+    KvIndex index = predicting(clock, 1000);
     WorkerId live = WorkerId.of("live");
     WorkerId approx = WorkerId.of("approx");
     index.register(live).setEventStream(true);
@@ -210,8 +215,7 @@ class KvIndexTest {
   @Test
   void predictionsAreBounded() {
     TestClock clock = new TestClock();
-    KvIndex index = new KvIndex(
-        IndexConfig.defaults().withPredictions(Duration.ofSeconds(5), Duration.ofSeconds(120), 100, 64), clock);
+    KvIndex index = predicting(clock, 100);
     for (int k = 0; k < 50; k++) {
       index.predict(WorkerId.of("w" + (k % 3)), chain(10, 100 + k), 10);
     }
@@ -274,5 +278,34 @@ class KvIndexTest {
     t.join();
     index.maintain();
     assertThat(index.predictedEntries()).isEqualTo(4);
+  }
+
+  /**
+   * The prediction rings and the multiplicity map are the index's memory too: the gauge counts them while they
+   * hold entries, and they give their slots back once the entries expire (or their worker leaves).
+   */
+  @Test
+  void predictionsAreMeasuredAndGiveTheirMemoryBackWhenTheyExpire() {
+    TestClock clock = new TestClock();
+    KvIndex index = predicting(clock, 200_000);
+    WorkerId live = WorkerId.of("live");
+    WorkerId approx = WorkerId.of("approx");
+    index.register(live).setEventStream(true);
+    index.register(approx);
+    index.maintain();
+    long before = index.footprintBytes();
+    for (int k = 0; k < 500; k++) {
+      index.predict(live, chain(100, k), 100);
+      index.predict(approx, chain(100, 10_000 + k), 100);
+    }
+    index.maintain();
+    assertThat(index.predictedEntries()).isEqualTo(100_000);
+    // per entry at least a ring slot (8 + 4 + 8 bytes) and a multiplicity slot (12 bytes), besides the table's
+    assertThat(index.footprintBytes() - before).isGreaterThan(100_000L * (20 + 12 + 16));
+    clock.advance(5_000);
+    index.maintain(); // the short class expires
+    index.remove(approx); // the long class goes with its worker
+    assertThat(index.predictedEntries()).isZero();
+    assertThat(index.footprintBytes()).isLessThanOrEqualTo(before);
   }
 }
