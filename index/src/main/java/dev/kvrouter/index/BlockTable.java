@@ -27,9 +27,9 @@ import java.util.Arrays;
  *       published record is changed in place between two stores of its pointer: one with the busy bit set
  *       before, one with a fresh generation after (a seqlock per record, so a worker moving between tiers,
  *       whose bits lie in different words, is never read half-moved);
- *   <li>an insert writes the holders, then the key; a resize (or a growth of the record area) builds a new
- *       array and publishes it (the old one is never written again, so a reader still on it sees a consistent
- *       past state);
+ *   <li>an insert writes the holders, then the key; a resize (which also packs the record area, moving records
+ *       and rewriting their pointers in the new array) or a growth of the record area builds a new array and
+ *       publishes it (the old one is never written again, so a reader still on it sees a consistent past state);
  *   <li>a deletion first clears the block's holders, then shifts later keys of its probe run back: each moved
  *       key is copied as {@code MOVING}, holders, key, and the store that then hides its old copy is preceded
  *       by an increment of the segment's move counter.
@@ -83,11 +83,13 @@ final class BlockTable {
   private static final int HEAD = 2;
   private static final double MAX_LOAD = 0.8;
   private static final double GROWTH = 1.5;
+  /** Unused longs of a record area below which it is never packed (64 one-word records). */
+  private static final int MIN_COMPACT_LONGS = 256;
 
   private static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
   private static final VarHandle ARRAYS = MethodHandles.arrayElementVarHandle(long[][].class);
 
-  /** Per segment its array (replaced, never shrunk in place, on resize or record-area growth). */
+  /** Per segment its array (replaced, never changed in size in place, on resize, compaction or record-area growth). */
   private final long[][] segs;
   /** Per segment writer state, allocated apart from what readers touch. */
   private final Writer[] writers;
@@ -123,8 +125,9 @@ final class BlockTable {
     volatile int lock;
     /** Keys in the slot array. */
     int size;
-    /** Records in use, and the pool's high-water mark in longs. */
+    /** Records in use, the longs they take, and the pool's high-water mark in longs. */
     int records;
+    int recordLongs;
     int poolTop;
     /** Generation stamped into overflow pointers, so a reused record is never mistaken for the old one. */
     long gen;
@@ -312,6 +315,7 @@ final class BlockTable {
           if (inline == 0) {
             delete(seg, w, i);
           }
+          compactIfSparse(seg, w);
         } else {
           LONGS.setRelease(t, hi, regenerate(w, holders));
         }
@@ -744,20 +748,25 @@ final class BlockTable {
     LONGS.setRelease(t, hk, 0L);
     LONGS.setRelease(t, hk + 1, nextEpoch(t[hk + 1]));
     w.size--;
-    if (cap > initialCapacity && w.size < cap / 5) {
+    if (w.size == 0 && (cap > initialCapacity || w.poolTop > 0)) {
+      resize(seg, initialCapacity); // emptied: as small as a new segment, record area and free lists gone
+    } else if (cap > initialCapacity && w.size < cap / 5) {
       resize(seg, Math.max(initialCapacity, cap / 2));
     }
   }
 
   /**
-   * Rebuilds the segment with {@code cap} slots (records copied as they are) and publishes it; readers on the old
-   * array see it as it was.
+   * Rebuilds the segment with {@code cap} slots and only the records in use, packed (their pointers rewritten in
+   * the new array), and publishes it; readers on the old array see it as it was. The free lists go: nothing is
+   * free in a packed area.
    */
   private void resize(int seg, int cap) {
+    Writer w = writers[seg];
     long[] old = segs[seg];
     int oldArea = recordArea(old);
-    int records = old.length - oldArea;
-    long[] t = newSegment(cap, records);
+    long[] t = newSegment(cap, w.recordLongs);
+    int area = recordArea(t);
+    int top = 0;
     for (int i = HEAD; i < oldArea; i += 2) {
       long k = old[i];
       if (k != 0) {
@@ -765,12 +774,36 @@ final class BlockTable {
         while (t[HEAD + 2 * j] != 0) {
           j = j + 1 == cap ? 0 : j + 1;
         }
+        long holders = old[i + 1] & ~EPOCH_MASK;
+        if (holders < 0) { // never busy here: a record is written in place only within one locked call
+          int longs = 4 * recordWords(holders);
+          System.arraycopy(old, oldArea + recordBase(holders), t, area + top, longs);
+          holders = (holders & ~0x7FFFFFFFL) | top;
+          top += longs;
+        }
         t[HEAD + 2 * j] = k;
-        t[HEAD + 2 * j + 1] = old[i + 1] & ~EPOCH_MASK;
+        t[HEAD + 2 * j + 1] = holders;
       }
     }
-    System.arraycopy(old, oldArea, t, recordArea(t), records);
+    w.poolTop = top;
+    w.free = new int[2][];
+    w.freeCount = new int[2];
     ARRAYS.setRelease(segs, seg, t);
+  }
+
+  /**
+   * Packs the segment's record area once most of it is unused (blocks held by more than three workers went back
+   * to three or fewer, or left: workers left, engines cleared their caches), so it does not stay at its peak.
+   * Amortized: the unused longs must outnumber the used ones three to one and a quarter of the slots, which the
+   * rebuild copies; each was written when its record was made. So a segment keeps at most a long per four slots
+   * (an eighth of the slots' bytes) unused, or a quarter of its record area.
+   */
+  private void compactIfSparse(int seg, Writer w) {
+    long[] t = segs[seg];
+    int unused = t.length - recordArea(t) - w.recordLongs;
+    if (unused >= MIN_COMPACT_LONGS && unused > 3L * w.recordLongs && unused >= capacity(t) / 4) {
+      resize(seg, capacity(t));
+    }
   }
 
   // ------------------------------------------------------------------------------------------------------
@@ -837,6 +870,7 @@ final class BlockTable {
   /** A zeroed record of {@code words} words (its offset in the record area); the array may be replaced. */
   private int allocRecord(int seg, Writer w, int words) {
     w.records++;
+    w.recordLongs += 4 * words;
     long[] t = segs[seg];
     int area = recordArea(t);
     if (words < w.freeCount.length && w.freeCount[words] > 0) {
@@ -859,6 +893,7 @@ final class BlockTable {
 
   private static void freeRecord(Writer w, int rel, int words) {
     w.records--;
+    w.recordLongs -= 4 * words;
     if (words >= w.freeCount.length) {
       int n = Math.max(words + 1, w.freeCount.length * 2);
       w.free = Arrays.copyOf(w.free, n);
@@ -962,11 +997,18 @@ final class BlockTable {
     return n;
   }
 
-  /** Bytes held by the segment arrays and writer state (approximate while writers run). */
+  /** Bytes held by the segment arrays and writer state, free lists included (approximate while writers run). */
   long footprintBytes() {
     long n = 16L + 4L * segs.length + 16L + 4L * writers.length;
     for (long[] t : segs) {
       n += 16L + 8L * t.length + 176L;
+    }
+    for (Writer w : writers) {
+      int[][] free = w.free;
+      n += 16L + 4L * free.length + 16L + 4L * free.length;
+      for (int[] stack : free) {
+        n += stack == null ? 0 : 16L + 4L * stack.length;
+      }
     }
     return n;
   }

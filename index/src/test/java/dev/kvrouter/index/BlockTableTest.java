@@ -188,4 +188,37 @@ class BlockTableTest {
       assertThat(t.size()).isEqualTo(model.size());
     }
   }
+
+  /**
+   * Blocks held by more than three workers keep their holders in a record area; when they go back to three or
+   * fewer holders (workers left) the area is given back, not kept at its peak for records nobody uses.
+   */
+  @Test
+  void theRecordAreaShrinksWhenBlocksAreNoLongerShared() {
+    BlockTable shared = new BlockTable(4, 8);
+    BlockTable single = new BlockTable(4, 8);
+    int n = 20_000;
+    for (long h = 1; h <= n; h++) {
+      single.add(h, 0, BlockTable.GPU);
+      for (int ord = 0; ord < 6; ord++) {
+        shared.add(h, ord == 5 ? 100 : ord, BlockTable.GPU); // ordinal 100: two-word records too
+      }
+    }
+    assertThat(shared.overflowBlocks()).isEqualTo(n);
+    long peak = shared.footprintBytes();
+    for (long h = 1; h <= n; h++) {
+      for (int ord = 1; ord < 6; ord++) {
+        shared.remove(h, ord == 5 ? 100 : ord, BlockTable.GPU);
+      }
+    }
+    assertThat(shared.overflowBlocks()).isZero();
+    assertThat(shared.size()).isEqualTo(n);
+    assertThat(peak).isGreaterThan(2 * single.footprintBytes());
+    // what may stay unused: a long per four slots, an eighth of the slots' bytes
+    assertThat(shared.footprintBytes()).isLessThanOrEqualTo(single.footprintBytes() * 9 / 8);
+    for (long h = 1; h <= n; h++) {
+      assertThat(shared.tiers(h, 0)).isEqualTo(BlockTable.GPU);
+      assertThat(read(shared, h, 2)[0]).isEqualTo(1L);
+    }
+  }
 }

@@ -308,4 +308,28 @@ class KvIndexTest {
     assertThat(index.predictedEntries()).isZero();
     assertThat(index.footprintBytes()).isLessThanOrEqualTo(before);
   }
+
+  /** Everything a worker brought goes with it: an index whose workers all left is as small as a new one. */
+  @Test
+  void anIndexWhoseWorkersAllLeftIsAsSmallAsANewOne() {
+    TestClock clock = new TestClock();
+    KvIndex index = new KvIndex(IndexConfig.defaults(), clock);
+    long fresh = index.footprintBytes();
+    long[] h = chain(20_000, 11);
+    for (int w = 0; w < 6; w++) {
+      WorkerView v = index.register(WorkerId.of("w" + w));
+      for (int i = 0; i < h.length; i++) {
+        v.store(i + 1, h[i], Tier.GPU);
+        if (i % 4 == 0) {
+          v.store(i + 1, h[i], Tier.GPU); // a duplicate, reference-counted aside
+        }
+      }
+    }
+    assertThat(index.sharedBlocks()).isEqualTo(h.length);
+    for (int w = 0; w < 6; w++) {
+      index.remove(WorkerId.of("w" + w));
+    }
+    assertThat(index.distinctBlocks()).isZero();
+    assertThat(index.footprintBytes()).isLessThanOrEqualTo(fresh);
+  }
 }
