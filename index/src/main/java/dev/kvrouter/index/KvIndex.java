@@ -391,7 +391,8 @@ public final class KvIndex {
 
   /**
    * Approximate bytes held by the table, the per-worker maps and the predictions (rings, multiplicities, queue
-   * slots): what {@link IndexConfig#maxEntries} and {@link IndexConfig#maxPredicted} bound.
+   * slots): what {@link IndexConfig#maxEntries} and {@link IndexConfig#maxPredicted} bound. The media identifiers
+   * are measured apart ({@link MediaIdentities#footprintBytes}): an estimate that walks their caches.
    */
   public long footprintBytes() {
     long n = table.footprintBytes() + predicted.footprintBytes();

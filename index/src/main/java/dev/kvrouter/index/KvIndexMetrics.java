@@ -20,7 +20,7 @@ public final class KvIndexMetrics {
     Gauge.builder("kvrouter.index.shared.blocks", index, KvIndex::sharedBlocks)
         .description("blocks held by more than three workers").register(registry);
     Gauge.builder("kvrouter.index.memory", index, KvIndex::footprintBytes).baseUnit("bytes")
-        .description("approximate bytes of the index tables").register(registry);
+        .description("approximate bytes of the index tables, per-worker maps and prediction rings").register(registry);
     Gauge.builder("kvrouter.index.workers", index, i -> i.workers().size()).register(registry);
     FunctionCounter.builder("kvrouter.index.evictions", index, KvIndex::evictions)
         .description("residencies evicted because a worker exceeded its share").register(registry);
@@ -50,5 +50,8 @@ public final class KvIndexMetrics {
         .description("learned engine identifiers held").register(registry);
     Gauge.builder("kvrouter.index.media.pending", media, MediaIdentities::pendingSlots)
         .description("(worker, parent block) slots awaiting a store").register(registry);
+    // apart from kvrouter.index.memory: an estimate that walks every entry, where that one reads array lengths
+    Gauge.builder("kvrouter.index.media.memory", media, MediaIdentities::footprintBytes).baseUnit("bytes")
+        .description("approximate bytes held by the learned and pending media identifiers").register(registry);
   }
 }

@@ -8,6 +8,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
@@ -61,6 +62,14 @@ public final class MediaIdentities {
   private final LongAdder claimed = new LongAdder();
   private final LongAdder evicted = new LongAdder();
   private final LongAdder expected = new LongAdder();
+
+  /** A cache entry's own objects: Caffeine's node (with its expiry links) and the map's node and table slot. */
+  private static final long ENTRY_BYTES = 96;
+  private static final long NAMED_BYTES = 24;
+  private static final long SLOT_BYTES = 24;
+  private static final long LIST_BYTES = 40;
+  private static final long PENDING_BYTES = 40;
+  private static final long FOLLOW_UP_BYTES = 24;
 
   /** An identifier in a namespace (root seed of the cache namespace). */
   private record Named(long namespace, String id) {}
@@ -316,5 +325,35 @@ public final class MediaIdentities {
   /** Pending slots held now (estimate). */
   public long pendingSlots() {
     return pending.estimatedSize();
+  }
+
+  /**
+   * Approximate bytes held by the three caches (entries, their keys, identifiers and pending lists), for the
+   * {@code kvrouter.index.media.memory} gauge. Walks every entry (at most {@link MediaIdentityConfig#maxLearned}
+   * twice and {@link MediaIdentityConfig#maxPending} slots), so it is for a scrape, not for the request path.
+   */
+  public long footprintBytes() {
+    long n = 0;
+    for (Map.Entry<Named, String> e : learned.asMap().entrySet()) {
+      n += ENTRY_BYTES + NAMED_BYTES + stringBytes(e.getKey().id()) + stringBytes(e.getValue());
+    }
+    for (Map.Entry<Named, String> e : learnedFor.asMap().entrySet()) {
+      n += ENTRY_BYTES + NAMED_BYTES + stringBytes(e.getKey().id()); // the value is a learned entry's key
+    }
+    for (List<Pending> list : pending.asMap().values()) {
+      n += ENTRY_BYTES + SLOT_BYTES + LIST_BYTES + 4L * list.size();
+      for (Pending p : list) {
+        n += PENDING_BYTES + stringBytes(p.routerId()) + LIST_BYTES + 4L * p.rest().size();
+        for (FollowUp f : p.rest()) {
+          n += FOLLOW_UP_BYTES + stringBytes(f.routerId());
+        }
+      }
+    }
+    return n;
+  }
+
+  /** A compact (Latin-1) string: the object and its byte array; identifiers are ASCII. */
+  private static long stringBytes(String s) {
+    return 40L + s.length();
   }
 }

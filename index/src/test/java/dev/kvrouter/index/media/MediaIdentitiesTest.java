@@ -186,6 +186,30 @@ class MediaIdentitiesTest {
     assertThat(media.engineId(NS, "kvr1-mm:image:slot-2")).isEqualTo("e-slot");
   }
 
+  /** What the caches hold is measured beside the index's memory, and the measure falls as entries expire. */
+  @Test
+  void theMediaMemoryGaugeFollowsWhatTheCachesHold() {
+    KvIndex index = new KvIndex(IndexConfig.defaults(), clock);
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    dev.kvrouter.index.KvIndexMetrics.bind(index, registry);
+    media = index.media();
+    double empty = registry.get("kvrouter.index.media.memory").gauge().value();
+    for (int i = 0; i < 1000; i++) {
+      media.expect(W1, PARENT + i, 5, NS, "kvr1-mm:image:" + i, List.of(new MediaIdentities.FollowUp(1, 0, R2)));
+      store(W1, PARENT + i, "sim-mm:image:e" + i, 5); // learned
+      media.expect(W2, PARENT + i, 5, NS, "kvr1-mm:image:w2-" + i, List.of()); // still pending
+    }
+    media.cleanUp();
+    assertThat(media.learnedSize()).isEqualTo(1000);
+    assertThat(media.pendingSlots()).isEqualTo(1000);
+    double held = registry.get("kvrouter.index.media.memory").gauge().value();
+    // two learned entries per item (both directions) and a pending slot, each with keys and identifiers
+    assertThat(held - empty).isGreaterThan(1000 * 3 * 100.0);
+    clock.advance(MediaIdentityConfig.defaults().learnedTtl().toMillis() + 1);
+    media.cleanUp();
+    assertThat(registry.get("kvrouter.index.media.memory").gauge().value()).isEqualTo(empty);
+  }
+
   @Test
   void disabledLearnsNothing() {
     media = new MediaIdentities(MediaIdentityConfig.disabled(), clock);
