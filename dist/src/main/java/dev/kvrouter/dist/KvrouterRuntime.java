@@ -367,7 +367,7 @@ public final class KvrouterRuntime implements AutoCloseable {
       l.retain(new HashSet<>(ids));
       health.retain(names);
       loadMetrics.fleetChanged(fleet);
-      decisionMetrics.retain(names);
+      decisionMetrics.retain(fleet.all());
     };
     registry.addListener(fleetListener);
     Router router = Router.builder(registry)

@@ -7,7 +7,11 @@ import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import dev.kvrouter.xds.registry.Worker;
 import java.time.Duration;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -41,7 +45,9 @@ public final class DecisionMetrics {
 
   private final MeterRegistry registry;
   private final Timer decisionTime;
-  /** Bits of the last eviction share per model; as many entries as models routed to. */
+  private static final String EVICTION_SHARE = "kvrouter.routing.eviction.share";
+
+  /** Bits of the last eviction share per model or adapter name the fleet serves ({@link #retain}). */
   private final ConcurrentHashMap<String, AtomicLong> evictionShares = new ConcurrentHashMap<>();
 
   public DecisionMetrics(MeterRegistry registry) {
@@ -77,7 +83,7 @@ public final class DecisionMetrics {
       if (d.detail().shape().fullBlocks() > 0) {
         evictionShares.computeIfAbsent(d.model(), m -> {
           AtomicLong bits = new AtomicLong();
-          Gauge.builder("kvrouter.routing.eviction.share", bits, b -> Double.longBitsToDouble(b.get()))
+          Gauge.builder(EVICTION_SHARE, bits, b -> Double.longBitsToDouble(b.get()))
               .description("Share of recent prompt blocks the fleet had computed and evicted everywhere")
               .tag("model", m)
               .register(registry);
@@ -88,11 +94,28 @@ public final class DecisionMetrics {
   }
 
   /**
-   * Removes the per-worker meters of workers no longer in the fleet ({@code names}); call on every fleet change.
-   * Without it every worker that ever served a request kept four meters, without bound as workers come and go. A
+   * Removes the per-worker meters of workers no longer in {@code fleet}, and the eviction share of model and adapter
+   * names none of them serves; call on every fleet change. Without it every worker that ever served a request kept
+   * four meters, and every name ever routed to (LoRA adapters loaded and unloaded) its gauge, without bound. A
    * request that ends on a departed worker after this registers them again, until the next change.
    */
-  public void retain(java.util.Set<String> names) {
+  public void retain(Collection<Worker> fleet) {
+    Set<String> names = new HashSet<>();
+    Set<String> served = new HashSet<>();
+    for (Worker w : fleet) {
+      names.add(w.name());
+      served.add(w.model());
+      served.addAll(w.adapters());
+    }
+    for (String model : evictionShares.keySet()) {
+      if (!served.contains(model)) {
+        // under the entry's lock, which decision() registers the gauge under: never a map entry without its gauge
+        evictionShares.computeIfPresent(model, (m, bits) -> {
+          registry.find(EVICTION_SHARE).tag("model", m).meters().forEach(registry::remove);
+          return null;
+        });
+      }
+    }
     for (String meter : PER_WORKER) {
       for (io.micrometer.core.instrument.Meter m : registry.find(meter).meters()) {
         String worker = m.getId().getTag("worker");

@@ -77,11 +77,15 @@ class DecisionTrackerTest {
   }
 
   static RouteRequest request(String id, boolean stream, int blocks) {
+    return request(id, "m", stream, blocks);
+  }
+
+  static RouteRequest request(String id, String model, boolean stream, int blocks) {
     long[] h = new long[blocks];
     for (int i = 0; i < blocks; i++) {
       h[i] = 500 + i;
     }
-    return new RouteRequest(id, new InferenceRequest(InferenceRequest.Kind.CHAT, "m", stream, null, 32),
+    return new RouteRequest(id, new InferenceRequest(InferenceRequest.Kind.CHAT, model, stream, null, 32),
         RouteRequest.tenantPseudonym("tenant-7"), null, null, new PromptInfo(blocks * B + 3, B, h), null, 0, new RequestTimings(5000, 0, 0, 0));
   }
 
@@ -188,12 +192,46 @@ class DecisionTrackerTest {
     metrics.outcome(d2, new TruthCheck(128, 128, B), -1, -1);
     assertThat(meters.find("kvrouter.truth.checks").tag("worker", "w1").meters()).hasSize(1);
 
-    metrics.retain(java.util.Set.of("w2")); // w1 left the fleet
+    registry.replace(List.of(Worker.simple("w2", "10.0.0.2", 8000, "m"))); // w1 left the fleet
+    metrics.retain(registry.current().all());
     for (String name : List.of("kvrouter.truth.checks", "kvrouter.truth.error.blocks",
         "kvrouter.truth.predicted.cached.tokens", "kvrouter.truth.actual.cached.tokens")) {
       assertThat(meters.find(name).tag("worker", "w1").meters()).as(name).isEmpty();
       assertThat(meters.find(name).tag("worker", "w2").meters()).as(name).hasSize(1);
     }
+  }
+
+  /**
+   * The eviction share is a gauge per model or adapter name routed to: a name the fleet no longer serves (an
+   * adapter unloaded, a model retired) loses it at the next fleet change, or LoRA churn would add gauges for ever.
+   */
+  @Test
+  void namesTheFleetNoLongerServesLoseTheirEvictionShareGauge() {
+    DecisionMetrics metrics = new DecisionMetrics(meters);
+    List<String> adapters = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      adapters.add("lora-" + i);
+    }
+    Worker plain = Worker.simple("w1", "10.0.0.1", 8000, "m");
+    registry.replace(List.of(new Worker("w1", "10.0.0.1", 8000, "m", adapters, null, null, 1, B, 1, null, false,
+        null)));
+    for (String a : adapters) {
+      metrics.decision(router.route(request("r-" + a, a, false, 8)));
+    }
+    assertThat(meters.find("kvrouter.routing.eviction.share").gauges()).hasSize(20);
+
+    registry.replace(List.of(plain)); // the adapters were unloaded
+    metrics.retain(registry.current().all());
+    assertThat(meters.find("kvrouter.routing.eviction.share").gauges()).isEmpty();
+
+    metrics.decision(router.route(request("r-m", "m", false, 8)));
+    assertThat(meters.find("kvrouter.routing.eviction.share").tag("model", "m").gauges()).hasSize(1);
+    registry.replace(List.of(new Worker("w1", "10.0.0.1", 8000, "m", List.of("lora-0"), null, null, 1, B, 1, null,
+        false, null)));
+    metrics.retain(registry.current().all());
+    metrics.decision(router.route(request("r-lora-0", "lora-0", false, 8)));
+    assertThat(meters.find("kvrouter.routing.eviction.share").gauges()).as("a name served again is measured again")
+        .hasSize(2);
   }
 
   @Test
