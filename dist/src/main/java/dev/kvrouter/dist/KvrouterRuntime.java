@@ -219,6 +219,9 @@ public final class KvrouterRuntime implements AutoCloseable {
           log.error("ending unclaimed requests failed", e);
         }
       }, 250, 250, TimeUnit.MILLISECONDS);
+      io.micrometer.core.instrument.Gauge.builder("kvrouter.observer.pending", inFlight, InFlight::pending)
+          .description("routed requests awaiting their response observer (at most 200,000, each 10 minutes at most)")
+          .register(metrics);
       // What following responses costs: one message per chunk while the observer follows a response.
       FunctionCounter.builder("kvrouter.observer.messages", inFlight, InFlight::observerMessages)
           .description("messages from Envoy's response observer filter (one per response chunk followed)")
@@ -328,6 +331,9 @@ public final class KvrouterRuntime implements AutoCloseable {
     io.micrometer.core.instrument.Gauge.builder("kvrouter.replicas.endpoints", replicaLink, ZmqReplicaLink::following)
         .description("peer endpoints followed: every address replicas.peers resolve to, this replica's own left out")
         .register(metrics);
+    io.micrometer.core.instrument.Gauge.builder("kvrouter.replicas.queued", replicaLink, ZmqReplicaLink::queued)
+        .description("messages waiting to be sent to the other replicas (at most replicas.max_queued)")
+        .register(metrics);
     io.micrometer.core.instrument.Gauge.builder("kvrouter.replicas.peers", sync, ReplicaSync::peerCount)
         .description("other router replicas heard from within replicas.peer_timeout_ms")
         .register(metrics);
@@ -382,6 +388,10 @@ public final class KvrouterRuntime implements AutoCloseable {
     tracker = new DecisionTracker(ledger, health, staleViewTrust,
         DecisionLog.toLogger(r.decisionLog().maxCandidates(), r.decisionLog().enabled()),
         decisionMetrics, System::nanoTime, r.load().maxReservations(), ttl);
+    io.micrometer.core.instrument.Gauge.builder("kvrouter.requests.followed", tracker, DecisionTracker::tracking)
+        .description("routed requests followed for their release, truth check and records (at most "
+            + "routing.load.max_reservations)")
+        .register(metrics);
     DecisionTracker t = tracker;
     scheduler.scheduleWithFixedDelay(() -> {
       try {

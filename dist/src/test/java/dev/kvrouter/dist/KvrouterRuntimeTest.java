@@ -107,6 +107,40 @@ class KvrouterRuntimeTest {
     }
   }
 
+  /**
+   * Everything that holds memory is bounded and measured (docs/operations.md, "Memory"): each bounded structure of
+   * the router process has a series on /metrics, there from the start (a gauge that appears only under load cannot
+   * be alerted on).
+   */
+  @Test
+  void everyBoundedStructureHasItsSeriesOnMetrics(@TempDir Path dir) throws Exception {
+    Files.writeString(dir.resolve("workers.yaml"),
+        "workers:\n  - {name: a, address: 127.0.0.1, port: 1, model: m}\n");
+    int admin = freePort();
+    KvrouterConfig cfg = KvrouterConfig.parse("server: {ext_proc_port: " + freePort() + ", xds_port: " + freePort()
+        + ", admin_port: " + admin + "}\nrouting: {scrape: {enabled: false}}\nreplicas: {bind: tcp://127.0.0.1:"
+        + freePort() + "}\n", "t");
+    KvrouterRuntime rt = KvrouterRuntime.start(cfg, dir, KvrouterRuntime.Mode.ALL);
+    try {
+      String metrics = HttpClient.newHttpClient().send(
+          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + admin + "/metrics")).build(),
+          HttpResponse.BodyHandlers.ofString()).body();
+      List<String> series = metrics.lines().filter(l -> !l.startsWith("#")).map(l -> l.split("[{ ]")[0]).toList();
+      assertThat(series).contains(
+          "kvrouter_index_memory_bytes", // the table, per-worker maps, prediction rings
+          "kvrouter_index_media_memory_bytes", // the media identifier caches
+          "kvrouter_index_predicted_entries",
+          "kvrouter_ledger_reservations",
+          "kvrouter_ledger_block_refs", // per-worker block references of the reservations
+          "kvrouter_requests_followed", // DecisionTracker
+          "kvrouter_observer_pending", // InFlight: decisions awaiting their response observer
+          "kvrouter_replicas_queued", // ZmqReplicaLink's send queue
+          "kvrouter_replicas_peers");
+    } finally {
+      rt.close();
+    }
+  }
+
   /** Runs {@code kvrouter -c config} and returns its status, keeping what it printed on stderr. */
   private static int runCli(Path config, StringBuilder stderr) {
     return runCli(stderr, "-c", config.toString());

@@ -33,6 +33,9 @@ public final class LoadMetrics {
     this.health = health;
     Gauge.builder("kvrouter.ledger.reservations", ledger, LoadLedger::liveReservations)
         .description("Load reservations held (requests in flight the router accounts for)").register(registry);
+    Gauge.builder("kvrouter.ledger.block.refs", ledger, l -> l.totals()[3])
+        .description("Distinct (worker, block) pairs the reservations held reference (in-flight requests' blocks)")
+        .register(registry);
     FunctionCounter.builder("kvrouter.ledger.expired", ledger, LoadLedger::expired)
         .description("Reservations released by expiry because their response never reported an end")
         .register(registry);

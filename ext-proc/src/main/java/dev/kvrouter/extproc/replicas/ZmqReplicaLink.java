@@ -179,6 +179,11 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
     return boundPort;
   }
 
+  /** Messages waiting to be sent now. */
+  public int queued() {
+    return queue.size();
+  }
+
   /** Messages dropped because the send queue was full, since start. */
   public long dropped() {
     return dropped.get();
