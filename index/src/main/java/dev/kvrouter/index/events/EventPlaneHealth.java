@@ -82,6 +82,9 @@ public final class EventPlaneHealth {
     }).tags(tags).baseUnit("seconds").description("time since the worker's last event batch").register(registry));
     ms.add(Gauge.builder("kvrouter.events.lag", h, x -> x.lagMillis() / 1000.0).tags(tags).baseUnit("seconds")
         .description("receive time minus engine timestamp of the last batch").register(registry));
+    ms.add(Gauge.builder("kvrouter.events.buffer.memory", h, WorkerEventHealth::bufferBytes).tags(tags)
+        .baseUnit("bytes").description("bytes of the worker's event batch buffer (its largest recent batch)")
+        .register(registry));
     ms.add(Gauge.builder("kvrouter.events.stale", h, x -> x.stale() ? 1 : 0).tags(tags)
         .description("1 when the worker's event view may be wrong").register(registry));
     ms.add(Gauge.builder("kvrouter.index.worker.blocks", view, WorkerView::size).tags(tags)

@@ -60,6 +60,8 @@ final class StreamFollower {
   private boolean complete;
   private long evictionsAtStart;
   private long firstReplayed = -1;
+  /** The buffer's size as last told to {@link #health}. */
+  private long bufferBytes = -1;
 
   StreamFollower(EventApplier applier, WorkerEventHealth health, EventDecoder decoder, Replayer replayer,
       Clock clock, Integer expectedRank) {
@@ -150,6 +152,10 @@ final class StreamFollower {
     }
     health.inc(EventCounter.BATCHES);
     health.received(now, batch.ts(), seq);
+    if (batch.footprintBytes() != bufferBytes) {
+      bufferBytes = batch.footprintBytes();
+      health.bufferBytes(bufferBytes);
+    }
     if (expectedRank != null && batch.dataParallelRank() != null
         && !expectedRank.equals(batch.dataParallelRank())) {
       health.inc(EventCounter.DP_RANK_MISMATCH);

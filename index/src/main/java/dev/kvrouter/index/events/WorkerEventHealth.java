@@ -28,6 +28,7 @@ public final class WorkerEventHealth {
   private volatile long lastSeq = -1;
   private volatile boolean stale;
   private volatile String staleReason = "";
+  private volatile long bufferBytes;
   private long lastCauseMillis;
 
   WorkerEventHealth(WorkerId id, WorkerView view, long recoveryMillis, List<StaleListener> listeners) {
@@ -69,6 +70,15 @@ public final class WorkerEventHealth {
   /** Last sequence number applied in the current publisher lifetime, -1 if none. */
   public long lastSeq() {
     return lastSeq;
+  }
+
+  /** Bytes of the worker's batch buffer, which grows to its largest batch and shrinks after a run of small ones. */
+  public long bufferBytes() {
+    return bufferBytes;
+  }
+
+  void bufferBytes(long bytes) {
+    bufferBytes = bytes;
   }
 
   void received(long nowMillis, double batchTs, long seq) {

@@ -40,6 +40,11 @@ public final class EventBuffer {
   private static final int S_EXTRA = 1 << 15;
 
   private static final List<List<Object>> NO_EXTRA = List.of();
+  private static final int FIRST_EVENTS = 64;
+  private static final int FIRST_HASHES = 256;
+  private static final int FIRST_TOKENS = 4096;
+  /** Fills watched before the arrays may shrink ({@link #trim}). */
+  private static final int TRIM_WINDOW = 64;
 
   private double ts;
   private boolean hasDp;
@@ -47,32 +52,37 @@ public final class EventBuffer {
   private int skipped;
   private int size;
 
-  private byte[] kind = new byte[64];
-  private int[] flags = new int[64];
-  private int[] hashStart = new int[64];
-  private int[] hashCount = new int[64];
-  private int[] tokenStart = new int[64];
-  private int[] tokenCount = new int[64];
-  private long[] parent = new long[64];
-  private int[] blockSize = new int[64];
-  private int[] loraId = new int[64];
-  private int[] group = new int[64];
-  private int[] window = new int[64];
-  private String[] medium = new String[64];
-  private String[] loraName = new String[64];
-  private String[] specKind = new String[64];
-  private String[] locality = new String[64];
-  private String[] ownership = new String[64];
-  private String[] session = new String[64];
-  private String[] cacheSalt = new String[64];
+  private byte[] kind = new byte[FIRST_EVENTS];
+  private int[] flags = new int[FIRST_EVENTS];
+  private int[] hashStart = new int[FIRST_EVENTS];
+  private int[] hashCount = new int[FIRST_EVENTS];
+  private int[] tokenStart = new int[FIRST_EVENTS];
+  private int[] tokenCount = new int[FIRST_EVENTS];
+  private long[] parent = new long[FIRST_EVENTS];
+  private int[] blockSize = new int[FIRST_EVENTS];
+  private int[] loraId = new int[FIRST_EVENTS];
+  private int[] group = new int[FIRST_EVENTS];
+  private int[] window = new int[FIRST_EVENTS];
+  private String[] medium = new String[FIRST_EVENTS];
+  private String[] loraName = new String[FIRST_EVENTS];
+  private String[] specKind = new String[FIRST_EVENTS];
+  private String[] locality = new String[FIRST_EVENTS];
+  private String[] ownership = new String[FIRST_EVENTS];
+  private String[] session = new String[FIRST_EVENTS];
+  private String[] cacheSalt = new String[FIRST_EVENTS];
   /** Per event: null (absent), {@link #NO_EXTRA} marker with {@link #extraNils} entries all nil, or the list. */
-  private Object[] extra = new Object[64];
-  private int[] extraNils = new int[64];
+  private Object[] extra = new Object[FIRST_EVENTS];
+  private int[] extraNils = new int[FIRST_EVENTS];
 
-  private long[] hashes = new long[256];
+  private long[] hashes = new long[FIRST_HASHES];
   private int hashTop;
-  private int[] tokens = new int[4096];
+  private int[] tokens = new int[FIRST_TOKENS];
   private int tokenTop;
+  /** Fills since the last {@link #trim}, and the most each array held in one of them. */
+  private int fills;
+  private int peakEvents;
+  private int peakHashes;
+  private int peakTokens;
 
   // ------------------------------------------------------------------------------------------------------
   // Reading
@@ -188,10 +198,22 @@ public final class EventBuffer {
     return x == null || x == NO_EXTRA ? null : (List<List<Object>>) x;
   }
 
+  /** Bytes held by the arrays (per event slot 85, per hash 8, per token 4), for the per-worker gauge. */
+  public long footprintBytes() {
+    return 21 * 16L + 85L * kind.length + 8L * hashes.length + 4L * tokens.length;
+  }
+
   // ------------------------------------------------------------------------------------------------------
   // Filling (FastEventReader and load)
 
   void clear() {
+    // the fill just ended counts towards the window that decides whether the arrays shrink (see trim)
+    peakEvents = Math.max(peakEvents, size);
+    peakHashes = Math.max(peakHashes, hashTop);
+    peakTokens = Math.max(peakTokens, tokenTop);
+    if (++fills == TRIM_WINDOW) {
+      trim();
+    }
     size = 0;
     hashTop = 0;
     tokenTop = 0;
@@ -346,6 +368,30 @@ public final class EventBuffer {
   void extra(int e, List<List<Object>> v) {
     extra[e] = v;
     flags[e] |= S_EXTRA;
+  }
+
+  /**
+   * Gives back what one large batch (a long prompt's tokens, a burst of stores) made the arrays grow to: an array
+   * that a whole window of fills used under a quarter of goes back to twice that use (at least its first size).
+   * Once per {@value #TRIM_WINDOW} fills, so a worker whose large batches come often keeps its arrays.
+   */
+  private void trim() {
+    int events = Math.max(FIRST_EVENTS, 2 * peakEvents);
+    if (kind.length > 2 * events) {
+      grow(events);
+    }
+    int h = Math.max(FIRST_HASHES, 2 * peakHashes);
+    if (hashes.length > 2 * h) {
+      hashes = new long[h];
+    }
+    int t = Math.max(FIRST_TOKENS, 2 * peakTokens);
+    if (tokens.length > 2 * t) {
+      tokens = new int[t];
+    }
+    fills = 0;
+    peakEvents = 0;
+    peakHashes = 0;
+    peakTokens = 0;
   }
 
   private void grow(int n) {

@@ -170,6 +170,8 @@ class EventSubscriberTest {
     assertThat(registry.get("kvrouter.events.blocks").tags("op", "stored").functionCounter().count())
         .isGreaterThanOrEqualTo(2);
     assertThat(registry.get("kvrouter.events.stale").tags("worker", "engine").gauge().value()).isZero();
+    assertThat(registry.get("kvrouter.events.buffer.memory").tags("worker", "engine", "dp_rank", "1").gauge().value())
+        .isPositive();
     assertThat(registry.get("kvrouter.events.lag").tags("worker", "engine").gauge().value()).isFinite();
     assertThat(registry.get("kvrouter.events.last.event.age").tags("worker", "engine").gauge().value())
         .isGreaterThanOrEqualTo(0);

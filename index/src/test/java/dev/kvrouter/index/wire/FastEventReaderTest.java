@@ -114,6 +114,27 @@ class FastEventReaderTest {
     assertThat(buffer.has(0, EventBuffer.TOKENS_UNSUPPORTED)).isTrue();
   }
 
+  /**
+   * A worker's buffer grows to its largest batch (a long prompt's tokens, a burst of stores); it gives that back
+   * once a run of batches shows it is not needed, rather than holding each worker's peak for good.
+   */
+  @Test
+  void aBufferGivesBackWhatOneLargeBatchMadeItGrow() {
+    long fresh = buffer.footprintBytes();
+    List<KvEvent> large = new ArrayList<>();
+    for (int e = 0; e < 2000; e++) {
+      large.add(BlockStored.of(new long[16], null, new int[16 * 16], 16, "GPU"));
+    }
+    buffer.load(new EventBatch(1.0, large, null, 0));
+    assertThat(buffer.footprintBytes()).isGreaterThan(fresh + 2000L * 16 * 16 * 4);
+    EventBatch small = new EventBatch(2.0, List.of(BlockStored.of(new long[] {1}, null, new int[16], 16, "GPU")),
+        null, 0);
+    for (int i = 0; i < 200; i++) {
+      assertThat(buffer.load(small).toBatch()).isEqualTo(small);
+    }
+    assertThat(buffer.footprintBytes()).isEqualTo(fresh);
+  }
+
   @Test
   void unsupportedTokenFormatsAndUnknownEventsAreReadLikeTheDecoder() {
     // an event whose token_ids are pairs (EAGLE bigrams) is kept with unsupported tokens; an unknown tag is skipped
