@@ -20,6 +20,7 @@ import dev.kvrouter.extproc.server.ExtProcOptions;
 import dev.kvrouter.extproc.routing.Weights;
 import dev.kvrouter.index.IndexConfig;
 import dev.kvrouter.index.media.MediaIdentityConfig;
+import dev.kvrouter.xds.registry.YamlSpellings;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -389,7 +390,8 @@ public record KvrouterConfig(
   /**
    * Strict on purpose: a repeated key would silently replace the first (a second {@code events:} section drops every
    * setting of the first), and a fraction or a quoted value for a number or switch would be truncated or guessed at
-   * ({@code 9002.9} became port 9002). Each of these is a typo the file's author should hear about.
+   * ({@code 9002.9} became port 9002), and so would a number YAML 1.1 reads in another base ({@code 0x1F40}, checked
+   * by {@link YamlSpellings}). Each of these is a typo the file's author should hear about.
    */
   private static final ObjectMapper YAML = strict(new ObjectMapper(YAMLFactory.builder()
       .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build()));
@@ -416,25 +418,36 @@ public record KvrouterConfig(
   }
 
   public static KvrouterConfig parse(String yaml, String source) {
+    // how numbers were spelled is gone once bound: 0x1F40 would be port 8000 (the same check as workers.yaml's)
+    List<String> spellings = YamlSpellings.check(YAML.getFactory(), yaml);
     KvrouterConfig c;
     try {
       c = yaml.isBlank() ? defaults() : YAML.readValue(yaml, KvrouterConfig.class);
     } catch (UnrecognizedPropertyException e) {
-      throw new InvalidConfig(source + ": " + path(e) + ": unknown key `" + e.getPropertyName() + "` (allowed: "
+      throw invalid(source, spellings, List.of(path(e) + ": unknown key `" + e.getPropertyName() + "` (allowed: "
           + e.getKnownPropertyIds().stream().map(Object::toString).sorted().collect(Collectors.joining(", "))
-          + ")");
+          + ")"));
     } catch (JsonMappingException e) {
-      throw new InvalidConfig(source + ": " + path(e) + ": " + explain(e.getOriginalMessage(), e.getLocation()));
+      throw invalid(source, spellings, List.of(path(e) + ": " + explain(e.getOriginalMessage(), e.getLocation())));
     } catch (StreamReadException e) {
-      throw new InvalidConfig(source + ": " + path(e) + ": " + explain(e.getOriginalMessage(), e.getLocation()));
+      throw invalid(source, spellings, List.of(path(e) + ": " + explain(e.getOriginalMessage(), e.getLocation())));
     } catch (IOException e) {
       throw new InvalidConfig(source + ": not valid YAML: " + e.getMessage());
     }
     if (c == null) {
       c = defaults();
     }
-    c.validate(source);
+    List<String> errors = new ArrayList<>(spellings);
+    errors.addAll(c.problems());
+    if (!errors.isEmpty()) {
+      throw invalid(source, errors, List.of());
+    }
     return c;
+  }
+
+  private static InvalidConfig invalid(String source, List<String> first, List<String> then) {
+    return new InvalidConfig(java.util.stream.Stream.concat(first.stream(), then.stream())
+        .map(e -> source + ": " + e).collect(Collectors.joining("\n")));
   }
 
   /**
@@ -442,12 +455,9 @@ public record KvrouterConfig(
    * the mapping that holds it (its own current name is the repeated key, which the message gives).
    */
   private static String path(StreamReadException e) {
-    List<String> names = new ArrayList<>();
     JsonStreamContext c = e.getProcessor() == null ? null : e.getProcessor().getParsingContext();
-    for (c = c == null ? null : c.getParent(); c != null && !c.inRoot(); c = c.getParent()) {
-      names.add(0, c.inArray() ? "[" + c.getCurrentIndex() + "]" : c.getCurrentName());
-    }
-    return names.isEmpty() ? "(top level)" : String.join(".", names).replace(".[", "[");
+    String p = c == null ? "" : YamlSpellings.path(c.getParent());
+    return p.isEmpty() ? "(top level)" : p;
   }
 
   private static final Pattern DUPLICATE = Pattern.compile(
@@ -483,6 +493,14 @@ public record KvrouterConfig(
 
   /** Checks every value; throws {@link InvalidConfig} listing all problems. */
   public void validate(String source) {
+    List<String> errors = problems();
+    if (!errors.isEmpty()) {
+      throw invalid(source, errors, List.of());
+    }
+  }
+
+  /** Every value's problem, each with its path; empty when valid. */
+  private List<String> problems() {
     List<String> errors = new ArrayList<>();
     port(errors, "server.ext_proc_port", server.extProcPort());
     port(errors, "server.xds_port", server.xdsPort());
@@ -574,9 +592,7 @@ public record KvrouterConfig(
     if (replicas.maxQueued() < 1024) {
       errors.add("replicas.max_queued: must be >= 1024");
     }
-    if (!errors.isEmpty()) {
-      throw new InvalidConfig(errors.stream().map(e -> source + ": " + e).collect(Collectors.joining("\n")));
-    }
+    return errors;
   }
 
   private static void port(List<String> errors, String name, int p) {

@@ -196,6 +196,33 @@ class KvrouterConfigTest {
         .gpuCredit()).as("a whole number is a number").isEqualTo(2.0);
   }
 
+  /**
+   * YAML 1.1 reads 0x1F40 as 8000, 017 as 15 and 1_000 as 1000: the router listened on a port, waited an interval,
+   * the file never spelled in decimal. Each is an error naming the path and line, as in workers.yaml.
+   */
+  @Test
+  void numbersInAnotherBaseOrNotationAreErrorsNamingPathAndLine() {
+    assertThatThrownBy(() -> KvrouterConfig.parse("server:\n  ext_proc_port: 0x1F40\n", "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .hasMessage("k.yaml: server.ext_proc_port (line 2): `0x1F40` is not a plain decimal number (YAML reads it as"
+            + " 8000); write the number in decimal");
+    assertThatThrownBy(() -> KvrouterConfig.parse("""
+        limits: {retry_after_seconds: 017}
+        workers: {poll_interval_ms: 1_000}
+        routing: {weights: {gpu_credit: +2}, models: {m: {busy: {max_waiting_requests: 0b11}}}}
+        """, "k.yaml"))
+        .hasMessageContaining("k.yaml: limits.retry_after_seconds (line 1): `017` is not a plain decimal number"
+            + " (YAML reads it as 15)")
+        .hasMessageContaining("k.yaml: workers.poll_interval_ms (line 2): `1_000` is not a plain decimal number")
+        .hasMessageContaining("k.yaml: routing.weights.gpu_credit (line 3): `+2` is not a plain decimal number")
+        .hasMessageContaining("k.yaml: routing.models.m.busy.max_waiting_requests (line 3): `0b11` is not a plain");
+    // what stays accepted: plain decimals, negative where allowed, quoted strings that look like numbers
+    KvrouterConfig c = KvrouterConfig.parse("server: {ext_proc_port: 8000}\nrouting: {weights: {temperature: 0}}\n"
+        + "tenancy: {header: \"017\"}\n", "k.yaml");
+    assertThat(c.server().extProcPort()).isEqualTo(8000);
+    assertThat(c.tenancy().header()).isEqualTo("017");
+  }
+
   @Test
   void wrongTypesNameTheirPath() {
     assertThatThrownBy(() -> KvrouterConfig.parse("server: {ext_proc_port: lots}", "k.yaml"))

@@ -1,9 +1,6 @@
 package dev.kvrouter.xds.registry;
 
-import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.core.JsonStreamContext;
-import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -62,8 +59,6 @@ public final class WorkersFile {
   private static final Set<String> WORKER_KEYS = Set.of("name", "address", "port", "model", "adapters", "role",
       "dp_size", "block_size", "weight", "metrics_url", "draining", "labels", "events");
   private static final Set<String> EVENT_KEYS = Set.of("endpoint", "replay_endpoint", "topic", "bind");
-  private static final Pattern PLAIN_INTEGER = Pattern.compile("-?(0|[1-9][0-9]*)");
-  private static final Set<String> YAML_NULLS = Set.of("~", "null", "Null", "NULL");
 
   private WorkersFile() {}
 
@@ -89,7 +84,7 @@ public final class WorkersFile {
       throw new InvalidWorkersFile(source + ": not valid YAML: " + firstLine(e.getMessage()));
     }
     List<String> errors = new ArrayList<>();
-    spellings(yaml, source, errors);
+    YamlSpellings.check(YAML.getFactory(), yaml).forEach(e -> errors.add(source + ": " + e));
     List<Worker> workers = new ArrayList<>();
     // An empty file is what a poll sees while an in-place rewrite (`cat > workers.yaml`, most editors) is between
     // truncating and writing: read as an empty fleet it would purge every cluster and index view. Only an explicit
@@ -348,43 +343,6 @@ public final class WorkersFile {
   private static String kind(JsonNode v) {
     return v == null || v.isNull() ? "null" : v.isArray() ? "a list" : v.isObject() ? "a mapping"
         : v.isTextual() && v.asText().isBlank() ? "an empty string" : v.asText();
-  }
-
-  /**
-   * What the tree no longer shows: how a number or key was spelled. YAML 1.1 reads {@code 0x1F40}, {@code 017},
-   * {@code 0b101}, {@code 1_000} and {@code +80} as numbers in other bases or notations (017 is 15), which an
-   * operator rarely means; an unquoted {@code ~} or {@code null} key is YAML's null, which the tree turns into the
-   * text "~" or "null". The tree's own reading reports a file that is not valid YAML.
-   */
-  private static void spellings(String yaml, String source, List<String> errors) {
-    try (JsonParser p = YAML.getFactory().createParser(yaml)) {
-      for (JsonToken t = p.nextToken(); t != null; t = p.nextToken()) {
-        String line = " (line " + p.currentTokenLocation().getLineNr() + ")";
-        if (t == JsonToken.VALUE_NUMBER_INT && !PLAIN_INTEGER.matcher(p.getText()).matches()) {
-          errors.add(source + ": " + path(p.getParsingContext()) + line + ": `" + p.getText()
-              + "` is not a plain decimal number (YAML reads it as " + p.getNumberValue()
-              + "); write the number in decimal");
-        } else if (t == JsonToken.FIELD_NAME && YAML_NULLS.contains(p.currentName())) {
-          long at = p.currentTokenLocation().getCharOffset();
-          char first = at >= 0 && at < yaml.length() ? yaml.charAt((int) at) : '~';
-          if (first != '"' && first != '\'') {
-            errors.add(source + ": " + path(p.getParsingContext()) + line
-                + ": the key is YAML's null; name it (or quote it)");
-          }
-        }
-      }
-    } catch (IOException e) {
-      // reported by the tree's reading
-    }
-  }
-
-  /** workers[0].labels.zone: the path of the current key or value. */
-  private static String path(JsonStreamContext c) {
-    StringBuilder sb = new StringBuilder();
-    for (; c != null && !c.inRoot(); c = c.getParent()) {
-      sb.insert(0, c.inArray() ? "[" + c.getCurrentIndex() + "]" : "." + c.getCurrentName());
-    }
-    return sb.length() > 0 && sb.charAt(0) == '.' ? sb.substring(1) : sb.toString();
   }
 
   /** address:port with the address in one canonical form, so ::1 and 0:0:0:0:0:0:0:1 are the same server. */

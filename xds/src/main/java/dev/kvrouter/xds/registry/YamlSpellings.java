@@ -1,0 +1,62 @@
+package dev.kvrouter.xds.registry;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonStreamContext;
+import com.fasterxml.jackson.core.JsonToken;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * What a YAML tree or a bound record no longer shows: how a number or key was spelled. YAML 1.1 reads
+ * {@code 0x1F40}, {@code 017}, {@code 0b101}, {@code 1_000} and {@code +80} as numbers in other bases or notations
+ * (017 is 15), which an operator rarely means; an unquoted {@code ~} or {@code null} key is YAML's null, which the
+ * tree turns into the text "~" or "null". Both workers.yaml ({@link WorkersFile}) and kvrouter.yaml's loader refuse
+ * them, with the same words.
+ */
+public final class YamlSpellings {
+
+  private static final Pattern PLAIN_INTEGER = Pattern.compile("-?(0|[1-9][0-9]*)");
+  private static final Set<String> YAML_NULLS = Set.of("~", "null", "Null", "NULL");
+
+  private YamlSpellings() {}
+
+  /**
+   * Each oddly spelled number or null key of {@code yaml}, in file order, as {@code path (line n): what}. A file
+   * that is not valid YAML yields what was found before the fault: its reading as a tree reports the fault.
+   */
+  public static List<String> check(JsonFactory factory, String yaml) {
+    List<String> problems = new ArrayList<>();
+    try (JsonParser p = factory.createParser(yaml)) {
+      for (JsonToken t = p.nextToken(); t != null; t = p.nextToken()) {
+        String line = " (line " + p.currentTokenLocation().getLineNr() + ")";
+        if (t == JsonToken.VALUE_NUMBER_INT && !PLAIN_INTEGER.matcher(p.getText()).matches()) {
+          problems.add(path(p.getParsingContext()) + line + ": `" + p.getText()
+              + "` is not a plain decimal number (YAML reads it as " + p.getNumberValue()
+              + "); write the number in decimal");
+        } else if (t == JsonToken.FIELD_NAME && YAML_NULLS.contains(p.currentName())) {
+          long at = p.currentTokenLocation().getCharOffset();
+          char first = at >= 0 && at < yaml.length() ? yaml.charAt((int) at) : '~';
+          if (first != '"' && first != '\'') {
+            problems.add(path(p.getParsingContext()) + line + ": the key is YAML's null; name it (or quote it)");
+          }
+        }
+      }
+    } catch (IOException e) {
+      // reported by the tree's reading
+    }
+    return problems;
+  }
+
+  /** {@code workers[0].labels.zone}: the path of a parser's current key or value; empty at the top level. */
+  public static String path(JsonStreamContext c) {
+    StringBuilder sb = new StringBuilder();
+    for (; c != null && !c.inRoot(); c = c.getParent()) {
+      sb.insert(0, c.inArray() ? "[" + c.getCurrentIndex() + "]" : "." + c.getCurrentName());
+    }
+    return sb.length() > 0 && sb.charAt(0) == '.' ? sb.substring(1) : sb.toString();
+  }
+}
