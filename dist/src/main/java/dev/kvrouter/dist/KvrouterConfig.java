@@ -53,15 +53,15 @@ public record KvrouterConfig(
     Replicas replicas) {
 
   public KvrouterConfig {
-    events = events == null ? new Events(null, 0, 0, 0, 0, null, null, null, null, null, null) : events;
-    server = server == null ? new Server(null, 0, 0, 0, null, null) : server;
+    events = events == null ? new Events(null, null, null, null, 0, null, null, null, null, null, null) : events;
+    server = server == null ? new Server(null, null, null, null, null, null) : server;
     models = models == null ? List.of() : java.util.Collections.unmodifiableList(new ArrayList<>(models));
-    workers = workers == null ? new Workers(null, 0) : workers;
+    workers = workers == null ? new Workers(null, null) : workers;
     routing = routing == null ? new Routing(null, null, null, null, null, null, null, null) : routing;
     tenancy = tenancy == null ? new Tenancy(null, false, null, null, null) : tenancy;
-    limits = limits == null ? new Limits(0, 0) : limits;
+    limits = limits == null ? new Limits(null, null) : limits;
     observability = observability == null ? new Observability(null, null, null) : observability;
-    replicas = replicas == null ? new Replicas(null, null, 0, 0, 0) : replicas;
+    replicas = replicas == null ? new Replicas(null, null, null, null, null) : replicas;
   }
 
   /**
@@ -71,13 +71,15 @@ public record KvrouterConfig(
    * headless Service lists them all; this replica's own address is left out), docs/routing.md, "Several router
    * replicas".
    */
-  public record Replicas(String bind, List<String> peers, int peerTimeoutMs, int maxQueued, int resolveIntervalMs) {
+  public record Replicas(String bind, List<String> peers, Integer peerTimeoutMs, Integer maxQueued,
+      Integer resolveIntervalMs) {
     public Replicas {
       bind = bind == null ? "" : bind.trim();
       peers = peers == null ? List.of() : List.copyOf(peers);
-      peerTimeoutMs = peerTimeoutMs == 0 ? 3000 : peerTimeoutMs;
-      maxQueued = maxQueued == 0 ? 65536 : maxQueued;
-      resolveIntervalMs = resolveIntervalMs == 0 ? 5000 : resolveIntervalMs;
+      // null is unset; a 0 written in the file is a value, and validated as one
+      peerTimeoutMs = peerTimeoutMs == null ? 3000 : peerTimeoutMs;
+      maxQueued = maxQueued == null ? 65536 : maxQueued;
+      resolveIntervalMs = resolveIntervalMs == null ? 5000 : resolveIntervalMs;
     }
   }
 
@@ -86,23 +88,23 @@ public record KvrouterConfig(
    * NOT_SERVING while the router still routes, so Envoy's health check takes it out of the router cluster (its
    * share moves to the other replicas) before its port closes.
    */
-  public record Server(String bind, int extProcPort, int xdsPort, int adminPort, String requestBodyMode,
+  public record Server(String bind, Integer extProcPort, Integer xdsPort, Integer adminPort, String requestBodyMode,
       Integer drainMs) {
     public Server {
       drainMs = drainMs == null ? 2000 : drainMs;
       bind = bind == null ? "127.0.0.1" : bind;
-      extProcPort = extProcPort == 0 ? 9002 : extProcPort;
-      xdsPort = xdsPort == 0 ? 18000 : xdsPort;
-      adminPort = adminPort == 0 ? 9090 : adminPort;
+      extProcPort = extProcPort == null ? 9002 : extProcPort;
+      xdsPort = xdsPort == null ? 18000 : xdsPort;
+      adminPort = adminPort == null ? 9090 : adminPort;
       requestBodyMode = requestBodyMode == null ? "BUFFERED" : requestBodyMode.toUpperCase(Locale.ROOT);
     }
   }
 
   /** Where the fleet comes from: a watched workers.yaml (relative paths resolve against kvrouter.yaml). */
-  public record Workers(String file, int pollIntervalMs) {
+  public record Workers(String file, Integer pollIntervalMs) {
     public Workers {
       file = file == null ? "workers.yaml" : file;
-      pollIntervalMs = pollIntervalMs == 0 ? 500 : pollIntervalMs;
+      pollIntervalMs = pollIntervalMs == null ? 500 : pollIntervalMs;
     }
   }
 
@@ -295,7 +297,7 @@ public record KvrouterConfig(
    * @param staleViewTrust credit a stale view as far as the workers' usage reports confirm it, before
    *     {@code staleRecoveryMs} (default true; false: a stale view earns nothing until it recovers)
    */
-  public record Events(Boolean enabled, long maxIndexEntries, int predictedTtlMs, int approximateTtlMs,
+  public record Events(Boolean enabled, Long maxIndexEntries, Integer predictedTtlMs, Integer approximateTtlMs,
       int subscriberThreads, Integer staleRecoveryMs, Boolean earlyStop, Integer prefixJump, List<String> walkModels,
       MediaIdentities mediaIdentities, Boolean staleViewTrust) {
     public Events {
@@ -304,9 +306,10 @@ public record KvrouterConfig(
       prefixJump = prefixJump == null ? IndexConfig.DEFAULT_JUMP : prefixJump;
       walkModels = walkModels == null ? List.of() : List.copyOf(walkModels);
       enabled = enabled == null || enabled;
-      maxIndexEntries = maxIndexEntries == 0 ? 8_000_000L : maxIndexEntries;
-      predictedTtlMs = predictedTtlMs == 0 ? 5_000 : predictedTtlMs;
-      approximateTtlMs = approximateTtlMs == 0 ? 120_000 : approximateTtlMs;
+      maxIndexEntries = maxIndexEntries == null ? 8_000_000L : maxIndexEntries;
+      predictedTtlMs = predictedTtlMs == null ? 5_000 : predictedTtlMs;
+      approximateTtlMs = approximateTtlMs == null ? 120_000 : approximateTtlMs;
+      // 0 is documented as "as many as the cores allow, up to 4", the one setting where it stands for a default
       subscriberThreads = subscriberThreads == 0 ? Math.max(1, Math.min(4,
           Runtime.getRuntime().availableProcessors())) : subscriberThreads;
       // Unset means the default; 0 is a setting of its own (no timed recovery), so it may not stand for unset.
@@ -360,10 +363,10 @@ public record KvrouterConfig(
   }
 
   /** Bounds that protect the router. */
-  public record Limits(int maxBodyBytes, int retryAfterSeconds) {
+  public record Limits(Integer maxBodyBytes, Integer retryAfterSeconds) {
     public Limits {
-      maxBodyBytes = maxBodyBytes == 0 ? 8 * 1024 * 1024 : maxBodyBytes;
-      retryAfterSeconds = retryAfterSeconds == 0 ? 1 : retryAfterSeconds;
+      maxBodyBytes = maxBodyBytes == null ? 8 * 1024 * 1024 : maxBodyBytes;
+      retryAfterSeconds = retryAfterSeconds == null ? 1 : retryAfterSeconds;
     }
   }
 
@@ -532,14 +535,21 @@ public record KvrouterConfig(
       }
     }
     if (workers.pollIntervalMs() < 50) {
-      errors.add("workers.poll_interval_ms: must be >= 50");
+      errors.add("workers.poll_interval_ms: must be >= 50, was " + workers.pollIntervalMs());
     }
     errors.addAll(RoutingSettings.validate(routing));
     if (events.maxIndexEntries() < 1024) {
-      errors.add("events.max_index_entries: must be >= 1024");
+      errors.add("events.max_index_entries: must be >= 1024, was " + events.maxIndexEntries());
     }
-    if (events.predictedTtlMs() < 0 || events.approximateTtlMs() < 0 || events.staleRecoveryMs() < 0) {
-      errors.add("events: durations must not be negative");
+    if (events.predictedTtlMs() < 1) {
+      errors.add("events.predicted_ttl_ms: must be >= 1, was " + events.predictedTtlMs());
+    }
+    if (events.approximateTtlMs() < 1) {
+      errors.add("events.approximate_ttl_ms: must be >= 1, was " + events.approximateTtlMs());
+    }
+    if (events.staleRecoveryMs() < 0) {
+      errors.add("events.stale_recovery_ms: must be >= 0 (0: only an explicit recovery), was "
+          + events.staleRecoveryMs());
     }
     if (events.prefixJump() < 0 || events.prefixJump() == 1 || events.prefixJump() > IndexConfig.MAX_JUMP) {
       errors.add("events.prefix_jump: must be 0 (exact walk) or 2.." + IndexConfig.MAX_JUMP + " (jump search"
@@ -556,10 +566,10 @@ public record KvrouterConfig(
       errors.add("events.subscriber_threads: must be 1..64");
     }
     if (limits.maxBodyBytes() < 1024) {
-      errors.add("limits.max_body_bytes: must be >= 1024");
+      errors.add("limits.max_body_bytes: must be >= 1024, was " + limits.maxBodyBytes());
     }
     if (limits.retryAfterSeconds() < 1) {
-      errors.add("limits.retry_after_seconds: must be >= 1");
+      errors.add("limits.retry_after_seconds: must be >= 1, was " + limits.retryAfterSeconds());
     }
     if (!observability.logFormat().equals("json") && !observability.logFormat().equals("text")) {
       errors.add("observability.log_format: must be json or text");
@@ -597,7 +607,7 @@ public record KvrouterConfig(
 
   private static void port(List<String> errors, String name, int p) {
     if (p < 1 || p > 65535) {
-      errors.add(name + ": must be 1..65535");
+      errors.add(name + ": must be 1..65535, was " + p);
     }
   }
 }

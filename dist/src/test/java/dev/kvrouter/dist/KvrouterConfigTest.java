@@ -154,6 +154,52 @@ class KvrouterConfigTest {
         .hasMessageContaining("observability.truth_check_every: must be >= 0");
   }
 
+  /**
+   * A zero written in the file used to become the default without a word (max_body_bytes: 0 was 8 MiB, a port 0 the
+   * default port). It is rejected with its path and range; where 0 is documented as a setting, it is honoured.
+   */
+  @Test
+  void aWrittenZeroIsHonouredOrRejectedNeverReplacedByTheDefault() {
+    assertThatThrownBy(() -> KvrouterConfig.parse("""
+        server: {ext_proc_port: 0, xds_port: 0, admin_port: 0}
+        workers: {poll_interval_ms: 0}
+        events: {max_index_entries: 0, predicted_ttl_ms: 0, approximate_ttl_ms: 0}
+        limits: {max_body_bytes: 0, retry_after_seconds: 0}
+        replicas: {bind: 'tcp://127.0.0.1:5601', peer_timeout_ms: 0, max_queued: 0, resolve_interval_ms: 0}
+        """, "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .hasMessageContaining("k.yaml: server.ext_proc_port: must be 1..65535, was 0")
+        .hasMessageContaining("k.yaml: server.xds_port: must be 1..65535, was 0")
+        .hasMessageContaining("k.yaml: server.admin_port: must be 1..65535, was 0")
+        .hasMessageContaining("k.yaml: workers.poll_interval_ms: must be >= 50, was 0")
+        .hasMessageContaining("k.yaml: events.max_index_entries: must be >= 1024, was 0")
+        .hasMessageContaining("k.yaml: events.predicted_ttl_ms: must be >= 1, was 0")
+        .hasMessageContaining("k.yaml: events.approximate_ttl_ms: must be >= 1, was 0")
+        .hasMessageContaining("k.yaml: limits.max_body_bytes: must be >= 1024, was 0")
+        .hasMessageContaining("k.yaml: limits.retry_after_seconds: must be >= 1, was 0")
+        .hasMessageContaining("k.yaml: replicas.peer_timeout_ms: must be >= 1500")
+        .hasMessageContaining("k.yaml: replicas.max_queued: must be >= 1024")
+        .hasMessageContaining("k.yaml: replicas.resolve_interval_ms: must be >= 500");
+    KvrouterConfig zeros = KvrouterConfig.parse("""
+        server: {drain_ms: 0}
+        events: {subscriber_threads: 0, stale_recovery_ms: 0, prefix_jump: 0}
+        routing:
+          weights: {temperature: 0, bounded_load: 0}
+          busy: {max_prefill_tokens: 0, max_kv_usage: 0}
+          health: {unreachable_after: 0, eject_after_errors: 0}
+        observability: {truth_check_every: 0}
+        """, "k.yaml");
+    assertThat(zeros.server().drainMs()).isZero();
+    assertThat(zeros.events().subscriberThreads()).as("documented: 0 = min(4, cores)")
+        .isEqualTo(KvrouterConfig.defaults().events().subscriberThreads()).isPositive();
+    assertThat(zeros.events().staleRecoveryMs()).isZero();
+    assertThat(zeros.events().prefixJump()).isZero();
+    assertThat(zeros.routing().weights().boundedLoad()).isZero();
+    assertThat(zeros.routing().busy().maxPrefillTokens()).isZero();
+    assertThat(zeros.routing().health().unreachableAfter()).isZero();
+    assertThat(zeros.observability().truthCheckEvery()).isZero();
+  }
+
   /** 0 is documented (Events, docs/index.md) and implemented (WorkerEventHealth); it was read as unset. */
   @Test
   void staleRecoveryZeroKeepsAStaleViewStaleUntilAnExplicitRecovery() {
@@ -162,7 +208,7 @@ class KvrouterConfigTest {
     assertThat(KvrouterConfig.parse("events: {enabled: true}\n", "k.yaml").events().staleRecoveryMs())
         .isEqualTo(60_000);
     assertThatThrownBy(() -> KvrouterConfig.parse("events: {stale_recovery_ms: -1}\n", "k.yaml"))
-        .hasMessageContaining("events: durations must not be negative");
+        .hasMessageContaining("events.stale_recovery_ms: must be >= 0 (0: only an explicit recovery), was -1");
   }
 
   /** A second `events:` used to replace the first whole, silently. */
