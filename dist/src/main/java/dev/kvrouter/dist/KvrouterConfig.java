@@ -1,17 +1,16 @@
 package dev.kvrouter.dist;
 
-import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonStreamContext;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.exc.StreamReadException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.cfg.CoercionAction;
 import com.fasterxml.jackson.databind.cfg.CoercionInputShape;
 import com.fasterxml.jackson.databind.type.LogicalType;
-import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.kvrouter.extproc.model.ModelSpec;
 import dev.kvrouter.extproc.model.ModelSpecs;
@@ -32,14 +31,12 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 /**
  * {@code kvrouter.yaml}: the one configuration file. Every field has a default (docs/configuration.md lists
- * them); unknown keys are errors; {@link #validate} reports every problem at once, each with its path, before
- * anything starts.
+ * them); unknown keys are errors; {@link #parse} reports every problem at once (keys and types found by
+ * {@link ConfigTree}, then values), each with its path, before anything starts.
  */
 public record KvrouterConfig(
     Server server,
@@ -421,26 +418,33 @@ public record KvrouterConfig(
   }
 
   public static KvrouterConfig parse(String yaml, String source) {
-    // how numbers were spelled is gone once bound: 0x1F40 would be port 8000 (the same check as workers.yaml's)
-    List<String> spellings = YamlSpellings.check(YAML.getFactory(), yaml);
-    KvrouterConfig c;
+    // how numbers were spelled is gone once read: 0x1F40 would be port 8000 (the same check as workers.yaml's)
+    List<String> errors = new ArrayList<>(YamlSpellings.check(YAML.getFactory(), yaml));
+    JsonNode tree;
     try {
-      c = yaml.isBlank() ? defaults() : YAML.readValue(yaml, KvrouterConfig.class);
-    } catch (UnrecognizedPropertyException e) {
-      throw invalid(source, spellings, List.of(path(e) + ": unknown key `" + e.getPropertyName() + "` (allowed: "
-          + e.getKnownPropertyIds().stream().map(Object::toString).sorted().collect(Collectors.joining(", "))
-          + ")"));
-    } catch (JsonMappingException e) {
-      throw invalid(source, spellings, List.of(path(e) + ": " + explain(e.getOriginalMessage(), e.getLocation())));
+      tree = YAML.readTree(yaml);
     } catch (StreamReadException e) {
-      throw invalid(source, spellings, List.of(path(e) + ": " + explain(e.getOriginalMessage(), e.getLocation())));
+      throw invalid(source, errors, List.of(path(e) + ": " + ConfigTree.explain(e.getOriginalMessage(),
+          e.getLocation())));
     } catch (IOException e) {
       throw new InvalidConfig(source + ": not valid YAML: " + e.getMessage());
     }
-    if (c == null) {
-      c = defaults();
+    if (tree == null || tree.isMissingNode() || tree.isNull()) {
+      tree = YAML.createObjectNode(); // empty, or only comments: every default
     }
-    List<String> errors = new ArrayList<>(spellings);
+    errors.addAll(ConfigTree.prune(YAML, tree, KvrouterConfig.class));
+    if (!tree.isObject()) {
+      throw invalid(source, errors, List.of());
+    }
+    KvrouterConfig c;
+    try {
+      c = YAML.treeToValue(tree, KvrouterConfig.class);
+    } catch (JsonMappingException e) {
+      // what the walk did not foresee: reported as binding sees it
+      throw invalid(source, errors, List.of(path(e) + ": " + ConfigTree.explain(e.getOriginalMessage(), null)));
+    } catch (IOException e) {
+      throw invalid(source, errors, List.of(String.valueOf(e.getMessage())));
+    }
     errors.addAll(c.problems());
     if (!errors.isEmpty()) {
       throw invalid(source, errors, List.of());
@@ -461,30 +465,6 @@ public record KvrouterConfig(
     JsonStreamContext c = e.getProcessor() == null ? null : e.getProcessor().getParsingContext();
     String p = c == null ? "" : YamlSpellings.path(c.getParent());
     return p.isEmpty() ? "(top level)" : p;
-  }
-
-  private static final Pattern DUPLICATE = Pattern.compile(
-      "Duplicate field '(.*)'");
-  private static final Pattern COERCION = Pattern.compile(
-      "Cannot coerce (?:empty )?(.+?)(?: value)? \\((.*)\\) to `([^`]+)` value.*", Pattern.DOTALL);
-
-  /** Jackson's wording for the strict checks points at its own settings; say what the file should hold. */
-  private static String explain(String message, JsonLocation at) {
-    String line = at == null || at.getLineNr() < 1 ? "" : " (line " + at.getLineNr() + ")";
-    Matcher m = DUPLICATE.matcher(message);
-    if (m.matches()) {
-      return "key `" + m.group(1) + "` appears twice" + line + "; the second would silently replace the first";
-    }
-    m = COERCION.matcher(message);
-    if (m.matches()) {
-      String type = m.group(3).replace("java.lang.", "").toLowerCase(Locale.ROOT);
-      String want = type.equals("boolean") ? "true or false"
-          : type.equals("int") || type.equals("integer") || type.equals("long") ? "a whole number" : "a number";
-      boolean quoted = m.group(1).equals("String") && !m.group(2).equals("\"\"");
-      return "must be " + want + ", was " + m.group(1).toLowerCase(Locale.ROOT) + " " + m.group(2)
-          + (quoted ? " (write it without quotes)" : "");
-    }
-    return message;
   }
 
   private static String path(JsonMappingException e) {

@@ -1,11 +1,13 @@
 package dev.kvrouter.dist;
 
+import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import dev.kvrouter.extproc.routing.BusyThresholds;
 import dev.kvrouter.extproc.routing.EvictionPressure;
 import dev.kvrouter.extproc.routing.ModelRouting;
 import dev.kvrouter.extproc.routing.RoutingConfig;
 import dev.kvrouter.extproc.routing.StandardPolicies;
 import dev.kvrouter.extproc.routing.Weights;
+import java.lang.reflect.RecordComponent;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -29,6 +31,9 @@ final class RoutingSettings {
   static final List<String> BUSY_KEYS =
       List.of("max_prefill_tokens", "max_decode_blocks", "max_kv_usage", "max_waiting_requests", "when_all_busy");
 
+  private static final PropertyNamingStrategies.NamingBase SNAKE =
+      (PropertyNamingStrategies.NamingBase) PropertyNamingStrategies.SNAKE_CASE;
+
   private RoutingSettings() {}
 
   /** Every problem in {@code r}, each prefixed with its path; empty when valid. */
@@ -41,7 +46,17 @@ final class RoutingSettings {
     try {
       w = weights(r.weights());
     } catch (IllegalArgumentException e) {
-      errors.add("routing.weights: " + e.getMessage());
+      // Weights names only its first bad value: try each alone, as a per-model override would be
+      for (RecordComponent c : KvrouterConfig.RoutingWeights.class.getRecordComponents()) {
+        String key = SNAKE.translate(c.getName());
+        try {
+          Weights.DEFAULTS.with(key, String.valueOf(c.getAccessor().invoke(r.weights())));
+        } catch (IllegalArgumentException ex) {
+          errors.add("routing.weights." + key + ": " + ex.getMessage());
+        } catch (ReflectiveOperationException ex) {
+          throw new IllegalStateException(ex);
+        }
+      }
     }
     BusyThresholds busy = null;
     try {

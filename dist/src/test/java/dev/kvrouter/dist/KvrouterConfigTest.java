@@ -155,6 +155,51 @@ class KvrouterConfigTest {
   }
 
   /**
+   * The first unknown key or value of the wrong type used to be reported alone, before any value was checked, and of
+   * routing.weights only the first bad value: a file with six problems took six runs to fix. Now every problem
+   * comes at once with its path, and a value that could not be read (or sits under an unknown key) is not also
+   * reported as out of range.
+   */
+  @Test
+  void unknownKeysWrongTypesAndBadValuesAreAllReportedAtOnce() {
+    String yaml = """
+        server: {ext_proc_prot: 9002, xds_port: lots, admin_port: 70000}
+        routing:
+          weights: {gpu_credit: -1, imbalance_rel: 0.5, temperature: "0.1"}
+          load: {default_block_size: 16.5}
+        events: {enabled: "false", walk_models: [a, [b]]}
+        models: [{name: m, block_size: x}, {name: n, tokenzier: t}]
+        limits: {max_body_bytes: 10, retry_after_seconds: 0x10}
+        observability: 5
+        """;
+    assertThatThrownBy(() -> KvrouterConfig.parse(yaml, "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .satisfies(e -> assertThat(e.getMessage().split("\n")).containsExactlyInAnyOrder(
+            "k.yaml: limits.retry_after_seconds (line 7): `0x10` is not a plain decimal number (YAML reads it as 16);"
+                + " write the number in decimal",
+            "k.yaml: server.ext_proc_prot: unknown key `ext_proc_prot` (allowed: admin_port, bind, drain_ms,"
+                + " ext_proc_port, request_body_mode, xds_port)",
+            "k.yaml: server.xds_port: must be a whole number, was string \"lots\"",
+            "k.yaml: server.admin_port: must be 1..65535, was 70000",
+            "k.yaml: routing.weights.gpu_credit: gpu_credit must be a finite number >= 0, was -1.0",
+            "k.yaml: routing.weights.imbalance_rel: imbalance_rel must be >= 1, was 0.5",
+            "k.yaml: routing.weights.temperature: must be a number, was string \"0.1\" (write it without quotes)",
+            "k.yaml: routing.load.default_block_size: must be a whole number, was floating-point 16.5",
+            "k.yaml: events.enabled: must be true or false, was string \"false\" (write it without quotes)",
+            "k.yaml: events.walk_models[1]: must be a string, was a list",
+            "k.yaml: models[0].block_size: must be a whole number, was string \"x\"",
+            "k.yaml: models[1].tokenzier: unknown key `tokenzier` (allowed: adapters, block_size, chat_template,"
+                + " multimodal, name, preload, tenancy, tokenizer, tokenizer_config)",
+            "k.yaml: limits.max_body_bytes: must be >= 1024, was 10",
+            "k.yaml: observability: must be a mapping, was 5"));
+    assertThatThrownBy(() -> KvrouterConfig.parse("models: {a: 1}\n", "k.yaml"))
+        .hasMessage("k.yaml: models: must be a list, was a mapping");
+    assertThatThrownBy(() -> KvrouterConfig.parse("5\n", "k.yaml"))
+        .hasMessage("k.yaml: (top level): must be a mapping, was 5");
+    assertThat(KvrouterConfig.parse("# nothing but a comment\n", "k.yaml")).isEqualTo(KvrouterConfig.defaults());
+  }
+
+  /**
    * A zero written in the file used to become the default without a word (max_body_bytes: 0 was 8 MiB, a port 0 the
    * default port). It is rejected with its path and range; where 0 is documented as a setting, it is honoured.
    */

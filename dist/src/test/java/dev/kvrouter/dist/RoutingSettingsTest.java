@@ -74,7 +74,7 @@ class RoutingSettingsTest {
         """, "k.yaml"))
         .hasMessageContaining("routing.policy: `best` must be one of [kv_aware, round_robin, least_load, cache_only,"
             + " random, dynamo, llm_d]")
-        .hasMessageContaining("routing.weights: gpu_credit must be a finite number >= 0")
+        .hasMessageContaining("routing.weights.gpu_credit: gpu_credit must be a finite number >= 0")
         .hasMessageContaining("routing.busy: busy thresholds must be >= 0")
         .hasMessageContaining("routing.busy.when_all_busy: `panic` must be reject or least_loaded")
         .hasMessageContaining("routing.load.reservation_ttl_seconds: must be > 0")
