@@ -34,7 +34,7 @@ final class Demo implements Callable<Integer> {
   @Option(names = "--requests", description = "requests to send (default: 6)")
   int requests = 6;
 
-  @Option(names = "--keep-running", description = "leave the stack up after the requests (Ctrl-C to stop)")
+  @Option(names = "--keep-running", description = "leave the stack up after the requests (Ctrl-C or SIGTERM stops it, Envoy included)")
   boolean keepRunning;
 
   @Option(names = "--ab", negatable = true, defaultValue = "true", fallbackValue = "true",

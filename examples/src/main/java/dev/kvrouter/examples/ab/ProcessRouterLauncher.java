@@ -1,5 +1,6 @@
 package dev.kvrouter.examples.ab;
 
+import dev.kvrouter.examples.process.ChildProcesses;
 import dev.kvrouter.examples.report.RouterSnapshot;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -42,8 +43,8 @@ public final class ProcessRouterLauncher implements RouterLauncher {
     Path log = config.toAbsolutePath().getParent().resolve("router.log");
     List<String> cmd = command(jvmOptions, config);
     // appended: a router started again on the same config (after a crash) keeps the first one's records
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
-        .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+    Process p = ChildProcesses.track(new ProcessBuilder(cmd).redirectErrorStream(true)
+        .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start());
     return new Child(p, log);
   }
 
@@ -105,6 +106,7 @@ public final class ProcessRouterLauncher implements RouterLauncher {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
+      ChildProcesses.release(process);
     }
 
     @Override
@@ -119,6 +121,7 @@ public final class ProcessRouterLauncher implements RouterLauncher {
         Thread.currentThread().interrupt();
         process.destroyForcibly();
       }
+      ChildProcesses.release(process);
     }
 
     @Override

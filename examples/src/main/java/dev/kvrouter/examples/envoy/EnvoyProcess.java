@@ -1,5 +1,6 @@
 package dev.kvrouter.examples.envoy;
 
+import dev.kvrouter.examples.process.ChildProcesses;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -108,6 +109,7 @@ public final class EnvoyProcess implements AutoCloseable {
         .redirectErrorStream(true)
         .redirectOutput(log.toFile())
         .start();
+    ChildProcesses.track(p);
     long deadline = System.nanoTime() + timeout.toNanos();
     int adminPort = -1;
     while (adminPort < 0) {
@@ -283,5 +285,6 @@ public final class EnvoyProcess implements AutoCloseable {
       Thread.currentThread().interrupt();
       process.destroyForcibly();
     }
+    ChildProcesses.release(process);
   }
 }
