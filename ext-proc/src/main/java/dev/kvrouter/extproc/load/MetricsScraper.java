@@ -5,13 +5,12 @@ import dev.kvrouter.xds.registry.Worker;
 import dev.kvrouter.xds.registry.WorkerRegistry;
 import dev.kvrouter.xds.registry.WorkerSet;
 import java.io.IOException;
+import java.io.InputStream;
+import java.net.HttpURLConnection;
+import java.net.Proxy;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
-import java.nio.ByteBuffer;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -26,10 +25,10 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.Flow;
 import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
@@ -48,12 +47,12 @@ import org.slf4j.LoggerFactory;
  * with a page the parser fails on, exposes no metrics and is routed on the ledger alone (logged once).
  *
  * <p>Threads: the tick runs on the caller's scheduler and only starts requests. Each request is a blocking
- * {@link HttpClient#send} on a pooled thread (one per worker being scraped at that moment, reused from round to
- * round), and the HTTP client's I/O and the parsing run on one daemon thread owned by this scraper. Not
- * {@code sendAsync}: the JDK's client completes every async response through CompletableFuture's default executor,
- * which on a machine or pod with 2 CPUs (the common pool's parallelism is the CPUs less one) starts a new thread per
- * task: one thread started and ended per scrape, 32 a second for 8 workers. Published results are immutable records
- * in a concurrent map.
+ * {@link HttpURLConnection} on a pooled thread (one per worker being scraped at that moment, reused from round to
+ * round), which also parses the body as it reads it; the JDK keeps the connection alive between rounds. Not
+ * {@code java.net.http.HttpClient}: its asynchronous machinery (a selector thread, futures per exchange) cost 4x the
+ * CPU per scrape of a plain blocking exchange on loopback (ScrapeCostBench, BENCHMARKS.md), and its
+ * {@code sendAsync} started a thread per response on a 2-CPU machine. Published results are immutable records in a
+ * concurrent map.
  */
 public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
 
@@ -65,10 +64,8 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
   private final LongSupplier nanoClock;
   private final Duration timeout;
   private final long maxBytes;
-  private final ExecutorService executor;
   /** Threads blocked in a request, one per worker being scraped; idle ones wait a minute for the next round. */
   private final ExecutorService senders;
-  private final HttpClient http;
   private final ConcurrentHashMap<WorkerId, ScrapedLoad> latest = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<String, State> states = new ConcurrentHashMap<>();
   private final LongAdder ok = new LongAdder();
@@ -85,6 +82,10 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     boolean warnedNoMetrics;
     /** Set once the server has not answered a filtered request usefully; read by the next round's sender. */
     volatile boolean wholePage;
+    /** The worker's metrics URL as last seen, and its two URIs (null: not an http URL), kept between rounds. */
+    String url;
+    URI plain;
+    URI filtered;
   }
 
   /**
@@ -100,23 +101,12 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     this.nanoClock = nanoClock;
     this.timeout = timeout;
     this.maxBytes = maxBytes;
-    this.executor = Executors.newSingleThreadExecutor(r -> {
-      Thread t = new Thread(r, "kvrouter-scraper");
-      t.setDaemon(true);
-      return t;
-    });
     AtomicInteger senderNumber = new AtomicInteger();
     this.senders = Executors.newCachedThreadPool(r -> {
       Thread t = new Thread(r, "kvrouter-scrape-" + senderNumber.incrementAndGet());
       t.setDaemon(true);
       return t;
     });
-    this.http = HttpClient.newBuilder()
-        .version(HttpClient.Version.HTTP_1_1)
-        .connectTimeout(timeout)
-        .executor(executor)
-        .followRedirects(HttpClient.Redirect.NEVER)
-        .build();
   }
 
   /** Scrapes every {@code intervalMillis} on {@code scheduler} until {@link #close}. */
@@ -145,7 +135,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
             round.add(s.inFlight);
             continue;
           }
-          s.inFlight.cancel(true); // interrupts its request, which reports the worker unreachable
+          s.inFlight.cancel(true); // closes its connection, which reports the worker unreachable
         }
         s.startedNanos = now;
         s.inFlight = scrape(w, s);
@@ -158,23 +148,36 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
   }
 
   private CompletableFuture<Void> scrape(Worker w, State s) {
-    URI plain;
-    try {
-      plain = URI.create(w.effectiveMetricsUrl());
-      HttpRequest.newBuilder(plain); // rejects a URI the client cannot send (no scheme, not http)
-    } catch (IllegalArgumentException e) {
-      warnNoMetrics(w, "invalid metrics URL " + w.effectiveMetricsUrl());
+    String url = w.effectiveMetricsUrl();
+    if (!url.equals(s.url)) { // parsed once per worker, not per round: the rounds run often and stay cold code
+      s.url = url;
+      s.plain = null;
+      try {
+        URI u = URI.create(url);
+        if ("http".equalsIgnoreCase(u.getScheme()) && u.getHost() != null) {
+          s.plain = u;
+          s.filtered = filteredUri(u);
+        }
+      } catch (IllegalArgumentException e) {
+        // reported below
+      }
+    }
+    URI plain = s.plain;
+    if (plain == null) {
+      warnNoMetrics(w, "invalid metrics URL " + url);
       return CompletableFuture.completedFuture(null);
     }
-    URI filtered = filter && !s.wholePage ? filteredUri(plain) : null;
+    URI filtered = filter && !s.wholePage ? s.filtered : null;
     CompletableFuture<Void> done = new CompletableFuture<>();
+    // the exchange in progress, closed if the scrape is cancelled: a blocking socket read ignores interrupts
+    AtomicReference<HttpURLConnection> open = new AtomicReference<>();
     Future<?> request;
     try {
       request = senders.submit(() -> {
         try {
           Page page = null;
           if (filtered != null) {
-            page = fetch(filtered);
+            page = fetch(filtered, open, done);
             health.scrapeReached(w.name());
             if (!page.hasLoad()) {
               // Refused, not understood, or answered without the gauges: this server does not filter the
@@ -186,7 +189,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
             }
           }
           if (page == null) {
-            page = fetch(plain);
+            page = fetch(plain, open, done);
             health.scrapeReached(w.name());
           }
           if (page.status != 200) {
@@ -195,12 +198,10 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
           } else {
             readPage(w, page);
           }
-        } catch (InterruptedException e) {
-          if (!closed) {
-            unreachable(w, e); // cut off: still running one timeout after it started (a body that stopped coming)
-          }
         } catch (IOException | RuntimeException e) {
-          unreachable(w, e);
+          if (!closed) {
+            unreachable(w, e); // a cancelled scrape too: still running one timeout after it started
+          }
         } finally {
           done.complete(null);
         }
@@ -208,10 +209,14 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     } catch (RejectedExecutionException e) {
       return CompletableFuture.completedFuture(null); // closed
     }
-    // cancelling the scrape interrupts its request; the client then cancels the exchange
+    // cancelling the scrape closes its connection, which ends a read blocked on it
     done.whenComplete((v, e) -> {
       if (done.isCancelled()) {
         request.cancel(true);
+        HttpURLConnection c = open.get();
+        if (c != null) {
+          c.disconnect();
+        }
       }
     });
     return done;
@@ -239,14 +244,53 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     return URI.create(plain.getScheme() + "://" + plain.getRawAuthority() + path + "?" + q);
   }
 
-  private Page fetch(URI uri) throws IOException, InterruptedException {
-    ChunkSubscriber chunks = new ChunkSubscriber(new VllmMetricsParser(maxBytes));
-    HttpResponse.BodyHandler<Void> handler = info -> info.statusCode() == 200
-        ? HttpResponse.BodySubscribers.fromSubscriber(chunks, sub -> null)
-        : HttpResponse.BodySubscribers.replacing(null);
-    HttpResponse<Void> resp = http.send(HttpRequest.newBuilder(uri).timeout(timeout).GET().build(), handler);
-    bytes.add(chunks.parser.bytesRead());
-    return new Page(uri, resp.statusCode(), chunks);
+  /**
+   * One GET, its body parsed as it is read. A body over {@code maxBytes}, or one the parser failed on, is not read
+   * further and its connection is dropped; an error status's body is drained so the connection is kept.
+   */
+  private Page fetch(URI uri, AtomicReference<HttpURLConnection> open, CompletableFuture<Void> done)
+      throws IOException {
+    HttpURLConnection c = (HttpURLConnection) uri.toURL().openConnection(Proxy.NO_PROXY);
+    open.set(c);
+    if (done.isCancelled()) {
+      throw new IOException("scrape cancelled");
+    }
+    int millis = (int) Math.min(Integer.MAX_VALUE, Math.max(1, timeout.toMillis()));
+    c.setConnectTimeout(millis);
+    c.setReadTimeout(millis);
+    c.setInstanceFollowRedirects(false);
+    c.setUseCaches(false);
+    int status = c.getResponseCode();
+    VllmMetricsParser parser = new VllmMetricsParser(maxBytes);
+    RuntimeException failure = null;
+    byte[] buf = new byte[8192];
+    if (status == 200) {
+      try (InputStream in = c.getInputStream()) {
+        for (int n; (n = in.read(buf)) >= 0; ) {
+          try {
+            parser.feed(buf, 0, n);
+          } catch (RuntimeException e) {
+            failure = e;
+          }
+          if (failure != null || parser.truncated()) {
+            c.disconnect(); // the rest would be ignored: do not read it
+            break;
+          }
+        }
+      }
+    } else {
+      InputStream err = c.getErrorStream();
+      if (err != null) {
+        try (err) {
+          long left = 64 * 1024;
+          for (int n; left > 0 && (n = err.read(buf)) >= 0; ) {
+            left -= n;
+          }
+        }
+      }
+    }
+    bytes.add(parser.bytesRead());
+    return new Page(uri, status, parser, failure);
   }
 
   /** One response: its status and, for a 200, the parsed page or what the parser threw. */
@@ -256,14 +300,14 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     final RuntimeException failure;
     final Map<Integer, VllmMetricsParser.Engine> engines;
 
-    Page(URI uri, int status, ChunkSubscriber chunks) {
+    Page(URI uri, int status, VllmMetricsParser parser, RuntimeException failure) {
       this.uri = uri;
       this.status = status;
       Map<Integer, VllmMetricsParser.Engine> parsed = null;
-      RuntimeException failed = chunks.failure;
+      RuntimeException failed = failure;
       if (status == 200 && failed == null) {
         try {
-          parsed = chunks.parser.finish();
+          parsed = parser.finish();
         } catch (RuntimeException e) {
           failed = e;
         }
@@ -385,7 +429,6 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
       }
     }
     senders.shutdownNow();
-    executor.shutdownNow();
   }
 
   private static double add(double a, double b) {
@@ -398,49 +441,5 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
 
   private static double nanToZero(double d) {
     return Double.isNaN(d) ? 0 : d;
-  }
-
-  /** Feeds body chunks to the parser as they arrive; the parser bounds what it keeps. */
-  private static final class ChunkSubscriber implements Flow.Subscriber<List<ByteBuffer>> {
-    final VllmMetricsParser parser;
-    private final byte[] scratch = new byte[8192];
-    /**
-     * What the parser threw, if it did; the rest of the page is drained unread. Thrown out of onNext it failed
-     * the exchange, and a worker that had answered was counted unreachable.
-     */
-    volatile RuntimeException failure;
-
-    ChunkSubscriber(VllmMetricsParser parser) {
-      this.parser = parser;
-    }
-
-    @Override
-    public void onSubscribe(Flow.Subscription s) {
-      s.request(Long.MAX_VALUE);
-    }
-
-    @Override
-    public void onNext(List<ByteBuffer> items) {
-      if (failure != null) {
-        return;
-      }
-      try {
-        for (ByteBuffer b : items) {
-          while (b.hasRemaining()) {
-            int n = Math.min(b.remaining(), scratch.length);
-            b.get(scratch, 0, n);
-            parser.feed(scratch, 0, n);
-          }
-        }
-      } catch (RuntimeException e) {
-        failure = e;
-      }
-    }
-
-    @Override
-    public void onError(Throwable t) {}
-
-    @Override
-    public void onComplete() {}
   }
 }

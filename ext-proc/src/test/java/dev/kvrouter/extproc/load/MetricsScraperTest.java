@@ -237,21 +237,47 @@ class MetricsScraperTest {
   }
 
   @Test
-  void aBodyThatStopsComingIsCutOffByTheFirstRoundAfterTheTimeoutAndCountsAsUnreachable() throws Exception {
-    // the request's timeout covers the response's headers only: a worker that stops mid-body would hold its
-    // scrape (and a thread) until it closed the connection
+  void aBodyThatStopsComingIsCutOffByTheTimeoutAndCountsAsUnreachable() throws Exception {
     registry.replace(List.of(worker("stalls", 1, url("stall"))));
+    long start = System.nanoTime();
+    scraper.scrapeAll().get(3, TimeUnit.SECONDS);
+    assertThat(Duration.ofNanos(System.nanoTime() - start)).as("cut off by the 500 ms read timeout")
+        .isGreaterThanOrEqualTo(Duration.ofMillis(450)).isLessThan(Duration.ofSeconds(2));
+    assertThat(scraper.counts()[1]).as("the stalled scrape reported unreachable").isEqualTo(1);
+    assertThat(scraper.scraped(WorkerId.of("stalls"))).isNull();
+  }
+
+  /**
+   * A body that keeps trickling (a byte well within each read's timeout) would hold its scrape and a thread for as
+   * long as the worker liked: the first round after the timeout closes its connection.
+   */
+  @Test
+  void aTricklingBodyIsCutOffByTheFirstRoundAfterTheTimeoutAndCountsAsUnreachable() throws Exception {
+    server.createContext("/trickle", ex -> {
+      ex.sendResponseHeaders(200, 0);
+      try {
+        for (int i = 0; i < 50 && releaseSlow.getCount() > 0; i++) {
+          ex.getResponseBody().write('#');
+          ex.getResponseBody().flush();
+          releaseSlow.await(150, TimeUnit.MILLISECONDS);
+        }
+      } catch (InterruptedException | java.io.IOException e) {
+        // the scraper closed the connection, or the test ended
+      }
+      ex.close();
+    });
+    registry.replace(List.of(worker("trickles", 1, url("trickle"))));
     CompletableFuture<Void> first = scraper.scrapeAll();
-    Thread.sleep(700); // past the 500 ms timeout
+    Thread.sleep(700); // past the 500 ms timeout, each read answered within 150 ms
     assertThat(first).isNotDone();
     long cutAt = System.nanoTime();
     scraper.scrapeAll();
     while (scraper.counts()[1] == 0 && System.nanoTime() - cutAt < TimeUnit.SECONDS.toNanos(3)) {
       Thread.sleep(10);
     }
-    assertThat(scraper.counts()[1]).as("the stalled scrape reported unreachable").isEqualTo(1);
+    assertThat(scraper.counts()[1]).as("the cut scrape reported unreachable").isEqualTo(1);
     assertThat(Duration.ofNanos(System.nanoTime() - cutAt)).isLessThan(Duration.ofSeconds(2));
-    assertThat(scraper.scraped(WorkerId.of("stalls"))).isNull();
+    assertThat(scraper.scraped(WorkerId.of("trickles"))).isNull();
   }
 
   /**
