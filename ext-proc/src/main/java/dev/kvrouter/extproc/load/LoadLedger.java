@@ -4,7 +4,6 @@ import dev.kvrouter.index.WorkerId;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -45,6 +44,11 @@ public final class LoadLedger {
 
   private final ConcurrentHashMap<WorkerId, WorkerLedger> workers = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<Long, Reservation> live = new ConcurrentHashMap<>();
+  /**
+   * The fleet as last {@link #retain}ed, null before the first: another replica's messages name workers as it knows
+   * them, and a ledger made for each name it sends would stay until the next fleet change.
+   */
+  private volatile Set<WorkerId> fleet;
   private final AtomicLong ids = new AtomicLong();
   /**
    * A Lamport clock over the decisions of every router replica that shares its reservations: each own
@@ -135,9 +139,14 @@ public final class LoadLedger {
    */
   public Reservation reserveRemote(WorkerId worker, long prefillTokens, long[] blockHashes, int uniqueBlocks,
       long turn, long promptTokens, int blockSize) {
-    long prefill = uncoveredPrefill(worker, prefillTokens, blockHashes, promptTokens, blockSize);
     if (turn > 0) {
       turns.accumulateAndGet(turn, Math::max);
+    }
+    if (!inFleet(worker)) {
+      return Reservation.NONE; // not accounted, like a copy past the bound; the fleets agree again within a poll
+    }
+    long prefill = uncoveredPrefill(worker, prefillTokens, blockHashes, promptTokens, blockSize);
+    if (turn > 0) {
       return add(worker, prefill, blockHashes, uniqueBlocks, true, turn, 0, 0);
     }
     return add(worker, prefill, blockHashes, uniqueBlocks, true, turns.incrementAndGet(), 0, 0);
@@ -150,8 +159,15 @@ public final class LoadLedger {
   public void noteTurn(WorkerId worker, long turn) {
     if (turn > 0) {
       turns.accumulateAndGet(turn, Math::max);
-      workers.computeIfAbsent(worker, WorkerLedger::new).lastTurn.accumulateAndGet(turn, Math::max);
+      if (inFleet(worker)) {
+        workers.computeIfAbsent(worker, WorkerLedger::new).lastTurn.accumulateAndGet(turn, Math::max);
+      }
     }
+  }
+
+  private boolean inFleet(WorkerId worker) {
+    Set<WorkerId> f = fleet;
+    return f == null || f.contains(worker);
   }
 
   /** Every worker's last turn (those given a request since start), for a replica that joins. */
@@ -268,10 +284,12 @@ public final class LoadLedger {
 
   /**
    * Forgets workers that left the fleet. Their in-flight reservations still release into the detached state,
-   * so nothing leaks and a worker that returns starts from zero.
+   * so nothing leaks and a worker that returns starts from zero. From then on other replicas' turns and copies
+   * for workers outside {@code current} are not kept (the clock still moves to their turns).
    */
   public void retain(Collection<WorkerId> current) {
-    Set<WorkerId> keep = current instanceof Set<WorkerId> s ? s : new HashSet<>(current);
+    Set<WorkerId> keep = Set.copyOf(current);
+    fleet = keep;
     workers.keySet().retainAll(keep);
   }
 

@@ -207,6 +207,29 @@ class LoadLedgerTest {
     assertThat(ledger.local(A).prefillTokens()).isEqualTo(10);
   }
 
+  /**
+   * A peer's turns and copies name workers as the peer knows them: one naming workers this replica's fleet does
+   * not hold (a hostile or confused peer, or many distinct names) must not add a ledger per name until the next
+   * fleet change.
+   */
+  @Test
+  void aPeerNamingWorkersOutsideTheFleetCreatesNoState() {
+    ledger.retain(Set.of(A));
+    for (int i = 0; i < 100; i++) {
+      ledger.noteTurn(WorkerId.of("ghost-" + i), 5 + i);
+    }
+    Reservation copy = ledger.reserveRemote(WorkerId.of("ghost-x"), 10, chain(1, 2), 0, 200, 0, 0);
+    assertThat(copy).isSameAs(Reservation.NONE);
+    assertThat(ledger.workers()).isEmpty();
+    assertThat(ledger.lastTurns()).isEmpty();
+    assertThat(ledger.liveReservations()).isZero();
+    // the clock still moves: ties stay ordered the same on every replica
+    assertThat(ledger.reserve(A, 1, chain(), 0).turn()).isEqualTo(201);
+    ledger.noteTurn(A, 300);
+    assertThat(ledger.lastTurn(A)).isEqualTo(300);
+    assertThat(ledger.reserveRemote(A, 10, chain(3), 0, 301, 0, 0)).isNotSameAs(Reservation.NONE);
+  }
+
   @Test
   void theSinceCountersHoldTheNetChangeAfterTheLastScrape() {
     Reservation before = ledger.reserve(A, 100, chain(1, 2), 1);
