@@ -61,7 +61,13 @@ public final class EventApplier {
   private final int blockSize;
   private final WorkerEventHealth health;
   private final long plainRoot;
-  private final Map<Integer, String> groupKinds = new HashMap<>();
+  /** Whether each KV group learned from stores is full attention (its kind, not kept: an engine's string). */
+  private final Map<Integer, Boolean> groupKinds = new HashMap<>();
+  /**
+   * KV groups remembered at most. An engine has a handful (one per attention kind and window of a hybrid model); a
+   * stream naming more is malformed, and what it names past the cap is skipped, stores and removes alike.
+   */
+  static final int MAX_GROUPS = 32;
   private String[] ids = new String[8];
   private int[] offsets = new int[8];
   /** Items {@link #extraFor} left in {@link #ids} and {@link #offsets}. */
@@ -177,7 +183,12 @@ public final class EventApplier {
       health.inc(EventCounter.SKIPPED_LOCALITY);
       return true;
     }
-    if (!mainAttentionStore(s.has(e, EventBuffer.GROUP) ? s.group(e) : null, s.specKind(e))) {
+    Integer group = s.has(e, EventBuffer.GROUP) ? s.group(e) : null;
+    if (group != null && !groupKinds.containsKey(group) && groupKinds.size() >= MAX_GROUPS) {
+      health.inc(EventCounter.SKIPPED_GROUP_LIMIT);
+      return true;
+    }
+    if (!mainAttentionStore(group, s.specKind(e))) {
       health.inc(EventCounter.SKIPPED_GROUP);
       return true;
     }
@@ -298,7 +309,12 @@ public final class EventApplier {
       health.inc(EventCounter.SKIPPED_LOCALITY);
       return;
     }
-    if (!mainAttentionGroup(r.has(e, EventBuffer.GROUP) ? r.group(e) : null)) {
+    Integer group = r.has(e, EventBuffer.GROUP) ? r.group(e) : null;
+    if (group != null && group != 0 && !groupKinds.containsKey(group) && groupKinds.size() >= MAX_GROUPS) {
+      health.inc(EventCounter.SKIPPED_GROUP_LIMIT);
+      return;
+    }
+    if (!mainAttentionGroup(group)) {
       health.inc(EventCounter.SKIPPED_GROUP);
       return;
     }
@@ -369,6 +385,10 @@ public final class EventApplier {
   }
 
   /** Stores carry the group's kind; learn it so removes (which carry only the group index) can be filtered. */
+  int knownGroups() {
+    return groupKinds.size();
+  }
+
   private boolean mainAttentionStore(Integer group, String kind) {
     if (kind == null && group != null && group != 0 && view.notPrefixClosed() == null) {
       // several KV groups and no kinds: group 0 is taken for full attention, but nothing says it is
@@ -376,10 +396,11 @@ public final class EventApplier {
           + " attention is unknown");
     }
     if (kind != null) {
+      boolean main = mainAttention(kind);
       if (group != null) {
-        groupKinds.put(group, kind);
+        groupKinds.put(group, main);
       }
-      return mainAttention(kind);
+      return main;
     }
     return mainAttentionGroup(group);
   }
@@ -388,8 +409,8 @@ public final class EventApplier {
     if (group == null) {
       return true;
     }
-    String kind = groupKinds.get(group);
-    return kind == null ? group == 0 : mainAttention(kind);
+    Boolean main = groupKinds.get(group);
+    return main == null ? group == 0 : main;
   }
 
   private static boolean mainAttention(String kind) {

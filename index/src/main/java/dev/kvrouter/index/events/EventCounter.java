@@ -29,6 +29,7 @@ public enum EventCounter {
   SKIPPED_BLOCK_SIZE("skipped", "reason", "block_size"),
   SKIPPED_MEDIUM("skipped", "reason", "medium"),
   SKIPPED_GROUP("skipped", "reason", "group"),
+  SKIPPED_GROUP_LIMIT("skipped", "reason", "group_limit"),
   SKIPPED_LOCALITY("skipped", "reason", "locality"),
   SKIPPED_UNKNOWN_TYPE("skipped", "reason", "unknown_type"),
   SKIPPED_TOKENS("skipped", "reason", "tokens"),

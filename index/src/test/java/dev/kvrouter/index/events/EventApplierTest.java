@@ -208,6 +208,29 @@ class EventApplierTest {
     assertThat(view.size()).isZero();
   }
 
+  /**
+   * An engine has a handful of KV groups; a stream naming thousands must not grow what the applier remembers of
+   * them. Groups past the cap are not indexed at all (their stores would otherwise be kept with removes that
+   * could not be matched to a kind), and counted.
+   */
+  @Test
+  void theKvGroupsRememberedAreCapped() {
+    int[] t = tokens(BS, 9);
+    for (int g = 1; g <= 10_000; g++) {
+      apply(BlockStored.of(new long[] {900_000 + g}, null, t, BS, "GPU").withGroup(g, "sliding_window"));
+    }
+    assertThat(applier.knownGroups()).isEqualTo(EventApplier.MAX_GROUPS);
+    assertThat(h.count(EventCounter.SKIPPED_GROUP_LIMIT)).isEqualTo(10_000 - EventApplier.MAX_GROUPS);
+    // a full-attention group past the cap is skipped, stores and removes alike: nothing is claimed for it
+    apply(BlockStored.of(new long[] {77}, null, t, BS, "GPU").withGroup(20_000, "full_attention"));
+    assertThat(view.size()).isZero();
+    // a group learned before the cap is still read by its kind
+    apply(BlockStored.of(new long[] {78}, null, t, BS, "GPU").withGroup(1, "full_attention"));
+    assertThat(view.size()).isEqualTo(1);
+    apply(new BlockRemoved(new long[] {78}, "GPU", 1, null, null));
+    assertThat(view.size()).isZero();
+  }
+
   @Test
   void tiersDuplicatesAndTokenlessOffloadStores() {
     int[] t = tokens(2 * BS, 8);
