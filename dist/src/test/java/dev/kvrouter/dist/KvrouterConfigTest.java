@@ -314,6 +314,20 @@ class KvrouterConfigTest {
     assertThat(c.tenancy().header()).isEqualTo("017");
   }
 
+  /** YAML 1.1 reads 1_0.5 as 10.5 and +.5 as 0.5: a decimal is taken only as written, like a whole number. */
+  @Test
+  void decimalsInYamlElevenNotationAreErrorsNamingPathAndLine() {
+    assertThatThrownBy(() -> KvrouterConfig.parse("routing:\n  weights: {temperature: 1_0.5, gpu_credit: +.5}\n",
+        "k.yaml"))
+        .hasMessageContaining("k.yaml: routing.weights.temperature (line 2): `1_0.5` is not a plain decimal number"
+            + " (YAML reads it as 10.5)")
+        .hasMessageContaining("k.yaml: routing.weights.gpu_credit (line 2): `+.5` is not a plain decimal number");
+    KvrouterConfig c = KvrouterConfig.parse("routing: {weights: {temperature: 0.25, gpu_credit: 1.5}}\n",
+        "k.yaml");
+    assertThat(c.routing().weights().temperature()).isEqualTo(0.25);
+    assertThat(c.routing().weights().gpuCredit()).isEqualTo(1.5);
+  }
+
   @Test
   void wrongTypesNameTheirPath() {
     assertThatThrownBy(() -> KvrouterConfig.parse("server: {ext_proc_port: lots}", "k.yaml"))

@@ -12,14 +12,16 @@ import java.util.regex.Pattern;
 
 /**
  * What a YAML tree or a bound record no longer shows: how a number or key was spelled. YAML 1.1 reads
- * {@code 0x1F40}, {@code 017}, {@code 0b101}, {@code 1_000} and {@code +80} as numbers in other bases or notations
- * (017 is 15), which an operator rarely means; an unquoted {@code ~} or {@code null} key is YAML's null, which the
+ * {@code 0x1F40}, {@code 017}, {@code 0b101}, {@code 1_000}, {@code +80} and {@code 1_0.5} as numbers in other bases
+ * or notations (017 is 15, 1_0.5 is 10.5), which an operator rarely means; an unquoted {@code ~} or {@code null} key is YAML's null, which the
  * tree turns into the text "~" or "null". Both workers.yaml ({@link WorkersFile}) and kvrouter.yaml's loader refuse
  * them, with the same words.
  */
 public final class YamlSpellings {
 
   private static final Pattern PLAIN_INTEGER = Pattern.compile("-?(0|[1-9][0-9]*)");
+  /** Digits, a point and an exponent: not YAML 1.1's {@code 1_0.5} (10.5), {@code +.5}, {@code 1:30.5} or .inf. */
+  private static final Pattern PLAIN_DECIMAL = Pattern.compile("-?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][-+]?[0-9]+)?");
   private static final Set<String> YAML_NULLS = Set.of("~", "null", "Null", "NULL");
 
   private YamlSpellings() {}
@@ -33,7 +35,8 @@ public final class YamlSpellings {
     try (JsonParser p = factory.createParser(yaml)) {
       for (JsonToken t = p.nextToken(); t != null; t = p.nextToken()) {
         String line = " (line " + p.currentTokenLocation().getLineNr() + ")";
-        if (t == JsonToken.VALUE_NUMBER_INT && !PLAIN_INTEGER.matcher(p.getText()).matches()) {
+        if (t == JsonToken.VALUE_NUMBER_INT && !PLAIN_INTEGER.matcher(p.getText()).matches()
+            || t == JsonToken.VALUE_NUMBER_FLOAT && !PLAIN_DECIMAL.matcher(p.getText()).matches()) {
           problems.add(path(p.getParsingContext()) + line + ": `" + p.getText()
               + "` is not a plain decimal number (YAML reads it as " + p.getNumberValue()
               + "); write the number in decimal");

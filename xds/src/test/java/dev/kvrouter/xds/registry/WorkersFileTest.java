@@ -145,6 +145,8 @@ class WorkersFileTest {
         {"    dp_size: 0x2\n", "workers[0].dp_size (line 6): `0x2` is not a plain decimal number (YAML reads it as 2)"},
         {"    weight: 017\n", "workers[0].weight (line 6): `017` is not a plain decimal number (YAML reads it as 15)"},
         {"    block_size: 1_6\n", "workers[0].block_size (line 6): `1_6` is not a plain decimal number"},
+        {"    labels: {tier: 1_0.5}\n", "workers[0].labels.tier (line 6): `1_0.5` is not a plain decimal number"
+            + " (YAML reads it as 10.5)"},
         {"    block_size: 16.5\n", "workers[0].block_size: must be a whole number, was 16.5"},
         {"    weight: 2.0\n", "workers[0].weight: must be a whole number, was 2.0"},
         {"    dp_size: \"2\"\n", "workers[0].dp_size: must be a whole number, was string \"2\" (write it without quotes)"},
