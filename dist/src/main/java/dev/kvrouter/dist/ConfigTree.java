@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -28,16 +29,27 @@ final class ConfigTree {
 
   private ConfigTree() {}
 
-  /** Every unknown key and wrongly typed value under {@code root}, which is left holding only the rest. */
-  static List<String> prune(ObjectMapper mapper, JsonNode root, Class<?> type) {
+  /**
+   * Every unknown key and wrongly typed value under {@code root}, which is left holding only the rest; the path of
+   * each value removed is added to {@code removed}, so that a check comparing two settings can leave out a pair
+   * whose one side is only its default now.
+   */
+  static List<String> prune(ObjectMapper mapper, JsonNode root, Class<?> type, Set<String> removed) {
     List<String> problems = new ArrayList<>();
-    check(mapper, root, mapper.constructType(type), "(top level)", problems);
+    check(mapper, root, mapper.constructType(type), "(top level)", new Problems(problems, removed));
     return problems;
+  }
+
+  /** What the walk reports, and the paths of the values it removes. */
+  private record Problems(List<String> lines, Set<String> removed) {
+    void add(String line) {
+      lines.add(line);
+    }
   }
 
   /** False when {@code node} cannot be bound as {@code type} (each reason added), so its holder drops it. */
   private static boolean check(ObjectMapper mapper, JsonNode node, JavaType type, String path,
-      List<String> problems) {
+      Problems problems) {
     if (node == null || node.isNull()) {
       return true; // unset: the default
     }
@@ -56,6 +68,7 @@ final class ConfigTree {
       node.fields().forEachRemaining(e -> {
         if (!check(mapper, e.getValue(), type.getContentType(), path + "." + e.getKey(), problems)) {
           bad.add(e.getKey());
+          problems.removed().add(path + "." + e.getKey());
         }
       });
       ((ObjectNode) node).remove(bad);
@@ -74,7 +87,7 @@ final class ConfigTree {
   }
 
   private static boolean record(ObjectMapper mapper, JsonNode node, JavaType type, String path,
-      List<String> problems) {
+      Problems problems) {
     if (!node.isObject()) {
       problems.add(path + ": must be a mapping, was " + kind(node));
       return false;
@@ -93,6 +106,7 @@ final class ConfigTree {
         bad.add(e.getKey());
       } else if (!check(mapper, e.getValue(), t, at + e.getKey(), problems)) {
         bad.add(e.getKey());
+        problems.removed().add(at + e.getKey());
       }
     });
     ((ObjectNode) node).remove(bad);

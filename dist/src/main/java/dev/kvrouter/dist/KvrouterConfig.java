@@ -27,10 +27,13 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
+import java.util.function.Predicate;
 import java.util.stream.Collectors;
 
 /**
@@ -432,7 +435,8 @@ public record KvrouterConfig(
     if (tree == null || tree.isMissingNode() || tree.isNull()) {
       tree = YAML.createObjectNode(); // empty, or only comments: every default
     }
-    errors.addAll(ConfigTree.prune(YAML, tree, KvrouterConfig.class));
+    Set<String> removed = new HashSet<>();
+    errors.addAll(ConfigTree.prune(YAML, tree, KvrouterConfig.class, removed));
     if (!tree.isObject()) {
       throw invalid(source, errors, List.of());
     }
@@ -445,7 +449,7 @@ public record KvrouterConfig(
     } catch (IOException e) {
       throw invalid(source, errors, List.of(String.valueOf(e.getMessage())));
     }
-    errors.addAll(c.problems());
+    errors.addAll(c.problems(removed::contains));
     if (!errors.isEmpty()) {
       throw invalid(source, errors, List.of());
     }
@@ -476,14 +480,18 @@ public record KvrouterConfig(
 
   /** Checks every value; throws {@link InvalidConfig} listing all problems. */
   public void validate(String source) {
-    List<String> errors = problems();
+    List<String> errors = problems(path -> false);
     if (!errors.isEmpty()) {
       throw invalid(source, errors, List.of());
     }
   }
 
-  /** Every value's problem, each with its path; empty when valid. */
-  private List<String> problems() {
+  /**
+   * Every value's problem, each with its path; empty when valid. A check comparing two settings is left out when
+   * {@code removed} holds either: a removed value (already reported) stands at its default, which the file never
+   * said.
+   */
+  private List<String> problems(Predicate<String> removed) {
     List<String> errors = new ArrayList<>();
     port(errors, "server.ext_proc_port", server.extProcPort());
     port(errors, "server.xds_port", server.xdsPort());
@@ -517,7 +525,7 @@ public record KvrouterConfig(
     if (workers.pollIntervalMs() < 50) {
       errors.add("workers.poll_interval_ms: must be >= 50, was " + workers.pollIntervalMs());
     }
-    errors.addAll(RoutingSettings.validate(routing));
+    errors.addAll(RoutingSettings.validate(routing, removed));
     if (events.maxIndexEntries() < 1024) {
       errors.add("events.max_index_entries: must be >= 1024, was " + events.maxIndexEntries());
     }
@@ -570,7 +578,7 @@ public record KvrouterConfig(
         errors.add("replicas.peers[" + i + "]: must be tcp://<host>:<port> (another replica's replicas.bind)");
       }
     }
-    if (replicas.bind().isEmpty() && !replicas.peers().isEmpty()) {
+    if (replicas.bind().isEmpty() && !replicas.peers().isEmpty() && !removed.test("replicas.bind")) {
       errors.add("replicas.peers: set replicas.bind too (the others follow this replica there)");
     }
     if (replicas.peerTimeoutMs() < 1500) {

@@ -13,6 +13,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Predicate;
 
 /**
  * Turns the {@code routing:} section of kvrouter.yaml into the router's {@link RoutingConfig}, and checks every
@@ -36,8 +37,11 @@ final class RoutingSettings {
 
   private RoutingSettings() {}
 
-  /** Every problem in {@code r}, each prefixed with its path; empty when valid. */
-  static List<String> validate(KvrouterConfig.Routing r) {
+  /**
+   * Every problem in {@code r}, each prefixed with its path; empty when valid. A comparison of two settings is left
+   * out when {@code removed} holds either path (its value was wrongly typed, reported and replaced by the default).
+   */
+  static List<String> validate(KvrouterConfig.Routing r, Predicate<String> removed) {
     List<String> errors = new ArrayList<>();
     if (!StandardPolicies.NAMES.contains(r.policy())) {
       errors.add("routing.policy: `" + r.policy() + "` must be one of " + StandardPolicies.NAMES);
@@ -95,7 +99,8 @@ final class RoutingSettings {
     nonNegative(errors, "routing.health.unreachable_after", r.health().unreachableAfter());
     nonNegative(errors, "routing.health.eject_after_errors", r.health().ejectAfterErrors());
     nonNegative(errors, "routing.health.eject_seconds", r.health().ejectSeconds());
-    if (r.health().ejectMaxSeconds() < r.health().ejectSeconds()) {
+    if (r.health().ejectMaxSeconds() < r.health().ejectSeconds() && !removed.test("routing.health.eject_seconds")
+        && !removed.test("routing.health.eject_max_seconds")) {
       errors.add("routing.health.eject_max_seconds: must be >= eject_seconds (" + r.health().ejectSeconds() + ")");
     }
     positive(errors, "routing.decision_log.max_candidates", r.decisionLog().maxCandidates());

@@ -328,6 +328,25 @@ class KvrouterConfigTest {
     assertThat(c.routing().weights().gpuCredit()).isEqualTo(1.5);
   }
 
+  /**
+   * A wrongly typed value is reported and removed, so it takes its default: a check comparing it with another
+   * setting must not then report the other against that default, which the file never said.
+   */
+  @Test
+  void aRemovedValueIsNotComparedAsItsDefault() {
+    assertThatThrownBy(() -> KvrouterConfig.parse("routing: {health: {eject_seconds: lots, eject_max_seconds: 3}}\n",
+        "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .hasMessage("k.yaml: routing.health.eject_seconds: must be a whole number, was string \"lots\"");
+    assertThatThrownBy(() -> KvrouterConfig.parse("replicas: {bind: [a], peers: ['tcp://b:5601']}\n", "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .hasMessage("k.yaml: replicas.bind: must be a string, was a list");
+    // a valid pair is still compared
+    assertThatThrownBy(() -> KvrouterConfig.parse("routing: {health: {eject_seconds: 9, eject_max_seconds: 3}}\n",
+        "k.yaml"))
+        .hasMessage("k.yaml: routing.health.eject_max_seconds: must be >= eject_seconds (9)");
+  }
+
   @Test
   void wrongTypesNameTheirPath() {
     assertThatThrownBy(() -> KvrouterConfig.parse("server: {ext_proc_port: lots}", "k.yaml"))
