@@ -18,6 +18,7 @@ import dev.kvrouter.extproc.routing.Router;
 import dev.kvrouter.extproc.server.ExtProcOptions;
 import dev.kvrouter.extproc.routing.Weights;
 import dev.kvrouter.index.IndexConfig;
+import dev.kvrouter.index.events.SubscriberConfig;
 import dev.kvrouter.index.media.MediaIdentityConfig;
 import dev.kvrouter.xds.registry.YamlSpellings;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
@@ -53,7 +54,7 @@ public record KvrouterConfig(
     Replicas replicas) {
 
   public KvrouterConfig {
-    events = events == null ? new Events(null, null, null, null, 0, null, null, null, null, null, null) : events;
+    events = events == null ? new Events(null, null, null, null, 0, null, null, null, null, null, null, null) : events;
     server = server == null ? new Server(null, null, null, null, null, null) : server;
     models = models == null ? List.of() : java.util.Collections.unmodifiableList(new ArrayList<>(models));
     workers = workers == null ? new Workers(null, null) : workers;
@@ -296,11 +297,14 @@ public record KvrouterConfig(
    * @param mediaIdentities learning the engine's identifier of media sent without a uuid from its KV events
    * @param staleViewTrust credit a stale view as far as the workers' usage reports confirm it, before
    *     {@code staleRecoveryMs} (default true; false: a stale view earns nothing until it recovers)
+   * @param maxMessageBytes largest KV event message read from an engine (default 16 MiB); a larger one is dropped
+   *     with its connection, counted, and lost as after a gap
    */
   public record Events(Boolean enabled, Long maxIndexEntries, Integer predictedTtlMs, Integer approximateTtlMs,
       int subscriberThreads, Integer staleRecoveryMs, Boolean earlyStop, Integer prefixJump, List<String> walkModels,
-      MediaIdentities mediaIdentities, Boolean staleViewTrust) {
+      MediaIdentities mediaIdentities, Boolean staleViewTrust, Integer maxMessageBytes) {
     public Events {
+      maxMessageBytes = maxMessageBytes == null ? SubscriberConfig.DEFAULT_MAX_MESSAGE_BYTES : maxMessageBytes;
       staleViewTrust = staleViewTrust == null || staleViewTrust;
       mediaIdentities = mediaIdentities == null ? new MediaIdentities(null, null, null, null, null) : mediaIdentities;
       prefixJump = prefixJump == null ? IndexConfig.DEFAULT_JUMP : prefixJump;
@@ -550,6 +554,10 @@ public record KvrouterConfig(
       }
     }
     events.mediaIdentities().validate(errors);
+    if (events.maxMessageBytes() < 65_536) {
+      errors.add("events.max_message_bytes: must be >= 65536 (the largest KV event message read from an engine),"
+          + " was " + events.maxMessageBytes());
+    }
     if (events.subscriberThreads() < 1 || events.subscriberThreads() > 64) {
       errors.add("events.subscriber_threads: must be 1..64");
     }

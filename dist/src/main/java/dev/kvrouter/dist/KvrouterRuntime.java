@@ -426,7 +426,8 @@ public final class KvrouterRuntime implements AutoCloseable {
           stale ? "stale, routing it by predicted entries and what usage confirms" : "trusted again", reason));
       health.addListener(staleViewTrust::staleChanged);
       AtomicInteger n = new AtomicInteger();
-      events = new EventSubscriber(index, health, SubscriberConfig.defaults().withShards(e.subscriberThreads()),
+      events = new EventSubscriber(index, health, SubscriberConfig.defaults().withShards(e.subscriberThreads())
+          .withMaxMessageBytes(e.maxMessageBytes()),
           clock, r -> {
             Thread th = new Thread(r, "kvrouter-events-" + n.incrementAndGet());
             th.setDaemon(true);

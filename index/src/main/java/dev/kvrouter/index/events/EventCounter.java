@@ -21,6 +21,11 @@ public enum EventCounter {
   REPLAY_FAILURES("replays", "result", "failed"),
   /** Publisher restarts (sequence went backwards). */
   RESETS("resets", null, null),
+  /**
+   * Messages over the size limit ({@code events.max_message_bytes}): never read; ZMQ drops the connection and
+   * reconnects, and what the message carried is lost as after a gap.
+   */
+  OVERSIZE("oversize", null, null),
   /** Messages with the wrong frame count or an undecodable payload. */
   MALFORMED("malformed", null, null),
   /** Stores whose parent block is unknown here (dropped). */

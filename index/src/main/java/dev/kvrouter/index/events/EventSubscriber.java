@@ -55,6 +55,7 @@ public final class EventSubscriber implements AutoCloseable {
   private final ThreadFactory threads;
   private final Map<WorkerId, EventSource> desired = new ConcurrentHashMap<>();
   private final AtomicLong unroutable = new AtomicLong();
+  private final AtomicLong oversizeShared = new AtomicLong();
   private final Shard[] shards;
   /**
    * Each worker's commands, run one at a time in the order issued, each on its shard (the head is the one queued
@@ -140,6 +141,14 @@ public final class EventSubscriber implements AutoCloseable {
   /** Messages received on a shared bound socket whose topic matched no source. */
   public long unroutableMessages() {
     return unroutable.get();
+  }
+
+  /**
+   * Messages over {@link SubscriberConfig#maxMessageBytes()} on a shared bound socket (one followed source's are
+   * its {@link EventCounter#OVERSIZE}).
+   */
+  public long oversizeSharedMessages() {
+    return oversizeShared.get();
   }
 
   /** Waits until every command issued before this call has been applied by its shard. */
@@ -268,6 +277,8 @@ public final class EventSubscriber implements AutoCloseable {
     boolean attachFailed;
     long nextAttachMillis;
     long attachBackoffMillis;
+    /** Messages over the size limit, counted by ZMQ's I/O thread ({@link #watchSize}), not yet reported. */
+    final AtomicLong oversize = new AtomicLong();
 
     Endpoint(String key, String address, boolean bind) {
       this.key = key;
@@ -338,6 +349,9 @@ public final class EventSubscriber implements AutoCloseable {
             for (Follow f : follows.values()) {
               f.health.tick(now);
             }
+            for (Endpoint ep : endpoints.values()) {
+              reportOversize(ep);
+            }
           }
         }
       } catch (RuntimeException e) {
@@ -380,6 +394,7 @@ public final class EventSubscriber implements AutoCloseable {
       f.endpoint = ep;
       if (ep.socket == null) {
         ep.socket = ZmqSockets.sub(ctx, config, source.endpoint());
+        watchSize(ep);
         ep.attachBackoffMillis = config.reconnectMillis();
         tryAttach(ep, clock.millis());
         pollerDirty = true;
@@ -466,7 +481,45 @@ public final class EventSubscriber implements AutoCloseable {
       pollerDirty = false;
     }
 
+    /**
+     * ZMQ drops a connection whose message is over the size limit without a word to the socket's reader: its I/O
+     * thread reports the disconnect, with the reason still in that thread's errno, to this hook, which runs there.
+     */
+    private void watchSize(Endpoint ep) {
+      ep.socket.setEventHook(event -> {
+        if (new zmq.util.Errno().get() == zmq.ZError.EMSGSIZE) {
+          ep.oversize.incrementAndGet();
+        }
+      }, ZMQ.EVENT_DISCONNECTED);
+    }
+
+    /** Counts and logs what {@link #watchSize} saw; a shared bound socket cannot tell which engine sent it. */
+    private void reportOversize(Endpoint ep) {
+      long n = ep.oversize.getAndSet(0);
+      if (n == 0) {
+        return;
+      }
+      if (ep.members.size() == 1) {
+        ep.members.get(0).health.add(EventCounter.OVERSIZE, n);
+      } else {
+        oversizeShared.addAndGet(n);
+      }
+      log.warn("dropped {} KV event message(s) at {} larger than events.max_message_bytes ({}): the connection is"
+          + " made again and the batches lost are recovered as after a gap", n, ep.address, config.maxMessageBytes());
+      if (!ep.bind) {
+        // ZMQ ends a session on a protocol error instead of reconnecting it (an engine that connects to a bound
+        // socket reconnects on its side); what the message carried is lost, as after a gap
+        for (Follow f : ep.members) {
+          f.health.inc(EventCounter.DROPPED_BATCHES);
+          f.health.markStale("a KV event message over events.max_message_bytes was dropped", clock.millis());
+        }
+        ep.socket.disconnect(ep.address);
+        ep.socket.connect(ep.address);
+      }
+    }
+
     private void receive(Endpoint ep) {
+      reportOversize(ep);
       byte[][] frames = new byte[4][];
       for (int n = 0; n < config.receiveBudget(); n++) {
         byte[] topic = ep.socket.recv(ZMQ.DONTWAIT);

@@ -15,6 +15,8 @@ package dev.kvrouter.index.events;
  * @param handshakeMillis ZMQ handshake interval: a connection whose ZMTP handshake has not completed by then is
  *     closed and retried. JeroMQ 0.6.0 occasionally stalls a handshake forever (about 1 connection in 100 in
  *     our tests; zeromq/jeromq#849), which with the 30 s default leaves a socket deaf for 30 s
+ * @param maxMessageBytes largest engine message read ({@code events.max_message_bytes}): ZMQ allocates a frame as
+ *     its header claims, and holds up to {@code receiveHwm} of them, so a larger one drops the connection instead
  */
 public record SubscriberConfig(
     int shards,
@@ -26,12 +28,22 @@ public record SubscriberConfig(
     int receiveHwm,
     int tickMillis,
     int receiveBudget,
-    int handshakeMillis) {
+    int handshakeMillis,
+    int maxMessageBytes) {
+
+  /**
+   * 16 MiB: a vLLM batch is one engine step's events, its stores carrying the tokens of the blocks filled in that
+   * step, at most {@code max_num_batched_tokens} per KV group (5 bytes a token id, 9 to 34 an engine hash per
+   * block): an 8,192-token step is about 50 KB, and 16 MiB holds a step of over a million tokens in two groups.
+   */
+  public static final int DEFAULT_MAX_MESSAGE_BYTES = 16 << 20;
+  /** Messages queued per engine connection: with the size limit, at most 16 GiB (see docs/operations.md). */
+  public static final int DEFAULT_RECEIVE_HWM = 1000;
 
   public SubscriberConfig {
     if (shards < 1 || pollMillis < 1 || replayTimeoutMillis < 1 || maxReplayBatches < 1 || reconnectMillis < 1
         || reconnectMaxMillis < reconnectMillis || receiveHwm < 0 || tickMillis < 1 || receiveBudget < 1
-        || handshakeMillis < 1) {
+        || handshakeMillis < 1 || maxMessageBytes < 1024) {
       throw new IllegalArgumentException("invalid subscriber config: " + this);
     }
   }
@@ -39,16 +51,22 @@ public record SubscriberConfig(
   /** Up to 4 shards (one per core), 20 ms polls, 2 s replay timeouts, 100 ms to 5 s reconnects, 1 s handshakes. */
   public static SubscriberConfig defaults() {
     int shards = Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors()));
-    return new SubscriberConfig(shards, 20, 2000, 20_000, 100, 5000, 100_000, 1000, 1024, 1000);
+    return new SubscriberConfig(shards, 20, 2000, 20_000, 100, 5000, DEFAULT_RECEIVE_HWM, 1000, 1024, 1000,
+        DEFAULT_MAX_MESSAGE_BYTES);
   }
 
   public SubscriberConfig withShards(int n) {
     return new SubscriberConfig(n, pollMillis, replayTimeoutMillis, maxReplayBatches, reconnectMillis,
-        reconnectMaxMillis, receiveHwm, tickMillis, receiveBudget, handshakeMillis);
+        reconnectMaxMillis, receiveHwm, tickMillis, receiveBudget, handshakeMillis, maxMessageBytes);
   }
 
   public SubscriberConfig withReplayTimeout(int millis) {
     return new SubscriberConfig(shards, pollMillis, millis, maxReplayBatches, reconnectMillis, reconnectMaxMillis,
-        receiveHwm, tickMillis, receiveBudget, handshakeMillis);
+        receiveHwm, tickMillis, receiveBudget, handshakeMillis, maxMessageBytes);
+  }
+
+  public SubscriberConfig withMaxMessageBytes(int bytes) {
+    return new SubscriberConfig(shards, pollMillis, replayTimeoutMillis, maxReplayBatches, reconnectMillis,
+        reconnectMaxMillis, receiveHwm, tickMillis, receiveBudget, handshakeMillis, bytes);
   }
 }

@@ -22,6 +22,7 @@ final class ZmqSockets {
     s.setIPv6(ipv6(endpoint));
     s.setLinger(0);
     s.setRcvHWM(config.receiveHwm());
+    s.setMaxMsgSize(config.maxMessageBytes());
     s.setReconnectIVL(config.reconnectMillis());
     s.setReconnectIVLMax(config.reconnectMaxMillis());
     s.setHandshakeIvl(config.handshakeMillis());

@@ -98,6 +98,29 @@ class EventSubscriberTest {
     return false;
   }
 
+  /**
+   * One engine message is held whole in memory, up to the receive high-water mark of them: a message larger than
+   * any engine sends (here a medium string of 17 MiB) must not be read. ZMQ drops the connection instead and
+   * reconnects; the message is counted as oversize, and the batches it carried are lost as after a gap.
+   */
+  @Test
+  void aMessageOverTheSizeLimitIsNotReadAndIsCounted() throws Exception {
+    sub.start();
+    KvEventPublisher p = publisher(PublisherConfig.vllm("tcp://127.0.0.1:*").withBind(true));
+    WorkerId w = WorkerId.of("big");
+    sub.add(EventSource.connect(w, "m", BS, p.endpoint(), null));
+    publishUntil(p, w, 1);
+    String huge = "x".repeat(SubscriberConfig.DEFAULT_MAX_MESSAGE_BYTES + (1 << 20));
+    p.publish(List.of(BlockStored.of(new long[] {nextHash++}, null, new int[] {1, 2, 3, 4}, BS, huge)));
+    p.flush(Duration.ofSeconds(5));
+    huge = null;
+    publishUntil(p, w, 2);
+    WorkerEventHealth h = health.get(w);
+    assertThat(h.count(EventCounter.SKIPPED_MEDIUM)).as("the oversize batch was never read").isZero();
+    await(() -> h.count(EventCounter.OVERSIZE) == 1, "the oversize message is counted");
+    assertThat(h.count(EventCounter.DROPPED_BATCHES)).isPositive();
+  }
+
   @Test
   void reconcileAddsRemovesAndRestartsSources() throws Exception {
     sub.start();
