@@ -49,9 +49,9 @@ import org.slf4j.LoggerFactory;
  * <p>Threads: the tick runs on the caller's scheduler and only starts requests. Each request is a blocking
  * {@link HttpURLConnection} on a pooled thread (one per worker being scraped at that moment, reused from round to
  * round), which also parses the body as it reads it; the JDK keeps the connection alive between rounds. Not
- * {@code java.net.http.HttpClient}: its asynchronous machinery (a selector thread, futures per exchange) cost 4x the
- * CPU per scrape of a plain blocking exchange on loopback (ScrapeCostBench, BENCHMARKS.md), and its
- * {@code sendAsync} started a thread per response on a 2-CPU machine. Published results are immutable records in a
+ * {@code java.net.http.HttpClient}: the same CPU per scrape once compiled (ScrapeCostBench, BENCHMARKS.md), but a
+ * selector thread and an executor besides the senders, a request timeout that covers the headers only, and a
+ * {@code sendAsync} that started a thread per response on a 2-CPU machine. Published results are immutable records in a
  * concurrent map.
  */
 public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
