@@ -118,7 +118,7 @@ class KvrouterRuntimeTest {
         "workers:\n  - {name: a, address: 127.0.0.1, port: 1, model: m}\n");
     int admin = freePort();
     KvrouterConfig cfg = KvrouterConfig.parse("server: {ext_proc_port: " + freePort() + ", xds_port: " + freePort()
-        + ", admin_port: " + admin + "}\nrouting: {scrape: {enabled: false}}\nreplicas: {bind: tcp://127.0.0.1:"
+        + ", admin_port: " + admin + "}\nreplicas: {bind: tcp://127.0.0.1:"
         + freePort() + "}\n", "t");
     KvrouterRuntime rt = KvrouterRuntime.start(cfg, dir, KvrouterRuntime.Mode.ALL);
     try {
@@ -135,7 +135,9 @@ class KvrouterRuntimeTest {
           "kvrouter_requests_followed", // DecisionTracker
           "kvrouter_observer_pending", // InFlight: decisions awaiting their response observer
           "kvrouter_replicas_queued", // ZmqReplicaLink's send queue
-          "kvrouter_replicas_peers");
+          "kvrouter_replicas_peers",
+          "kvrouter_scrape_bytes_total", // what the scrapes of the workers' metrics read
+          "kvrouter_scrape_whole_page_workers"); // workers that did not answer the filtered scrape
     } finally {
       rt.close();
     }
