@@ -434,6 +434,14 @@ public final class KvrouterRuntime implements AutoCloseable {
             return th;
           });
       events.start();
+      // messages no followed source can claim: on a bound socket shared by several engines, the topic names none of
+      // them, or a message over events.max_message_bytes cannot be traced to one
+      FunctionCounter.builder("kvrouter.events.unroutable", events, EventSubscriber::unroutableMessages)
+          .description("KV event messages on a shared bound socket whose topic names no followed worker")
+          .register(metrics);
+      FunctionCounter.builder("kvrouter.events.oversize.shared", events, EventSubscriber::oversizeSharedMessages)
+          .description("KV event messages over events.max_message_bytes on a bound socket several engines share")
+          .register(metrics);
     }
     KvIndex idx = index;
     EventSubscriber sub = events;
