@@ -368,6 +368,37 @@ class MetricsScraperTest {
   }
 
   /**
+   * A 503 from the filtered request (a vLLM starting behind a proxy, a gateway between) says nothing about whether
+   * the server filters: the worker is asked for the filtered page again once it serves, not read whole for good.
+   */
+  @Test
+  void aWorkerAnswering503WhileItStartsIsStillAskedForTheFilteredPageOnceItServes() throws Exception {
+    byte[] whole = VllmMetricsParserTest.fixture("vllm_full.prom");
+    byte[] filtered = VllmMetricsParserTest.fixture("vllm_full_filtered.prom");
+    Map<String, AtomicInteger> hits = Map.of("/metrics", new AtomicInteger(), "/metrics/", new AtomicInteger());
+    java.util.concurrent.atomic.AtomicBoolean starting = new java.util.concurrent.atomic.AtomicBoolean(true);
+    server.createContext("/metrics", ex -> {
+      String path = ex.getRequestURI().getRawPath();
+      hits.get(path).incrementAndGet();
+      byte[] body = path.equals("/metrics/") ? filtered : whole;
+      if (starting.get()) {
+        ex.sendResponseHeaders(503, -1);
+      } else {
+        ex.sendResponseHeaders(200, body.length);
+        ex.getResponseBody().write(body);
+      }
+      ex.close();
+    });
+    registry.replace(List.of(worker("v", 1, url("metrics"))));
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    starting.set(false);
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    assertThat(scraper.scraped(WorkerId.of("v")).running()).isEqualTo(3.0);
+    assertThat(hits.get("/metrics/").get()).as("asked filtered in both rounds").isEqualTo(2);
+    assertThat(scraper.wholePageWorkers()).isZero();
+  }
+
+  /**
    * Serves {@code /metrics} as vLLM's instrumentator does (the whole page whatever the query) and {@code /metrics/}
    * by variant: "filter" as prometheus_client's app (the filtered page when asked for exactly the router's
    * series), "not-found" 404, "empty" a 200 page without the gauges.
