@@ -152,6 +152,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     if (!url.equals(s.url)) { // parsed once per worker, not per round: the rounds run often and stay cold code
       s.url = url;
       s.plain = null;
+      s.wholePage = false; // a new endpoint: ask it for the filtered page
       try {
         URI u = URI.create(url);
         if ("http".equalsIgnoreCase(u.getScheme()) && u.getHost() != null) {

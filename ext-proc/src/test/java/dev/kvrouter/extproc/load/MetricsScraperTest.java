@@ -398,6 +398,32 @@ class MetricsScraperTest {
     assertThat(scraper.wholePageWorkers()).isZero();
   }
 
+  /** A worker read whole at one metrics URL is asked for the filtered page again once its URL changes. */
+  @Test
+  void aWorkerWhoseMetricsUrlChangesIsAskedForTheFilteredPageAtItsNewUrl() throws Exception {
+    vllmEndpoint("not-found");
+    byte[] whole = VllmMetricsParserTest.fixture("vllm_full.prom");
+    byte[] filtered = VllmMetricsParserTest.fixture("vllm_full_filtered.prom");
+    AtomicInteger filteredHits = new AtomicInteger();
+    server.createContext("/v2", ex -> {
+      String q = ex.getRequestURI().getRawQuery();
+      boolean asked = q != null && names(q).equals(VllmMetricsParser.SERIES);
+      filteredHits.addAndGet(asked ? 1 : 0);
+      byte[] body = asked ? filtered : whole;
+      ex.sendResponseHeaders(200, body.length);
+      ex.getResponseBody().write(body);
+      ex.close();
+    });
+    registry.replace(List.of(worker("w", 1, url("metrics"))));
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    assertThat(scraper.wholePageWorkers()).isEqualTo(1);
+    registry.replace(List.of(worker("w", 1, url("v2"))));
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    assertThat(scraper.scraped(WorkerId.of("w")).running()).isEqualTo(3.0);
+    assertThat(filteredHits.get()).as("the new URL asked for the filtered page").isEqualTo(1);
+    assertThat(scraper.wholePageWorkers()).isZero();
+  }
+
   /**
    * Serves {@code /metrics} as vLLM's instrumentator does (the whole page whatever the query) and {@code /metrics/}
    * by variant: "filter" as prometheus_client's app (the filtered page when asked for exactly the router's
