@@ -82,7 +82,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     boolean warnedNoMetrics;
     /** Set once the server has not answered a filtered request usefully; read by the next round's sender. */
     volatile boolean wholePage;
-    /** The worker's metrics URL as last seen, and its two URIs (null: not an http URL), kept between rounds. */
+    /** The worker's metrics URL as last seen, and its two URIs (null: not an http(s) URL), kept between rounds. */
     String url;
     URI plain;
     URI filtered;
@@ -155,7 +155,8 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
       s.wholePage = false; // a new endpoint: ask it for the filtered page
       try {
         URI u = URI.create(url);
-        if ("http".equalsIgnoreCase(u.getScheme()) && u.getHost() != null) {
+        if (("http".equalsIgnoreCase(u.getScheme()) || "https".equalsIgnoreCase(u.getScheme()))
+            && u.getHost() != null) {
           s.plain = u;
           s.filtered = filteredUri(u);
         }

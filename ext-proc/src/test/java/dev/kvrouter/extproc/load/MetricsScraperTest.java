@@ -424,6 +424,14 @@ class MetricsScraperTest {
     assertThat(scraper.wholePageWorkers()).isZero();
   }
 
+  /** An https metrics URL is scraped (java.net.http.HttpClient did): nothing listening counts as unreachable. */
+  @Test
+  void anHttpsMetricsUrlIsScrapedNotTakenForAWorkerWithoutMetrics() throws Exception {
+    registry.replace(List.of(worker("tls", 1, "https://127.0.0.1:" + closedPort() + "/metrics")));
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    assertThat(scraper.counts()[1]).as("unreachable, not without metrics").isEqualTo(1);
+  }
+
   /**
    * Serves {@code /metrics} as vLLM's instrumentator does (the whole page whatever the query) and {@code /metrics/}
    * by variant: "filter" as prometheus_client's app (the filtered page when asked for exactly the router's
