@@ -347,6 +347,9 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
 
   private void publish(Worker w, Map<Integer, VllmMetricsParser.Engine> engines) {
     long now = nanoClock.getAsLong();
+    if (closed) {
+      return; // closed while this scrape read its page
+    }
     int dp = w.dpSize();
     Map<Integer, VllmMetricsParser.Engine> byRank = new HashMap<>();
     VllmMetricsParser.Engine unlabeled = engines.get(-1);

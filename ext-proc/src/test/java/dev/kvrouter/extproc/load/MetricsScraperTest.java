@@ -432,6 +432,36 @@ class MetricsScraperTest {
     assertThat(scraper.counts()[1]).as("unreachable, not without metrics").isEqualTo(1);
   }
 
+  /** A scrape that was reading its page when the scraper closed publishes nothing after the close. */
+  @Test
+  void aScrapeFinishingAfterCloseDoesNotPublish() throws Exception {
+    CountDownLatch publishing = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    java.util.concurrent.atomic.AtomicReference<Thread> sender = new java.util.concurrent.atomic.AtomicReference<>();
+    java.util.function.LongSupplier clock = () -> {
+      if (Thread.currentThread().getName().startsWith("kvrouter-scrape-") && sender.compareAndSet(null,
+          Thread.currentThread())) {
+        publishing.countDown();
+        try {
+          release.await(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      return System.nanoTime();
+    };
+    MetricsScraper closing = new MetricsScraper(registry, ledger, health, clock, Duration.ofMillis(500), 1 << 20,
+        false);
+    registry.replace(List.of(worker("single", 1, url("vllm_single.prom"))));
+    closing.scrapeAll();
+    assertThat(publishing.await(5, TimeUnit.SECONDS)).isTrue();
+    closing.close();
+    release.countDown();
+    sender.get().join(5000);
+    assertThat(sender.get().isAlive()).isFalse();
+    assertThat(closing.scraped(WorkerId.of("single"))).as("published after close").isNull();
+  }
+
   /**
    * Serves {@code /metrics} as vLLM's instrumentator does (the whole page whatever the query) and {@code /metrics/}
    * by variant: "filter" as prometheus_client's app (the filtered page when asked for exactly the router's
