@@ -289,6 +289,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
           long left = 64 * 1024;
           for (int n; left > 0 && (n = err.read(buf)) >= 0; ) {
             left -= n;
+            bytes.add(n);
           }
         }
       }

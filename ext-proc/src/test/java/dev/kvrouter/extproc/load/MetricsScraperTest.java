@@ -462,6 +462,24 @@ class MetricsScraperTest {
     assertThat(closing.scraped(WorkerId.of("single"))).as("published after close").isNull();
   }
 
+  /** The bytes counter counts every response body read, a refused filtered request's included. */
+  @Test
+  void theBytesReadIncludeAnErrorAnswersBody() throws Exception {
+    byte[] whole = VllmMetricsParserTest.fixture("vllm_full.prom");
+    byte[] refusal = "{\"detail\":\"Not Found\"}".getBytes(StandardCharsets.UTF_8);
+    server.createContext("/metrics", ex -> {
+      boolean filtered = ex.getRequestURI().getRawPath().equals("/metrics/");
+      byte[] body = filtered ? refusal : whole;
+      ex.sendResponseHeaders(filtered ? 404 : 200, body.length);
+      ex.getResponseBody().write(body);
+      ex.close();
+    });
+    registry.replace(List.of(worker("v", 1, url("metrics"))));
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    assertThat(scraper.scraped(WorkerId.of("v")).running()).isEqualTo(3.0);
+    assertThat(scraper.bytesRead()).isEqualTo(refusal.length + whole.length);
+  }
+
   /**
    * Serves {@code /metrics} as vLLM's instrumentator does (the whole page whatever the query) and {@code /metrics/}
    * by variant: "filter" as prometheus_client's app (the filtered page when asked for exactly the router's
