@@ -135,7 +135,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
             round.add(s.inFlight);
             continue;
           }
-          s.inFlight.cancel(true); // closes its connection, which reports the worker unreachable
+          s.inFlight.cancel(true); // disconnects its exchange, which reports the worker unreachable
         }
         s.startedNanos = now;
         s.inFlight = scrape(w, s);
@@ -213,7 +213,9 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     } catch (RejectedExecutionException e) {
       return CompletableFuture.completedFuture(null); // closed
     }
-    // cancelling the scrape closes its connection, which ends a read blocked on it
+    // cancelling the scrape disconnects its exchange, which ends a read blocked on it. With under 512 kB of a declared
+    // length left, the JDK hands the socket to its keep-alive cleaner thread, which drains the rest in the background
+    // (http.KeepAlive.remainingData) instead of closing it: the scrape still ends here
     done.whenComplete((v, e) -> {
       if (done.isCancelled()) {
         request.cancel(true);
