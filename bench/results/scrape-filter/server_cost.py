@@ -16,9 +16,8 @@ import sys
 import time
 import urllib.request
 
-SERIES = sorted(["sglang:num_queue_reqs", "sglang:num_running_reqs", "sglang:token_usage", "vllm:cache_config_info",
-                 "vllm:gpu_cache_usage_perc", "vllm:kv_cache_usage_perc", "vllm:num_requests_running",
-                 "vllm:num_requests_waiting"])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../scripts/fixtures"))
+from vllm_metrics import ROUTER_SERIES as SERIES  # noqa: E402  the series the router's scraper asks for
 TICK = os.sysconf("SC_CLK_TCK")
 
 

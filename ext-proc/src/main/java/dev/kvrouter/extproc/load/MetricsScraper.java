@@ -181,9 +181,8 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
           if (filtered != null) {
             page = fetch(filtered, open, done);
             health.scrapeReached(w.name());
-            if (!page.hasLoad() && page.status >= 500) {
-              // Unavailable (starting, overloaded, a proxy between): no word on filtering; this round's answer.
-            } else if (!page.hasLoad()) {
+            // A 5xx (starting, overloaded, a proxy between) says nothing about filtering: it is this round's answer.
+            if (!page.hasLoad() && page.status < 500) {
               // Refused, not understood, or answered without the gauges: this server does not filter the
               // way prometheus_client does. Read its whole page from now on, starting with this round.
               s.wholePage = true;
