@@ -384,7 +384,8 @@ public final class EventSubscriber implements AutoCloseable {
       EventApplier applier = new EventApplier(view, source.model(), source.blockSize(), h);
       ReplayClient replay = source.replayEndpoint() == null ? null
           : new ReplayClient(ctx, source.replayEndpoint(), config.replayTimeoutMillis(), config.maxReplayBatches(),
-              config.reconnectMillis(), config.handshakeMillis());
+              config.reconnectMillis(), config.handshakeMillis(), config.maxMessageBytes(),
+              n -> h.add(EventCounter.OVERSIZE, n));
       StreamFollower follower = new StreamFollower(applier, h, decoder, replay, clock, source.id().dpRank());
       Follow f = new Follow(source, h, follower, replay);
       follows.put(source.id(), f);
@@ -487,7 +488,7 @@ public final class EventSubscriber implements AutoCloseable {
      */
     private void watchSize(Endpoint ep) {
       ep.socket.setEventHook(event -> {
-        if (new zmq.util.Errno().get() == zmq.ZError.EMSGSIZE) {
+        if (ZmqSockets.oversize()) {
           ep.oversize.incrementAndGet();
         }
       }, ZMQ.EVENT_DISCONNECTED);

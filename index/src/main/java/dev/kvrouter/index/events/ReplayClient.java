@@ -3,6 +3,8 @@ package dev.kvrouter.index.events;
 import dev.kvrouter.index.wire.ZmqFrames;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.zeromq.ZContext;
@@ -15,6 +17,10 @@ import org.zeromq.ZMQ;
  *
  * <p>Owned by one event thread. A timeout leaves replies possibly in flight, so the socket is then discarded
  * and a fresh one is made for the next replay.
+ *
+ * <p>Replies are read under the event sockets' size limit ({@code events.max_message_bytes}): ZMQ allocates a
+ * frame as its header claims, so without one an engine's reply could claim gigabytes. ZMQ drops the connection of
+ * a reply over it; the replay then stops as after a timeout, and each such reply is counted.
  */
 final class ReplayClient implements StreamFollower.Replayer, AutoCloseable {
 
@@ -26,16 +32,25 @@ final class ReplayClient implements StreamFollower.Replayer, AutoCloseable {
   private final int maxBatches;
   private final int reconnectMillis;
   private final int handshakeMillis;
+  private final int maxMessageBytes;
+  private final IntConsumer onOversize;
+  /** Written by ZMQ's I/O thread (the socket's event hook), taken by the owner after each round. */
+  private final AtomicInteger oversize = new AtomicInteger();
   private ZMQ.Socket dealer;
 
+  /**
+   * @param onOversize told, on the owner's thread, how many replies ZMQ dropped for their size
+   */
   ReplayClient(ZContext ctx, String endpoint, int timeoutMillis, int maxBatches, int reconnectMillis,
-      int handshakeMillis) {
+      int handshakeMillis, int maxMessageBytes, IntConsumer onOversize) {
     this.ctx = ctx;
     this.endpoint = endpoint;
     this.timeoutMillis = timeoutMillis;
     this.maxBatches = maxBatches;
     this.reconnectMillis = reconnectMillis;
     this.handshakeMillis = handshakeMillis;
+    this.maxMessageBytes = maxMessageBytes;
+    this.onOversize = onOversize;
   }
 
   /**
@@ -50,6 +65,7 @@ final class ReplayClient implements StreamFollower.Replayer, AutoCloseable {
     int total = 0;
     while (true) {
       Round r = round(next, sink, maxBatches - total);
+      reportOversize();
       total += r.batches();
       if (r.outcome() != Outcome.STOPPED) {
         return r.outcome() == Outcome.ENDED;
@@ -71,7 +87,8 @@ final class ReplayClient implements StreamFollower.Replayer, AutoCloseable {
   private Round round(long fromSeq, StreamFollower.BatchSink sink, int budget) {
     try {
       if (dealer == null) {
-        dealer = ZmqSockets.dealer(ctx, endpoint, timeoutMillis, reconnectMillis, handshakeMillis);
+        dealer = ZmqSockets.dealer(ctx, endpoint, timeoutMillis, reconnectMillis, handshakeMillis, maxMessageBytes,
+            oversize::incrementAndGet);
       }
       if (!dealer.sendMore(new byte[0]) || !dealer.send(ZmqFrames.seqBytes(fromSeq))) {
         log.warn("replay request to {} could not be sent", endpoint);
@@ -133,6 +150,15 @@ final class ReplayClient implements StreamFollower.Replayer, AutoCloseable {
     log.warn("replay from {} exceeded {} batches; abandoning it", endpoint, maxBatches);
     discard();
     return new Round(Outcome.FAILED, budget, last);
+  }
+
+  private void reportOversize() {
+    int n = oversize.getAndSet(0);
+    if (n > 0) {
+      log.warn("replay from {}: dropped {} reply message(s) larger than events.max_message_bytes ({})", endpoint, n,
+          maxMessageBytes);
+      onOversize.accept(n);
+    }
   }
 
   private void discard() {

@@ -30,6 +30,14 @@ final class ZmqSockets {
   }
 
   /**
+   * In a disconnect hook (which runs on ZMQ's I/O thread): whether ZMQ ended the connection for a message over the
+   * size limit. It says so only through that thread's errno.
+   */
+  static boolean oversize() {
+    return new zmq.util.Errno().get() == zmq.ZError.EMSGSIZE;
+  }
+
+  /**
    * JeroMQ refuses an IPv6 address unless the socket allows IPv6 ("not found matching IPv4/IPv6 settings"), so a
    * worker at {@code tcp://[fd00::5]:5557} would never be followed. Only bracketed IPv6 literals turn it on: a
    * host name on an IPv6-enabled socket may resolve to an IPv6 address the engine does not listen on.
@@ -38,12 +46,21 @@ final class ZmqSockets {
     return endpoint != null && endpoint.startsWith("tcp://[");
   }
 
-  /** A DEALER for replay requests, connected to {@code endpoint}. */
+  /**
+   * A DEALER for replay requests, connected to {@code endpoint}; {@code onOversize} runs on ZMQ's I/O thread each
+   * time it drops the connection for a message over {@code maxMessageBytes}.
+   */
   static ZMQ.Socket dealer(ZContext ctx, String endpoint, int timeoutMillis, int reconnectMillis,
-      int handshakeMillis) {
+      int handshakeMillis, int maxMessageBytes, Runnable onOversize) {
     ZMQ.Socket d = ctx.createSocket(SocketType.DEALER);
     d.setIPv6(ipv6(endpoint));
     d.setLinger(0);
+    d.setMaxMsgSize(maxMessageBytes);
+    d.setEventHook(event -> {
+      if (oversize()) {
+        onOversize.run();
+      }
+    }, ZMQ.EVENT_DISCONNECTED);
     d.setReceiveTimeOut(timeoutMillis);
     d.setSendTimeOut(timeoutMillis);
     d.setReconnectIVL(reconnectMillis);

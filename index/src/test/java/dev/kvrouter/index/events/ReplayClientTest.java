@@ -6,6 +6,7 @@ import dev.kvrouter.index.wire.ZmqFrames;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongFunction;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.zeromq.SocketType;
@@ -22,6 +23,12 @@ class ReplayClientTest {
    */
   private static Thread server(ZContext ctx, ZMQ.Socket router, int size, int cut, long[] hole,
       AtomicInteger requests) {
+    return server(ctx, router, size, cut, hole, requests, seq -> new byte[] {(byte) seq, 1});
+  }
+
+  /** The same, each batch's payload made by {@code payload}. */
+  private static Thread server(ZContext ctx, ZMQ.Socket router, int size, int cut, long[] hole,
+      AtomicInteger requests, LongFunction<byte[]> payload) {
     boolean[] holed = new boolean[1];
     Thread t = new Thread(() -> {
       router.setReceiveTimeOut(100);
@@ -42,7 +49,7 @@ class ReplayClientTest {
           router.sendMore(id);
           router.sendMore(new byte[0]);
           router.sendMore(ZmqFrames.seqBytes(seq));
-          router.send(new byte[] {(byte) seq, 1});
+          router.send(payload.apply(seq));
         }
         if (end == size) {
           router.sendMore(id);
@@ -79,7 +86,8 @@ class ReplayClientTest {
       Thread t = server(ctx, router, size, cut, hole, requests);
       List<Long> got = new ArrayList<>();
       boolean ended;
-      try (ReplayClient c = new ReplayClient(ctx, "tcp://127.0.0.1:" + port, 2000, maxBatches, 100, 1000)) {
+      try (ReplayClient c = new ReplayClient(ctx, "tcp://127.0.0.1:" + port, 2000, maxBatches, 100, 1000,
+          SubscriberConfig.DEFAULT_MAX_MESSAGE_BYTES, n -> { })) {
         ended = c.replay(from, (seq, payload) -> got.add(seq));
       } finally {
         t.interrupt();
@@ -116,11 +124,43 @@ class ReplayClientTest {
     // a host not in DNS (yet), a malformed address: ZMQ throws at connect
     for (String endpoint : List.of("tcp://no-such-host.invalid:5558", "tcp://127.0.0.1")) {
       try (ZContext ctx = new ZContext(1);
-          ReplayClient c = new ReplayClient(ctx, endpoint, 2000, 100, 100, 1000)) {
+          ReplayClient c = new ReplayClient(ctx, endpoint, 2000, 100, 100, 1000,
+              SubscriberConfig.DEFAULT_MAX_MESSAGE_BYTES, n -> { })) {
         List<Long> got = new ArrayList<>();
         assertThat(c.replay(0, (seq, payload) -> got.add(seq))).as(endpoint).isFalse();
         assertThat(got).isEmpty();
         assertThat(ctx.getSockets()).as("sockets of " + endpoint).isEmpty();
+      }
+    }
+  }
+
+  /**
+   * ZMQ allocates a frame as its header claims. A reply over {@code events.max_message_bytes} ends the connection
+   * before it is read: the replay stops there (what came before it is kept), is counted, and the next request goes
+   * out on a fresh socket.
+   */
+  @Test
+  void aReplyOverTheSizeLimitIsNeverReadAndIsCounted() throws Exception {
+    int limit = 64 << 10;
+    try (ZContext ctx = new ZContext()) {
+      ZMQ.Socket router = ctx.createSocket(SocketType.ROUTER);
+      router.setLinger(0);
+      int port = router.bindToRandomPort("tcp://127.0.0.1");
+      AtomicInteger requests = new AtomicInteger();
+      // batches 0..2 and the end marker, batch 1 larger than the limit
+      Thread t = server(ctx, router, 3, 3, null, requests, seq -> new byte[seq == 1 ? 4 * limit : 16]);
+      List<Long> got = new ArrayList<>();
+      AtomicInteger oversize = new AtomicInteger();
+      try (ReplayClient c = new ReplayClient(ctx, "tcp://127.0.0.1:" + port, 1000, 100, 100, 1000, limit,
+          oversize::addAndGet)) {
+        assertThat(c.replay(0, (seq, payload) -> got.add(seq))).as("never reached its end marker").isFalse();
+        assertThat(got).as("batch 0 read, nothing from the oversize reply on").containsExactly(0L);
+        assertThat(oversize.get()).as("each request's oversize reply counted").isEqualTo(2);
+        assertThat(requests.get()).as("from 0, then again from 1 on a fresh socket").isEqualTo(2);
+        assertThat(ctx.getSockets()).as("the failed replay's socket is gone").containsExactly(router);
+      } finally {
+        t.interrupt();
+        t.join(5000);
       }
     }
   }

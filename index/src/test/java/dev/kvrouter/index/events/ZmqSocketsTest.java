@@ -66,7 +66,7 @@ class ZmqSocketsTest {
         got = sub.recv(0);
       }
       assertThat(got).isNotNull();
-      ZMQ.Socket dealer = ZmqSockets.dealer(ctx, endpoint, 100, 100, 1000);
+      ZMQ.Socket dealer = ZmqSockets.dealer(ctx, endpoint, 100, 100, 1000, 1 << 20, () -> { });
       assertThat(dealer).isNotNull(); // connecting no longer throws "not found matching IPv4/IPv6 settings"
     }
   }
