@@ -190,6 +190,20 @@ class KvrouterRuntimeTest {
     assertThat(runCli(noTokenizer, new StringBuilder())).isEqualTo(2);
   }
 
+  /** scripts/demo.sh says "try --help"; every mode, the demo included, answers it instead of "Unknown option". */
+  @Test
+  void everyModeAnswersHelp() {
+    CommandLine cli = new CommandLine(new Kvrouter());
+    assertThat(cli.getSubcommands()).containsKeys("all", "ext-proc", "xds", "demo");
+    for (String mode : cli.getSubcommands().keySet()) {
+      java.io.StringWriter help = new java.io.StringWriter();
+      CommandLine fresh = new CommandLine(new Kvrouter());
+      fresh.setOut(new java.io.PrintWriter(help));
+      assertThat(fresh.execute(mode, "--help")).as(mode + " --help").isZero();
+      assertThat(help.toString()).as(mode + " --help").contains("Usage: kvrouter " + mode);
+    }
+  }
+
   /**
    * The README starts the split modes as {@code kvrouter ext-proc --config kvrouter.yaml}. The option used to be
    * the top command's only, so that line failed with "Unknown options" before reading any file.

@@ -112,6 +112,11 @@ public final class EnvoyAb implements Callable<Integer> {
       description = "Requests of the first workload sent once before measuring (JIT warm-up of a fresh router).")
   int warmup;
 
+  @Option(names = "--warmup-every-policy", description = "Send the warm-up once under each policy in run order "
+      + "instead of once under --ours (a short A/B on a small box, where the first policy would pay for the whole "
+      + "stack's JIT).")
+  boolean warmupEveryPolicy;
+
   @Option(names = "--max-in-flight", defaultValue = "512")
   int maxInFlight;
 
@@ -238,6 +243,8 @@ public final class EnvoyAb implements Callable<Integer> {
     meta.put("command", "EnvoyAb " + String.join(" ", ProcessHandle.current().info().arguments()
         .map(List::of).orElse(List.of())));
     meta.put("seed", seed);
+    meta.put("warmup", warmup);
+    meta.put("warmupEveryPolicy", warmupEveryPolicy);
     meta.put("preset", preset);
     // the workers run with vLLM's scheduler defaults for the preset's GPU
     meta.put("maxNumSeqs", Presets.byId(preset).batchLimits().maxNumSeqs());
@@ -336,6 +343,9 @@ public final class EnvoyAb implements Callable<Integer> {
           }).build();
       AbRunner.Settings settings = new AbRunner.Settings(policies, ours, baseline, true, blockSize, true,
           Duration.ofMillis(1000), Duration.ofSeconds(120), out, meta, warmup, ideals::infinite);
+      if (warmupEveryPolicy) {
+        settings = settings.warmingEveryPolicy();
+      }
       try (LoadGenerator gen = new LoadGenerator(load)) {
         new AbRunner(gen, stack.targets(), settings, preparer, System.out).run(specs);
       }

@@ -90,6 +90,36 @@ class AbRunnerTest {
   }
 
   @Test
+  void theWarmUpGoesOnceUnderOursOrOnceUnderEveryPolicyInRunOrder(@TempDir Path out) throws Exception {
+    for (boolean everyPolicy : List.of(false, true)) {
+      try (ScriptedWorker w = new ScriptedWorker("w1", 5, 2, 32);
+          LoadGenerator gen = new LoadGenerator(LoadConfig.defaults(w.uri(), "test/model")
+              .withSampleInterval(Duration.ofMillis(50)))) {
+        AbRunner.Settings settings = new AbRunner.Settings(List.of("round_robin", "kv_aware", "cache_only"),
+            "kv_aware", "round_robin", true, 16, true, Duration.ZERO, Duration.ofSeconds(5),
+            out.resolve("every-" + everyPolicy), Map.of(), 4, null);
+        AbReport report = new AbRunner(gen, List.of(w.target()),
+            everyPolicy ? settings.warmingEveryPolicy() : settings, PolicyPreparer.none(),
+            new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8))
+            .run(List.of("unique:count=6,rate=200,prompt=64,output=3"));
+
+        List<String> warmUp = everyPolicy
+            ? List.of("round_robin", "round_robin", "round_robin", "round_robin", "kv_aware", "kv_aware", "kv_aware",
+                "kv_aware", "cache_only", "cache_only", "cache_only", "cache_only")
+            : List.of("kv_aware", "kv_aware", "kv_aware", "kv_aware");
+        assertThat(w.policyHeaders).as("every policy: " + everyPolicy).hasSize(warmUp.size() + 3 * 6);
+        for (int p = 0; p < warmUp.size(); p += 4) { // a pass's 4 requests are sent concurrently: order within
+          assertThat(w.policyHeaders.subList(p, p + 4)).containsOnly(warmUp.get(p));
+        }
+        assertThat(w.resets.get()).as("the caches are reset before each measured run only").isEqualTo(3);
+        for (PolicyResult r : report.workloads().get(0).results()) {
+          assertThat(r.counts().completed()).as("measured requests, the warm-up not among them").isEqualTo(6);
+        }
+      }
+    }
+  }
+
+  @Test
   void oneSeedFlagSeedsSpecsWithoutTheirOwn() {
     assertThat(AbRunner.withSeed("rag", "5")).isEqualTo("rag:seed=5");
     assertThat(AbRunner.withSeed("rag:count=3", "5")).isEqualTo("rag:count=3,seed=5");
