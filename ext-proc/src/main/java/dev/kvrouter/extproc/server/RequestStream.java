@@ -148,7 +148,8 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     String normalized = normalizedPath(path);
     kind = kindOf(method, normalized);
     boolean fullDuplex = requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED;
-    if (kind == null && tenant != null && !tenant.isEmpty() && "POST".equals(method)
+    boolean tenanted = tenant != null && !tenant.isEmpty();
+    if (kind == null && tenanted && "POST".equals(method)
         && (normalized == null || !options.tenantPassThroughPaths().contains(normalized))) {
       // A tenant's body may reach the engine only through the salt rewrite: an engine endpoint the router does not
       // understand (/v1/responses, a path spelled so that only the engine reads it as chat) would let the tenant
@@ -169,6 +170,12 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       // In STREAMED modes the request headers have already left before the body arrives, so no destination
       // could be set: say so loudly and let Envoy's default route balance it.
       log.error("request body mode {} cannot route; configure BUFFERED or FULL_DUPLEX_STREAMED", requestBodyMode);
+      if (tenanted) {
+        // Nor could the salt be rewritten: the tenant's body would reach the engine with no salt or its own.
+        finish(OpenAiError.internal("the router cannot isolate tenants in request body mode " + requestBodyMode),
+            "tenant_body_mode");
+        return;
+      }
       passThrough = true;
       send(EnvoyMessages.continueRequestHeaders());
       return;

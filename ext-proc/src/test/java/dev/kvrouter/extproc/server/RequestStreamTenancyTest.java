@@ -215,4 +215,28 @@ class RequestStreamTenancyTest {
         .onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/responses", "acme"));
     assertThat(sent.get(0).hasRequestHeaders()).as("listed in tenancy.pass_through_paths").isTrue();
   }
+
+  /**
+   * In a body mode the router cannot route in (an Envoy configured STREAMED, BUFFERED_PARTIAL or NONE), the request
+   * used to pass through to the default route with the client's body: a tenant's chat reached the engine with no
+   * salt (the shared namespace) or with a salt of its choosing. It must be refused instead; tenant-less requests
+   * still pass, as they would unsalted anyway.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"STREAMED", "BUFFERED_PARTIAL", "NONE"})
+  void aTenantsInferenceRequestIsRefusedInABodyModeThatCannotCarryItsSalt(String name) {
+    BodySendMode mode = BodySendMode.valueOf(name);
+    RequestStream s = stream(BodySendMode.BUFFERED);
+    s.onNext(headers(mode, "acme"));
+    assertThat(sent).hasSize(1);
+    assertThat(sent.get(0).hasImmediateResponse()).as("a tenant's chat in %s mode", mode).isTrue();
+    assertThat(sent.get(0).getImmediateResponse().getStatus().getCodeValue()).isEqualTo(500);
+    assertThat(decisions).isEmpty();
+
+    sent.clear();
+    RequestStream anonymous = stream(BodySendMode.BUFFERED);
+    anonymous.onNext(headers(mode, null));
+    assertThat(sent).hasSize(1);
+    assertThat(sent.get(0).hasRequestHeaders()).as("a tenant-less chat in %s mode passes", mode).isTrue();
+  }
 }
