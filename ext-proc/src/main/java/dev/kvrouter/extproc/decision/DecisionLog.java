@@ -91,7 +91,7 @@ public final class DecisionLog {
       g.writeStringField("id", d.id());
       g.writeNumberField("seq", d.seq());
       g.writeStringField("ts", clock.instant().minusNanos(Math.max(0, ageNanos)).toString());
-      g.writeStringField("model", d.model());
+      nullable(g, "model", d.model());
       nullable(g, "tenant_hash", x.tenantHash());
       g.writeStringField("policy", d.policy());
       nullable(g, "chosen", d.routed() ? d.chosen().name() : null);

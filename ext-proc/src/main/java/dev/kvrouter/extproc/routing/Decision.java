@@ -10,7 +10,8 @@ import java.util.List;
  *
  * @param seq process-unique sequence number (keys per-request state in listeners)
  * @param id decision id, echoed to the client in {@code x-kvrouter-decision}
- * @param model requested model
+ * @param model requested model; null when no worker serves it (then it is the client's own text, which records
+ *     never carry)
  * @param policy the policy that decided
  * @param chosen the worker, or null when rejected
  * @param dpRank the chosen data-parallel rank (0 unless the worker has several), -1 when rejected
@@ -70,7 +71,8 @@ public record Decision(
     private final EvictionPressure.Reading pressure;
 
     /**
-     * @param tenantHash hex XXH3-64 of the tenant id, or null without a tenant (the id itself is never logged)
+     * @param tenantHash the tenant's keyed pseudonym (TenantIsolation.tenantHash), or null without a tenant (the id
+     *     itself is never logged)
      * @param promptTokens prompt tokens (estimated when {@code promptExact} is false)
      * @param promptExact whether the request path tokenized the prompt
      * @param promptUnavailable why it did not, or null

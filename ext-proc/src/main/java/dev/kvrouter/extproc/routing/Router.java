@@ -170,7 +170,8 @@ public final class Router {
     RequestShape shape = RequestShape.of(promptTokens, blockSize, hashes.length, outputTokens);
 
     if (serving.isEmpty()) {
-      return reject(seq, req, policy, "model_not_served", fallbacks, OpenAiError.modelNotFound(model),
+      // The record names no model: a name nobody serves is the client's own text, of any length and content.
+      return reject(seq, req, null, policy, "model_not_served", fallbacks, OpenAiError.modelNotFound(model),
           detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, List.of(), null, 0, 0, 0, NO_PRESSURE),
           t0);
     }
@@ -218,7 +219,7 @@ public final class Router {
         }
       }
       if (hard.isEmpty()) {
-        return reject(seq, req, policy, "no_eligible_worker", fallbacks,
+        return reject(seq, req, model, policy, "no_eligible_worker", fallbacks,
             OpenAiError.noEligibleWorker(model, "all " + serving.size() + " workers are draining or prefill-only"),
             detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, null, 0, lookupNanos,
                 nanoTime.getAsLong() - ts, NO_PRESSURE), t0);
@@ -254,7 +255,7 @@ public final class Router {
       boolean allBusy = pool.isEmpty();
       if (allBusy) {
         if (settings.whenAllBusy() == ModelRouting.WhenAllBusy.REJECT) {
-          return reject(seq, req, policy, "all_busy", fallbacks, OpenAiError.overloaded(model),
+          return reject(seq, req, model, policy, "all_busy", fallbacks, OpenAiError.overloaded(model),
               detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, null, 0, lookupNanos,
                   nanoTime.getAsLong() - ts, NO_PRESSURE), t0);
         }
@@ -312,9 +313,9 @@ public final class Router {
     }
   }
 
-  private Decision reject(long seq, RouteRequest req, RoutingPolicy policy, String reason, List<String> fallbacks,
-      OpenAiError error, Decision.Detail detail, long t0) {
-    return new Decision(seq, req.id(), req.request().model(), policy.name(), null, -1, reason, join(fallbacks),
+  private Decision reject(long seq, RouteRequest req, String model, RoutingPolicy policy, String reason,
+      List<String> fallbacks, OpenAiError error, Decision.Detail detail, long t0) {
+    return new Decision(seq, req.id(), model, policy.name(), null, -1, reason, join(fallbacks),
         error, detail, Reservation.NONE, nanoTime.getAsLong() - t0);
   }
 

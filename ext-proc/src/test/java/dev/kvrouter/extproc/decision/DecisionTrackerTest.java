@@ -365,6 +365,22 @@ class DecisionTrackerTest {
         .isEqualTo(1);
   }
 
+  /**
+   * A model no worker serves is whatever the client wrote in {@code model} (any text, up to the body limit): the
+   * 404 answer echoes it to the client as vLLM does, but the record, which ops keep, must not carry it.
+   */
+  @Test
+  void aRejectedModelNameIsTheClientsTextAndNeverRecorded() throws Exception {
+    String marker = "summarise this confidential memo zqx";
+    Decision d = router.route(new RouteRequest("nope", new InferenceRequest(InferenceRequest.Kind.CHAT, marker,
+        false, null, -1), null, null));
+    tracker.onDecision(d);
+    tracker.onEnd(d, false);
+    assertThat(lines).singleElement().asString().doesNotContain("zqx");
+    assertThat(line(0).path("model").isNull()).isTrue();
+    assertThat(line(0).path("reason").asText()).isEqualTo("model_not_served");
+  }
+
   @Test
   void longFleetsListTheChosenAndTheCheapestCandidates() throws Exception {
     List<Worker> many = new ArrayList<>();
