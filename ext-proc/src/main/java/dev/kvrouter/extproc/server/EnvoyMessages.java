@@ -17,6 +17,7 @@ import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.StreamedBodyResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.TrailersResponse;
 import io.envoyproxy.envoy.type.v3.HttpStatus;
+import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 
@@ -166,10 +167,29 @@ final class EnvoyMessages {
     return h.getRawValue().isEmpty() ? h.getValue() : h.getRawValue().toString(StandardCharsets.UTF_8);
   }
 
+  /**
+   * As {@link #header}, decoded strictly: lenient decoding turns every byte that is not UTF-8 into U+FFFD, so values
+   * that differ (a Latin-1 "caf\u00e9" and "caf\u00e8") would read as one.
+   *
+   * @throws CharacterCodingException when the value's bytes are not UTF-8
+   */
+  static String exactHeader(HttpHeaders headers, String name) throws CharacterCodingException {
+    HeaderValue h = find(headers, name);
+    if (h == null || h.getRawValue().isEmpty()) {
+      return h == null ? null : h.getValue();
+    }
+    return StandardCharsets.UTF_8.newDecoder().decode(h.getRawValue().asReadOnlyByteBuffer()).toString();
+  }
+
   static String header(HttpHeaders headers, String name) {
+    HeaderValue h = find(headers, name);
+    return h == null ? null : value(h);
+  }
+
+  private static HeaderValue find(HttpHeaders headers, String name) {
     for (HeaderValue h : headers.getHeaders().getHeadersList()) {
       if (h.getKey().equals(name)) {
-        return value(h);
+        return h;
       }
     }
     return null;

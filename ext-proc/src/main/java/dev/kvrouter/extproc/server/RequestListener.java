@@ -20,7 +20,7 @@ public interface RequestListener {
    * The router answered a request itself before any decision: a bad or oversized body, a tenant's POST to a path it
    * does not route, its own failure. {@code reason} is a closed vocabulary token ({@code bad_request},
    * {@code body_too_large}, {@code empty_body}, {@code tenant_path_not_routed}, {@code tenant_body_mode},
-   * {@code internal_error}).
+   * {@code tenant_not_utf8}, {@code internal_error}).
    */
   default void onRefused(String reason) {}
 

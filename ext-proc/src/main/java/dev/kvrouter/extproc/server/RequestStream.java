@@ -142,7 +142,13 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     if (requestId == null || requestId.isEmpty()) {
       requestId = UUID.randomUUID().toString();
     }
-    tenant = options.tenantHeader() == null ? null : EnvoyMessages.header(h, options.tenantHeader());
+    try {
+      tenant = options.tenantHeader() == null ? null : EnvoyMessages.exactHeader(h, options.tenantHeader());
+    } catch (java.nio.charset.CharacterCodingException e) {
+      // Tenants are told apart by their UTF-8 text; bytes that are not UTF-8 would merge distinct tenants.
+      finish(OpenAiError.badRequest("the request's tenant identity is not UTF-8 text"), "tenant_not_utf8");
+      return;
+    }
     policyOverride = EnvoyMessages.header(h, Headers.POLICY);
     weightsOverride = EnvoyMessages.header(h, Headers.WEIGHTS);
     String normalized = normalizedPath(path);

@@ -239,4 +239,33 @@ class RequestStreamTenancyTest {
     assertThat(sent).hasSize(1);
     assertThat(sent.get(0).hasRequestHeaders()).as("a tenant-less chat in %s mode passes", mode).isTrue();
   }
+
+  /**
+   * Envoy passes header bytes as they came ({@code raw_value}); HTTP allows bytes over 0x7F that are not UTF-8 (a
+   * Latin-1 "café"). Decoded leniently, every such byte became U+FFFD, so tenants "caf\xe9" and "caf\xe8" were one
+   * tenant with one salt. Two tenants whose bytes differ must never share a salt: such a value is refused.
+   */
+  @Test
+  void tenantsWhoseHeaderBytesDifferNeverShareASalt() {
+    List<String> forwarded = new ArrayList<>();
+    for (byte last : new byte[] {(byte) 0xe9, (byte) 0xe8}) {
+      sent.clear();
+      ProcessingRequest h = headers(BodySendMode.BUFFERED, null);
+      HeaderMap.Builder map = h.getRequestHeaders().getHeaders().toBuilder().addHeaders(HeaderValue.newBuilder()
+          .setKey("x-tenant-id").setRawValue(ByteString.copyFrom(new byte[] {'c', 'a', 'f', last})));
+      RequestStream s = stream(BodySendMode.BUFFERED);
+      s.onNext(h.toBuilder().setRequestHeaders(h.getRequestHeaders().toBuilder().setHeaders(map)).build());
+      if (!sent.get(0).hasImmediateResponse()) {
+        s.onNext(body(BODY));
+      }
+      ProcessingResponse last1 = sent.get(sent.size() - 1);
+      if (last1.hasImmediateResponse()) {
+        assertThat(last1.getImmediateResponse().getStatus().getCodeValue()).isEqualTo(400);
+        assertThat(last1.getImmediateResponse().getBody().toStringUtf8()).doesNotContain("caf");
+      } else {
+        forwarded.add(last1.getRequestBody().getResponse().getBodyMutation().getBody().toStringUtf8());
+      }
+    }
+    assertThat(forwarded).doesNotHaveDuplicates();
+  }
 }
