@@ -28,6 +28,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>{@code kvrouter_routing_decision_seconds}: time to decide (histogram);
  *   <li>{@code kvrouter_requests_refused_total{reason}}: requests the router answered itself before any decision
  *       (a malformed or oversized body, a tenant's POST to a path it does not route, its own failure);
+ *   <li>{@code kvrouter_routing_abandoned_total}: requests Envoy gave up on (its message_timeout, a client gone)
+ *       while they waited for a routing thread, left unrouted: the routing threads are behind;
  *   <li>{@code kvrouter_routing_chosen_overlap_blocks{policy}}: effective overlap of the chosen worker;
  *   <li>{@code kvrouter_routing_eviction_share{model}}: the share of recent prompt blocks the model's fleet had
  *       computed and evicted everywhere, as the last decision with block hashes saw it ({@code EvictionPressure});
@@ -132,6 +134,11 @@ public final class DecisionMetrics {
   /** A request the router answered itself before deciding ({@code RequestListener#onRefused}). */
   public void refused(String reason) {
     registry.counter("kvrouter.requests.refused", "reason", reason).increment();
+  }
+
+  /** A request Envoy gave up on while it waited for a routing thread ({@code RequestListener#onAbandoned}). */
+  public void abandoned() {
+    registry.counter("kvrouter.routing.abandoned").increment();
   }
 
   public void outcome(Decision d, TruthCheck truth, long ttftNanos, long durationNanos) {

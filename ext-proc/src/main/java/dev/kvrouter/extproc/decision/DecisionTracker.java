@@ -125,6 +125,11 @@ public final class DecisionTracker implements RequestListener {
   }
 
   @Override
+  public void onAbandoned() {
+    metrics.abandoned();
+  }
+
+  @Override
   public void onResponseHeaders(Decision d, int status) {
     if (!d.routed()) {
       return;

@@ -24,6 +24,12 @@ public interface RequestListener {
    */
   default void onRefused(String reason) {}
 
+  /**
+   * Envoy closed the stream of a request still waiting for a routing thread (its {@code message_timeout} fired, or the
+   * client left), so the router did not route it: Envoy sent it on unrouted.
+   */
+  default void onAbandoned() {}
+
   /** Response headers arrived from the worker. */
   default void onResponseHeaders(Decision decision, int status) {}
 

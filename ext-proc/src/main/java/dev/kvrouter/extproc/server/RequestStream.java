@@ -78,8 +78,10 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   private Decision decision;
   private boolean responseStarted;
   private boolean ended;
-  /** A routing task is computing off the event loop; messages wait for it. */
+  /** A routing task is queued or computing off the event loop; messages wait for it. */
   private boolean routing;
+  /** The routing task has started: from here it reads the body without the lock. */
+  private boolean computing;
   private boolean aborted;
   private HttpTrailers pendingTrailers;
   /**
@@ -248,37 +250,61 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       return;
     }
     routing = true;
-    routingExecutor.execute(() -> {
-      Object outcome;
-      try {
-        outcome = decide();
-      } catch (RuntimeException e) {
-        log.error("request {} failed inside the router", requestId, e);
-        outcome = OpenAiError.internal("the router failed to process this request");
-      }
-      synchronized (this) {
+    routingExecutor.execute(() -> routeQueued(endOfStream));
+  }
+
+  /**
+   * A routing thread's task. A request whose stream Envoy closed while it waited for the thread (its message_timeout
+   * fired, or the client left) was sent on unrouted and Envoy ignores a late answer: routing it anyway, under
+   * overload, kept the threads on stale requests while every new one waited past its own timeout.
+   */
+  private void routeQueued(boolean endOfStream) {
+    synchronized (this) {
+      if (aborted) {
         routing = false;
-        if (aborted) {
-          if (outcome instanceof Routed r) {
-            decision = r.decision();
-            listener.onDecision(decision);
-            end(true);
-          }
-          return;
+        listener.onAbandoned();
+        return;
+      }
+      computing = true;
+    }
+    Object outcome;
+    try {
+      outcome = decide();
+    } catch (RuntimeException e) {
+      log.error("request {} failed inside the router", requestId, e);
+      outcome = OpenAiError.internal("the router failed to process this request");
+    }
+    synchronized (this) {
+      routing = false;
+      computing = false;
+      if (aborted) {
+        if (outcome instanceof Routed r) {
+          decision = r.decision();
+          listener.onDecision(decision);
+          end(true);
         }
-        try {
-          publish(outcome, endOfStream);
-        } catch (RuntimeException e) {
-          // Off the event loop nobody else catches it: a stream Envoy cancelled meanwhile refuses our messages
-          // (its onError then ends the request); anything else is ours, and must not kill the pool's thread.
-          if (e instanceof StatusRuntimeException s && s.getStatus().getCode() == Status.Code.CANCELLED) {
-            log.debug("request {} was cancelled while it was routed", requestId);
-          } else {
-            log.error("request {} failed inside the router", requestId, e);
-          }
+        return;
+      }
+      try {
+        publish(outcome, endOfStream);
+      } catch (RuntimeException e) {
+        // Off the event loop nobody else catches it: a stream Envoy cancelled meanwhile refuses our messages
+        // (its onError then ends the request); anything else is ours, and must not kill the pool's thread.
+        if (e instanceof StatusRuntimeException s && s.getStatus().getCode() == Status.Code.CANCELLED) {
+          log.debug("request {} was cancelled while it was routed", requestId);
+        } else {
+          log.error("request {} failed inside the router", requestId, e);
         }
       }
-    });
+    }
+  }
+
+  /** Envoy closed the stream: a request still queued for a routing thread will not be routed, drop its body now. */
+  private void abort() {
+    aborted = true;
+    if (routing && !computing) {
+      body = null;
+    }
   }
 
   /** A routing outcome with the prepared request it came from (the body rewrite needs both). */
@@ -451,7 +477,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   @Override
   public synchronized void onError(Throwable t) {
     // Envoy resets the stream when the client goes away or the upstream fails mid-response.
-    aborted = true;
+    abort();
     if (handedOff) {
       // Unclaimed means the request died before reaching the observer: end it here. Claimed: the observer ends it,
       // unless it left after the first chunk.
@@ -473,7 +499,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   @Override
   public synchronized void onCompleted() {
     if (routing) {
-      aborted = true; // Envoy gave up on this request while it was being routed
+      abort(); // Envoy gave up on this request while it was being routed
     }
     if (handedOff) {
       // Envoy closes this stream when the HTTP exchange is over. An observer that left after the first chunk

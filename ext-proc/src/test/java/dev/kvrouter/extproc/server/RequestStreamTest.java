@@ -55,11 +55,23 @@ class RequestStreamTest {
   };
 
   final List<String> refused = new ArrayList<>();
+  final List<dev.kvrouter.extproc.routing.Decision> decided = new ArrayList<>();
+  int abandoned;
 
   final RequestListener listener = new RequestListener() {
     @Override
     public void onRefused(String reason) {
       refused.add(reason);
+    }
+
+    @Override
+    public void onDecision(dev.kvrouter.extproc.routing.Decision d) {
+      decided.add(d);
+    }
+
+    @Override
+    public void onAbandoned() {
+      abandoned++;
     }
 
     @Override
@@ -322,14 +334,60 @@ class RequestStreamTest {
   @Test
   void aClientThatLeavesWhileItsRequestIsRoutedGetsNothingSentAndEndsAborted() {
     inlineLimit = 10;
-    RequestStream s = stream(1 << 20);
-    s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
-    s.onNext(body(BODY, true));
+    RequestStream[] s = new RequestStream[1];
+    // the client leaves while a routing thread computes its decision
+    router = new Router(registry, new PolicyDuring(() -> s[0].onError(
+        new io.grpc.StatusRuntimeException(io.grpc.Status.CANCELLED))), Map.of(), System::nanoTime);
+    s[0] = stream(1 << 20);
+    s[0].onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
+    s[0].onNext(body(BODY, true));
     int before = sent.size();
-    s.onError(new io.grpc.StatusRuntimeException(io.grpc.Status.CANCELLED));
     offloaded.remove(0).run();
     assertThat(sent).hasSize(before);
+    assertThat(decided).hasSize(1);
     assertThat(events).containsExactly("end aborted=true");
+  }
+
+  /**
+   * Envoy closes the stream of a request still waiting for a routing thread when its message_timeout fires (or the
+   * client leaves), and sends the request on unrouted. Routing it anyway spent the threads on answers nobody read:
+   * under overload every queued request was routed after its deadline, so none was routed in time, and each kept
+   * its body until a thread reached it.
+   */
+  @Test
+  void aRequestAbandonedWhileItWaitsForARoutingThreadIsNotRouted() {
+    inlineLimit = 10;
+    for (boolean reset : new boolean[] {false, true}) {
+      RequestStream s = stream(1 << 20);
+      s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
+      s.onNext(body(BODY, true));
+      int before = sent.size();
+      if (reset) {
+        s.onError(new io.grpc.StatusRuntimeException(io.grpc.Status.CANCELLED));
+      } else {
+        s.onCompleted(); // message_timeout: Envoy closes its side
+      }
+      offloaded.remove(0).run();
+      assertThat(sent).hasSize(before);
+    }
+    assertThat(decided).as("nothing routed").isEmpty();
+    assertThat(events).containsExactly("completed");
+    assertThat(inFlight.pending()).isZero();
+    assertThat(abandoned).as("counted").isEqualTo(2);
+  }
+
+  /** Round robin, running {@code during} first: something that happens while a routing thread decides. */
+  record PolicyDuring(Runnable during) implements dev.kvrouter.extproc.routing.RoutingPolicy {
+    @Override
+    public String name() {
+      return "during";
+    }
+
+    @Override
+    public Choice choose(dev.kvrouter.extproc.routing.Scoring sc) {
+      during.run();
+      return new Choice(sc.candidates().get(0), "during");
+    }
   }
 
   @Test
