@@ -30,6 +30,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *       (a malformed or oversized body, a tenant's POST to a path it does not route, its own failure);
  *   <li>{@code kvrouter_routing_abandoned_total}: requests Envoy gave up on (its message_timeout, a client gone)
  *       while they waited for a routing thread, left unrouted: the routing threads are behind;
+ *   <li>{@code kvrouter_ext_proc_unexpected_messages_total{message}}: request headers or bodies a stream got after it
+ *       had them, ignored (Envoy sends neither: another ext_proc client, or an Envoy bug);
  *   <li>{@code kvrouter_routing_chosen_overlap_blocks{policy}}: effective overlap of the chosen worker;
  *   <li>{@code kvrouter_routing_eviction_share{model}}: the share of recent prompt blocks the model's fleet had
  *       computed and evicted everywhere, as the last decision with block hashes saw it ({@code EvictionPressure});
@@ -139,6 +141,11 @@ public final class DecisionMetrics {
   /** A request Envoy gave up on while it waited for a routing thread ({@code RequestListener#onAbandoned}). */
   public void abandoned() {
     registry.counter("kvrouter.routing.abandoned").increment();
+  }
+
+  /** An ext_proc message out of the protocol's order, ignored ({@code RequestListener#onUnexpectedMessage}). */
+  public void unexpectedMessage(String message) {
+    registry.counter("kvrouter.ext_proc.unexpected.messages", "message", message).increment();
   }
 
   public void outcome(Decision d, TruthCheck truth, long ttftNanos, long durationNanos) {

@@ -130,6 +130,11 @@ public final class DecisionTracker implements RequestListener {
   }
 
   @Override
+  public void onUnexpectedMessage(String message) {
+    metrics.unexpectedMessage(message);
+  }
+
+  @Override
   public void onResponseHeaders(Decision d, int status) {
     if (!d.routed()) {
       return;

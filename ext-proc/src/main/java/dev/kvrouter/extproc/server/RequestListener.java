@@ -30,6 +30,12 @@ public interface RequestListener {
    */
   default void onAbandoned() {}
 
+  /**
+   * A message the ext_proc protocol does not allow where it came (request headers or a request body after the stream
+   * had them); the stream ignored it. {@code message} is {@code request_headers} or {@code request_body}.
+   */
+  default void onUnexpectedMessage(String message) {}
+
   /** Response headers arrived from the worker. */
   default void onResponseHeaders(Decision decision, int status) {}
 

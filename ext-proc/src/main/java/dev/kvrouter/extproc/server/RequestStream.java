@@ -75,6 +75,9 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   private byte[] body = new byte[0];
   private int bodyLength;
   private boolean finished;
+  private boolean headersSeen;
+  /** The body is complete and handed to routing: the request phase has nothing more to read. */
+  private boolean bodyEnded;
   private Decision decision;
   private boolean responseStarted;
   private boolean ended;
@@ -116,8 +119,20 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     }
     try {
       switch (req.getRequestCase()) {
-        case REQUEST_HEADERS -> onRequestHeaders(req.getRequestHeaders());
-        case REQUEST_BODY -> onRequestBody(req.getRequestBody());
+        case REQUEST_HEADERS -> {
+          if (headersSeen) {
+            unexpected("request_headers");
+          } else {
+            onRequestHeaders(req.getRequestHeaders());
+          }
+        }
+        case REQUEST_BODY -> {
+          if (bodyEnded) {
+            unexpected("request_body");
+          } else {
+            onRequestBody(req.getRequestBody());
+          }
+        }
         case REQUEST_TRAILERS -> onRequestTrailers(req.getRequestTrailers());
         case RESPONSE_HEADERS -> onResponseHeaders(req.getResponseHeaders());
         case RESPONSE_BODY -> onResponseBody(req.getResponseBody());
@@ -133,7 +148,17 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     }
   }
 
+  /**
+   * Envoy sends each request phase once, so this is another client or an Envoy bug. Ignored: acting on it would route
+   * the request twice (a second decision nobody ends) or re-read a body a routing thread is reading.
+   */
+  private void unexpected(String message) {
+    listener.onUnexpectedMessage(message);
+    log.warn("request {}: ignoring ext_proc {} after the stream already had it", requestId, message);
+  }
+
   private void onRequestHeaders(HttpHeaders h) {
+    headersSeen = true;
     if (requestBodyMode == null) {
       requestBodyMode = options.defaultRequestBodyMode();
       responseBodyMode = options.defaultResponseBodyMode();
@@ -245,6 +270,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
 
   /** Routes inline when the body is small, else on the routing executor; then forwards the request. */
   private void routeAndForward(boolean endOfStream) {
+    bodyEnded = true;
     if (bodyLength <= options.inlineRoutingMaxBytes()) {
       publish(decide(), endOfStream);
       return;

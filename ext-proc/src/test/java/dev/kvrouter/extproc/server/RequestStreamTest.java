@@ -57,6 +57,7 @@ class RequestStreamTest {
   final List<String> refused = new ArrayList<>();
   final List<dev.kvrouter.extproc.routing.Decision> decided = new ArrayList<>();
   int abandoned;
+  final List<String> unexpected = new ArrayList<>();
 
   final RequestListener listener = new RequestListener() {
     @Override
@@ -72,6 +73,11 @@ class RequestStreamTest {
     @Override
     public void onAbandoned() {
       abandoned++;
+    }
+
+    @Override
+    public void onUnexpectedMessage(String message) {
+      unexpected.add(message);
     }
 
     @Override
@@ -374,6 +380,34 @@ class RequestStreamTest {
     assertThat(events).containsExactly("completed");
     assertThat(inFlight.pending()).isZero();
     assertThat(abandoned).as("counted").isEqualTo(2);
+  }
+
+  /**
+   * Request headers or a request body after the stream had them (Envoy sends neither; another ext_proc client, or an
+   * Envoy bug, might). A second body while the first was routed off the event loop started a second routing task
+   * over the same, now longer, buffer the first was reading: two answers to one message, and two decisions
+   * registered, the first never ended (its reservation load until the ledger's expiry). One after the routing hit a
+   * released buffer and logged an internal failure.
+   */
+  @Test
+  void requestMessagesAfterTheirPhaseAreIgnoredAndCounted() {
+    inlineLimit = 10;
+    RequestStream s = stream(1 << 20);
+    s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
+    s.onNext(body(BODY, true));
+    s.onNext(body("", true)); // while the body is routed
+    s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/chat/completions", false));
+    assertThat(offloaded).as("one routing task").hasSize(1);
+    offloaded.remove(0).run();
+    s.onNext(body(BODY, true)); // after it was routed
+    assertThat(sent).as("headers, then the routed body").hasSize(2);
+    assertThat(setHeaders(sent.get(1).getRequestBody().getResponse().getHeaderMutation().getSetHeadersList()))
+        .containsEntry("x-kvrouter-cluster", "kvrouter_worker_a");
+    assertThat(decided).hasSize(1);
+    assertThat(unexpected).containsExactly("request_body", "request_headers", "request_body");
+    s.onError(new io.grpc.StatusRuntimeException(io.grpc.Status.CANCELLED));
+    assertThat(events).containsExactly("end aborted=true");
+    assertThat(inFlight.pending()).as("nothing left for an observer").isZero();
   }
 
   /** Round robin, running {@code during} first: something that happens while a routing thread decides. */
