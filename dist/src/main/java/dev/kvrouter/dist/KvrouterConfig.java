@@ -55,7 +55,7 @@ public record KvrouterConfig(
 
   public KvrouterConfig {
     events = events == null ? new Events(null, null, null, null, 0, null, null, null, null, null, null, null) : events;
-    server = server == null ? new Server(null, null, null, null, null, null) : server;
+    server = server == null ? new Server(null, null, null, null, null, null, null) : server;
     models = models == null ? List.of() : java.util.Collections.unmodifiableList(new ArrayList<>(models));
     workers = workers == null ? new Workers(null, null) : workers;
     routing = routing == null ? new Routing(null, null, null, null, null, null, null, null) : routing;
@@ -90,9 +90,10 @@ public record KvrouterConfig(
    * share moves to the other replicas) before its port closes.
    */
   public record Server(String bind, Integer extProcPort, Integer xdsPort, Integer adminPort, String requestBodyMode,
-      Integer drainMs) {
+      Integer drainMs, Integer stallMs) {
     public Server {
       drainMs = drainMs == null ? 2000 : drainMs;
+      stallMs = stallMs == null ? 2000 : stallMs;
       bind = bind == null ? "127.0.0.1" : bind;
       extProcPort = extProcPort == null ? 9002 : extProcPort;
       xdsPort = xdsPort == null ? 18000 : xdsPort;
@@ -500,6 +501,10 @@ public record KvrouterConfig(
     port(errors, "server.ext_proc_port", server.extProcPort());
     port(errors, "server.xds_port", server.xdsPort());
     port(errors, "server.admin_port", server.adminPort());
+    if (server.stallMs() < 0 || server.stallMs() > 600_000) {
+      errors.add("server.stall_ms: must be in [0, 600000] (milliseconds a request may wait for a routing thread "
+          + "before the ext_proc health reports NOT_SERVING; 0: never), was " + server.stallMs());
+    }
     if (server.drainMs() < 0 || server.drainMs() > 60_000) {
       errors.add("server.drain_ms: must be in [0, 60000] (milliseconds the router reports NOT_SERVING before it "
           + "stops on SIGTERM), was " + server.drainMs());

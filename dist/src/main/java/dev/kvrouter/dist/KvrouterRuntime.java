@@ -208,7 +208,8 @@ public final class KvrouterRuntime implements AutoCloseable {
           config.limits().retryAfterSeconds(), Runtime.getRuntime().availableProcessors(), 16 * 1024,
           config.observability().truthCheckEvery(), Set.copyOf(t.passThroughPaths()));
       Router router = routing(overlaps);
-      ExtProcServer server = new ExtProcServer(options, new RequestPath(preparer, pipeline, router, tracker));
+      ExtProcServer server = new ExtProcServer(options, new RequestPath(preparer, pipeline, router, tracker),
+          java.time.Duration.ofMillis(s.stallMs()));
       extProc = bound("server.ext_proc_port", s.bind(), s.extProcPort(), server::start);
       InFlight inFlight = extProc.inFlight();
       // the scheduler's bookkeeping, beside the ledger's sweeps: requests whose observer never came (docs/ext-proc.md)
@@ -219,6 +220,18 @@ public final class KvrouterRuntime implements AutoCloseable {
           log.error("ending unclaimed requests failed", e);
         }
       }, 250, 250, TimeUnit.MILLISECONDS);
+      ExtProcServer ext = extProc;
+      io.micrometer.core.instrument.Gauge.builder("kvrouter.routing.queue.wait", ext,
+              ExtProcServer::routingQueueWaitSeconds)
+          .description("how long the oldest request waiting for a routing thread has waited (0: none waits)")
+          .baseUnit("seconds")
+          .register(metrics);
+      io.micrometer.core.instrument.Gauge.builder("kvrouter.ext_proc.stalled", ext, e -> e.stalled() ? 1 : 0)
+          .description("1 while a request has waited over server.stall_ms for a routing thread (health NOT_SERVING)")
+          .register(metrics);
+      FunctionCounter.builder("kvrouter.ext_proc.stalls", ext, ExtProcServer::stalls)
+          .description("times the routing threads fell over server.stall_ms behind (health NOT_SERVING meanwhile)")
+          .register(metrics);
       io.micrometer.core.instrument.Gauge.builder("kvrouter.observer.pending", inFlight, InFlight::pending)
           .description("routed requests awaiting their response observer (at most 200,000, each 10 minutes at most)")
           .register(metrics);

@@ -130,6 +130,14 @@ class KvrouterConfigTest {
   }
 
   @Test
+  void theStallWatchdogWaitsTwoSecondsUnlessToldAndZeroTurnsItOff() {
+    assertThat(KvrouterConfig.defaults().server().stallMs()).isEqualTo(2000);
+    assertThat(KvrouterConfig.parse("server: {stall_ms: 0}\n", "k.yaml").server().stallMs()).isZero();
+    assertThatThrownBy(() -> KvrouterConfig.parse("server: {stall_ms: 600001}\n", "k.yaml"))
+        .hasMessageContaining("server.stall_ms: must be in [0, 600000]");
+  }
+
+  @Test
   void unknownKeysAreErrorsNamingTheAllowedOnes() {
     assertThatThrownBy(() -> KvrouterConfig.parse("server:\n  ext_proc_prot: 1\n", "k.yaml"))
         .isInstanceOf(KvrouterConfig.InvalidConfig.class)
@@ -140,7 +148,7 @@ class KvrouterConfigTest {
   @Test
   void allValueProblemsAreReportedAtOnce() {
     assertThatThrownBy(() -> KvrouterConfig.parse("""
-        server: {xds_port: 70000, request_body_mode: STREAMED, drain_ms: -1}
+        server: {xds_port: 70000, request_body_mode: STREAMED, drain_ms: -1, stall_ms: -1}
         routing: {policy: magic}
         limits: {max_body_bytes: 10}
         observability: {log_format: xml, truth_check_every: -1}
@@ -148,6 +156,7 @@ class KvrouterConfigTest {
         .hasMessageContaining("server.xds_port: must be 1..65535")
         .hasMessageContaining("server.request_body_mode: must be BUFFERED or FULL_DUPLEX_STREAMED")
         .hasMessageContaining("server.drain_ms: must be in [0, 60000]")
+        .hasMessageContaining("server.stall_ms: must be in [0, 600000]")
         .hasMessageContaining("routing.policy: `magic`")
         .hasMessageContaining("limits.max_body_bytes: must be >= 1024")
         .hasMessageContaining("observability.log_format: must be json or text")
@@ -178,7 +187,7 @@ class KvrouterConfigTest {
             "k.yaml: limits.retry_after_seconds (line 7): `0x10` is not a plain decimal number (YAML reads it as 16);"
                 + " write the number in decimal",
             "k.yaml: server.ext_proc_prot: unknown key `ext_proc_prot` (allowed: admin_port, bind, drain_ms,"
-                + " ext_proc_port, request_body_mode, xds_port)",
+                + " ext_proc_port, request_body_mode, stall_ms, xds_port)",
             "k.yaml: server.xds_port: must be a whole number, was string \"lots\"",
             "k.yaml: server.admin_port: must be 1..65535, was 70000",
             "k.yaml: routing.weights.gpu_credit: gpu_credit must be a finite number >= 0, was -1.0",

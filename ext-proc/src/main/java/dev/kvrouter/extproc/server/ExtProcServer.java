@@ -10,11 +10,13 @@ import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.util.concurrent.ExecutorService;
+import java.time.Duration;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -33,14 +35,30 @@ public final class ExtProcServer implements AutoCloseable {
   private final RequestPath path;
   private final HealthStatusManager health = new HealthStatusManager();
   private final InFlight inFlight = new InFlight(200_000, java.time.Duration.ofMinutes(10));
-  private ExecutorService executor;
+  private final Duration stallAfter;
+  private RoutingPool executor;
+  private ScheduledExecutorService watchdog;
   private Server server;
-  /** SERVING under every health name: started, and neither draining nor closed (the admin /health reads it). */
+  /** SERVING under every health name: started, not stalled, and neither draining nor closed (admin /health). */
   private volatile boolean serving;
+  /** Draining or closed: health stays NOT_SERVING whatever the watchdog sees. */
+  private volatile boolean leaving;
+  private volatile boolean stalled;
+  private final AtomicLong stalls = new AtomicLong();
 
   public ExtProcServer(ExtProcOptions options, RequestPath path) {
+    this(options, path, Duration.ZERO);
+  }
+
+  /**
+   * @param stallAfter report NOT_SERVING while a request has waited longer than this for a routing thread, so
+   *     Envoy's health check moves new requests to the other replicas or its fail-open path instead of into a queue
+   *     the router is not keeping up with ({@code server.stall_ms}); zero: never
+   */
+  public ExtProcServer(ExtProcOptions options, RequestPath path, Duration stallAfter) {
     this.options = options;
     this.path = path;
+    this.stallAfter = stallAfter;
   }
 
   public ExtProcServer start() throws IOException {
@@ -52,7 +70,7 @@ public final class ExtProcServer implements AutoCloseable {
     };
     // Routing of large bodies runs here: a fixed pool, because routing is CPU-bound and an unbounded pool under
     // a burst only adds contention. Everything else runs inline on the event loop (see RequestStream).
-    executor = Executors.newFixedThreadPool(Math.max(2, options.threads()), tf);
+    executor = new RoutingPool(Math.max(2, options.threads()), tf);
     server = NettyServerBuilder.forAddress(new InetSocketAddress(options.bind(), options.port()))
         .directExecutor()
         // BUFFERED mode sends the whole body in one message. Accept messages up to twice the body limit (envoy.yaml
@@ -67,8 +85,67 @@ public final class ExtProcServer implements AutoCloseable {
       health.setStatus(name, ServingStatus.SERVING);
     }
     serving = true;
+    if (!stallAfter.isZero()) {
+      watchdog = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "ext-proc-watchdog");
+        t.setDaemon(true);
+        return t;
+      });
+      long every = Math.max(10, Math.min(250, stallAfter.toMillis() / 4));
+      watchdog.scheduleWithFixedDelay(this::checkStall, every, every, TimeUnit.MILLISECONDS);
+    }
     log.info("ext_proc listening on {}:{}", options.bind(), port());
     return this;
+  }
+
+  /**
+   * Envoy's ext_proc filter puts no timeout on a FULL_DUPLEX_STREAMED exchange, so a router that answers health checks
+   * (on the event loop) while its routing threads fall behind would hold every new request for as long as its queue.
+   * Reporting NOT_SERVING while the oldest queued request has waited past {@code stallAfter} lets Envoy's health check
+   * send new requests elsewhere (another replica, or unrouted to the pool) until the queue drains.
+   */
+  private void checkStall() {
+    boolean now = executor.oldestWaitNanos(System.nanoTime()) > stallAfter.toNanos();
+    if (now == stalled) {
+      return;
+    }
+    synchronized (this) {
+      stalled = now;
+      if (leaving) {
+        return;
+      }
+      if (now) {
+        stalls.incrementAndGet();
+        log.warn("a request has waited over {} ms for a routing thread: ext_proc health NOT_SERVING until the queue "
+            + "drains (server.stall_ms)", stallAfter.toMillis());
+      } else {
+        log.info("routing queue drained: ext_proc health SERVING again");
+      }
+      setHealth(!now);
+    }
+  }
+
+  private void setHealth(boolean up) {
+    serving = up;
+    for (String name : HEALTH_NAMES) {
+      health.setStatus(name, up ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
+    }
+  }
+
+  /** Whether the watchdog sees the routing threads behind (health NOT_SERVING for it). */
+  public boolean stalled() {
+    return stalled;
+  }
+
+  /** Times the watchdog reported the routing threads behind, since start. */
+  public long stalls() {
+    return stalls.get();
+  }
+
+  /** Seconds the oldest request waiting for a routing thread has waited; 0 when none waits. */
+  public double routingQueueWaitSeconds() {
+    RoutingPool e = executor;
+    return e == null ? 0 : e.oldestWaitNanos(System.nanoTime()) / 1e9;
   }
 
   public int port() {
@@ -79,11 +156,9 @@ public final class ExtProcServer implements AutoCloseable {
    * Reports NOT_SERVING under every health name while streams are still served: health checkers (Envoy's router
    * cluster) take this replica out before {@link #close} refuses new streams.
    */
-  public void drain() {
-    serving = false;
-    for (String name : HEALTH_NAMES) {
-      health.setStatus(name, ServingStatus.NOT_SERVING);
-    }
+  public synchronized void drain() {
+    leaving = true;
+    setHealth(false);
   }
 
   /** Stops taking new streams, lets open ones finish for a grace period, then cuts the rest. */
@@ -92,7 +167,13 @@ public final class ExtProcServer implements AutoCloseable {
     if (server == null) {
       return;
     }
-    serving = false;
+    synchronized (this) {
+      leaving = true;
+      serving = false;
+    }
+    if (watchdog != null) {
+      watchdog.shutdownNow();
+    }
     health.enterTerminalState();
     server.shutdown();
     if (!server.awaitTermination(10, TimeUnit.SECONDS)) {
@@ -102,7 +183,7 @@ public final class ExtProcServer implements AutoCloseable {
     executor.shutdownNow();
   }
 
-  /** True while the gRPC health reports SERVING: started and not yet draining or closing. */
+  /** True while the gRPC health reports SERVING: started, not stalled, and not yet draining or closing. */
   public boolean serving() {
     return serving;
   }
