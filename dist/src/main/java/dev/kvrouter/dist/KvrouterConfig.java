@@ -60,7 +60,7 @@ public record KvrouterConfig(
     workers = workers == null ? new Workers(null, null) : workers;
     routing = routing == null ? new Routing(null, null, null, null, null, null, null, null) : routing;
     tenancy = tenancy == null ? new Tenancy(null, false, null, null, null) : tenancy;
-    limits = limits == null ? new Limits(null, null) : limits;
+    limits = limits == null ? new Limits(null, null, null) : limits;
     observability = observability == null ? new Observability(null, null, null) : observability;
     replicas = replicas == null ? new Replicas(null, null, null, null, null) : replicas;
   }
@@ -368,16 +368,24 @@ public record KvrouterConfig(
   }
 
   /** Bounds that protect the router. */
-  public record Limits(Integer maxBodyBytes, Integer retryAfterSeconds) {
+  /**
+   * Request size limits. {@code maxBufferedBodyBytes}: the request bodies all streams may hold at once; null (the
+   * default) is a quarter of the JVM's maximum heap, resolved at start ({@link #bufferedBodyBudget}).
+   */
+  public record Limits(Integer maxBodyBytes, Integer retryAfterSeconds, Long maxBufferedBodyBytes) {
     public Limits {
       maxBodyBytes = maxBodyBytes == null ? 8 * 1024 * 1024 : maxBodyBytes;
       retryAfterSeconds = retryAfterSeconds == null ? 1 : retryAfterSeconds;
     }
+
+    /** The budget in bytes: as configured, or a quarter of {@code maxHeapBytes}, never under one body. */
+    public long bufferedBodyBudget(long maxHeapBytes) {
+      return maxBufferedBodyBytes != null ? maxBufferedBodyBytes : Math.max(maxBodyBytes, maxHeapBytes / 4);
+    }
   }
 
-  /** Logging. {@code log_format: json} (default) writes one JSON object per line. */
   /**
-   * Logs, and how closely responses are watched: {@code truthCheckEvery} streamed responses in N are followed to
+   * Logs ({@code log_format: json}, the default, writes one JSON object per line), and how closely responses are watched: {@code truthCheckEvery} streamed responses in N are followed to
    * their last chunk for the truth check (usage); the rest are left after the first (docs/ext-proc.md).
    */
   public record Observability(String logFormat, String logLevel, Integer truthCheckEvery) {
@@ -565,6 +573,10 @@ public record KvrouterConfig(
     }
     if (events.subscriberThreads() < 1 || events.subscriberThreads() > 64) {
       errors.add("events.subscriber_threads: must be 1..64");
+    }
+    if (limits.maxBufferedBodyBytes() != null && limits.maxBufferedBodyBytes() < limits.maxBodyBytes()) {
+      errors.add("limits.max_buffered_body_bytes: must be >= limits.max_body_bytes (" + limits.maxBodyBytes()
+          + "), was " + limits.maxBufferedBodyBytes());
     }
     if (limits.maxBodyBytes() < 1024) {
       errors.add("limits.max_body_bytes: must be >= 1024, was " + limits.maxBodyBytes());

@@ -19,6 +19,7 @@ import dev.kvrouter.extproc.routing.KvIndexOverlapSource;
 import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.extproc.routing.Router;
 import dev.kvrouter.extproc.routing.StaleViewTrust;
+import dev.kvrouter.extproc.server.BodyBudget;
 import dev.kvrouter.extproc.server.ExtProcOptions;
 import dev.kvrouter.extproc.server.ExtProcServer;
 import dev.kvrouter.extproc.server.InFlight;
@@ -208,8 +209,11 @@ public final class KvrouterRuntime implements AutoCloseable {
           config.limits().retryAfterSeconds(), Runtime.getRuntime().availableProcessors(), 16 * 1024,
           config.observability().truthCheckEvery(), Set.copyOf(t.passThroughPaths()));
       Router router = routing(overlaps);
+      BodyBudget bodies = new BodyBudget(config.limits().bufferedBodyBudget(Runtime.getRuntime().maxMemory()));
+      log.info("request bodies held at once: at most {} MiB (limits.max_buffered_body_bytes)",
+          bodies.capacity() >> 20);
       ExtProcServer server = new ExtProcServer(options, new RequestPath(preparer, pipeline, router, tracker),
-          java.time.Duration.ofMillis(s.stallMs()));
+          java.time.Duration.ofMillis(s.stallMs()), bodies);
       extProc = bound("server.ext_proc_port", s.bind(), s.extProcPort(), server::start);
       InFlight inFlight = extProc.inFlight();
       // the scheduler's bookkeeping, beside the ledger's sweeps: requests whose observer never came (docs/ext-proc.md)
@@ -225,6 +229,10 @@ public final class KvrouterRuntime implements AutoCloseable {
               ExtProcServer::routingQueueWaitSeconds)
           .description("how long the oldest request waiting for a routing thread has waited (0: none waits)")
           .baseUnit("seconds")
+          .register(metrics);
+      io.micrometer.core.instrument.Gauge.builder("kvrouter.request.bodies.buffered", bodies, BodyBudget::used)
+          .description("bytes of request bodies the router holds now, at most limits.max_buffered_body_bytes")
+          .baseUnit("bytes")
           .register(metrics);
       io.micrometer.core.instrument.Gauge.builder("kvrouter.ext_proc.stalled", ext, e -> e.stalled() ? 1 : 0)
           .description("1 while a request has waited over server.stall_ms for a routing thread (health NOT_SERVING)")

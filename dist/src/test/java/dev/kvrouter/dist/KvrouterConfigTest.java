@@ -130,6 +130,17 @@ class KvrouterConfigTest {
   }
 
   @Test
+  void theBodiesHeldAtOnceAreAQuarterOfTheHeapUnlessToldAndNeverUnderOneBody() {
+    KvrouterConfig.Limits defaults = KvrouterConfig.defaults().limits();
+    assertThat(defaults.bufferedBodyBudget(4L << 30)).isEqualTo(1L << 30);
+    assertThat(defaults.bufferedBodyBudget(16L << 20)).as("a small heap still holds one body").isEqualTo(8 << 20);
+    assertThat(KvrouterConfig.parse("limits: {max_buffered_body_bytes: 17179869184}\n", "k.yaml").limits()
+        .bufferedBodyBudget(4L << 30)).isEqualTo(16L << 30);
+    assertThatThrownBy(() -> KvrouterConfig.parse("limits: {max_buffered_body_bytes: 1024}\n", "k.yaml"))
+        .hasMessageContaining("limits.max_buffered_body_bytes: must be >= limits.max_body_bytes (8388608), was 1024");
+  }
+
+  @Test
   void theStallWatchdogWaitsTwoSecondsUnlessToldAndZeroTurnsItOff() {
     assertThat(KvrouterConfig.defaults().server().stallMs()).isEqualTo(2000);
     assertThat(KvrouterConfig.parse("server: {stall_ms: 0}\n", "k.yaml").server().stallMs()).isZero();

@@ -52,6 +52,12 @@ public record OpenAiError(int status, String type, String code, String message, 
         + "): this endpoint is not available to tenants through the router", null);
   }
 
+  /** The router holds as many request bodies as its memory budget allows ({@code limits.max_buffered_body_bytes}). */
+  public static OpenAiError bodiesOverBudget() {
+    return new OpenAiError(503, "server_error", "router_overloaded",
+        "The router is holding as many request bodies as it may; retry shortly.", null);
+  }
+
   public static OpenAiError internal(String message) {
     return new OpenAiError(500, "server_error", "internal_error", message, null);
   }

@@ -36,6 +36,7 @@ public final class ExtProcServer implements AutoCloseable {
   private final HealthStatusManager health = new HealthStatusManager();
   private final InFlight inFlight = new InFlight(200_000, java.time.Duration.ofMinutes(10));
   private final Duration stallAfter;
+  private final BodyBudget bodies;
   private RoutingPool executor;
   private ScheduledExecutorService watchdog;
   private Server server;
@@ -47,18 +48,26 @@ public final class ExtProcServer implements AutoCloseable {
   private final AtomicLong stalls = new AtomicLong();
 
   public ExtProcServer(ExtProcOptions options, RequestPath path) {
-    this(options, path, Duration.ZERO);
+    this(options, path, Duration.ZERO, BodyBudget.UNLIMITED);
   }
 
   /**
    * @param stallAfter report NOT_SERVING while a request has waited longer than this for a routing thread, so
    *     Envoy's health check moves new requests to the other replicas or its fail-open path instead of into a queue
    *     the router is not keeping up with ({@code server.stall_ms}); zero: never
+   * @param bodies the request bodies every stream may hold at once ({@code limits.max_buffered_body_bytes}); a
+   *     request whose body would go over it gets 503
    */
-  public ExtProcServer(ExtProcOptions options, RequestPath path, Duration stallAfter) {
+  public ExtProcServer(ExtProcOptions options, RequestPath path, Duration stallAfter, BodyBudget bodies) {
     this.options = options;
     this.path = path;
     this.stallAfter = stallAfter;
+    this.bodies = bodies;
+  }
+
+  /** The request bodies held now, against their budget. */
+  public BodyBudget bodies() {
+    return bodies;
   }
 
   public ExtProcServer start() throws IOException {
@@ -216,7 +225,7 @@ public final class ExtProcServer implements AutoCloseable {
       if ("observe".equals(ROLE.get())) {
         return new ObserverStream(responses, inFlight, path.listener(), options.truthCheckEvery());
       }
-      return new RequestStream(responses, path, options, executor, inFlight);
+      return new RequestStream(responses, path, options, executor, inFlight, bodies);
     }
   }
 }

@@ -63,6 +63,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   private final PromptPipeline pipeline;
   private final java.util.concurrent.Executor routingExecutor;
   private final InFlight inFlight;
+  private final BodyBudget budget;
 
   private BodySendMode requestBodyMode;
   private BodySendMode responseBodyMode;
@@ -74,6 +75,8 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   private String weightsOverride;
   private byte[] body = new byte[0];
   private int bodyLength;
+  /** Bytes of {@link #budget} this stream's body buffer holds. */
+  private long reserved;
   private boolean finished;
   private boolean headersSeen;
   /** The body is complete and handed to routing: the request phase has nothing more to read. */
@@ -98,6 +101,12 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
 
   RequestStream(StreamObserver<ProcessingResponse> out, RequestPath path, ExtProcOptions options,
       java.util.concurrent.Executor routingExecutor, InFlight inFlight) {
+    this(out, path, options, routingExecutor, inFlight, BodyBudget.UNLIMITED);
+  }
+
+  RequestStream(StreamObserver<ProcessingResponse> out, RequestPath path, ExtProcOptions options,
+      java.util.concurrent.Executor routingExecutor, InFlight inFlight, BodyBudget budget) {
+    this.budget = budget;
     this.preparer = path.preparer();
     this.pipeline = path.pipeline();
     this.router = path.router();
@@ -259,7 +268,13 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       return false;
     }
     if (total > body.length) {
-      byte[] grown = new byte[(int) Math.min(options.maxBodyBytes(), Math.max(total, 2L * body.length))];
+      int capacity = (int) Math.min(options.maxBodyBytes(), Math.max(total, 2L * body.length));
+      if (!budget.tryReserve(capacity - body.length)) {
+        finish(OpenAiError.bodiesOverBudget(), "body_budget");
+        return false;
+      }
+      reserved += capacity - body.length;
+      byte[] grown = new byte[capacity];
       System.arraycopy(body, 0, grown, 0, bodyLength);
       body = grown;
     }
@@ -304,6 +319,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       routing = false;
       computing = false;
       if (aborted) {
+        releaseBody();
         if (outcome instanceof Routed r) {
           decision = r.decision();
           listener.onDecision(decision);
@@ -328,8 +344,20 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   /** Envoy closed the stream: a request still queued for a routing thread will not be routed, drop its body now. */
   private void abort() {
     aborted = true;
-    if (routing && !computing) {
-      body = null;
+    if (!computing) {
+      releaseBody();
+    }
+  }
+
+  /**
+   * Drops the body and gives its bytes back to the budget. Never while a routing thread reads it without the lock
+   * ({@link #computing}): that thread releases it when it is done.
+   */
+  private void releaseBody() {
+    body = null;
+    if (reserved > 0) {
+      budget.release(reserved);
+      reserved = 0;
     }
   }
 
@@ -421,7 +449,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     } else {
       send(EnvoyMessages.routeOnBufferedBody(mutation, metadata));
     }
-    body = null; // the bytes are Envoy's again; keep the stream's footprint small while the response streams
+    releaseBody(); // the bytes are Envoy's again; keep the stream's footprint small while the response streams
     if (pendingTrailers != null) {
       pendingTrailers = null;
       send(EnvoyMessages.continueRequestTrailers());
@@ -473,6 +501,9 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
 
   private void finish(OpenAiError error, String reason) {
     finished = true;
+    if (!computing) {
+      releaseBody();
+    }
     if (decision == null) {
       listener.onRefused(reason); // a decision's own rejection is counted with the decision
     }
@@ -526,6 +557,8 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   public synchronized void onCompleted() {
     if (routing) {
       abort(); // Envoy gave up on this request while it was being routed
+    } else {
+      releaseBody(); // a body still held here was never routed (its upload ended unfinished)
     }
     if (handedOff) {
       // Envoy closes this stream when the HTTP exchange is over. An observer that left after the first chunk

@@ -66,7 +66,8 @@ class ExtProcServerStallTest {
     // two routing threads (the least the server runs), every body routed off the event loop
     ExtProcOptions options = new ExtProcOptions("127.0.0.1", 0, 1 << 20, null, BodySendMode.BUFFERED,
         BodySendMode.STREAMED, 1, 2, 0, d.truthCheckEvery());
-    ExtProcServer server = new ExtProcServer(options, RequestPath.of(router, null), Duration.ofMillis(300)).start();
+    ExtProcServer server = new ExtProcServer(options, RequestPath.of(router, null), Duration.ofMillis(300),
+        BodyBudget.UNLIMITED).start();
     ManagedChannel ch = ManagedChannelBuilder.forAddress("127.0.0.1", server.port()).usePlaintext().build();
     List<CountDownLatch> answered = new ArrayList<>();
     try {

@@ -30,18 +30,7 @@ class RequestStreamRoutingTest {
     WorkerRegistry registry = new WorkerRegistry();
     registry.replace(fleet);
     Router router = Router.builder(registry).build();
-    StreamObserver<ProcessingResponse> out = new StreamObserver<>() {
-      @Override
-      public void onNext(ProcessingResponse r) {
-        sent.add(r);
-      }
-
-      @Override
-      public void onError(Throwable t) {}
-
-      @Override
-      public void onCompleted() {}
-    };
+    StreamObserver<ProcessingResponse> out = RequestStreamTest.collecting(sent);
     RequestListener l = new RequestListener() {
       @Override
       public void onDecision(Decision d) {

@@ -41,18 +41,7 @@ class RequestStreamTenancyTest {
   Router router;
   RequestPreparer preparer;
 
-  final StreamObserver<ProcessingResponse> out = new StreamObserver<>() {
-    @Override
-    public void onNext(ProcessingResponse r) {
-      sent.add(r);
-    }
-
-    @Override
-    public void onError(Throwable t) {}
-
-    @Override
-    public void onCompleted() {}
-  };
+  final StreamObserver<ProcessingResponse> out = RequestStreamTest.collecting(sent);
 
   @BeforeEach
   void fleet() {

@@ -122,6 +122,22 @@ class RequestStreamTest {
         .build();
   }
 
+  /** A response observer that keeps what the stream sent in {@code into}. */
+  static StreamObserver<ProcessingResponse> collecting(List<ProcessingResponse> into) {
+    return new StreamObserver<>() {
+      @Override
+      public void onNext(ProcessingResponse r) {
+        into.add(r);
+      }
+
+      @Override
+      public void onError(Throwable t) {}
+
+      @Override
+      public void onCompleted() {}
+    };
+  }
+
   static ProcessingRequest body(String s, boolean eos) {
     return ProcessingRequest.newBuilder()
         .setRequestBody(HttpBody.newBuilder().setBody(ByteString.copyFromUtf8(s)).setEndOfStream(eos)).build();
