@@ -43,8 +43,10 @@ class ModelsAndTenancyConfigTest {
   @Test
   void tenantPassThroughPathsDefaultToTheTokenizerEndpointsAndAreValidated() {
     assertThat(KvrouterConfig.defaults().tenancy().passThroughPaths()).containsExactly("/tokenize", "/detokenize");
-    assertThat(KvrouterConfig.parse("tenancy: {pass_through_paths: [/v1/responses]}", "k.yaml").tenancy()
-        .passThroughPaths()).containsExactly("/v1/responses");
+    assertThat(KvrouterConfig.parse("tenancy: {pass_through_paths: [/v1/embeddings]}", "k.yaml").tenancy()
+        .passThroughPaths()).containsExactly("/v1/embeddings");
+    assertThatThrownBy(() -> KvrouterConfig.parse("tenancy: {pass_through_paths: [/v1/responses]}", "k.yaml"))
+        .hasMessageContaining("tenancy.pass_through_paths[0]: `/v1/responses` is routed");
     assertThat(KvrouterConfig.parse("tenancy: {pass_through_paths: []}", "k.yaml").tenancy().passThroughPaths())
         .isEmpty();
     assertThatThrownBy(() -> KvrouterConfig.parse(

@@ -174,17 +174,32 @@ abstract class TenantIsolationContract {
     assertThat(escapedSlash.headers().firstValue(FakeWorker.SERVED_BY)).isEmpty();
   }
 
+  /**
+   * The Responses API (vLLM serves it with chat's cache_salt) was refused for tenants as an endpoint the router did
+   * not route; it is routed by load now, with the tenant's salt in the body the worker gets.
+   */
+  @Test
+  void aTenantsResponsesRequestReachesTheWorkerWithItsSalt() throws Exception {
+    HttpResponse<String> r = stack.post("/v1/responses", "{\"model\":\"" + Stack.MODEL + "\",\"input\":\"x\","
+        + "\"cache_salt\":\"client-picked-salt\"}", Map.of("x-test-tenant", "acme"));
+    assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+    assertThat(r.headers().firstValue("x-kvrouter-decision")).as("routed by the router").isPresent();
+    FakeWorker w = stack.workers.get(r.headers().firstValue(FakeWorker.SERVED_BY).orElseThrow());
+    assertThat(salt(new String(w.lastBody(), StandardCharsets.UTF_8)))
+        .isEqualTo(tenancy.effectiveSalt(null, "acme", "client-picked-salt"));
+  }
+
   /** An engine endpoint the router does not route would reach the engine unsalted: refused for a tenant. */
   @Test
   void aTenantsPostToAnEndpointTheRouterDoesNotRouteIsRefused() throws Exception {
-    HttpResponse<String> refused = stack.post("/v1/responses", body("client-picked-salt", "x"),
+    HttpResponse<String> refused = stack.post("/v1/embeddings", body("client-picked-salt", "x"),
         Map.of("x-test-tenant", "acme"));
     assertThat(refused.statusCode()).isEqualTo(404);
     assertThat(JSON.readTree(refused.body()).path("error").path("code").asText()).isEqualTo("unknown_url");
     assertThat(refused.headers().firstValue(FakeWorker.SERVED_BY)).as("no worker reached").isEmpty();
     // without a tenant, and on a pass-through path, the engine answers (FakeWorker has neither endpoint: 404)
     for (Map<String, String> h : List.of(Map.<String, String>of(), Map.of("x-test-tenant", "acme"))) {
-      String path = h.isEmpty() ? "/v1/responses" : "/tokenize";
+      String path = h.isEmpty() ? "/v1/embeddings" : "/tokenize";
       HttpResponse<String> passed = stack.post(path, "{}", h);
       assertThat(passed.headers().firstValue(FakeWorker.SERVED_BY)).as(path + " reaches a worker").isPresent();
     }

@@ -98,26 +98,18 @@ public final class FakeWorker implements AutoCloseable {
             "{\"object\":\"list\",\"data\":[{\"id\":" + JSON.writeValueAsString(model)
                 + ",\"object\":\"model\",\"owned_by\":\"kvrouter-fake\"}]}");
         case "/v1/completions", "/v1/chat/completions" -> infer(ex, path.endsWith("chat/completions"));
+        case "/v1/responses" -> respond(ex);
         default -> send(ex, 404, "application/json", "{\"error\":{\"message\":\"not found\",\"code\":404}}");
       }
     }
   }
 
   private void infer(HttpExchange ex, boolean chat) throws IOException {
-    if (!"POST".equals(ex.getRequestMethod())) {
-      send(ex, 405, "application/json", "{\"error\":{\"message\":\"method not allowed\"}}");
-      return;
-    }
     ObjectNode headers = JSON.createObjectNode();
     ex.getRequestHeaders().forEach((k, v) -> headers.put(k.toLowerCase(java.util.Locale.ROOT), String.join(",", v)));
-    byte[] raw = ex.getRequestBody().readAllBytes();
-    lastBody = raw;
     lastHeaders = headers;
-    JsonNode req;
-    try {
-      req = JSON.readTree(raw);
-    } catch (IOException e) {
-      send(ex, 400, "application/json", "{\"error\":{\"message\":\"invalid JSON\",\"type\":\"invalid_request_error\"}}");
+    JsonNode req = readPost(ex);
+    if (req == null) {
       return;
     }
     served.incrementAndGet();
@@ -142,6 +134,44 @@ public final class FakeWorker implements AutoCloseable {
       }
       usage(body, promptTokens, tokens);
       send(ex, 200, "application/json", JSON.writeValueAsString(body));
+    }
+  }
+
+  /**
+   * The Responses API as vLLM answers it when not streamed (responses/protocol.py): the response's {@code id} is the
+   * request's {@code request_id}, or a fresh {@code resp_} id without one.
+   */
+  private void respond(HttpExchange ex) throws IOException {
+    JsonNode req = readPost(ex);
+    if (req == null) {
+      return;
+    }
+    served.incrementAndGet();
+    int inputTokens = Math.max(1, req.toString().length() / 4);
+    ObjectNode body = JSON.createObjectNode()
+        .put("id", req.path("request_id").asText("resp_" + name + "-" + served.get()))
+        .put("object", "response").put("model", model).put("status", "completed");
+    body.putArray("output").addObject().put("type", "message").put("role", "assistant").put("status", "completed")
+        .putArray("content").addObject().put("type", "output_text").put("text", "tok ");
+    ObjectNode usage = body.putObject("usage").put("input_tokens", inputTokens);
+    usage.putObject("input_tokens_details").put("cached_tokens", 0);
+    usage.put("output_tokens", 1).put("total_tokens", inputTokens + 1);
+    send(ex, 200, "application/json", JSON.writeValueAsString(body));
+  }
+
+  /** A POST's JSON body, kept as {@link #lastBody}; null when the exchange was answered with an error instead. */
+  private JsonNode readPost(HttpExchange ex) throws IOException {
+    if (!"POST".equals(ex.getRequestMethod())) {
+      send(ex, 405, "application/json", "{\"error\":{\"message\":\"method not allowed\"}}");
+      return null;
+    }
+    byte[] raw = ex.getRequestBody().readAllBytes();
+    lastBody = raw;
+    try {
+      return JSON.readTree(raw);
+    } catch (IOException e) {
+      send(ex, 400, "application/json", "{\"error\":{\"message\":\"invalid JSON\",\"type\":\"invalid_request_error\"}}");
+      return null;
     }
   }
 

@@ -8,7 +8,7 @@ import java.util.Objects;
  * (the {@link Prompt}), to identify its cache namespace ({@code model}, {@code cacheSalt}) and to estimate its
  * load ({@link OutputSpec}). Immutable; built by {@link RequestBodyParser}.
  *
- * @param kind completions or chat completions
+ * @param kind completions, chat completions or responses
  * @param model the requested model or LoRA adapter name
  * @param stream whether the client asked for SSE streaming
  * @param includeUsage {@code stream_options.include_usage}, or null when not given
@@ -37,8 +37,16 @@ public record InferenceRequest(
 
   public enum Kind {
     COMPLETIONS,
-    CHAT
+    CHAT,
+    /**
+     * OpenAI's Responses API ({@code POST /v1/responses}), which vLLM serves. Routed and salted, but its prompt is
+     * not reproduced yet (the fallback reason {@link #RESPONSES_UNREPRODUCED}): it is balanced by load.
+     */
+    RESPONSES
   }
+
+  /** Why a Responses API request's prompt is not reproduced: its input items are not templated yet. */
+  public static final String RESPONSES_UNREPRODUCED = "responses_api";
 
   public InferenceRequest {
     Objects.requireNonNull(kind, "kind");

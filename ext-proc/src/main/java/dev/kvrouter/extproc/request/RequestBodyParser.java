@@ -107,6 +107,7 @@ public final class RequestBodyParser {
     Object maxTokens;
     boolean maxTokensPresent;
     Object maxCompletionTokens;
+    Object maxOutputTokens;
     Object minTokens;
     Object n;
     Object bestOf;
@@ -144,6 +145,7 @@ public final class RequestBodyParser {
     void read(String name, JsonParser p) throws IOException, BadRequest {
       JsonToken v = p.currentToken();
       boolean chat = kind == Kind.CHAT;
+      boolean completions = kind == Kind.COMPLETIONS;
       switch (name) {
         case "model" -> {
           modelPresent = true;
@@ -164,6 +166,7 @@ public final class RequestBodyParser {
           maxTokens = JsonValues.read(p, v);
         }
         case "max_completion_tokens" -> maxCompletionTokens = JsonValues.read(p, v);
+        case "max_output_tokens" -> maxOutputTokens = readIf(kind == Kind.RESPONSES, p, v);
         case "min_tokens" -> minTokens = JsonValues.read(p, v);
         case "n" -> n = JsonValues.read(p, v);
         case "best_of" -> bestOf = JsonValues.read(p, v);
@@ -175,7 +178,7 @@ public final class RequestBodyParser {
           addSpecialTokens = JsonValues.read(p, v);
         }
         case "prompt" -> {
-          if (chat) {
+          if (!completions) {
             p.skipChildren();
           } else {
             prompts = Prompts.read(p, v);
@@ -183,7 +186,7 @@ public final class RequestBodyParser {
           }
         }
         case "prompt_embeds" -> {
-          if (chat) {
+          if (!completions) {
             p.skipChildren();
           } else {
             promptEmbeds = JsonValues.skipTruthy(p, v);
@@ -282,6 +285,11 @@ public final class RequestBodyParser {
             side,
             mmKwargs);
         unreproducible = messages.unreproducible;
+      } else if (kind == Kind.RESPONSES) {
+        // vLLM templates the input items as chat (responses/utils.py, construct_input_messages); until the router
+        // does the same, the request is balanced by load, with its salt rewritten like any other
+        prompt = new ChatPrompt(List.of(), null, null, null, true, false, null, null, null, false, null, null, null);
+        unreproducible = InferenceRequest.RESPONSES_UNREPRODUCED;
       } else {
         boolean noPrompt = prompts == null || promptEmpty;
         if (noPrompt && !promptEmbeds) {
@@ -300,7 +308,10 @@ public final class RequestBodyParser {
     private OutputSpec output() {
       int max;
       Long mct = PythonValues.laxLong(maxCompletionTokens);
-      if (kind == Kind.CHAT && mct != null) {
+      if (kind == Kind.RESPONSES) {
+        Long mot = PythonValues.laxLong(maxOutputTokens);
+        max = mot == null ? -1 : clamp(mot);
+      } else if (kind == Kind.CHAT && mct != null) {
         max = clamp(mct);
       } else if (maxTokensPresent) {
         Long mt = PythonValues.laxLong(maxTokens);

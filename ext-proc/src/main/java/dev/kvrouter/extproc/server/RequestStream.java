@@ -194,7 +194,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     if (kind == null && tenanted && "POST".equals(method)
         && (normalized == null || !options.tenantPassThroughPaths().contains(normalized))) {
       // A tenant's body may reach the engine only through the salt rewrite: an engine endpoint the router does not
-      // understand (/v1/responses, a path spelled so that only the engine reads it as chat) would let the tenant
+      // understand (/v1/embeddings, a path spelled so that only the engine reads it as chat) would let the tenant
       // choose its cache_salt, or send none, and so read or probe another partition.
       finish(OpenAiError.unknownUrl(method, path), "tenant_path_not_routed");
       return;
@@ -590,6 +590,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     return switch (path) {
       case "/v1/completions" -> InferenceRequest.Kind.COMPLETIONS;
       case "/v1/chat/completions" -> InferenceRequest.Kind.CHAT;
+      case "/v1/responses" -> InferenceRequest.Kind.RESPONSES;
       default -> null;
     };
   }

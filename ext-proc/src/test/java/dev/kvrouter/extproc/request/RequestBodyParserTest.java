@@ -127,6 +127,36 @@ class RequestBodyParserTest {
     }
   }
 
+  /** OpenAI's Responses API as vLLM's ResponsesRequest reads it (responses/protocol.py). */
+  @Nested
+  class Responses {
+
+    @Test
+    void isRoutedByLoadWithItsSaltStreamAndOutputCap() throws Exception {
+      // `prompt` is a prompt template object here and `tools` has the Responses shape: neither is read as chat's
+      InferenceRequest r = parse(Kind.RESPONSES, "{\"model\":\"m\",\"input\":[{\"role\":\"user\","
+          + "\"content\":[{\"type\":\"input_text\",\"text\":\"hi\"}]}],\"instructions\":\"be brief\","
+          + "\"prompt\":{\"id\":\"pmpt_1\"},\"tools\":[{\"type\":\"function\",\"name\":\"f\"}],"
+          + "\"max_output_tokens\":\"12\",\"max_tokens\":99,\"stream\":\"true\",\"cache_salt\":\"s\"}");
+      assertThat(r.kind()).isEqualTo(Kind.RESPONSES);
+      assertThat(r.model()).isEqualTo("m");
+      assertThat(r.cacheSalt()).isEqualTo("s");
+      assertThat(r.stream()).isTrue();
+      assertThat(r.maxTokens()).as("max_output_tokens, not max_tokens").isEqualTo(12);
+      assertThat(r.unreproducible()).isEqualTo(InferenceRequest.RESPONSES_UNREPRODUCED);
+      assertThat(r.saltSites().values()).hasSize(1);
+      assertThat(parse(Kind.RESPONSES, "{\"model\":\"m\",\"input\":\"hi\"}").maxTokens())
+          .as("no cap: up to the context").isEqualTo(-1);
+    }
+
+    @Test
+    void itsSaltAndModelAreCheckedAsForChat() {
+      assertThat(error(Kind.RESPONSES, "{\"model\":\"m\",\"input\":\"hi\",\"cache_salt\":\"\"}").param())
+          .isEqualTo("cache_salt");
+      assertThat(error(Kind.RESPONSES, "{\"input\":\"hi\"}").param()).isEqualTo("model");
+    }
+  }
+
   @Nested
   class Chat {
 

@@ -171,14 +171,44 @@ class RequestStreamTenancyTest {
   }
 
   /**
+   * OpenAI's Responses API, which vLLM serves with chat's {@code cache_salt}: a tenant's request used to be refused
+   * (404, an endpoint the router did not route). It is routed by load (its input items are not templated yet, a
+   * visible fallback) with the tenant's effective salt in the body, whatever salt the client sent, or none.
+   */
+  @Test
+  void aTenantsResponsesRequestIsRoutedWithItsSalt() {
+    String globex = tenancy.effectiveSalt(null, "globex", null);
+    for (String clientSalt : new String[] {null, "client", globex}) {
+      sent.clear();
+      decisions.clear();
+      RequestStream s = stream(BodySendMode.BUFFERED);
+      s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/responses", "acme"));
+      String body = "{\"model\":\"m\",\"input\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+          + "\"max_output_tokens\":7" + (clientSalt == null ? "" : ",\"cache_salt\":\"" + clientSalt + "\"") + "}";
+      s.onNext(body(body));
+      CommonResponse c = sent.get(1).getRequestBody().getResponse();
+      String forwarded = c.getBodyMutation().getBody().toStringUtf8();
+      assertThat(forwarded).as("salt %s", clientSalt).contains(tenancy.effectiveSalt(null, "acme", clientSalt));
+      if (clientSalt != null) {
+        assertThat(forwarded).doesNotContain("\"" + clientSalt + "\"");
+      }
+      assertThat(setHeaders(c)).containsEntry("x-kvrouter-cluster", "kvrouter_worker_a");
+      assertThat(decisions.get(0).fallback()).isEqualTo("no_tokenization");
+      // no model registry here, so the model's own fallback comes first (RequestBodyParserTest: responses_api)
+      assertThat(decisions.get(0).detail().promptUnavailable()).isEqualTo("unknown_model");
+      assertThat(decisions.get(0).detail().expectedOutputTokens()).as("max_output_tokens").isEqualTo(7);
+    }
+  }
+
+  /**
    * An engine endpoint the router does not understand would let a tenant reach the engine with a salt of its
    * choosing, or none: refused, except for the configured pass-through paths, and for GET and tenant-less requests,
    * which pass as before.
    */
   @Test
   void aTenantsPostToAPathTheRouterDoesNotRouteIsRefusedUnlessItMayPassThrough() {
-    for (String path : new String[] {"/v1/responses", "/v1/chat/completions%zz", "/v1/chat/%2563ompletions",
-        "/v1/embeddings"}) {
+    for (String path : new String[] {"/v1/embeddings", "/v1/chat/completions%zz", "/v1/chat/%2563ompletions",
+        "/invocations"}) {
       sent.clear();
       stream(BodySendMode.BUFFERED).onNext(headers(BodySendMode.BUFFERED, "POST", path, "acme"));
       assertThat(sent).as(path).hasSize(1);
@@ -188,7 +218,7 @@ class RequestStreamTenancyTest {
           .contains("\"code\":\"unknown_url\"");
     }
     String[][] passing = {{"POST", "/tokenize", "acme"}, {"POST", "/detokenize/", "acme"},
-        {"GET", "/v1/models", "acme"}, {"POST", "/v1/responses", null}, {"POST", "/v1/responses", ""}};
+        {"GET", "/v1/models", "acme"}, {"POST", "/v1/embeddings", null}, {"POST", "/v1/embeddings", ""}};
     for (String[] p : passing) {
       sent.clear();
       stream(BodySendMode.BUFFERED).onNext(headers(BodySendMode.BUFFERED, p[0], p[1], p[2]));
@@ -197,11 +227,11 @@ class RequestStreamTenancyTest {
     }
     ExtProcOptions o = ExtProcOptions.defaults();
     ExtProcOptions listed = new ExtProcOptions(o.bind(), 0, 1 << 22, "x-tenant-id", BodySendMode.BUFFERED,
-        BodySendMode.STREAMED, 1, 1, 1 << 22, 1, java.util.Set.of("/v1/responses"));
+        BodySendMode.STREAMED, 1, 1, 1 << 22, 1, java.util.Set.of("/v1/embeddings"));
     sent.clear();
     new RequestStream(out, new RequestPath(preparer, null, router, null), listed, Runnable::run,
         new InFlight(100, java.time.Duration.ofMinutes(1)))
-        .onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/responses", "acme"));
+        .onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/embeddings", "acme"));
     assertThat(sent.get(0).hasRequestHeaders()).as("listed in tenancy.pass_through_paths").isTrue();
   }
 
