@@ -84,6 +84,35 @@ abstract class RoutingContract {
     assertThat(perWorker).containsOnlyKeys("w1", "w2", "w3").allSatisfy((k, v) -> assertThat(v).isEqualTo(2));
   }
 
+  /**
+   * The Responses API: vLLM keeps a stored response on the server that produced it, so a request continuing it
+   * ({@code previous_response_id}) must reach that worker. The router writes each response's id (vLLM answers with the
+   * request's {@code request_id}) so that it names the worker; round robin would spread the continuations.
+   */
+  @Test
+  void aResponsesConversationStaysOnTheWorkerThatStoredIt() throws Exception {
+    HttpResponse<String> first = stack.post("/v1/responses", "{\"model\":\"" + Stack.MODEL + "\",\"input\":\"hi\"}",
+        Map.of());
+    assertThat(first.statusCode()).as(first.body()).isEqualTo(200);
+    String holder = first.headers().firstValue(FakeWorker.SERVED_BY).orElseThrow();
+    String id = JSON.readTree(first.body()).path("id").asText();
+    assertThat(id).matches("resp_[0-9a-f]{32}");
+    for (int i = 0; i < 4; i++) {
+      HttpResponse<String> next = stack.post("/v1/responses", "{\"model\":\"" + Stack.MODEL + "\",\"input\":\"turn "
+          + i + "\",\"previous_response_id\":\"" + id + "\"}", Map.of());
+      assertThat(next.statusCode()).as(next.body()).isEqualTo(200);
+      assertThat(next.headers().firstValue(FakeWorker.SERVED_BY)).as("turn %d", i).hasValue(holder);
+      id = JSON.readTree(next.body()).path("id").asText();
+    }
+    // retrieving it, or cancelling it, goes there too (FakeWorker stores nothing: it answers 404, from the holder)
+    for (int i = 0; i < 3; i++) {
+      HttpResponse<String> get = stack.get("/v1/responses/" + id);
+      assertThat(get.headers().firstValue(FakeWorker.SERVED_BY)).as("GET %d", i).hasValue(holder);
+      HttpResponse<String> cancel = stack.post("/v1/responses/" + id + "/cancel", "", Map.of());
+      assertThat(cancel.headers().firstValue(FakeWorker.SERVED_BY)).as("cancel %d", i).hasValue(holder);
+    }
+  }
+
   @Test
   void clientSuppliedDestinationHeadersAreIgnored() throws Exception {
     Map<String, Integer> perWorker = new HashMap<>();

@@ -61,6 +61,26 @@ public final class CacheSaltRewriter {
     return out;
   }
 
+  /**
+   * Inserts {@code "name":"value"} right after the body's opening brace (at {@code objectStart}, as the parser
+   * recorded it), followed by a comma when the object has other fields. The rest of the bytes are left as they are.
+   */
+  public static byte[] insertField(byte[] body, int length, int objectStart, boolean hasFields, String name,
+      String value) {
+    byte[] field = (quotedString(name) + ":" + quotedString(value) + (hasFields ? "," : ""))
+        .getBytes(StandardCharsets.UTF_8);
+    int at = objectStart + 1;
+    byte[] out = new byte[length + field.length];
+    System.arraycopy(body, 0, out, 0, at);
+    System.arraycopy(field, 0, out, at, field.length);
+    System.arraycopy(body, at, out, at + field.length, length - at);
+    return out;
+  }
+
+  private static String quotedString(String s) {
+    return new String(quoted(s), StandardCharsets.UTF_8);
+  }
+
   private static byte[] quoted(String s) {
     byte[] inner = JsonStringEncoder.getInstance().quoteAsUTF8(s);
     byte[] out = new byte[inner.length + 2];

@@ -21,6 +21,7 @@ import java.util.Objects;
  *     load alone
  * @param saltSites where {@code cache_salt} sits in the body, for {@link CacheSaltRewriter}
  * @param bodyBytes size of the body as received
+ * @param responses for a Responses API request, its conversation fields; null for the other kinds
  */
 public record InferenceRequest(
     Kind kind,
@@ -33,7 +34,16 @@ public record InferenceRequest(
     List<MultimodalItem> multimodal,
     String unreproducible,
     CacheSaltSites saltSites,
-    int bodyBytes) {
+    int bodyBytes,
+    ResponsesFields responses) {
+
+  /**
+   * What a Responses API request says about its place in a stored conversation.
+   *
+   * @param previousResponseId {@code previous_response_id}, or null
+   * @param requestIdGiven whether the client chose the {@code request_id} (the response's id) itself
+   */
+  public record ResponsesFields(String previousResponseId, boolean requestIdGiven) {}
 
   public enum Kind {
     COMPLETIONS,
@@ -68,7 +78,7 @@ public record InferenceRequest(
         kind == Kind.CHAT
             ? new ChatPrompt(List.of(), null, null, null, true, false, null, null, null, false, null, null, null)
             : new CompletionPrompt(List.of(), true, null, null),
-        List.of(), null, CacheSaltSites.UNKNOWN, 0);
+        List.of(), null, CacheSaltSites.UNKNOWN, 0, null);
   }
 
   /** {@code max_completion_tokens} / {@code max_tokens} as the engine applies it, or -1 for "up to the context". */

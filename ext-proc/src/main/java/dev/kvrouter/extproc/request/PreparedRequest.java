@@ -30,4 +30,29 @@ public record PreparedRequest(InferenceRequest request, RequestScope scope, long
   public byte[] rewriteBody(byte[] body, int length) {
     return CacheSaltRewriter.rewrite(body, length, request.saltSites(), scope.effectiveSalt());
   }
+
+  /**
+   * The {@code request_id} to write into a Responses API request routed to {@code worker}, so that the response's id
+   * names it ({@link ResponseIds}); null when the client chose its own, or for the other kinds.
+   */
+  public String responseIdFor(String worker) {
+    InferenceRequest.ResponsesFields r = request.responses();
+    return r == null || r.requestIdGiven() || !request.saltSites().known() ? null : ResponseIds.mint(worker);
+  }
+
+  /**
+   * The body the engine must receive: the salt rewritten when {@link #rewritesBody()}, and {@code requestId} (from
+   * {@link #responseIdFor}) added when not null. Call only when at least one of the two applies.
+   */
+  public byte[] upstreamBody(byte[] body, int length, String requestId) {
+    byte[] out = rewritesBody() ? rewriteBody(body, length) : body;
+    int n = rewritesBody() ? out.length : length;
+    if (requestId == null) {
+      return out;
+    }
+    CacheSaltSites sites = request.saltSites();
+    // The salt splice only replaces values or inserts right after the brace, so the brace has not moved.
+    return CacheSaltRewriter.insertField(out, n, sites.objectStart(), sites.fieldCount() > 0 || rewritesBody(),
+        "request_id", requestId);
+  }
 }

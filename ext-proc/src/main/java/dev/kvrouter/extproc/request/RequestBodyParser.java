@@ -108,6 +108,8 @@ public final class RequestBodyParser {
     boolean maxTokensPresent;
     Object maxCompletionTokens;
     Object maxOutputTokens;
+    Object previousResponseId;
+    boolean requestIdGiven;
     Object minTokens;
     Object n;
     Object bestOf;
@@ -167,6 +169,11 @@ public final class RequestBodyParser {
         }
         case "max_completion_tokens" -> maxCompletionTokens = JsonValues.read(p, v);
         case "max_output_tokens" -> maxOutputTokens = readIf(kind == Kind.RESPONSES, p, v);
+        case "previous_response_id" -> previousResponseId = readIf(kind == Kind.RESPONSES, p, v);
+        case "request_id" -> {
+          requestIdGiven = true; // any value, null too: a second key would be the client's to explain
+          p.skipChildren();
+        }
         case "min_tokens" -> minTokens = JsonValues.read(p, v);
         case "n" -> n = JsonValues.read(p, v);
         case "best_of" -> bestOf = JsonValues.read(p, v);
@@ -301,8 +308,10 @@ public final class RequestBodyParser {
         prompt = new CompletionPrompt(prompts == null ? List.of() : prompts,
             bool("add_special_tokens", addSpecialTokensPresent, addSpecialTokens, true), truncate, side);
       }
+      InferenceRequest.ResponsesFields responses = kind != Kind.RESPONSES ? null
+          : new InferenceRequest.ResponsesFields(previousResponseId instanceof String id ? id : null, requestIdGiven);
       return new InferenceRequest(kind, (String) model, streaming, includeUsage, (String) cacheSalt, output(),
-          prompt, items, unreproducible, sites, bodyBytes);
+          prompt, items, unreproducible, sites, bodyBytes, responses);
     }
 
     private OutputSpec output() {

@@ -3,7 +3,9 @@ package dev.kvrouter.extproc.routing;
 import dev.kvrouter.extproc.load.LoadTracker;
 import dev.kvrouter.extproc.load.Reservation;
 import dev.kvrouter.extproc.load.WorkerHealth;
+import dev.kvrouter.extproc.request.InferenceRequest;
 import dev.kvrouter.extproc.request.OpenAiError;
+import dev.kvrouter.extproc.request.ResponseIds;
 import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.xds.registry.Worker;
 import dev.kvrouter.xds.registry.WorkerRegistry;
@@ -127,6 +129,22 @@ public final class Router {
     return config;
   }
 
+  /**
+   * The worker that stores the Responses API response {@code responseId} names ({@code ResponseIds}), for its
+   * lifecycle requests (get, delete, cancel, input items); null when the id names no worker of the fleet.
+   */
+  public Worker storedResponseHolder(String responseId) {
+    Integer tag = ResponseIds.tagOf(responseId);
+    if (tag != null) {
+      for (Worker w : registry.current().all()) {
+        if (w.role() != Worker.Role.PREFILL && ResponseIds.tag(w.name()) == tag) {
+          return w;
+        }
+      }
+    }
+    return null;
+  }
+
   public Decision route(RouteRequest req) {
     long t0 = nanoTime.getAsLong();
     long seq = seqs.incrementAndGet();
@@ -218,6 +236,15 @@ public final class Router {
           all.add(c);
         }
       }
+      // A Responses request continuing a stored response goes where that response is stored (ResponseIds): any
+      // other worker would answer 404. Draining, unhealthy or busy, the holder is the only one that can serve it.
+      List<Candidate> pinned = storedResponseHolder(req, all);
+      if (!pinned.isEmpty()) {
+        for (Candidate c : pinned) {
+          c.whyNot = null;
+        }
+        hard = pinned;
+      }
       if (hard.isEmpty()) {
         return reject(seq, req, model, policy, "no_eligible_worker", fallbacks,
             OpenAiError.noEligibleWorker(model, "all " + serving.size() + " workers are draining or prefill-only"),
@@ -227,7 +254,7 @@ public final class Router {
 
       List<Candidate> healthy = new ArrayList<>(hard.size());
       for (Candidate c : hard) {
-        String why = health.unhealthyReason(c.worker().name());
+        String why = pinned.isEmpty() ? health.unhealthyReason(c.worker().name()) : null;
         if (why == null) {
           healthy.add(c);
         } else {
@@ -245,7 +272,7 @@ public final class Router {
       List<Candidate> pool = new ArrayList<>(healthy.size());
       BusyThresholds busy = settings.busy();
       for (Candidate c : healthy) {
-        String why = busy.check(c.load);
+        String why = pinned.isEmpty() ? busy.check(c.load) : null;
         if (why == null) {
           pool.add(c);
         } else {
@@ -307,10 +334,30 @@ public final class Router {
       Decision.Detail detail = detail(tenantHash, prompt, req, promptTokens, shape, outputTokens, all, chosen,
           predicted, lookupNanos, scoreNanos, pressure);
       return new Decision(seq, req.id(), model, policy.name(), chosen.worker(), chosen.id().dpRank(),
-          choice.reason(), join(fallbacks), null, detail, reservation, nanoTime.getAsLong() - t0);
+          pinned.isEmpty() ? choice.reason() : "stored_response", join(fallbacks), null, detail, reservation,
+          nanoTime.getAsLong() - t0);
     } finally {
       deciding.unlock();
     }
+  }
+
+  /**
+   * The candidates of the worker whose id the request's {@code previous_response_id} carries (its data-parallel
+   * ranks share one API server, so one store), prefill-only workers aside; empty when there is none.
+   */
+  private static List<Candidate> storedResponseHolder(RouteRequest req, List<Candidate> all) {
+    InferenceRequest.ResponsesFields r = req.request().responses();
+    Integer tag = r == null ? null : ResponseIds.tagOf(r.previousResponseId());
+    if (tag == null) {
+      return List.of();
+    }
+    List<Candidate> holder = new ArrayList<>(1);
+    for (Candidate c : all) {
+      if (c.worker().role() != Worker.Role.PREFILL && ResponseIds.tag(c.worker().name()) == tag) {
+        holder.add(c);
+      }
+    }
+    return holder;
   }
 
   private Decision reject(long seq, RouteRequest req, String model, RoutingPolicy policy, String reason,

@@ -149,6 +149,15 @@ final class EnvoyMessages {
         .build();
   }
 
+  /** {@code envoy.lb} metadata naming the destination alone: a request the router sends on without a decision. */
+  static Struct lbMetadata(String endpoint) {
+    return Struct.newBuilder()
+        .putFields(LB_NAMESPACE, Value.newBuilder().setStructValue(Struct.newBuilder()
+            .putFields(Headers.DESTINATION_ENDPOINT, Value.newBuilder().setStringValue(endpoint).build()))
+            .build())
+        .build();
+  }
+
   /** The decision id Envoy forwarded in {@code envoy.lb} metadata, or null. */
   static String forwardedDecision(io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest req) {
     if (!req.hasMetadataContext()) {

@@ -13,6 +13,7 @@ import dev.kvrouter.extproc.routing.RequestTimings;
 import dev.kvrouter.extproc.routing.RouteRequest;
 import dev.kvrouter.extproc.routing.Router;
 import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.xds.registry.Worker;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
@@ -190,6 +191,19 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     String normalized = normalizedPath(path);
     kind = kindOf(method, normalized);
     boolean fullDuplex = requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED;
+    String storedId = storedResponseId(method, normalized);
+    if (storedId != null) {
+      // get, delete, cancel or list a stored response: only the worker that stores it knows it. Not inference (no
+      // KV cache, no salt), so tenants too; an id that names no worker of the fleet goes to the pool as before.
+      passThrough = true;
+      Worker holder = router.storedResponseHolder(storedId);
+      send(holder == null ? EnvoyMessages.continueRequestHeaders()
+          : EnvoyMessages.routeOnHeaders(HeaderMutation.newBuilder()
+              .addSetHeaders(EnvoyMessages.header(Headers.CLUSTER, holder.clusterName()))
+              .addSetHeaders(EnvoyMessages.header(Headers.DESTINATION_ENDPOINT, holder.endpoint()))
+              .build(), EnvoyMessages.lbMetadata(holder.endpoint())));
+      return;
+    }
     boolean tenanted = tenant != null && !tenant.isEmpty();
     if (kind == null && tenanted && "POST".equals(method)
         && (normalized == null || !options.tenantPassThroughPaths().contains(normalized))) {
@@ -423,8 +437,10 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     }
     // Tenant isolation: the engine must see the effective cache_salt (docs/request-path.md, "The body rewrite").
     PreparedRequest prepared = routed.prepared();
-    boolean rewritten = prepared.rewritesBody();
-    byte[] upstream = rewritten ? prepared.rewriteBody(body, bodyLength) : null;
+    // A Responses request gets a request_id naming its worker, so its continuations find it (ResponseIds)
+    String responseId = prepared.responseIdFor(decision.chosen().name());
+    boolean rewritten = prepared.rewritesBody() || responseId != null;
+    byte[] upstream = rewritten ? prepared.upstreamBody(body, bodyLength, responseId) : null;
     if (rewritten && requestBodyMode != BodySendMode.FULL_DUPLEX_STREAMED) {
       // BUFFERED keeps the client's content-length, and Envoy rejects a mutated body that does not match it.
       headers.addSetHeaders(EnvoyMessages.header("content-length", Integer.toString(upstream.length)));
@@ -576,6 +592,28 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       end(!responseStarted && !ended);
     }
     out.onCompleted();
+  }
+
+  /**
+   * The response id of a Responses API lifecycle request ({@code GET} or {@code DELETE /v1/responses/{id}}, {@code POST
+   * /v1/responses/{id}/cancel}, {@code GET /v1/responses/{id}/input_items}, OpenAI's routes), or null.
+   */
+  static String storedResponseId(String method, String path) {
+    String prefix = "/v1/responses/";
+    if (path == null || !path.startsWith(prefix) || path.length() == prefix.length()) {
+      return null;
+    }
+    String rest = path.substring(prefix.length());
+    int slash = rest.indexOf('/');
+    String id = slash < 0 ? rest : rest.substring(0, slash);
+    String tail = slash < 0 ? "" : rest.substring(slash);
+    boolean lifecycle = switch (tail) {
+      case "" -> "GET".equals(method) || "DELETE".equals(method);
+      case "/cancel" -> "POST".equals(method);
+      case "/input_items" -> "GET".equals(method);
+      default -> false;
+    };
+    return lifecycle ? id : null;
   }
 
   /** The kind of inference a request is, from its method and raw {@code :path}; null for anything else. */

@@ -478,6 +478,44 @@ class RouterTest {
     assertThat(d.fallback()).isEqualTo("all_unhealthy");
   }
 
+  /** A Responses request whose {@code previous_response_id} names a worker, as the router minted it. */
+  static RouteRequest continuing(String previousResponseId) throws Exception {
+    byte[] body = ("{\"model\":\"" + RouterHarness.MODEL + "\",\"input\":\"more\""
+        + (previousResponseId == null ? "" : ",\"previous_response_id\":\"" + previousResponseId + "\"") + "}")
+        .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    InferenceRequest r = new dev.kvrouter.extproc.request.RequestBodyParser()
+        .parse(InferenceRequest.Kind.RESPONSES, body, body.length);
+    return new RouteRequest("r", r, null, null, null, null, r.unreproducible(), 10, null);
+  }
+
+  /**
+   * vLLM keeps a stored response on the API server that produced it, so a request continuing it must go there: busy,
+   * unhealthy or draining, the holder is the only worker that can answer (any other answers 404).
+   */
+  @Test
+  void aResponsesRequestContinuingAStoredResponseGoesToTheWorkerThatHoldsIt() throws Exception {
+    h.fleet(worker("w1"), worker("w2"), worker("w3", 1, Worker.Role.BOTH, true));
+    String onW2 = dev.kvrouter.extproc.request.ResponseIds.mint("w2");
+    for (int i = 0; i < 4; i++) { // round robin or load would spread these
+      Decision d = h.route(continuing(onW2));
+      assertThat(d.chosen().name()).isEqualTo("w2");
+      assertThat(d.reason()).isEqualTo("stored_response");
+      h.ledger.release(d.reservation());
+    }
+    for (int i = 0; i < 3; i++) {
+      h.health.scrapeUnreachable("w2");
+    }
+    assertThat(h.route(continuing(onW2)).chosen().name()).as("an unreachable holder still").isEqualTo("w2");
+    assertThat(h.route(continuing(dev.kvrouter.extproc.request.ResponseIds.mint("w3"))).chosen().name())
+        .as("a draining holder still").isEqualTo("w3");
+
+    Decision elsewhere = h.route(continuing(dev.kvrouter.extproc.request.ResponseIds.mint("gone")));
+    assertThat(elsewhere.reason()).as("a holder no longer in the fleet: routed as any other").isNotEqualTo(
+        "stored_response");
+    assertThat(elsewhere.chosen().name()).isNotEqualTo("w3");
+    assertThat(h.route(continuing(null)).reason()).isNotEqualTo("stored_response");
+  }
+
   @Test
   void aModelNobodyServesIs404AndAPoolThatIsAllDrainingIs503() {
     Decision unknown = h.route(new RouteRequest("x", new InferenceRequest(InferenceRequest.Kind.CHAT, "nope", false,

@@ -40,12 +40,13 @@ class RequestStreamTenancyTest {
   final TenantIsolation tenancy = TenantIsolation.defaults();
   Router router;
   RequestPreparer preparer;
+  WorkerRegistry registry;
 
   final StreamObserver<ProcessingResponse> out = RequestStreamTest.collecting(sent);
 
   @BeforeEach
   void fleet() {
-    WorkerRegistry registry = new WorkerRegistry();
+    registry = new WorkerRegistry();
     registry.replace(List.of(Worker.simple("a", "10.0.0.1", 8000, "m")));
     router = new Router(registry, new RoundRobinPolicy(), Map.of(), System::nanoTime);
     preparer = new RequestPreparer(ModelRegistry.empty(new SimpleMeterRegistry()), tenancy, System::nanoTime);
@@ -198,6 +199,83 @@ class RequestStreamTenancyTest {
       assertThat(decisions.get(0).detail().promptUnavailable()).isEqualTo("unknown_model");
       assertThat(decisions.get(0).detail().expectedOutputTokens()).as("max_output_tokens").isEqualTo(7);
     }
+  }
+
+  /**
+   * vLLM answers a Responses request with the request's {@code request_id} as the response's id: the router writes one
+   * naming the worker it chose (with the salt, for a tenant), so continuations find their stored response; a client's
+   * own request_id is left alone.
+   */
+  @Test
+  void aResponsesRequestGetsARequestIdNamingItsWorkerUnlessItChoseOne() throws Exception {
+    for (String tenant : new String[] {null, "acme"}) {
+      for (BodySendMode mode : new BodySendMode[] {BodySendMode.BUFFERED, BodySendMode.FULL_DUPLEX_STREAMED}) {
+        sent.clear();
+        RequestStream s = stream(mode);
+        s.onNext(headers(mode, "POST", "/v1/responses", tenant));
+        s.onNext(body("{\"model\":\"m\",\"input\":\"hi\",\"store\":true}"));
+        String forwarded = forwardedBody(mode);
+        com.fasterxml.jackson.databind.JsonNode json = new com.fasterxml.jackson.databind.ObjectMapper()
+            .readTree(forwarded);
+        String id = json.path("request_id").asText();
+        assertThat(dev.kvrouter.extproc.request.ResponseIds.tagOf(id)).as("%s %s: %s", tenant, mode, forwarded)
+            .isEqualTo(dev.kvrouter.extproc.request.ResponseIds.tag("a"));
+        assertThat(json.path("input").asText()).isEqualTo("hi");
+        assertThat(json.has("cache_salt")).isEqualTo(tenant != null);
+        if (mode == BodySendMode.BUFFERED) {
+          assertThat(setHeaders(sent.get(1).getRequestBody().getResponse())).containsEntry("content-length",
+              Integer.toString(forwarded.getBytes(StandardCharsets.UTF_8).length));
+        }
+      }
+    }
+    sent.clear();
+    RequestStream own = stream(BodySendMode.BUFFERED);
+    own.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/responses", null));
+    own.onNext(body("{\"model\":\"m\",\"input\":\"hi\",\"request_id\":\"mine\"}"));
+    assertThat(sent.get(1).getRequestBody().getResponse().hasBodyMutation()).as("the client's own id").isFalse();
+  }
+
+  /** Lifecycle requests of a stored response (get, delete, cancel, input items) go to the worker that stores it. */
+  @Test
+  void aStoredResponsesLifecycleRequestsGoToItsWorker() {
+    registry.replace(List.of(Worker.simple("a", "10.0.0.1", 8000, "m"), Worker.simple("b", "10.0.0.2", 8000, "m")));
+    String onB = dev.kvrouter.extproc.request.ResponseIds.mint("b");
+    String[][] lifecycle = {{"GET", "/v1/responses/" + onB}, {"DELETE", "/v1/responses/" + onB + "/"},
+        {"POST", "/v1/responses/" + onB + "/cancel"}, {"GET", "/v1/responses/" + onB + "/input_items?limit=5"}};
+    for (BodySendMode mode : new BodySendMode[] {BodySendMode.BUFFERED, BodySendMode.FULL_DUPLEX_STREAMED}) {
+      for (String[] m : lifecycle) {
+        for (String tenant : new String[] {null, "acme"}) {
+          sent.clear();
+          stream(mode).onNext(headers(mode, m[0], m[1], tenant));
+          assertThat(sent).as("%s %s %s", m[0], m[1], tenant).hasSize(1);
+          CommonResponse c = sent.get(0).getRequestHeaders().getResponse();
+          assertThat(setHeaders(c)).as("%s %s %s", m[0], m[1], tenant)
+              .containsEntry("x-kvrouter-cluster", "kvrouter_worker_b")
+              .containsEntry("x-gateway-destination-endpoint", "10.0.0.2:8000");
+          assertThat(c.getClearRouteCache()).isTrue();
+        }
+      }
+    }
+    // an id no worker of the fleet minted, or another method: as before (the pool; a tenant's POST refused)
+    sent.clear();
+    stream(BodySendMode.BUFFERED).onNext(headers(BodySendMode.BUFFERED, "GET",
+        "/v1/responses/" + dev.kvrouter.extproc.request.ResponseIds.mint("gone"), null));
+    assertThat(sent.get(0).getRequestHeaders().getResponse().hasHeaderMutation()).isFalse();
+    sent.clear();
+    stream(BodySendMode.BUFFERED).onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/responses/" + onB, "acme"));
+    assertThat(sent.get(0).getImmediateResponse().getStatus().getCodeValue()).isEqualTo(404);
+    assertThat(decisions).as("no decision for a lifecycle request").isEmpty();
+  }
+
+  private String forwardedBody(BodySendMode mode) {
+    if (mode == BodySendMode.BUFFERED) {
+      return sent.get(1).getRequestBody().getResponse().getBodyMutation().getBody().toStringUtf8();
+    }
+    StringBuilder b = new StringBuilder();
+    for (ProcessingResponse r : sent.subList(1, sent.size())) {
+      b.append(r.getRequestBody().getResponse().getBodyMutation().getStreamedResponse().getBody().toStringUtf8());
+    }
+    return b.toString();
   }
 
   /**
