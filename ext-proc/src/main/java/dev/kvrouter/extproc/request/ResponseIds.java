@@ -41,7 +41,9 @@ public final class ResponseIds {
       return null;
     }
     for (int i = PREFIX.length(); i < id.length(); i++) {
-      if (Character.digit(id.charAt(i), 16) < 0 || Character.isUpperCase(id.charAt(i))) {
+      char c = id.charAt(i);
+      // ASCII lower-case hex only: Character.digit also reads other scripts' digits and upper case
+      if ((c < '0' || c > '9') && (c < 'a' || c > 'f')) {
         return null;
       }
     }

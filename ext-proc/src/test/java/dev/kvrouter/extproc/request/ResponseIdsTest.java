@@ -26,7 +26,7 @@ class ResponseIdsTest {
     String ok = ResponseIds.mint("w");
     for (String id : new String[] {null, "", "resp_", ok.toUpperCase().replace("RESP_", "resp_"), ok + "0",
         ok.substring(0, ok.length() - 1), "chatcmpl-" + ok.substring(5), "resp_" + "g".repeat(32),
-        "resp_-" + ok.substring(6)}) {
+        "resp_-" + ok.substring(6), "resp_\u0663" + ok.substring(6)}) { // an Arabic-Indic digit three
       assertThat(ResponseIds.tagOf(id)).as(String.valueOf(id)).isNull();
     }
   }
