@@ -32,7 +32,8 @@ public interface RequestListener {
 
   /**
    * A message the ext_proc protocol does not allow where it came (request headers or a request body after the stream
-   * had them); the stream ignored it. {@code message} is {@code request_headers} or {@code request_body}.
+   * had them, ignored), or a request body before any headers (passed on unrouted); {@code message} is
+   * {@code request_headers}, {@code request_body} or {@code request_body_before_headers}.
    */
   default void onUnexpectedMessage(String message) {}
 

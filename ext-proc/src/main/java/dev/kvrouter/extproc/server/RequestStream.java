@@ -140,6 +140,12 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
           if (bodyEnded) {
             unexpected("request_body");
           } else {
+            if (!headersSeen && !passThrough) {
+              // An Envoy with request_header_mode SKIP sends the body alone: without a path nothing can be routed,
+              // so it goes on unrouted at once (it used to reach the preparer without a kind and get a 500)
+              unexpected("request_body_before_headers");
+              passThrough = true;
+            }
             onRequestBody(req.getRequestBody());
           }
         }

@@ -426,6 +426,23 @@ class RequestStreamTest {
     assertThat(inFlight.pending()).as("nothing left for an observer").isZero();
   }
 
+  /**
+   * An Envoy configured with {@code request_header_mode: SKIP} sends the body alone. Without a path nothing can be
+   * routed: it must go on unrouted at once, not as the router's own 500 (as it did until 2026-12-02) nor held until
+   * Envoy's message_timeout.
+   */
+  @Test
+  void aBodyWithoutHeadersGoesOnUnroutedAndIsCounted() {
+    RequestStream s = stream(1 << 20);
+    s.onNext(body(BODY, true));
+    assertThat(sent).hasSize(1);
+    assertThat(sent.get(0).hasRequestBody()).isTrue();
+    assertThat(sent.get(0).getRequestBody().getResponse().hasHeaderMutation()).isFalse();
+    assertThat(refused).as("not the router's failure").isEmpty();
+    assertThat(decided).isEmpty();
+    assertThat(unexpected).containsExactly("request_body_before_headers");
+  }
+
   /** Round robin, running {@code during} first: something that happens while a routing thread decides. */
   record PolicyDuring(Runnable during) implements dev.kvrouter.extproc.routing.RoutingPolicy {
     @Override
