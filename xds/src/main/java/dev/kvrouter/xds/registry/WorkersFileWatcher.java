@@ -18,6 +18,11 @@ import org.slf4j.LoggerFactory;
  * rename or symlink swap, which WatchService reports inconsistently, while a cheap byte comparison every
  * interval is always right. An invalid file is logged with its errors and ignored: the last good fleet stays,
  * because tearing down every cluster on a typo would be an outage.
+ *
+ * <p>New bytes are applied only once two polls in a row read them alike. A file rewritten in place is seen part
+ * written, and a cut after a whole entry or inside a number still parses: two of three workers, or port 80 for
+ * 8000. Applied, that fleet would purge the cut workers' cache views and load and send requests to the wrong
+ * port until the next poll; waiting one interval for the bytes to settle costs a change that much latency.
  */
 public final class WorkersFileWatcher implements AutoCloseable {
 
@@ -26,6 +31,10 @@ public final class WorkersFileWatcher implements AutoCloseable {
   private final Path file;
   private final WorkerRegistry registry;
   private byte[] lastBytes;
+  /** Bytes that differ from {@link #lastBytes}, read by the previous poll: applied if the next reads them again. */
+  private byte[] settling;
+  /** The last bytes found invalid, not parsed again until they change. */
+  private byte[] rejected;
   private String lastError;
   private ScheduledFuture<?> task;
 
@@ -61,14 +70,27 @@ public final class WorkersFileWatcher implements AutoCloseable {
       return;
     }
     if (Arrays.equals(bytes, lastBytes)) {
+      settling = null;
+      lastError = null; // back after an error: the next one is news again
       return;
     }
+    if (Arrays.equals(bytes, rejected)) {
+      settling = null;
+      return;
+    }
+    if (!Arrays.equals(bytes, settling)) {
+      settling = bytes;
+      return;
+    }
+    settling = null;
     try {
       registry.replace(WorkersFile.parse(new String(bytes, java.nio.charset.StandardCharsets.UTF_8),
           file.toString()));
       lastBytes = bytes;
+      rejected = null;
       lastError = null;
     } catch (WorkersFile.InvalidWorkersFile e) {
+      rejected = bytes;
       report("invalid workers file, keeping the last good fleet:\n" + e.getMessage());
     }
   }
