@@ -167,7 +167,7 @@ public final class KvrouterRuntime implements AutoCloseable {
     gcMetrics = new JvmGcMetrics();
     gcMetrics.bindTo(metrics);
     Path workersFile = baseDir.resolve(config.workers().file());
-    watcher = new WorkersFileWatcher(workersFile, registry);
+    watcher = new WorkersFileWatcher(workersFile, registry).bindTo(metrics);
     try {
       watcher.loadInitial();
     } catch (IOException e) {

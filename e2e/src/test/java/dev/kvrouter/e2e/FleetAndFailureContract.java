@@ -54,6 +54,12 @@ abstract class FleetAndFailureContract {
       stack.runtime.watcher().poll(); // a change is applied once two polls read it alike
       assertThat(stack.runtime.registry().current().all()).hasSize(2);
       assertThat(sendAndCount(stack, 4)).containsOnlyKeys("w1", "w2");
+      // requests succeed on the last good fleet, so only the log and these say the edit never took
+      assertThat(stack.routerMetrics()).contains("kvrouter_workers_file_valid 0.0")
+          .containsPattern("kvrouter_workers_file_rejected_total [1-9]");
+      stack.writeWorkers(new ArrayList<>(stack.workers.values()));
+      Await.until("the file valid again", java.time.Duration.ofSeconds(10),
+          () -> stack.routerMetrics().contains("kvrouter_workers_file_valid 1.0"));
     }
   }
 

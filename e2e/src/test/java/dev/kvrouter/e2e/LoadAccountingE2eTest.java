@@ -50,8 +50,7 @@ class LoadAccountingE2eTest {
   }
 
   String metrics() throws Exception {
-    return stack.http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + stack.adminPort + "/metrics"))
-        .timeout(Duration.ofSeconds(5)).GET().build(), HttpResponse.BodyHandlers.ofString()).body();
+    return stack.routerMetrics();
   }
 
   static double sample(String metrics, String prefix) {

@@ -4,8 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvrouter.examples.fake.FakeWorker;
 import dev.kvrouter.extproc.model.ResourceState;
-import java.net.URI;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.time.Duration;
@@ -59,8 +57,7 @@ class MultimodalPredictedRoutingE2eTest {
   }
 
   String metrics() throws Exception {
-    return stack.http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + stack.adminPort + "/metrics"))
-        .timeout(Duration.ofSeconds(5)).GET().build(), HttpResponse.BodyHandlers.ofString()).body();
+    return stack.routerMetrics();
   }
 
   double chosenOverlapBlocks() throws Exception {

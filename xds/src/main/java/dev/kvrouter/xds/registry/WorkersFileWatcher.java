@@ -1,5 +1,8 @@
 package dev.kvrouter.xds.registry;
 
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -8,6 +11,7 @@ import java.util.Arrays;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,8 +38,11 @@ public final class WorkersFileWatcher implements AutoCloseable {
   /** Bytes that differ from {@link #lastBytes}, read by the previous poll: applied if the next reads them again. */
   private byte[] settling;
   /** The last bytes found invalid, not parsed again until they change. */
-  private byte[] rejected;
+  private byte[] rejectedBytes;
   private String lastError;
+  /** False while the file as last read is not the fleet in force (invalid, missing, unreadable): for alerting. */
+  private volatile boolean inForce = true;
+  private final AtomicLong rejected = new AtomicLong();
   private ScheduledFuture<?> task;
 
   public WorkersFileWatcher(Path file, WorkerRegistry registry) {
@@ -72,9 +79,10 @@ public final class WorkersFileWatcher implements AutoCloseable {
     if (Arrays.equals(bytes, lastBytes)) {
       settling = null;
       lastError = null; // back after an error: the next one is news again
+      inForce = true;
       return;
     }
-    if (Arrays.equals(bytes, rejected)) {
+    if (Arrays.equals(bytes, rejectedBytes)) {
       settling = null;
       return;
     }
@@ -87,16 +95,35 @@ public final class WorkersFileWatcher implements AutoCloseable {
       registry.replace(WorkersFile.parse(new String(bytes, java.nio.charset.StandardCharsets.UTF_8),
           file.toString()));
       lastBytes = bytes;
-      rejected = null;
+      rejectedBytes = null;
       lastError = null;
+      inForce = true;
     } catch (WorkersFile.InvalidWorkersFile e) {
-      rejected = bytes;
+      rejectedBytes = bytes;
       report("invalid workers file, keeping the last good fleet:\n" + e.getMessage());
     }
   }
 
+  /**
+   * {@code kvrouter_workers_file_valid}: 0 while the file on disk is not the fleet in force, which the log says once
+   * and nothing else shows (requests still succeed on the last good fleet, so an edit that never took goes
+   * unnoticed); {@code kvrouter_workers_file_rejected_total}: each such error.
+   */
+  public WorkersFileWatcher bindTo(MeterRegistry metrics) {
+    Gauge.builder("kvrouter.workers.file.valid", this, w -> w.inForce ? 1 : 0)
+        .description("1 while workers.yaml as last read is the fleet in force; 0 while it is invalid, missing or "
+            + "unreadable and the last good fleet stays")
+        .register(metrics);
+    FunctionCounter.builder("kvrouter.workers.file.rejected", rejected, AtomicLong::get)
+        .description("workers.yaml contents (or read failures) rejected, the last good fleet kept")
+        .register(metrics);
+    return this;
+  }
+
   private void report(String message) {
+    inForce = false;
     if (!message.equals(lastError)) {
+      rejected.incrementAndGet();
       log.error(message);
       lastError = message;
     }
