@@ -177,6 +177,12 @@ public final class KvrouterRuntime implements AutoCloseable {
     if (mode.xds()) {
       XdsServer server = new XdsServer(registry);
       xds = bound("server.xds_port", s.bind(), s.xdsPort(), () -> server.start(s.bind(), s.xdsPort()));
+      FunctionCounter.builder("kvrouter.xds.rejected", server, XdsServer::rejectedUpdates)
+          .description("xDS updates an Envoy rejected (NACK; it keeps its last good config, the log says why)")
+          .register(metrics);
+      io.micrometer.core.instrument.Gauge.builder("kvrouter.xds.streams", server, XdsServer::openStreams)
+          .description("xDS streams open: one per connected Envoy (ADS)")
+          .register(metrics);
     }
     if (mode.extProc()) {
       SegmentCache segments = SegmentCache.create(SegmentCache.DEFAULT_MAX_TOKENS);

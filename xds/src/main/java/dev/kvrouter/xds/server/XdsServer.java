@@ -37,6 +37,8 @@ public final class XdsServer implements AutoCloseable {
   private final HealthStatusManager health = new HealthStatusManager();
   private Server server;
   private volatile boolean serving;
+  private final java.util.concurrent.atomic.AtomicLong rejected = new java.util.concurrent.atomic.AtomicLong();
+  private final java.util.concurrent.atomic.AtomicInteger streams = new java.util.concurrent.atomic.AtomicInteger();
 
   public XdsServer(WorkerRegistry registry) {
     this.registry = registry;
@@ -45,7 +47,7 @@ public final class XdsServer implements AutoCloseable {
   /** Starts serving on {@code bind:port}; port 0 picks a free port (see {@link #port()}). */
   public XdsServer start(String bind, int port) throws IOException {
     registry.addListener(onFleet);
-    V3DiscoveryServer discovery = new V3DiscoveryServer(List.of(new NackLogger()), cache);
+    V3DiscoveryServer discovery = new V3DiscoveryServer(List.of(new StreamWatch()), cache);
     server = NettyServerBuilder.forAddress(new InetSocketAddress(bind, port))
         .addService(discovery.getAggregatedDiscoveryServiceImpl())
         .addService(discovery.getClusterDiscoveryServiceImpl())
@@ -92,10 +94,25 @@ public final class XdsServer implements AutoCloseable {
   }
 
   /** A rejected config is the one xDS failure that is silent unless someone reads Envoy's logs; make it loud. */
-  private static final class NackLogger implements DiscoveryServerCallbacks {
+  /**
+   * Updates Envoy rejected (a NACK: the request carries {@code error_detail}) since start. Envoy keeps its last good
+   * config then, so a rejected fleet change shows nowhere else but the log.
+   */
+  public long rejectedUpdates() {
+    return rejected.get();
+  }
+
+  /** xDS streams open now: one per connected Envoy (ADS), more with standalone CDS. */
+  public int openStreams() {
+    return streams.get();
+  }
+
+  /** Counts and logs what Envoys do with the stream: opens, closes, rejected updates. */
+  private final class StreamWatch implements DiscoveryServerCallbacks {
     @Override
     public void onV3StreamRequest(long streamId, DiscoveryRequest request) {
       if (request.hasErrorDetail()) {
+        rejected.incrementAndGet();
         log.error("Envoy rejected xDS {} version {}: {}", request.getTypeUrl(), request.getVersionInfo(),
             request.getErrorDetail().getMessage());
       }
@@ -104,22 +121,26 @@ public final class XdsServer implements AutoCloseable {
     @Override
     public void onV3StreamDeltaRequest(long streamId, DeltaDiscoveryRequest request) {
       if (request.hasErrorDetail()) {
+        rejected.incrementAndGet();
         log.error("Envoy rejected delta xDS {}: {}", request.getTypeUrl(), request.getErrorDetail().getMessage());
       }
     }
 
     @Override
     public void onStreamOpen(long streamId, String typeUrl) {
+      streams.incrementAndGet();
       log.info("xDS stream {} opened ({})", streamId, typeUrl.isEmpty() ? "ADS" : typeUrl);
     }
 
     @Override
     public void onStreamClose(long streamId, String typeUrl) {
+      streams.decrementAndGet();
       log.info("xDS stream {} closed", streamId);
     }
 
     @Override
     public void onStreamCloseWithError(long streamId, String typeUrl, Throwable error) {
+      streams.decrementAndGet();
       if (io.grpc.Status.fromThrowable(error).getCode() == io.grpc.Status.Code.CANCELLED) {
         log.info("xDS stream {} cancelled by the client", streamId); // Envoy restarting or shutting down
       } else {

@@ -24,17 +24,21 @@ class XdsServerTest {
 
   private static final String CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
 
+  /** An ADS stream whose responses land in {@code got}. */
+  private static StreamObserver<DiscoveryRequest> ads(ManagedChannel ch, LinkedBlockingQueue<DiscoveryResponse> got) {
+    return AggregatedDiscoveryServiceGrpc.newStub(ch).streamAggregatedResources(new StreamObserver<>() {
+      @Override public void onNext(DiscoveryResponse r) { got.add(r); }
+      @Override public void onError(Throwable t) {}
+      @Override public void onCompleted() {}
+    });
+  }
+
   /** One ADS stream as Envoy opens it: CDS wildcard, carrying the version it last accepted; null if none came. */
   private static DiscoveryResponse firstCdsResponse(int port, String lastAcceptedVersion) throws Exception {
     ManagedChannel ch = NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
     try {
       LinkedBlockingQueue<DiscoveryResponse> got = new LinkedBlockingQueue<>();
-      StreamObserver<DiscoveryRequest> req = AggregatedDiscoveryServiceGrpc.newStub(ch)
-          .streamAggregatedResources(new StreamObserver<>() {
-            @Override public void onNext(DiscoveryResponse r) { got.add(r); }
-            @Override public void onError(Throwable t) {}
-            @Override public void onCompleted() {}
-          });
+      StreamObserver<DiscoveryRequest> req = ads(ch, got);
       req.onNext(DiscoveryRequest.newBuilder().setNode(Node.newBuilder().setId("envoy-1"))
           .setTypeUrl(CDS).setVersionInfo(lastAcceptedVersion).build());
       DiscoveryResponse r = got.poll(3, TimeUnit.SECONDS);
@@ -78,6 +82,44 @@ class XdsServerTest {
       assertThat(r).as("CDS response to an Envoy holding the old process's first version").isNotNull();
       assertThat(r.getVersionInfo()).isNotEqualTo(accepted);
       assertThat(clusterNames(r)).contains("kvrouter_worker_b");
+    }
+  }
+
+  /**
+   * An Envoy that rejects an update (NACK: its next request carries error_detail) keeps its last good config, so a
+   * rejected fleet change showed only in the log. It is counted, and so are the open streams.
+   */
+  @Test
+  void rejectedUpdatesAndOpenStreamsAreCounted() throws Exception {
+    WorkerRegistry fleet = new WorkerRegistry();
+    fleet.replace(List.of(Worker.simple("a", "10.0.0.1", 8000, "m")));
+    try (XdsServer s = new XdsServer(fleet).start("127.0.0.1", 0)) {
+      ManagedChannel ch = NettyChannelBuilder.forAddress("127.0.0.1", s.port()).usePlaintext().build();
+      try {
+        LinkedBlockingQueue<DiscoveryResponse> got = new LinkedBlockingQueue<>();
+        StreamObserver<DiscoveryRequest> req = ads(ch, got);
+        req.onNext(DiscoveryRequest.newBuilder().setNode(Node.newBuilder().setId("envoy-1")).setTypeUrl(CDS).build());
+        DiscoveryResponse first = got.poll(3, TimeUnit.SECONDS);
+        assertThat(first).isNotNull();
+        assertThat(s.openStreams()).isEqualTo(1);
+        assertThat(s.rejectedUpdates()).isZero();
+        // Envoy's NACK: the last version it accepted (none), the nonce it answers, and why
+        req.onNext(DiscoveryRequest.newBuilder().setTypeUrl(CDS).setResponseNonce(first.getNonce())
+            .setErrorDetail(com.google.rpc.Status.newBuilder().setCode(3).setMessage("bad cluster")).build());
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (s.rejectedUpdates() == 0 && System.nanoTime() < deadline) {
+          Thread.sleep(10);
+        }
+        assertThat(s.rejectedUpdates()).isEqualTo(1);
+        req.onCompleted();
+        deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (s.openStreams() > 0 && System.nanoTime() < deadline) {
+          Thread.sleep(10);
+        }
+        assertThat(s.openStreams()).isZero();
+      } finally {
+        ch.shutdownNow();
+      }
     }
   }
 }
