@@ -1,7 +1,6 @@
 package dev.kvrouter.extproc.request;
 
 import com.fasterxml.jackson.core.io.JsonStringEncoder;
-import java.nio.charset.StandardCharsets;
 
 /**
  * Sets the top-level {@code cache_salt} of a request body by splicing bytes: every existing {@code cache_salt}
@@ -10,8 +9,6 @@ import java.nio.charset.StandardCharsets;
  * client sent it, and the cost is one copy of the body, never a re-serialisation.
  */
 public final class CacheSaltRewriter {
-
-  private static final byte[] FIELD = "\"cache_salt\":".getBytes(StandardCharsets.US_ASCII);
 
   private CacheSaltRewriter() {}
 
@@ -26,23 +23,10 @@ public final class CacheSaltRewriter {
     if (!sites.known()) {
       throw new IllegalArgumentException("cache_salt sites unknown: the body cannot be spliced");
     }
-    byte[] value = quoted(salt);
     if (sites.values().isEmpty()) {
-      int at = sites.objectStart() + 1;
-      boolean comma = sites.fieldCount() > 0;
-      byte[] out = new byte[length + FIELD.length + value.length + (comma ? 1 : 0)];
-      System.arraycopy(body, 0, out, 0, at);
-      int p = at;
-      System.arraycopy(FIELD, 0, out, p, FIELD.length);
-      p += FIELD.length;
-      System.arraycopy(value, 0, out, p, value.length);
-      p += value.length;
-      if (comma) {
-        out[p++] = ',';
-      }
-      System.arraycopy(body, at, out, p, length - at);
-      return out;
+      return insertField(body, length, sites.objectStart(), sites.fieldCount() > 0, "cache_salt", salt);
     }
+    byte[] value = quoted(salt);
     int size = length;
     for (CacheSaltSites.Span s : sites.values()) {
       size += value.length - (s.end() - s.start());
@@ -67,18 +51,22 @@ public final class CacheSaltRewriter {
    */
   public static byte[] insertField(byte[] body, int length, int objectStart, boolean hasFields, String name,
       String value) {
-    byte[] field = (quotedString(name) + ":" + quotedString(value) + (hasFields ? "," : ""))
-        .getBytes(StandardCharsets.UTF_8);
+    byte[] key = quoted(name);
+    byte[] val = quoted(value);
     int at = objectStart + 1;
-    byte[] out = new byte[length + field.length];
+    byte[] out = new byte[length + key.length + 1 + val.length + (hasFields ? 1 : 0)];
     System.arraycopy(body, 0, out, 0, at);
-    System.arraycopy(field, 0, out, at, field.length);
-    System.arraycopy(body, at, out, at + field.length, length - at);
+    int p = at;
+    System.arraycopy(key, 0, out, p, key.length);
+    p += key.length;
+    out[p++] = ':';
+    System.arraycopy(val, 0, out, p, val.length);
+    p += val.length;
+    if (hasFields) {
+      out[p++] = ',';
+    }
+    System.arraycopy(body, at, out, p, length - at);
     return out;
-  }
-
-  private static String quotedString(String s) {
-    return new String(quoted(s), StandardCharsets.UTF_8);
   }
 
   private static byte[] quoted(String s) {

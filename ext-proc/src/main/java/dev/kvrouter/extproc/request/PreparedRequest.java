@@ -45,14 +45,14 @@ public record PreparedRequest(InferenceRequest request, RequestScope scope, long
    * {@link #responseIdFor}) added when not null. Call only when at least one of the two applies.
    */
   public byte[] upstreamBody(byte[] body, int length, String requestId) {
-    byte[] out = rewritesBody() ? rewriteBody(body, length) : body;
-    int n = rewritesBody() ? out.length : length;
+    boolean salted = rewritesBody();
+    byte[] out = salted ? rewriteBody(body, length) : body;
     if (requestId == null) {
       return out;
     }
     CacheSaltSites sites = request.saltSites();
     // The salt splice only replaces values or inserts right after the brace, so the brace has not moved.
-    return CacheSaltRewriter.insertField(out, n, sites.objectStart(), sites.fieldCount() > 0 || rewritesBody(),
-        "request_id", requestId);
+    return CacheSaltRewriter.insertField(out, salted ? out.length : length, sites.objectStart(),
+        sites.fieldCount() > 0 || salted, "request_id", requestId);
   }
 }

@@ -137,7 +137,7 @@ public final class Router {
     Integer tag = ResponseIds.tagOf(responseId);
     if (tag != null) {
       for (Worker w : registry.current().all()) {
-        if (w.role() != Worker.Role.PREFILL && ResponseIds.tag(w.name()) == tag) {
+        if (storesResponses(w, tag)) {
           return w;
         }
       }
@@ -353,11 +353,16 @@ public final class Router {
     }
     List<Candidate> holder = new ArrayList<>(1);
     for (Candidate c : all) {
-      if (c.worker().role() != Worker.Role.PREFILL && ResponseIds.tag(c.worker().name()) == tag) {
+      if (storesResponses(c.worker(), tag)) {
         holder.add(c);
       }
     }
     return holder;
+  }
+
+  /** Whether {@code w} is the worker the response ids tagged {@code tag} name; prefill-only workers answer none. */
+  private static boolean storesResponses(Worker w, int tag) {
+    return w.role() != Worker.Role.PREFILL && ResponseIds.tag(w.name()) == tag;
   }
 
   private Decision reject(long seq, RouteRequest req, String model, RoutingPolicy policy, String reason,

@@ -4,6 +4,7 @@ import com.google.protobuf.ByteString;
 import com.google.protobuf.Struct;
 import com.google.protobuf.Value;
 import dev.kvrouter.extproc.request.OpenAiError;
+import dev.kvrouter.xds.registry.Worker;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;
 import io.envoyproxy.envoy.config.core.v3.HeaderValueOption;
 import io.envoyproxy.envoy.service.ext_proc.v3.BodyMutation;
@@ -138,24 +139,23 @@ final class EnvoyMessages {
   /**
    * {@code {"envoy.lb": {"x-gateway-destination-endpoint": "ip:port", "x-kvrouter-decision": "<id>"}}}: the GIE
    * endpoint-picker metadata, plus the decision id, which Envoy forwards to the response observer filter
-   * ({@code metadata_options.forwarding_namespaces}) so it needs no request headers of its own.
+   * ({@code metadata_options.forwarding_namespaces}) so it needs no request headers of its own. Without a decision
+   * ({@code decisionId} null: a request sent on to a worker without one), the destination alone.
    */
   static Struct lbMetadata(String endpoint, String decisionId) {
-    return Struct.newBuilder()
-        .putFields(LB_NAMESPACE, Value.newBuilder().setStructValue(Struct.newBuilder()
-            .putFields(Headers.DESTINATION_ENDPOINT, Value.newBuilder().setStringValue(endpoint).build())
-            .putFields(Headers.DECISION, Value.newBuilder().setStringValue(decisionId).build()))
-            .build())
-        .build();
+    Struct.Builder lb = Struct.newBuilder()
+        .putFields(Headers.DESTINATION_ENDPOINT, Value.newBuilder().setStringValue(endpoint).build());
+    if (decisionId != null) {
+      lb.putFields(Headers.DECISION, Value.newBuilder().setStringValue(decisionId).build());
+    }
+    return Struct.newBuilder().putFields(LB_NAMESPACE, Value.newBuilder().setStructValue(lb).build()).build();
   }
 
-  /** {@code envoy.lb} metadata naming the destination alone: a request the router sends on without a decision. */
-  static Struct lbMetadata(String endpoint) {
-    return Struct.newBuilder()
-        .putFields(LB_NAMESPACE, Value.newBuilder().setStructValue(Struct.newBuilder()
-            .putFields(Headers.DESTINATION_ENDPOINT, Value.newBuilder().setStringValue(endpoint).build()))
-            .build())
-        .build();
+  /** The destination headers naming {@code worker}: its cluster ({@code envoy.yaml}) and address (ORIGINAL_DST). */
+  static HeaderMutation.Builder destination(Worker worker) {
+    return HeaderMutation.newBuilder()
+        .addSetHeaders(header(Headers.CLUSTER, worker.clusterName()))
+        .addSetHeaders(header(Headers.DESTINATION_ENDPOINT, worker.endpoint()));
   }
 
   /** The decision id Envoy forwarded in {@code envoy.lb} metadata, or null. */

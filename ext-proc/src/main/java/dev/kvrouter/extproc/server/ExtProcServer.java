@@ -65,11 +65,6 @@ public final class ExtProcServer implements AutoCloseable {
     this.bodies = bodies;
   }
 
-  /** The request bodies held now, against their budget. */
-  public BodyBudget bodies() {
-    return bodies;
-  }
-
   public ExtProcServer start() throws IOException {
     AtomicInteger n = new AtomicInteger();
     ThreadFactory tf = r -> {
@@ -90,10 +85,7 @@ public final class ExtProcServer implements AutoCloseable {
         .addService(health.getHealthService())
         .build()
         .start();
-    for (String name : HEALTH_NAMES) {
-      health.setStatus(name, ServingStatus.SERVING);
-    }
-    serving = true;
+    setHealth(true);
     if (!stallAfter.isZero()) {
       watchdog = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "ext-proc-watchdog");

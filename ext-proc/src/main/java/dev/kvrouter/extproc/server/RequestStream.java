@@ -204,10 +204,8 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       passThrough = true;
       Worker holder = router.storedResponseHolder(storedId);
       send(holder == null ? EnvoyMessages.continueRequestHeaders()
-          : EnvoyMessages.routeOnHeaders(HeaderMutation.newBuilder()
-              .addSetHeaders(EnvoyMessages.header(Headers.CLUSTER, holder.clusterName()))
-              .addSetHeaders(EnvoyMessages.header(Headers.DESTINATION_ENDPOINT, holder.endpoint()))
-              .build(), EnvoyMessages.lbMetadata(holder.endpoint())));
+          : EnvoyMessages.routeOnHeaders(EnvoyMessages.destination(holder).build(),
+              EnvoyMessages.lbMetadata(holder.endpoint(), null)));
       return;
     }
     boolean tenanted = tenant != null && !tenant.isEmpty();
@@ -434,9 +432,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       finish(decision.rejection(), decision.reason());
       return;
     }
-    HeaderMutation.Builder headers = HeaderMutation.newBuilder()
-        .addSetHeaders(EnvoyMessages.header(Headers.CLUSTER, decision.chosen().clusterName()))
-        .addSetHeaders(EnvoyMessages.header(Headers.DESTINATION_ENDPOINT, decision.chosen().endpoint()))
+    HeaderMutation.Builder headers = EnvoyMessages.destination(decision.chosen())
         .addSetHeaders(EnvoyMessages.header(Headers.DECISION, decision.id()));
     if (decision.chosen().dpSize() > 1) {
       headers.addSetHeaders(EnvoyMessages.header(Headers.DP_RANK, Integer.toString(decision.dpRank())));
