@@ -40,6 +40,7 @@ import dev.kvrouter.xds.registry.Worker;
 import dev.kvrouter.xds.registry.WorkerRegistry;
 import dev.kvrouter.xds.registry.WorkerSet;
 import dev.kvrouter.xds.registry.WorkersFileWatcher;
+import dev.kvrouter.xds.server.EnvoyClusters;
 import dev.kvrouter.xds.server.XdsServer;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -182,6 +183,14 @@ public final class KvrouterRuntime implements AutoCloseable {
           .register(metrics);
       io.micrometer.core.instrument.Gauge.builder("kvrouter.xds.streams", server, XdsServer::openStreams)
           .description("xDS streams open: one per connected Envoy (ADS)")
+          .register(metrics);
+      io.micrometer.core.instrument.Gauge.builder("kvrouter.workers.not.in.envoy", server.envoyClusters(),
+              c -> c.missing(registry.current()).size())
+          .description("workers some Envoy on this xDS server does not hold yet; routed to once every one does")
+          .register(metrics);
+      io.micrometer.core.instrument.Gauge.builder("kvrouter.xds.envoys", server.envoyClusters(),
+              EnvoyClusters::envoys)
+          .description("Envoys whose clusters are known: on an xDS stream now, or closed within the last minute")
           .register(metrics);
     }
     if (mode.extProc()) {
@@ -411,6 +420,7 @@ public final class KvrouterRuntime implements AutoCloseable {
         .load(load)
         .health(health)
         .staleViewTrust(staleViewTrust)
+        .inEnvoy(xds == null ? w -> true : xds.envoyClusters()::holds)
         .build();
     tracker = new DecisionTracker(ledger, health, staleViewTrust,
         DecisionLog.toLogger(r.decisionLog().maxCandidates(), r.decisionLog().enabled()),

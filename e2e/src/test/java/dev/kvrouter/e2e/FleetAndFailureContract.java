@@ -45,6 +45,75 @@ abstract class FleetAndFailureContract {
     }
   }
 
+  /**
+   * A worker added while Envoy cannot hear of it (its xDS stream gone; here the xDS server stopped) is not routed to:
+   * Envoy has no cluster for it. Before, the router sent it its share at once, and with envoy.yaml each of those
+   * got Envoy's 503 (no such cluster); with envoy-original-dst.yaml they reached a worker Envoy's pools had never
+   * seen. The Envoy's last clusters are remembered from what it acknowledged (EnvoyClusters).
+   */
+  @Test
+  void aWorkerAddedWhileEnvoyIsCutOffFromXdsIsNotRoutedTo() throws Exception {
+    try (Stack stack = new Stack(envoyConfig(), 3, 0);
+        FakeWorker w4 = new FakeWorker("w4", Stack.MODEL, 0).start("127.0.0.1", 0)) {
+      stack.runtime.xds().close();
+      List<FakeWorker> fleet = new ArrayList<>(stack.workers.values());
+      fleet.add(w4);
+      stack.writeWorkers(fleet);
+      Await.until("the router's fleet has w4", Duration.ofSeconds(10), () -> {
+        stack.runtime.watcher().poll();
+        return stack.runtime.registry().current().get("w4") != null;
+      });
+      Map<String, Integer> served = sendAndCount(stack, 12);
+      assertThat(served).containsOnlyKeys("w1", "w2", "w3");
+      assertThat(w4.served()).isZero();
+      assertThat(stack.routerMetrics()).contains("kvrouter_workers_not_in_envoy 1.0");
+    }
+  }
+
+  /**
+   * A worker added under load costs no request: the router starts sending it its share once Envoy has acknowledged
+   * its cluster, not when workers.yaml says so (then the requests of the moment before Envoy applied the update got
+   * its 503 with envoy.yaml).
+   */
+  @Test
+  void aWorkerAddedUnderLoadCostsNoRequest() throws Exception {
+    try (Stack stack = new Stack(envoyConfig(), 3, 0);
+        FakeWorker w4 = new FakeWorker("w4", Stack.MODEL, 0).start("127.0.0.1", 0)) {
+      List<FakeWorker> fleet = new ArrayList<>(stack.workers.values());
+      fleet.add(w4);
+      java.util.concurrent.atomic.AtomicBoolean added = new java.util.concurrent.atomic.AtomicBoolean();
+      List<Integer> statuses = java.util.Collections.synchronizedList(new ArrayList<>());
+      java.util.concurrent.ExecutorService clients = java.util.concurrent.Executors.newFixedThreadPool(4);
+      try {
+        List<java.util.concurrent.Future<?>> running = new ArrayList<>();
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        for (int c = 0; c < 4; c++) {
+          int client = c;
+          running.add(clients.submit(() -> {
+            // until w4 has served a few, bounded in count and time
+            for (int i = 0; i < 2000 && System.nanoTime() < end && w4.served() < 8; i++) {
+              HttpResponse<String> r = stack.post("/v1/completions",
+                  Stack.completion("load " + client + " " + i, false, 1), Map.of());
+              statuses.add(r.statusCode());
+              if (client == 0 && i == 20 && added.compareAndSet(false, true)) {
+                stack.writeWorkers(fleet);
+              }
+            }
+            return null;
+          }));
+        }
+        for (java.util.concurrent.Future<?> f : running) {
+          f.get(60, TimeUnit.SECONDS);
+        }
+      } finally {
+        clients.shutdownNow();
+      }
+      assertThat(added).isTrue();
+      assertThat(w4.served()).as("w4 joined").isPositive();
+      assertThat(statuses).as("statuses of %d requests", statuses.size()).containsOnly(200);
+    }
+  }
+
   @Test
   void anInvalidWorkersFileKeepsTheLastGoodFleet() throws Exception {
     try (Stack stack = new Stack(envoyConfig(), 2, 0)) {

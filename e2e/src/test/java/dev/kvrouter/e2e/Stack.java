@@ -162,6 +162,9 @@ final class Stack implements AutoCloseable {
   void awaitClusters(List<String> present, List<String> absent) throws Exception {
     envoy.awaitAdmin("/clusters", body -> present.stream().allMatch(c -> body.contains(c + "::"))
         && absent.stream().noneMatch(c -> body.contains(c + "::")), Duration.ofSeconds(20));
+    // and until the router has heard Envoy accept them: it routes to a new worker only then
+    Await.until("Envoy's acknowledgement of " + present, Duration.ofSeconds(10),
+        () -> runtime.xds().envoyClusters().missingWorkers().isEmpty());
   }
 
   /**

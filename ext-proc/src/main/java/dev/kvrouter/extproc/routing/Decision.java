@@ -17,7 +17,7 @@ import java.util.List;
  * @param dpRank the chosen data-parallel rank (0 unless the worker has several), -1 when rejected
  * @param reason why this worker (policy reason) or why rejected
  * @param fallback null when the policy ran as configured; otherwise why it ran degraded, comma-separated tokens
- *     ({@code no_tokenization}, {@code stale_events}, {@code all_unhealthy}, {@code all_busy},
+ *     ({@code no_tokenization}, {@code stale_events}, {@code all_unhealthy}, {@code all_busy}, {@code not_in_envoy},
  *     {@code unknown_policy_override}, {@code invalid_weights_override}), so a silent drop to load balancing is
  *     always visible
  * @param rejection the error to answer with, or null when routed

@@ -21,6 +21,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import java.util.random.RandomGenerator;
 import org.slf4j.Logger;
@@ -37,7 +38,8 @@ import org.slf4j.LoggerFactory;
  *       {@code x-kvrouter-policy} and {@code x-kvrouter-weights} overrides; a bad override is ignored and shows
  *       as a fallback;
  *   <li>candidates: every (worker, data-parallel rank) serving the model or adapter; none at all is a 404;
- *   <li>eligibility, the same for every policy: not draining and the right role (none left: 503), healthy (none
+ *   <li>eligibility, the same for every policy: not draining and the right role (none left: 503), in every
+ *       Envoy (its cluster acknowledged; none left: route among them anyway, fallback {@code not_in_envoy}), healthy (none
  *       left: route among them anyway, fallback {@code all_unhealthy}: a router that declares the whole pool dead
  *       makes an outage out of a metrics problem), below the busy thresholds (none left: 429 with Retry-After,
  *       or the least-loaded with fallback {@code all_busy}, as configured);
@@ -70,6 +72,7 @@ public final class Router {
   private final LoadTracker load;
   private final WorkerHealth health;
   private final StaleViewTrust staleViewTrust;
+  private final Predicate<Worker> inEnvoy;
   private final LongSupplier nanoTime;
   private final Supplier<RandomGenerator> rng;
   private final AtomicLong seqs = new AtomicLong();
@@ -90,6 +93,7 @@ public final class Router {
     this.load = b.load;
     this.health = b.health;
     this.staleViewTrust = b.staleViewTrust;
+    this.inEnvoy = b.inEnvoy;
     this.nanoTime = b.nanoTime;
     this.rng = b.rng;
     this.evictionSlots = b.evictionSlots;
@@ -212,7 +216,9 @@ public final class Router {
       long ts = nanoTime.getAsLong();
       List<Candidate> all = new ArrayList<>(serving.size());
       List<Candidate> hard = new ArrayList<>(serving.size());
+      List<Candidate> unconfirmed = new ArrayList<>(0);
       for (Worker w : serving) {
+        boolean held = inEnvoy.test(w);
         for (WorkerId id : w.cacheOwners()) {
           Candidate c = new Candidate(w, id);
           if (lookup != null) {
@@ -230,6 +236,10 @@ public final class Router {
             c.whyNot = "draining";
           } else if (w.role() == Worker.Role.PREFILL) {
             c.whyNot = "role";
+          } else if (!held) {
+            // Envoy would answer 503 (no such cluster) until it holds the worker's cluster (EnvoyClusters)
+            c.whyNot = "not_in_envoy";
+            unconfirmed.add(c);
           } else {
             hard.add(c);
           }
@@ -244,6 +254,15 @@ public final class Router {
           c.whyNot = null;
         }
         hard = pinned;
+      }
+      if (hard.isEmpty() && !unconfirmed.isEmpty()) {
+        // No worker Envoy is known to hold: one it may hold (an Envoy that reconnected naming a version this
+        // process did not publish) beats refusing the request.
+        fallbacks.add("not_in_envoy");
+        for (Candidate c : unconfirmed) {
+          c.whyNot = null;
+        }
+        hard = unconfirmed;
       }
       if (hard.isEmpty()) {
         return reject(seq, req, model, policy, "no_eligible_worker", fallbacks,
@@ -463,6 +482,7 @@ public final class Router {
     private LoadTracker load;
     private WorkerHealth health = WorkerHealth.alwaysHealthy();
     private StaleViewTrust staleViewTrust = StaleViewTrust.NONE;
+    private Predicate<Worker> inEnvoy = w -> true;
     private LongSupplier nanoTime = System::nanoTime;
     private Supplier<RandomGenerator> rng = ThreadLocalRandom::current;
     private int evictionSlots = DEFAULT_EVICTION_SLOTS;
@@ -503,6 +523,15 @@ public final class Router {
      */
     public Builder staleViewTrust(StaleViewTrust t) {
       this.staleViewTrust = Objects.requireNonNull(t, "staleViewTrust");
+      return this;
+    }
+
+    /**
+     * Whether Envoy holds a worker's cluster yet ({@code EnvoyClusters#holds}); a worker it does not hold is routed
+     * to only when no other is eligible. Every worker by default (no xDS server in this process).
+     */
+    public Builder inEnvoy(Predicate<Worker> p) {
+      this.inEnvoy = Objects.requireNonNull(p, "inEnvoy");
       return this;
     }
 

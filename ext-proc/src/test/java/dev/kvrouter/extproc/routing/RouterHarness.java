@@ -78,6 +78,9 @@ final class RouterHarness {
     return this;
   }
 
+  /** Which workers Envoy holds ({@code EnvoyClusters#holds}); all by default. */
+  java.util.function.Predicate<Worker> inEnvoy = w -> true;
+
   RouterHarness settings(ModelRouting m) {
     return config(new RoutingConfig(m, Map.of(), B, 0, 0));
   }
@@ -85,7 +88,8 @@ final class RouterHarness {
   Router router() {
     if (router == null) {
       router = Router.builder(registry).config(config).overlaps(source).load(load).health(health)
-          .staleViewTrust(staleViewTrust).nanoTime(clock).random(() -> random).build();
+          .staleViewTrust(staleViewTrust).inEnvoy(w -> inEnvoy.test(w)).nanoTime(clock).random(() -> random)
+          .build();
     }
     return router;
   }

@@ -478,6 +478,30 @@ class RouterTest {
     assertThat(d.fallback()).isEqualTo("all_unhealthy");
   }
 
+  /**
+   * A worker Envoy does not hold yet would get Envoy's 503 (no such cluster): it is not routed to, even holding the
+   * whole prefix, until Envoy does; with no other eligible, the request goes among those Envoy may hold, visibly.
+   */
+  @Test
+  void aWorkerEnvoyDoesNotHoldYetIsRoutedToOnlyWhenNoneElseIs() {
+    h.overlaps.put(id("w3"), new Overlap(4, 0, 0, 0, false));
+    assertThat(name(h.route(prompt(1, 4, 0, 0)))).isEqualTo("w3");
+    h.inEnvoy = w -> !w.name().equals("w3");
+    for (int i = 0; i < 5; i++) {
+      Decision d = h.route(prompt(1, 4, 0, i));
+      assertThat(name(d)).isNotEqualTo("w3");
+      assertThat(d.fallback()).isNull();
+      assertThat(d.detail().candidates()).filteredOn(c -> c.worker().name().equals("w3"))
+          .extracting(Candidate::whyNot).containsExactly("not_in_envoy");
+    }
+    h.inEnvoy = w -> false;
+    Decision d = h.route(prompt(1, 4, 0, 9));
+    assertThat(d.routed()).isTrue();
+    assertThat(name(d)).isEqualTo("w3");
+    assertThat(d.fallback()).isEqualTo("not_in_envoy");
+    assertThat(d.detail().chosen().whyNot()).isNull();
+  }
+
   /** A Responses request whose {@code previous_response_id} names a worker, as the router minted it. */
   static RouteRequest continuing(String previousResponseId) throws Exception {
     byte[] body = ("{\"model\":\"" + RouterHarness.MODEL + "\",\"input\":\"more\""

@@ -7,7 +7,9 @@ import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.controlplane.server.DiscoveryServerCallbacks;
 import io.envoyproxy.controlplane.server.V3DiscoveryServer;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.Server;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
@@ -15,6 +17,8 @@ import io.grpc.protobuf.services.HealthStatusManager;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -39,6 +43,12 @@ public final class XdsServer implements AutoCloseable {
   private volatile boolean serving;
   private final java.util.concurrent.atomic.AtomicLong rejected = new java.util.concurrent.atomic.AtomicLong();
   private final java.util.concurrent.atomic.AtomicInteger streams = new java.util.concurrent.atomic.AtomicInteger();
+  private final EnvoyClusters envoyClusters = new EnvoyClusters(System::nanoTime);
+  private final ScheduledExecutorService forgetter = Executors.newSingleThreadScheduledExecutor(r -> {
+    Thread t = new Thread(r, "kvrouter-xds-forget");
+    t.setDaemon(true);
+    return t;
+  });
 
   public XdsServer(WorkerRegistry registry) {
     this.registry = registry;
@@ -55,6 +65,8 @@ public final class XdsServer implements AutoCloseable {
         .build()
         .start();
     health.setStatus("", ServingStatus.SERVING);
+    long every = EnvoyClusters.REMEMBER_NANOS / 6;
+    forgetter.scheduleWithFixedDelay(envoyClusters::forgetDeparted, every, every, TimeUnit.NANOSECONDS);
     serving = true;
     log.info("xDS server listening on {}:{}", bind, port());
     return this;
@@ -77,6 +89,7 @@ public final class XdsServer implements AutoCloseable {
   private void publish(WorkerSet fleet) {
     Snapshot snapshot = ClusterSnapshots.snapshot(fleet);
     cache.setSnapshot(GROUP, snapshot);
+    envoyClusters.published(fleet, snapshot);
     log.info("published xDS snapshot version={} workers={}", snapshot.clusters().version(), fleet.all().size());
   }
 
@@ -84,6 +97,7 @@ public final class XdsServer implements AutoCloseable {
   public void close() throws InterruptedException {
     serving = false;
     registry.removeListener(onFleet);
+    forgetter.shutdownNow();
     if (server != null) {
       health.enterTerminalState();
       server.shutdown();
@@ -93,13 +107,17 @@ public final class XdsServer implements AutoCloseable {
     }
   }
 
-  /** A rejected config is the one xDS failure that is silent unless someone reads Envoy's logs; make it loud. */
   /**
    * Updates Envoy rejected (a NACK: the request carries {@code error_detail}) since start. Envoy keeps its last good
    * config then, so a rejected fleet change shows nowhere else but the log.
    */
   public long rejectedUpdates() {
     return rejected.get();
+  }
+
+  /** What the Envoys on this server's streams hold: the router routes to a worker once all of them hold it. */
+  public EnvoyClusters envoyClusters() {
+    return envoyClusters;
   }
 
   /** xDS streams open now: one per connected Envoy (ADS), more with standalone CDS. */
@@ -111,6 +129,7 @@ public final class XdsServer implements AutoCloseable {
   private final class StreamWatch implements DiscoveryServerCallbacks {
     @Override
     public void onV3StreamRequest(long streamId, DiscoveryRequest request) {
+      envoyClusters.request(streamId, request);
       if (request.hasErrorDetail()) {
         rejected.incrementAndGet();
         log.error("Envoy rejected xDS {} version {}: {}", request.getTypeUrl(), request.getVersionInfo(),
@@ -120,6 +139,7 @@ public final class XdsServer implements AutoCloseable {
 
     @Override
     public void onV3StreamDeltaRequest(long streamId, DeltaDiscoveryRequest request) {
+      envoyClusters.deltaRequest(streamId, request);
       if (request.hasErrorDetail()) {
         rejected.incrementAndGet();
         log.error("Envoy rejected delta xDS {}: {}", request.getTypeUrl(), request.getErrorDetail().getMessage());
@@ -127,20 +147,33 @@ public final class XdsServer implements AutoCloseable {
     }
 
     @Override
+    public void onV3StreamResponse(long streamId, DiscoveryRequest request, DiscoveryResponse response) {
+      envoyClusters.response(streamId, response);
+    }
+
+    @Override
+    public void onV3StreamDeltaResponse(long streamId, DeltaDiscoveryRequest request, DeltaDiscoveryResponse response) {
+      envoyClusters.deltaResponse(streamId, response);
+    }
+
+    @Override
     public void onStreamOpen(long streamId, String typeUrl) {
       streams.incrementAndGet();
+      envoyClusters.opened(streamId, typeUrl);
       log.info("xDS stream {} opened ({})", streamId, typeUrl.isEmpty() ? "ADS" : typeUrl);
     }
 
     @Override
     public void onStreamClose(long streamId, String typeUrl) {
       streams.decrementAndGet();
+      envoyClusters.closed(streamId);
       log.info("xDS stream {} closed", streamId);
     }
 
     @Override
     public void onStreamCloseWithError(long streamId, String typeUrl, Throwable error) {
       streams.decrementAndGet();
+      envoyClusters.closed(streamId);
       if (io.grpc.Status.fromThrowable(error).getCode() == io.grpc.Status.Code.CANCELLED) {
         log.info("xDS stream {} cancelled by the client", streamId); // Envoy restarting or shutting down
       } else {

@@ -49,6 +49,15 @@ class XdsServerTest {
     }
   }
 
+  /** Envoy's first CDS request on a new stream (it holds nothing yet); returns the first response. */
+  private static DiscoveryResponse subscribe(StreamObserver<DiscoveryRequest> req,
+      LinkedBlockingQueue<DiscoveryResponse> got) throws InterruptedException {
+    req.onNext(DiscoveryRequest.newBuilder().setNode(Node.newBuilder().setId("envoy-1")).setTypeUrl(CDS).build());
+    DiscoveryResponse first = got.poll(3, TimeUnit.SECONDS);
+    assertThat(first).isNotNull();
+    return first;
+  }
+
   private static List<String> clusterNames(DiscoveryResponse r) throws Exception {
     List<String> names = new ArrayList<>();
     for (var any : r.getResourcesList()) {
@@ -98,9 +107,7 @@ class XdsServerTest {
       try {
         LinkedBlockingQueue<DiscoveryResponse> got = new LinkedBlockingQueue<>();
         StreamObserver<DiscoveryRequest> req = ads(ch, got);
-        req.onNext(DiscoveryRequest.newBuilder().setNode(Node.newBuilder().setId("envoy-1")).setTypeUrl(CDS).build());
-        DiscoveryResponse first = got.poll(3, TimeUnit.SECONDS);
-        assertThat(first).isNotNull();
+        DiscoveryResponse first = subscribe(req, got);
         assertThat(s.openStreams()).isEqualTo(1);
         assertThat(s.rejectedUpdates()).isZero();
         // Envoy's NACK: the last version it accepted (none), the nonce it answers, and why
@@ -121,5 +128,49 @@ class XdsServerTest {
         ch.shutdownNow();
       }
     }
+  }
+
+  /**
+   * The callbacks as java-control-plane runs them on a real ADS stream: a worker added to the fleet is held once the
+   * Envoy acknowledges the response that carries it, not when the fleet changes.
+   */
+  @Test
+  void aNewWorkerIsHeldOnceTheEnvoyAcknowledgesIt() throws Exception {
+    WorkerRegistry fleet = new WorkerRegistry();
+    fleet.replace(List.of(Worker.simple("a", "10.0.0.1", 8000, "m")));
+    try (XdsServer s = new XdsServer(fleet).start("127.0.0.1", 0)) {
+      EnvoyClusters envoys = s.envoyClusters();
+      ManagedChannel ch = NettyChannelBuilder.forAddress("127.0.0.1", s.port()).usePlaintext().build();
+      try {
+        LinkedBlockingQueue<DiscoveryResponse> got = new LinkedBlockingQueue<>();
+        StreamObserver<DiscoveryRequest> req = ads(ch, got);
+        DiscoveryResponse first = subscribe(req, got);
+        req.onNext(DiscoveryRequest.newBuilder().setTypeUrl(CDS).setVersionInfo(first.getVersionInfo())
+            .setResponseNonce(first.getNonce()).build());
+        awaitMissing(envoys, List.of());
+
+        fleet.replace(List.of(Worker.simple("a", "10.0.0.1", 8000, "m"), Worker.simple("b", "10.0.0.2", 8000, "m")));
+        DiscoveryResponse second = got.poll(3, TimeUnit.SECONDS);
+        assertThat(second).isNotNull();
+        assertThat(clusterNames(second)).contains("kvrouter_worker_b");
+        assertThat(envoys.missingWorkers()).containsExactly("b");
+        assertThat(envoys.holds(fleet.current().get("b"))).isFalse();
+        req.onNext(DiscoveryRequest.newBuilder().setTypeUrl(CDS).setVersionInfo(second.getVersionInfo())
+            .setResponseNonce(second.getNonce()).build());
+        awaitMissing(envoys, List.of());
+        assertThat(envoys.holds(fleet.current().get("b"))).isTrue();
+        req.onCompleted();
+      } finally {
+        ch.shutdownNow();
+      }
+    }
+  }
+
+  private static void awaitMissing(EnvoyClusters envoys, List<String> expected) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (!envoys.missingWorkers().equals(new java.util.TreeSet<>(expected)) && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+    }
+    assertThat(envoys.missingWorkers()).containsExactlyElementsOf(expected);
   }
 }

@@ -1,0 +1,327 @@
+package dev.kvrouter.xds.server;
+
+import dev.kvrouter.xds.registry.Worker;
+import dev.kvrouter.xds.registry.WorkerSet;
+import io.envoyproxy.controlplane.cache.v3.Snapshot;
+import io.envoyproxy.envoy.config.cluster.v3.Cluster;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.envoyproxy.envoy.service.discovery.v3.Resource;
+import com.google.protobuf.Any;
+import com.google.protobuf.InvalidProtocolBufferException;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Which worker clusters the Envoys on this server's xDS streams hold, from what they acknowledge.
+ *
+ * <p>With cluster-header routing, a worker the router picks before Envoy has its cluster gets Envoy's 503 (no such
+ * cluster), and the 503s may count toward the worker's ejection. The router reads {@link #holds} and routes to a new
+ * worker only once every Envoy it knows of holds the worker's cluster. What an Envoy holds is what it last accepted:
+ * the clusters of the response whose nonce it acknowledges without an error (state of the world and delta alike),
+ * or, on a reconnect, the version (state of the world) or resources (delta) it says it has.
+ *
+ * <p>An Envoy whose stream closes keeps its clusters (Envoy keeps its last config without xDS), so its last known
+ * set is remembered for {@link #REMEMBER_NANOS}: long enough for a live Envoy to reconnect (its retry backoff tops
+ * out at 30 s), short enough that an Envoy scaled away holds back new workers for only that long. With no Envoy
+ * known (no xDS streams: {@code envoy-original-dst.yaml} needs none per worker, or the router runs without xDS),
+ * every worker counts as held, as before. A stream whose state is unknown (a reconnect naming a version another
+ * process published) has no say until it acknowledges.
+ *
+ * <p>Callbacks arrive on gRPC threads of many streams; they change state under this object's lock and publish an
+ * immutable set of the fleet's clusters some Envoy lacks, which {@link #holds} only reads.
+ */
+public final class EnvoyClusters {
+
+  private static final Logger log = LoggerFactory.getLogger(EnvoyClusters.class);
+  static final String CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+  private static final String WORKER_CLUSTER = Worker.clusterName("");
+  /** Twice Envoy's default maximum xDS retry backoff (30 s). */
+  static final long REMEMBER_NANOS = 60_000_000_000L;
+  /** Responses a stream may leave unacknowledged before the oldest are forgotten; Envoy answers each in order. */
+  private static final int MAX_PENDING = 16;
+  /** Snapshot versions kept for Envoys that reconnect naming one. */
+  private static final int MAX_VERSIONS = 16;
+  /** Closed streams remembered at most; more means Envoys come and go faster than they could matter. */
+  private static final int MAX_DEPARTED = 256;
+
+  private final LongSupplier nanoTime;
+  private final Map<Long, Stream> streams = new HashMap<>();
+  private final Deque<Departed> departed = new ArrayDeque<>();
+  private final LinkedHashMap<String, Set<String>> versions = new LinkedHashMap<>() {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, Set<String>> e) {
+      return size() > MAX_VERSIONS;
+    }
+  };
+  private WorkerSet fleet = WorkerSet.empty();
+  /** Workers whose cluster every known Envoy holds; null while none is known. The only field {@link #holds} reads. */
+  private volatile Set<String> everywhere;
+  private Set<String> lastLacking = Set.of();
+
+  public EnvoyClusters(LongSupplier nanoTime) {
+    this.nanoTime = nanoTime;
+  }
+
+  /**
+   * True when every Envoy this server knows of holds {@code w}'s cluster, or none is known. It reads what Envoys
+   * acknowledged, never the fleet, so a worker the registry has just added is not held until they say so.
+   */
+  public boolean holds(Worker w) {
+    Set<String> e = everywhere;
+    return e == null || e.contains(w.name());
+  }
+
+  /** Workers of {@code fleet} some known Envoy does not hold yet, by name. */
+  public Set<String> missing(WorkerSet fleet) {
+    Set<String> names = new TreeSet<>();
+    for (Worker w : fleet.all()) {
+      if (!holds(w)) {
+        names.add(w.name());
+      }
+    }
+    return names;
+  }
+
+  /** Workers of the fleet last published some known Envoy does not hold yet, by name. */
+  public synchronized Set<String> missingWorkers() {
+    return missing(fleet);
+  }
+
+  /** Envoys known now: streams with a known state, and closed ones still remembered. */
+  public synchronized int envoys() {
+    int n = departed.size();
+    for (Stream s : streams.values()) {
+      n += s.held != null ? 1 : 0;
+    }
+    return n;
+  }
+
+  synchronized void published(WorkerSet fleet, Snapshot snapshot) {
+    this.fleet = fleet;
+    versions.put(snapshot.clusters().version(), Set.copyOf(snapshot.clusters().resources().keySet()));
+    recompute();
+  }
+
+  synchronized void opened(long streamId, String typeUrl) {
+    if (typeUrl.isEmpty() || typeUrl.equals(CDS)) {
+      streams.put(streamId, new Stream());
+    }
+  }
+
+  synchronized void closed(long streamId) {
+    Stream s = streams.remove(streamId);
+    if (s != null && s.held != null) {
+      departed.addLast(new Departed(s.node, s.held, nanoTime.getAsLong()));
+      if (departed.size() > MAX_DEPARTED) {
+        departed.removeFirst();
+      }
+      recompute();
+    }
+  }
+
+  synchronized void request(long streamId, DiscoveryRequest r) {
+    Stream s = stream(streamId, r.getTypeUrl(), r.hasNode() ? r.getNode().getId() : null);
+    if (s == null || r.hasErrorDetail()) {
+      return; // a rejected update leaves the Envoy with what it had
+    }
+    Set<String> held;
+    if (!r.getResponseNonce().isEmpty()) {
+      held = s.acknowledged(r.getResponseNonce());
+    } else if (s.held != null) {
+      return;
+    } else {
+      // The stream's first request names the version the Envoy has: none on a first connection, and on a
+      // reconnect one this process may not have published (then the stream has no say until it acknowledges)
+      held = r.getVersionInfo().isEmpty() ? Set.of() : versions.get(r.getVersionInfo());
+    }
+    if (held != null) {
+      s.hold(held);
+    }
+  }
+
+  synchronized void response(long streamId, DiscoveryResponse r) {
+    Stream s = streams.get(streamId);
+    if (s != null && r.getTypeUrl().equals(CDS)) {
+      Set<String> names = new HashSet<>();
+      for (Any a : r.getResourcesList()) {
+        names.add(clusterName(a));
+      }
+      s.sent(r.getNonce(), new Delta(Set.copyOf(names), Set.of(), true));
+    }
+  }
+
+  synchronized void deltaRequest(long streamId, DeltaDiscoveryRequest r) {
+    Stream s = stream(streamId, r.getTypeUrl(), r.hasNode() ? r.getNode().getId() : null);
+    if (s == null || r.hasErrorDetail()) {
+      return;
+    }
+    if (r.getResponseNonce().isEmpty()) {
+      if (s.held == null) {
+        s.hold(Set.copyOf(r.getInitialResourceVersionsMap().keySet()));
+      }
+      return;
+    }
+    Set<String> held = s.acknowledged(r.getResponseNonce());
+    if (held != null) {
+      s.hold(held);
+    }
+  }
+
+  synchronized void deltaResponse(long streamId, DeltaDiscoveryResponse r) {
+    Stream s = streams.get(streamId);
+    if (s != null && r.getTypeUrl().equals(CDS)) {
+      Set<String> added = new HashSet<>();
+      for (Resource res : r.getResourcesList()) {
+        added.add(res.getName());
+      }
+      s.sent(r.getNonce(), new Delta(Set.copyOf(added), Set.copyOf(r.getRemovedResourcesList()), false));
+    }
+  }
+
+  /** Forgets closed streams remembered longer than {@link #REMEMBER_NANOS}; run it now and then. */
+  synchronized void forgetDeparted() {
+    long now = nanoTime.getAsLong();
+    boolean changed = false;
+    while (!departed.isEmpty() && now - departed.peekFirst().at() >= REMEMBER_NANOS) {
+      departed.removeFirst();
+      changed = true;
+    }
+    if (changed) {
+      recompute();
+    }
+  }
+
+  /** The stream's state if it is a CDS conversation (ADS carries other types too); records the node on first sight. */
+  private Stream stream(long streamId, String typeUrl, String node) {
+    Stream s = streams.get(streamId);
+    if (s == null || !typeUrl.equals(CDS)) {
+      return null;
+    }
+    if (s.node == null && node != null) {
+      s.node = node;
+    }
+    return s;
+  }
+
+  private void recompute() {
+    List<Set<String>> holdings = new ArrayList<>();
+    for (Stream s : streams.values()) {
+      if (s.held != null) {
+        holdings.add(s.held);
+      }
+    }
+    for (Departed d : departed) {
+      holdings.add(d.held());
+    }
+    Set<String> before = everywhere;
+    if (holdings.isEmpty()) {
+      everywhere = null;
+    } else {
+      Set<String> all = new HashSet<>(holdings.get(0));
+      for (Set<String> held : holdings.subList(1, holdings.size())) {
+        all.retainAll(held);
+      }
+      // by worker name, so the read path builds no cluster name per candidate
+      Set<String> workers = new HashSet<>();
+      for (String cluster : all) {
+        if (cluster.startsWith(WORKER_CLUSTER)) {
+          workers.add(cluster.substring(WORKER_CLUSTER.length()));
+        }
+      }
+      everywhere = Collections.unmodifiableSet(workers);
+    }
+    Set<String> lacking = missing(fleet);
+    if (!lacking.equals(lastLacking)) {
+      lastLacking = lacking;
+      if (lacking.isEmpty()) {
+        log.info("every Envoy holds every worker's cluster ({} Envoys known)", holdings.size());
+      } else {
+        log.info("workers not yet in every Envoy, not routed to: {} ({} Envoys known)", lacking, holdings.size());
+      }
+    } else if (before == null && everywhere != null) {
+      log.info("routing to workers once every Envoy holds their cluster ({} Envoys known)", holdings.size());
+    }
+  }
+
+  private static String clusterName(Any a) {
+    try {
+      return a.unpack(Cluster.class).getName();
+    } catch (InvalidProtocolBufferException e) {
+      throw new IllegalStateException("this server only sends clusters on CDS", e);
+    }
+  }
+
+  /** What one response changes: the whole set (state of the world), or what it adds and removes (delta). */
+  private record Delta(Set<String> added, Set<String> removed, boolean whole) {}
+
+  private record Departed(String node, Set<String> held, long at) {}
+
+  /** One xDS stream that carries CDS. */
+  private final class Stream {
+    String node;
+    /** What this Envoy holds; null while unknown. */
+    Set<String> held;
+    final LinkedHashMap<String, Delta> pending = new LinkedHashMap<>();
+
+    void sent(String nonce, Delta d) {
+      pending.put(nonce, d);
+      if (pending.size() > MAX_PENDING) {
+        Iterator<String> it = pending.keySet().iterator();
+        it.next();
+        it.remove();
+      }
+    }
+
+    /** What the Envoy holds once it accepts the response {@code nonce}; null if that response is unknown. */
+    Set<String> acknowledged(String nonce) {
+      if (!pending.containsKey(nonce)) {
+        return null;
+      }
+      // Envoy answers responses in order, so the ones sent before this one are answered or superseded.
+      Delta d = null;
+      for (Iterator<Map.Entry<String, Delta>> it = pending.entrySet().iterator(); d == null; ) {
+        Map.Entry<String, Delta> e = it.next();
+        it.remove();
+        d = e.getKey().equals(nonce) ? e.getValue() : null;
+      }
+      if (d.whole()) {
+        return d.added();
+      }
+      Set<String> next = new HashSet<>(held == null ? Set.of() : held);
+      next.addAll(d.added());
+      next.removeAll(d.removed());
+      return Set.copyOf(next);
+    }
+
+    void hold(Set<String> clusters) {
+      boolean first = held == null;
+      held = clusters;
+      if (first && node != null) {
+        // This Envoy is back, or another with its node id: one remembered record of that id has a live stream now.
+        for (Iterator<Departed> it = departed.iterator(); it.hasNext(); ) {
+          if (node.equals(it.next().node())) {
+            it.remove();
+            break;
+          }
+        }
+      }
+      recompute();
+    }
+  }
+}
