@@ -70,6 +70,13 @@ final class ReplayClient implements StreamFollower.Replayer, AutoCloseable {
       if (r.outcome() != Outcome.STOPPED) {
         return r.outcome() == Outcome.ENDED;
       }
+      if (r.last() < next) {
+        // Nothing at or after what was asked for: asking again would get the same answer, each round costing a
+        // reply gap of this shard's time, up to the batch cap
+        log.warn("replay from {} answered {} with older batches only (up to {}) and stopped; abandoning it",
+            endpoint, next, r.last());
+        return false;
+      }
       // The engine's replies stopped or skipped ahead mid-replay. vLLM (and the publisher modelled on it) sends the
       // buffer on a ROUTER socket at ZMQ's default high-water mark, 1,000 messages, and a ROUTER drops what does
       // not fit at the moment it is sent (the end marker too): a long replay arrives with holes and cut short.

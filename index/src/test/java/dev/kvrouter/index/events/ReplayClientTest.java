@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.kvrouter.index.wire.ZmqFrames;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BiConsumer;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongFunction;
 import org.junit.jupiter.api.Test;
@@ -30,6 +31,23 @@ class ReplayClientTest {
   private static Thread server(ZContext ctx, ZMQ.Socket router, int size, int cut, long[] hole,
       AtomicInteger requests, LongFunction<byte[]> payload) {
     boolean[] holed = new boolean[1];
+    return serve(router, requests, (id, from) -> {
+      long end = Math.min(size, from + cut);
+      for (long seq = from; seq < end; seq++) {
+        if (hole != null && !holed[0] && seq >= hole[0] && seq < hole[1]) {
+          holed[0] = seq == hole[1] - 1;
+          continue;
+        }
+        reply(router, id, seq, payload.apply(seq));
+      }
+      if (end == size) {
+        reply(router, id, ZmqFrames.END_SEQ, new byte[0]);
+      }
+    });
+  }
+
+  /** Answers each replay request (the client's identity and the sequence asked for) with {@code answer}. */
+  private static Thread serve(ZMQ.Socket router, AtomicInteger requests, BiConsumer<byte[], Long> answer) {
     Thread t = new Thread(() -> {
       router.setReceiveTimeOut(100);
       while (!Thread.currentThread().isInterrupted()) {
@@ -40,28 +58,19 @@ class ReplayClientTest {
         router.recv(0); // delimiter
         long from = ZmqFrames.readSeq(router.recv(0));
         requests.incrementAndGet();
-        long end = Math.min(size, from + cut);
-        for (long seq = from; seq < end; seq++) {
-          if (hole != null && !holed[0] && seq >= hole[0] && seq < hole[1]) {
-            holed[0] = seq == hole[1] - 1;
-            continue;
-          }
-          router.sendMore(id);
-          router.sendMore(new byte[0]);
-          router.sendMore(ZmqFrames.seqBytes(seq));
-          router.send(payload.apply(seq));
-        }
-        if (end == size) {
-          router.sendMore(id);
-          router.sendMore(new byte[0]);
-          router.sendMore(ZmqFrames.seqBytes(ZmqFrames.END_SEQ));
-          router.send(new byte[0]);
-        }
+        answer.accept(id, from);
       }
     }, "replay-server");
     t.setDaemon(true);
     t.start();
     return t;
+  }
+
+  private static void reply(ZMQ.Socket router, byte[] id, long seq, byte[] payload) {
+    router.sendMore(id);
+    router.sendMore(new byte[0]);
+    router.sendMore(ZmqFrames.seqBytes(seq));
+    router.send(payload);
   }
 
   /** What one replay delivered, whether it reached the end marker, and how many requests it took. */
@@ -162,6 +171,34 @@ class ReplayClientTest {
         t.interrupt();
         t.join(5000);
       }
+    }
+  }
+
+  /**
+   * A replay socket that ignores the sequence asked for and answers every request with the same old batch and no
+   * end marker (a misconfigured or hostile engine). Each answer looked like a replay cut short, so the client asked
+   * again from the batch after it, up to max_replay_batches times (20,000 by default, over 80 minutes at the
+   * 250 ms reply gap each), with the worker's event thread, and every other worker on its shard, deaf meanwhile.
+   * A round that brings nothing at or after what it asked for is a failed replay.
+   */
+  @Test
+  void aReplyOlderThanAskedThatStallsIsNotAskedAgain() throws Exception {
+    try (ZContext ctx = new ZContext()) {
+      ZMQ.Socket router = ctx.createSocket(SocketType.ROUTER);
+      router.setLinger(0);
+      int port = router.bindToRandomPort("tcp://127.0.0.1");
+      AtomicInteger requests = new AtomicInteger();
+      // the sequence asked for is ignored
+      Thread t = serve(router, requests, (id, from) -> reply(router, id, 3, new byte[] {3, 1}));
+      List<Long> got = new ArrayList<>();
+      try (ReplayClient c = new ReplayClient(ctx, "tcp://127.0.0.1:" + port, 2000, 40, 100, 1000,
+          SubscriberConfig.DEFAULT_MAX_MESSAGE_BYTES, n -> { })) {
+        assertThat(c.replay(10, (seq, payload) -> got.add(seq))).as("never reached an end marker").isFalse();
+      } finally {
+        t.interrupt();
+        t.join(5000);
+      }
+      assertThat(requests.get()).as("asked once, not again for what the engine does not send").isEqualTo(1);
     }
   }
 
