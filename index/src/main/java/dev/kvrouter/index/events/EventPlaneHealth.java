@@ -105,9 +105,8 @@ public final class EventPlaneHealth {
     WorkerEventHealth h = workers.remove(id);
     removeMeters(id);
     if (h != null && h.stale()) {
-      for (StaleListener l : listeners) {
-        l.staleChanged(id, false, "worker removed");
-      }
+      // contained like every other change: thrown on, it would end the removal before the worker's purge
+      WorkerEventHealth.notifyListeners(listeners, id, false, "worker removed");
     }
   }
 

@@ -131,6 +131,10 @@ public final class WorkerEventHealth {
   }
 
   private void notifyListeners(boolean s, String reason) {
+    notifyListeners(listeners, id, s, reason);
+  }
+
+  static void notifyListeners(List<StaleListener> listeners, WorkerId id, boolean s, String reason) {
     for (StaleListener l : listeners) {
       try {
         l.staleChanged(id, s, reason);

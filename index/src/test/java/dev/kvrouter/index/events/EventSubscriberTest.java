@@ -180,6 +180,32 @@ class EventSubscriberTest {
     assertThat(health.get(a).count(EventCounter.RECEIVED)).isEqualTo(health.get(a).count(EventCounter.BATCHES));
   }
 
+  /**
+   * A stale worker's removal tells the listeners it is no longer stale. A listener that threw there (the router's
+   * own bug, say) ended the removal before the purge: the worker left the subscriber and its meters, but its view,
+   * blocks and ordinal stayed in the index for good. Listeners' failures are contained as on every other change.
+   */
+  @Test
+  void aStaleListenerThatThrowsDoesNotKeepARemovedWorkerInTheIndex() throws Exception {
+    health.addListener((worker, stale, reason) -> {
+      throw new IllegalStateException("a listener's bug");
+    });
+    sub.start();
+    KvEventPublisher p = publisher(PublisherConfig.vllm("tcp://127.0.0.1:*").withBind(true));
+    WorkerId w = WorkerId.of("w");
+    sub.add(EventSource.connect(w, "m", BS, p.endpoint(), null));
+    publishUntil(p, w, 2);
+    p.dropNext(1); // a gap without replay: stale
+    publishUntil(p, w, 3);
+    assertThat(health.get(w).stale()).isTrue();
+
+    sub.remove(w);
+    sub.sync(Duration.ofSeconds(10));
+    assertThat(health.get(w)).isNull();
+    assertThat(index.view(w)).as("purged from the index").isNull();
+    assertThat(index.entries()).isZero();
+  }
+
   @Test
   void metricsAreExportedPerWorkerAndForTheIndex() throws Exception {
     KvIndexMetrics.bind(index, registry);
