@@ -561,7 +561,8 @@ public final class EventSubscriber implements AutoCloseable {
 
     private Follow route(Endpoint ep, byte[] topic) {
       List<Follow> ms = ep.members;
-      if (ms.size() == 1) {
+      if (ms.size() == 1 && !ep.bind) {
+        // one engine on this socket; a bound one takes any engine whose topic merely starts with a subscription
         return ms.get(0);
       }
       for (Follow f : ms) {

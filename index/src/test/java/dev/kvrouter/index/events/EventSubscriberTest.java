@@ -79,6 +79,15 @@ class EventSubscriberTest {
     }, worker + " reaches " + blocks + " blocks");
   }
 
+  /** Publishes from {@code stray}, whose topic no source has, until the subscriber counts it unroutable. */
+  private void publishUntilUnroutable(KvEventPublisher stray) throws InterruptedException {
+    await(() -> {
+      stray.publish(List.of(BlockStored.of(new long[] {5}, null, new int[] {9, 9, 9, 9}, BS, "GPU")));
+      stray.flush(Duration.ofSeconds(5));
+      return sub.unroutableMessages() > 0;
+    }, "stray topic counted");
+  }
+
   private static void await(BooleanSupplier condition, String what) throws InterruptedException {
     long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
     while (!condition.getAsBoolean()) {
@@ -171,13 +180,30 @@ class EventSubscriberTest {
     publishUntil(pb, b, 3);
     assertThat(index.view(a).size()).isEqualTo(2);
     // a topic that matches a's subscription prefix but no source exactly is counted, not misapplied
-    await(() -> {
-      stray.publish(List.of(BlockStored.of(new long[] {5}, null, new int[] {9, 9, 9, 9}, BS, "GPU")));
-      stray.flush(Duration.ofSeconds(5));
-      return sub.unroutableMessages() > 0;
-    }, "stray topic counted");
+    publishUntilUnroutable(stray);
     assertThat(index.view(a).size()).isEqualTo(2);
     assertThat(health.get(a).count(EventCounter.RECEIVED)).isEqualTo(health.get(a).count(EventCounter.BATCHES));
+  }
+
+  /**
+   * On a bound socket any engine may connect, and ZMQ filters topics by prefix. With one source left on it (the
+   * others removed from the fleet, or only one configured) its messages were taken without the exact topic check,
+   * so an engine whose topic extends that source's was applied to that source's view: blocks it never held, and
+   * two interleaved sequences read as restarts.
+   */
+  @Test
+  void aBoundSocketWithOneSourceStillRoutesByExactTopic() throws Exception {
+    sub.start();
+    String endpoint = "tcp://127.0.0.1:" + freePort();
+    WorkerId a = WorkerId.of("pod-a");
+    sub.add(new EventSource(a, "m", BS, endpoint, null, "kv@pod-a@m", true));
+    sub.sync(Duration.ofSeconds(10));
+    KvEventPublisher pa = publisher(PublisherConfig.vllm(endpoint).withBind(false).withTopic("kv@pod-a@m"));
+    KvEventPublisher stray = publisher(PublisherConfig.vllm(endpoint).withBind(false).withTopic("kv@pod-a@m2"));
+    publishUntil(pa, a, 2);
+    publishUntilUnroutable(stray);
+    assertThat(index.view(a).size()).isEqualTo(2);
+    assertThat(health.get(a).count(EventCounter.RESETS)).isZero();
   }
 
   /**
