@@ -385,7 +385,7 @@ public final class EventSubscriber implements AutoCloseable {
       ReplayClient replay = source.replayEndpoint() == null ? null
           : new ReplayClient(ctx, source.replayEndpoint(), config.replayTimeoutMillis(), config.maxReplayBatches(),
               config.reconnectMillis(), config.handshakeMillis(), config.maxMessageBytes(),
-              n -> h.add(EventCounter.OVERSIZE, n));
+              n -> h.add(EventCounter.OVERSIZE, n), () -> running);
       StreamFollower follower = new StreamFollower(applier, h, decoder, replay, clock, source.id().dpRank());
       Follow f = new Follow(source, h, follower, replay);
       follows.put(source.id(), f);

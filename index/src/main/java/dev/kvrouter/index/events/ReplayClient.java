@@ -4,6 +4,7 @@ import dev.kvrouter.index.wire.ZmqFrames;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
 import java.util.function.IntConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -34,15 +35,17 @@ final class ReplayClient implements StreamFollower.Replayer, AutoCloseable {
   private final int handshakeMillis;
   private final int maxMessageBytes;
   private final IntConsumer onOversize;
+  private final BooleanSupplier going;
   /** Written by ZMQ's I/O thread (the socket's event hook), taken by the owner after each round. */
   private final AtomicInteger oversize = new AtomicInteger();
   private ZMQ.Socket dealer;
 
   /**
    * @param onOversize told, on the owner's thread, how many replies ZMQ dropped for their size
+   * @param going false once the owner is shutting down: a replay asks nothing more
    */
   ReplayClient(ZContext ctx, String endpoint, int timeoutMillis, int maxBatches, int reconnectMillis,
-      int handshakeMillis, int maxMessageBytes, IntConsumer onOversize) {
+      int handshakeMillis, int maxMessageBytes, IntConsumer onOversize, BooleanSupplier going) {
     this.ctx = ctx;
     this.endpoint = endpoint;
     this.timeoutMillis = timeoutMillis;
@@ -51,6 +54,7 @@ final class ReplayClient implements StreamFollower.Replayer, AutoCloseable {
     this.handshakeMillis = handshakeMillis;
     this.maxMessageBytes = maxMessageBytes;
     this.onOversize = onOversize;
+    this.going = going;
   }
 
   /**
@@ -69,6 +73,10 @@ final class ReplayClient implements StreamFollower.Replayer, AutoCloseable {
       total += r.batches();
       if (r.outcome() != Outcome.STOPPED) {
         return r.outcome() == Outcome.ENDED;
+      }
+      if (!going.getAsBoolean()) {
+        // a replay can take max_replay_batches rounds; shutdown waits for this thread to let go of its sockets
+        return false;
       }
       if (r.last() < next) {
         // Nothing at or after what was asked for: asking again would get the same answer, each round costing a

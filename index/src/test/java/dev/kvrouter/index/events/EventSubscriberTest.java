@@ -20,11 +20,15 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
 
 @Timeout(90)
 class EventSubscriberTest {
@@ -183,6 +187,43 @@ class EventSubscriberTest {
     publishUntilUnroutable(stray);
     assertThat(index.view(a).size()).isEqualTo(2);
     assertThat(health.get(a).count(EventCounter.RECEIVED)).isEqualTo(health.get(a).count(EventCounter.BATCHES));
+  }
+
+  /**
+   * A replay that makes slow progress (an engine answering each request with one batch, then pausing) goes on for
+   * up to max_replay_batches requests. close() waited 5 s for the shard, which never looked up from the replay,
+   * then closed the ZMQ context under the still running thread. A replay now stops between requests once the
+   * subscriber is closing.
+   */
+  @Test
+  void closeDoesNotWaitOutAReplayThatTrickles() throws Exception {
+    sub.start();
+    KvEventPublisher p = publisher(PublisherConfig.vllm("tcp://127.0.0.1:*").withBind(true));
+    ZContext zmq = new ZContext(1);
+    ZMQ.Socket router = zmq.createSocket(SocketType.ROUTER);
+    router.setLinger(0);
+    int port = router.bindToRandomPort("tcp://127.0.0.1");
+    AtomicInteger requests = new AtomicInteger();
+    // one batch per request, then nothing until asked again
+    Thread engine = ReplayClientTest.serve(router, requests,
+        (id, from) -> ReplayClientTest.reply(router, id, from, new byte[] {(byte) 0x92, 0, (byte) 0x90}));
+    closeables.add(() -> {
+      engine.interrupt();
+      engine.join(5000);
+    });
+    closeables.add(zmq);
+    WorkerId w = WorkerId.of("w");
+    sub.add(EventSource.connect(w, "m", BS, p.endpoint(), "tcp://127.0.0.1:" + port));
+    // the first batch seen has seq > 0, so the router asks for a replay from 0
+    await(() -> {
+      p.publish(List.of(BlockStored.of(new long[] {nextHash++}, null, new int[] {1, 2, 3, 4}, BS, "GPU")));
+      p.flush(Duration.ofSeconds(5));
+      return requests.get() >= 2;
+    }, "the replay is asked again");
+
+    long start = System.nanoTime();
+    sub.close();
+    assertThat(Duration.ofNanos(System.nanoTime() - start)).as("close").isLessThan(Duration.ofMillis(4500));
   }
 
   /**

@@ -47,7 +47,7 @@ class ReplayClientTest {
   }
 
   /** Answers each replay request (the client's identity and the sequence asked for) with {@code answer}. */
-  private static Thread serve(ZMQ.Socket router, AtomicInteger requests, BiConsumer<byte[], Long> answer) {
+  static Thread serve(ZMQ.Socket router, AtomicInteger requests, BiConsumer<byte[], Long> answer) {
     Thread t = new Thread(() -> {
       router.setReceiveTimeOut(100);
       while (!Thread.currentThread().isInterrupted()) {
@@ -66,7 +66,7 @@ class ReplayClientTest {
     return t;
   }
 
-  private static void reply(ZMQ.Socket router, byte[] id, long seq, byte[] payload) {
+  static void reply(ZMQ.Socket router, byte[] id, long seq, byte[] payload) {
     router.sendMore(id);
     router.sendMore(new byte[0]);
     router.sendMore(ZmqFrames.seqBytes(seq));
@@ -96,7 +96,7 @@ class ReplayClientTest {
       List<Long> got = new ArrayList<>();
       boolean ended;
       try (ReplayClient c = new ReplayClient(ctx, "tcp://127.0.0.1:" + port, 2000, maxBatches, 100, 1000,
-          SubscriberConfig.DEFAULT_MAX_MESSAGE_BYTES, n -> { })) {
+          SubscriberConfig.DEFAULT_MAX_MESSAGE_BYTES, n -> { }, () -> true)) {
         ended = c.replay(from, (seq, payload) -> got.add(seq));
       } finally {
         t.interrupt();
@@ -134,7 +134,7 @@ class ReplayClientTest {
     for (String endpoint : List.of("tcp://no-such-host.invalid:5558", "tcp://127.0.0.1")) {
       try (ZContext ctx = new ZContext(1);
           ReplayClient c = new ReplayClient(ctx, endpoint, 2000, 100, 100, 1000,
-              SubscriberConfig.DEFAULT_MAX_MESSAGE_BYTES, n -> { })) {
+              SubscriberConfig.DEFAULT_MAX_MESSAGE_BYTES, n -> { }, () -> true)) {
         List<Long> got = new ArrayList<>();
         assertThat(c.replay(0, (seq, payload) -> got.add(seq))).as(endpoint).isFalse();
         assertThat(got).isEmpty();
@@ -161,7 +161,7 @@ class ReplayClientTest {
       List<Long> got = new ArrayList<>();
       AtomicInteger oversize = new AtomicInteger();
       try (ReplayClient c = new ReplayClient(ctx, "tcp://127.0.0.1:" + port, 1000, 100, 100, 1000, limit,
-          oversize::addAndGet)) {
+          oversize::addAndGet, () -> true)) {
         assertThat(c.replay(0, (seq, payload) -> got.add(seq))).as("never reached its end marker").isFalse();
         assertThat(got).as("batch 0 read, nothing from the oversize reply on").containsExactly(0L);
         assertThat(oversize.get()).as("each request's oversize reply counted").isEqualTo(2);
@@ -192,7 +192,7 @@ class ReplayClientTest {
       Thread t = serve(router, requests, (id, from) -> reply(router, id, 3, new byte[] {3, 1}));
       List<Long> got = new ArrayList<>();
       try (ReplayClient c = new ReplayClient(ctx, "tcp://127.0.0.1:" + port, 2000, 40, 100, 1000,
-          SubscriberConfig.DEFAULT_MAX_MESSAGE_BYTES, n -> { })) {
+          SubscriberConfig.DEFAULT_MAX_MESSAGE_BYTES, n -> { }, () -> true)) {
         assertThat(c.replay(10, (seq, payload) -> got.add(seq))).as("never reached an end marker").isFalse();
       } finally {
         t.interrupt();
