@@ -15,7 +15,7 @@ import java.util.Objects;
  * @param cacheSalt the client's {@code cache_salt}, or null
  * @param output what the client asked of the output (for load estimation)
  * @param prompt the prompt, exactly as the engine will template and tokenize it
- * @param multimodal media items in the order they appear in the prompt (chat only; empty for text)
+ * @param multimodal media items in the order they appear in the prompt (chat and responses; empty for text)
  * @param unreproducible null when the prompt can be reproduced from the body; otherwise why not, as a fallback
  *     reason (for example {@code prompt_embeds}, {@code unsupported_content_part}): such requests are routed by
  *     load alone
@@ -49,14 +49,29 @@ public record InferenceRequest(
     COMPLETIONS,
     CHAT,
     /**
-     * OpenAI's Responses API ({@code POST /v1/responses}), which vLLM serves. Routed and salted, but its prompt is
-     * not reproduced yet (the fallback reason {@link #RESPONSES_UNREPRODUCED}): it is balanced by load.
+     * OpenAI's Responses API ({@code POST /v1/responses}), which vLLM serves by turning {@code instructions},
+     * {@code input} and {@code tools} into a chat prompt: its {@link #prompt()} is that {@link ChatPrompt}
+     * ({@code ResponsesInput}), except for the reasons {@link #RESPONSES_STORED}, {@link #RESPONSES_PREVIOUS_INPUT}
+     * and {@link #RESPONSES_ITEM}.
      */
     RESPONSES
   }
 
-  /** Why a Responses API request's prompt is not reproduced: its input items are not templated yet. */
-  public static final String RESPONSES_UNREPRODUCED = "responses_api";
+  /**
+   * A Responses request continuing a stored conversation ({@code previous_response_id}, or a client-held
+   * {@code previous_response}): its earlier turns live on the worker, so its prompt is not known here.
+   */
+  public static final String RESPONSES_STORED = "responses_stored_conversation";
+
+  /** A Responses request with {@code previous_input_messages} (Harmony-format history vLLM keeps out of chat). */
+  public static final String RESPONSES_PREVIOUS_INPUT = "responses_previous_input_messages";
+
+  /**
+   * A Responses input item vLLM does not translate into a chat message (built-in tool calls, MCP items,
+   * {@code item_reference}, ...; it hands the raw item to the template), or one it fails on (an output message
+   * whose first part is a refusal).
+   */
+  public static final String RESPONSES_ITEM = "responses_input_item";
 
   public InferenceRequest {
     Objects.requireNonNull(kind, "kind");

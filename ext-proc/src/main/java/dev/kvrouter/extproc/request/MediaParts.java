@@ -64,6 +64,16 @@ final class MediaParts {
     pending.clear();
   }
 
+  /**
+   * Forgets the items read since the last message ended, and any reason those parts gave: content that never reaches
+   * the prompt as media (a Responses assistant item keeps only its first part's text; a reasoning item's parts are
+   * not content parts at all).
+   */
+  void dropPending(String unreproducibleBefore) {
+    pending.clear();
+    unreproducible = unreproducibleBefore;
+  }
+
   void endMessage() {
     for (MultimodalItem it : pending) {
       items.add(new MultimodalItem(items.size(), it.modality(), it.identifier(), it.clientUuid(), it.message(),
@@ -78,6 +88,14 @@ final class MediaParts {
 
   /** Reads the parts array whose {@code START_ARRAY} is current. */
   List<Object> readParts(JsonParser p, int message) throws IOException, BadRequest {
+    return readParts(p, message, "messages[" + message + "].content");
+  }
+
+  /**
+   * Reads the parts array whose {@code START_ARRAY} is current, naming it {@code path} in errors (a Responses input
+   * item's {@code input[i].content} or {@code input[i].output}).
+   */
+  List<Object> readParts(JsonParser p, int message, String path) throws IOException, BadRequest {
     List<Object> parts = new ArrayList<>();
     JsonToken t;
     int j = 0;
@@ -85,9 +103,9 @@ final class MediaParts {
       if (t == JsonToken.VALUE_STRING) {
         parts.add(p.getText());
       } else if (t == JsonToken.START_OBJECT) {
-        parts.add(readPart(p, message, j));
+        parts.add(readPart(p, message, j, path));
       } else {
-        String at = "messages[" + message + "].content[" + j + "]";
+        String at = path + "[" + j + "]";
         throw RequestBodyParser.bad("`" + at + "` must be a string or an object", at);
       }
       j++;
@@ -95,7 +113,8 @@ final class MediaParts {
     return Collections.unmodifiableList(parts);
   }
 
-  private Map<String, Object> readPart(JsonParser p, int message, int index) throws IOException, BadRequest {
+  private Map<String, Object> readPart(JsonParser p, int message, int index, String path)
+      throws IOException, BadRequest {
     Map<String, Object> part = new LinkedHashMap<>();
     while (p.nextToken() == JsonToken.FIELD_NAME) {
       String k = p.currentName();
@@ -113,12 +132,12 @@ final class MediaParts {
         if (type instanceof String s && TEXT_TYPES.contains(s)) {
           effective = s; // a stray uuid on a text part: the engine decides, the router reads it as text
         } else {
-          String at = "messages[" + message + "].content[" + index + "].type";
+          String at = path + "[" + index + "].type";
           throw RequestBodyParser.bad("`" + at + "` is missing and the part holds no media", at);
         }
       }
     } else if (!(type instanceof String)) {
-      String at = "messages[" + message + "].content[" + index + "].type";
+      String at = path + "[" + index + "].type";
       throw RequestBodyParser.bad("`" + at + "` must be a string", at);
     } else {
       effective = (String) type; // a type this router does not know: route by load, let the engine judge it

@@ -137,6 +137,16 @@ public final class RequestBodyParser {
     Object reasoningEffort;
     Object chatTemplate;
     Object mmProcessorKwargs;
+    // responses
+    Object input;
+    boolean inputPresent;
+    MediaParts inputMedia;
+    Object instructions;
+    Object reasoning;
+    Object truncation;
+    Object promptTemplate;
+    Object previousResponse;
+    Object previousInputMessages;
 
     Fields(Kind kind, byte[] body, int length) {
       this.kind = kind;
@@ -148,6 +158,8 @@ public final class RequestBodyParser {
       JsonToken v = p.currentToken();
       boolean chat = kind == Kind.CHAT;
       boolean completions = kind == Kind.COMPLETIONS;
+      boolean responses = kind == Kind.RESPONSES;
+      boolean chatLike = chat || responses;
       switch (name) {
         case "model" -> {
           modelPresent = true;
@@ -185,7 +197,9 @@ public final class RequestBodyParser {
           addSpecialTokens = JsonValues.read(p, v);
         }
         case "prompt" -> {
-          if (!completions) {
+          if (responses) {
+            promptTemplate = JsonValues.read(p, v);
+          } else if (!completions) {
             p.skipChildren();
           } else {
             prompts = Prompts.read(p, v);
@@ -210,10 +224,24 @@ public final class RequestBodyParser {
             p.skipChildren();
           }
         }
-        case "tools" -> tools = readIf(chat, p, v);
+        case "input" -> {
+          if (responses) {
+            inputPresent = true;
+            inputMedia = new MediaParts(body, length); // a repeated key replaces the earlier input and its items
+            input = ResponsesInput.read(p, v, inputMedia);
+          } else {
+            p.skipChildren();
+          }
+        }
+        case "instructions" -> instructions = readIf(responses, p, v);
+        case "reasoning" -> reasoning = readIf(responses, p, v);
+        case "truncation" -> truncation = readIf(responses, p, v);
+        case "previous_response" -> previousResponse = readIf(responses, p, v);
+        case "previous_input_messages" -> previousInputMessages = readIf(responses, p, v);
+        case "tools" -> tools = readIf(chatLike, p, v);
         case "tool_choice" -> {
-          toolChoicePresent = chat;
-          toolChoice = readIf(chat, p, v);
+          toolChoicePresent = chatLike;
+          toolChoice = readIf(chatLike, p, v);
         }
         case "documents" -> documents = readIf(chat, p, v);
         case "add_generation_prompt" -> {
@@ -224,10 +252,10 @@ public final class RequestBodyParser {
           continueFinalMessagePresent = chat;
           continueFinalMessage = readIf(chat, p, v);
         }
-        case "chat_template_kwargs" -> chatTemplateKwargs = readIf(chat, p, v);
+        case "chat_template_kwargs" -> chatTemplateKwargs = readIf(chatLike, p, v);
         case "reasoning_effort" -> reasoningEffort = readIf(chat, p, v);
         case "chat_template" -> chatTemplate = readIf(chat, p, v);
-        case "mm_processor_kwargs" -> mmProcessorKwargs = readIf(chat, p, v);
+        case "mm_processor_kwargs" -> mmProcessorKwargs = readIf(chatLike, p, v);
         default -> p.skipChildren();
       }
     }
@@ -255,8 +283,9 @@ public final class RequestBodyParser {
       Boolean includeUsage = streamOptions instanceof Map<?, ?> so && so.get("include_usage") != null
           ? PythonValues.laxBool(so.get("include_usage"))
           : null;
-      Integer truncate = truncatePromptTokens();
-      String side = truncationSide();
+      // a Responses request has neither field (vLLM ignores them there)
+      Integer truncate = kind == Kind.RESPONSES ? null : truncatePromptTokens();
+      String side = kind == Kind.RESPONSES ? null : truncationSide();
       String unreproducible = null;
       Prompt prompt;
       List<MultimodalItem> items = List.of();
@@ -273,10 +302,7 @@ public final class RequestBodyParser {
               "continue_final_message");
         }
         Map<String, Object> mmKwargs = mapOrNull(mmProcessorKwargs, "mm_processor_kwargs");
-        items = messages.items;
-        if (mmKwargs != null && PythonValues.truthy(mmKwargs.get("use_audio_in_video"))) {
-          items = Messages.withAudioFromVideo(items);
-        }
+        items = mediaItems(messages.items, mmKwargs);
         prompt = new ChatPrompt(
             messages.list,
             t.tools(),
@@ -293,10 +319,10 @@ public final class RequestBodyParser {
             mmKwargs);
         unreproducible = messages.unreproducible;
       } else if (kind == Kind.RESPONSES) {
-        // vLLM templates the input items as chat (responses/utils.py, construct_input_messages); until the router
-        // does the same, the request is balanced by load, with its salt rewritten like any other
-        prompt = new ChatPrompt(List.of(), null, null, null, true, false, null, null, null, false, null, null, null);
-        unreproducible = InferenceRequest.RESPONSES_UNREPRODUCED;
+        prompt = responsesPrompt();
+        Map<String, Object> mmKwargs = ((ChatPrompt) prompt).mmProcessorKwargs();
+        items = mediaItems(inputMedia.items(), mmKwargs);
+        unreproducible = responsesUnreproducible;
       } else {
         boolean noPrompt = prompts == null || promptEmpty;
         if (noPrompt && !promptEmbeds) {
@@ -312,6 +338,64 @@ public final class RequestBodyParser {
           : new InferenceRequest.ResponsesFields(previousResponseId instanceof String id ? id : null, requestIdGiven);
       return new InferenceRequest(kind, (String) model, streaming, includeUsage, (String) cacheSalt, output(),
           prompt, items, unreproducible, sites, bodyBytes, responses);
+    }
+
+    private String responsesUnreproducible;
+
+    /**
+     * The chat prompt vLLM renders for a Responses request (non-Harmony {@code render_responses}): messages from
+     * {@link ResponsesInput}, tools from {@link Tools#responses}, the kwargs of {@code ResponsesRequest
+     * .build_chat_params} and the tokenization of {@code build_tok_params}.
+     */
+    private ChatPrompt responsesPrompt() throws BadRequest {
+      if (promptTemplate != null) {
+        throw bad("prompt template is not supported", "prompt"); // ResponsesRequest.validate_prompt
+      }
+      if (!inputPresent) {
+        throw bad("`input` is required", "input");
+      }
+      String instr = stringOrNull(instructions, "instructions");
+      Tools.Normalized t = Tools.responses(tools, toolChoicePresent ? toolChoice : "auto");
+      ResponsesInput.Converted conv = ResponsesInput.convert(instr, input);
+      if (reasoning != null && !(reasoning instanceof Map)) {
+        throw bad("`reasoning` must be an object", "reasoning");
+      }
+      String effort = reasoning == null ? null : stringOrNull(((Map<?, ?>) reasoning).get("effort"), "reasoning");
+      Map<String, Object> kwargs = mapOrNull(chatTemplateKwargs, "chat_template_kwargs");
+      if (effort != null && (kwargs == null || !kwargs.containsKey("enable_thinking"))) {
+        // build_chat_params: a reasoning effort turns thinking on (off for "none") unless the client set it
+        kwargs = new LinkedHashMap<>(kwargs == null ? Map.of() : kwargs);
+        kwargs.put("enable_thinking", !effort.equals("none"));
+        kwargs = Collections.unmodifiableMap(kwargs);
+      }
+      Integer truncate;
+      if (truncation == null || "disabled".equals(truncation)) {
+        truncate = null;
+      } else if ("auto".equals(truncation)) {
+        truncate = -1; // build_tok_params: truncate to the longest input the context leaves room for
+      } else {
+        throw bad("`truncation` must be 'auto' or 'disabled'", "truncation");
+      }
+      boolean cfm = conv.continueFinalMessage();
+      if (previousResponseId != null || previousResponse != null) {
+        responsesUnreproducible = InferenceRequest.RESPONSES_STORED;
+      } else if (PythonValues.truthy(previousInputMessages)) {
+        responsesUnreproducible = InferenceRequest.RESPONSES_PREVIOUS_INPUT;
+      } else if (conv.unreproducible() != null) {
+        responsesUnreproducible = conv.unreproducible();
+      } else {
+        responsesUnreproducible = inputMedia == null ? null : inputMedia.unreproducible;
+      }
+      // TokenizeParams' add_special_tokens defaults to true and build_tok_params leaves it so
+      return new ChatPrompt(conv.messages(), t.tools(), t.toolChoice(), null, !cfm, cfm, kwargs, effort, null, true,
+          truncate, null, mapOrNull(mmProcessorKwargs, "mm_processor_kwargs"));
+    }
+
+    private static List<MultimodalItem> mediaItems(List<MultimodalItem> items, Map<String, Object> mmKwargs) {
+      if (mmKwargs != null && PythonValues.truthy(mmKwargs.get("use_audio_in_video"))) {
+        return Messages.withAudioFromVideo(items);
+      }
+      return items;
     }
 
     private OutputSpec output() {

@@ -44,6 +44,103 @@ final class Tools {
     return new Normalized(dumped, choice);
   }
 
+  /**
+   * A Responses request's {@code tools} and {@code tool_choice} as vLLM renders them: {@code check_tool_usage}
+   * (responses/protocol.py) defaults the choice to "none" without tools and refuses a required or named choice it
+   * cannot meet; {@code construct_tool_dicts} (responses/utils.py) keeps the function tools, namespaced ones
+   * flattened to {@code namespace__name} ({@code iter_response_function_tool_dicts}), and
+   * {@code convert_tool_responses_to_completions_format} turns each {@code FunctionTool.model_dump()} into a chat
+   * tool's dump. Other tool types (web search, MCP, ...) never reach the template. A choice of "none" stays in
+   * {@link Normalized#toolChoice()} so the renderer's {@code --exclude-tools-when-tool-choice-none} applies.
+   *
+   * <p>The dump's keys follow the openai SDK's models ({@code FunctionTool}: name, parameters, strict, type,
+   * defer_loading, description; {@code NamespaceTool}'s {@code ToolFunction}: name, type, defer_loading, description,
+   * parameters, strict), then the client's extra keys, as vLLM's pydantic models keep them.
+   */
+  static Normalized responses(Object tools, Object choice) throws BadRequest {
+    if (tools == null) {
+      tools = List.of(); // vLLM: tools default to an empty list
+    }
+    if (!(tools instanceof List<?> list)) {
+      throw RequestBodyParser.bad("`tools` must be a list", "tools");
+    }
+    boolean named = choice instanceof Map<?, ?> m && "function".equals(m.get("type"));
+    String notFound = "Tool choice 'function' not found in 'tools' parameter.";
+    if (list.isEmpty()) {
+      if ("required".equals(choice)) {
+        throw RequestBodyParser.bad("Tool choice 'required' must be specified with 'tools' parameter.",
+            "tool_choice");
+      }
+      if (named) {
+        throw RequestBodyParser.bad(notFound, "tool_choice");
+      }
+      return new Normalized(null, "none");
+    }
+    List<Map<String, Object>> out = new ArrayList<>();
+    List<Object> names = new ArrayList<>();
+    for (int i = 0; i < list.size(); i++) {
+      String at = "tools[" + i + "]";
+      if (!(list.get(i) instanceof Map<?, ?> tool) || !(tool.get("type") instanceof String type)) {
+        throw RequestBodyParser.bad("`" + at + "` must be an object with a string `type`", at);
+      }
+      if (type.equals("function")) {
+        out.add(chatTool(tool, at, null, "name", "parameters", "strict", "type", "defer_loading", "description"));
+        names.add(tool.get("name"));
+      } else if (type.equals("namespace")) {
+        if (!(tool.get("name") instanceof String ns) || !(tool.get("tools") instanceof List<?> inner)) {
+          throw RequestBodyParser.bad("`" + at + "` must have a string `name` and a list of `tools`", at);
+        }
+        for (int j = 0; j < inner.size(); j++) {
+          String in = at + ".tools[" + j + "]";
+          if (inner.get(j) instanceof Map<?, ?> fn && "function".equals(fn.get("type"))) {
+            out.add(chatTool(fn, in, ns, "name", "type", "defer_loading", "description", "parameters", "strict"));
+            names.add(fn.get("name"));
+            names.add(ns + ResponsesInput.NAMESPACE_SEPARATOR + fn.get("name"));
+          }
+        }
+      }
+    }
+    if (named && !names.contains(((Map<?, ?>) choice).get("name"))) {
+      throw RequestBodyParser.bad(notFound, "tool_choice");
+    }
+    return new Normalized(Collections.unmodifiableList(out), choice);
+  }
+
+  /** One function tool, dumped by its SDK model ({@code declared} order), then re-dumped as a chat tool. */
+  private static Map<String, Object> chatTool(Map<?, ?> tool, String at, String namespace, String... declared)
+      throws BadRequest {
+    if (!(tool.get("name") instanceof String name)) {
+      throw RequestBodyParser.bad("`" + at + ".name` must be a string", at + ".name");
+    }
+    Object description = tool.get("description");
+    if (description != null && !(description instanceof String)) {
+      throw RequestBodyParser.bad("`" + at + ".description` must be a string", at + ".description");
+    }
+    Object parameters = tool.get("parameters");
+    if (parameters != null && !(parameters instanceof Map)) {
+      throw RequestBodyParser.bad("`" + at + ".parameters` must be an object", at + ".parameters");
+    }
+    Map<String, Object> sdk = new LinkedHashMap<>();
+    for (String k : declared) {
+      sdk.put(k, tool.get(k));
+    }
+    extras(tool, sdk, declared);
+    if (namespace != null) {
+      sdk.put("name", namespace + ResponsesInput.NAMESPACE_SEPARATOR + name);
+    }
+    sdk.remove("type");
+    // FunctionDefinition.model_validate(...).model_dump(): its fields first, then the rest in order
+    Map<String, Object> f = new LinkedHashMap<>();
+    f.put("name", sdk.get("name"));
+    f.put("description", description);
+    f.put("parameters", sdk.get("parameters"));
+    extras(sdk, f, "name", "description", "parameters");
+    Map<String, Object> t = new LinkedHashMap<>();
+    t.put("type", "function");
+    t.put("function", Collections.unmodifiableMap(f));
+    return Collections.unmodifiableMap(t);
+  }
+
   private static void checkNamed(Map<?, ?> choice, List<Map<String, Object>> tools) throws BadRequest {
     String usage = "Correct usage: `{\"type\": \"function\", \"function\": {\"name\": \"my_function\"}}`";
     if (!(choice.get("function") instanceof Map<?, ?> fn)) {

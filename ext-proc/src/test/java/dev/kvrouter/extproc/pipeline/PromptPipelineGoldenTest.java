@@ -97,13 +97,41 @@ class PromptPipelineGoldenTest {
   @ParameterizedTest
   @ValueSource(strings = {"qwen3", "llama3_1", "deepseek_v3", "gemma3"})
   void requestBodiesHashLikeVllmPrefill(String model) throws Exception {
-    JsonNode fixture = fixture(model);
     List<String> mismatches = new ArrayList<>();
+    int checked = checkRequests(fixture(model), mismatches);
+    assertThat(mismatches).as(model).isEmpty();
+    assertThat(checked).as("request bodies checked for " + model).isGreaterThanOrEqualTo(4);
+  }
+
+  /**
+   * {@code /v1/responses} bodies (scripts/fixtures/responses_templates.py): the messages and tools vLLM builds from
+   * {@code instructions}, {@code input} and {@code tools} (written out from responses/utils.py) rendered by the real
+   * template and tokenized with the Responses request's {@code add_special_tokens} (true). Covers instructions, a
+   * string input, text parts, a typed assistant message, reasoning and function calls merged into one assistant
+   * turn with their outputs as tool messages, a flat function tool, a partial last message, reasoning effort.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"qwen3"})
+  void responsesBodiesHashLikeVllmPrefill(String model) throws Exception {
+    JsonNode fixture;
+    try (InputStream in = getClass().getResourceAsStream("/fixtures/templates/responses_" + model + ".json")) {
+      fixture = JSON.readTree(in);
+    }
+    List<String> mismatches = new ArrayList<>();
+    int checked = checkRequests(fixture, mismatches);
+    assertThat(mismatches).as(model).isEmpty();
+    assertThat(checked).as("responses bodies checked for " + model).isGreaterThanOrEqualTo(5);
+  }
+
+  private int checkRequests(JsonNode fixture, List<String> mismatches) throws Exception {
     int checked = 0;
     for (JsonNode c : fixture.path("requests")) {
       byte[] body = c.get("body").toString().getBytes(StandardCharsets.UTF_8);
-      InferenceRequest.Kind kind = c.get("kind").asText().equals("chat") ? InferenceRequest.Kind.CHAT
-          : InferenceRequest.Kind.COMPLETIONS;
+      InferenceRequest.Kind kind = switch (c.get("kind").asText()) {
+        case "chat" -> InferenceRequest.Kind.CHAT;
+        case "responses" -> InferenceRequest.Kind.RESPONSES;
+        default -> InferenceRequest.Kind.COMPLETIONS;
+      };
       PreparedRequest prepared = perTokenPreparer.prepare(kind, body, body.length, null);
       PromptPipeline.Outcome out = pipeline.run(prepared);
       int[] ids = JSON.convertValue(c.get("ids"), int[].class);
@@ -118,8 +146,7 @@ class PromptPipelineGoldenTest {
       }
       checked++;
     }
-    assertThat(mismatches).as(model).isEmpty();
-    assertThat(checked).as("request bodies checked for " + model).isGreaterThanOrEqualTo(4);
+    return checked;
   }
 
   private JsonNode fixture(String model) throws java.io.IOException {

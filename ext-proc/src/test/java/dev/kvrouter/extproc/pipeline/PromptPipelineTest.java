@@ -189,6 +189,50 @@ class PromptPipelineTest {
     }
   }
 
+  /**
+   * A Responses conversation's next turn (same instructions, the earlier items and the answer, then a new user item)
+   * finds the worker that served the first turn holding its prefix, as a chat conversation's does: the Responses
+   * prompt is the chat prompt vLLM renders, so both spell the same blocks.
+   */
+  @Test
+  void aResponsesConversationsNextTurnOverlapsTheWorkerThatServedTheFirst() throws Exception {
+    KvIndex index = new KvIndex(IndexConfig.defaults(), Clock.systemUTC());
+    KvIndexOverlapSource overlaps = new KvIndexOverlapSource(index);
+    PromptPipeline p = new PromptPipeline(overlaps, Runnable::run, System::nanoTime, false, meters);
+    String instructions = prose(60);
+    String firstItems = "{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"" + prose(40)
+        + "\"}]}";
+    PreparedRequest first = prepare(InferenceRequest.Kind.RESPONSES, "{\"model\":\"qwen3\",\"instructions\":\""
+        + instructions + "\",\"input\":[" + firstItems + "]}");
+    PromptPipeline.Outcome o1 = p.run(first);
+    assertThat(o1.unavailable()).isNull();
+    long[] firstBlocks = o1.prompt().blockHashes();
+    assertThat(firstBlocks.length).isGreaterThan(20);
+    WorkerId served = WorkerId.of("served-first-turn");
+    index.predict(served, firstBlocks, firstBlocks.length); // as routing the first turn there records it
+    index.maintain();
+
+    String next = "{\"model\":\"qwen3\",\"instructions\":\"" + instructions + "\",\"input\":[" + firstItems
+        + ",{\"type\":\"message\",\"role\":\"assistant\",\"status\":\"completed\",\"content\":[{\"type\":"
+        + "\"output_text\",\"text\":\"Noted.\"}]},{\"role\":\"user\",\"content\":\"And then?\"}]}";
+    PromptPipeline.Outcome o2 = p.run(prepare(InferenceRequest.Kind.RESPONSES, next));
+    long[] nextBlocks = o2.prompt().blockHashes();
+    // the generation prompt ends the first turn's text, so its last block may differ from the continuation's
+    int shared = firstBlocks.length - 1;
+    assertThat(Arrays.copyOf(nextBlocks, shared)).isEqualTo(Arrays.copyOf(firstBlocks, shared));
+    assertThat(overlaps.lookup(nextBlocks).overlap(served).predicted()).as("blocks the first turn left on its worker")
+        .isGreaterThanOrEqualTo(shared);
+    assertThat(overlaps.lookup(nextBlocks).overlap(WorkerId.of("elsewhere")).predicted()).isZero();
+
+    String chat = "{\"model\":\"qwen3\",\"messages\":[{\"role\":\"system\",\"content\":\"" + instructions
+        + "\"}," + firstItems.replace("input_text", "text") + ",{\"role\":\"assistant\",\"content\":\"Noted.\"},"
+        + "{\"role\":\"user\",\"content\":\"And then?\"}]}";
+    PromptPipeline exact = new PromptPipeline(PrefixOverlapSource.NONE, Runnable::run, System::nanoTime, false,
+        meters);
+    assertThat(exact.run(prepare(InferenceRequest.Kind.CHAT, chat)).prompt().blockHashes())
+        .as("the same conversation sent as chat").isEqualTo(nextBlocks);
+  }
+
   @Test
   void whatCannotBeReproducedIsRoutedByLoadWithAReason() throws Exception {
     PromptPipeline p = new PromptPipeline(PrefixOverlapSource.NONE, Runnable::run, System::nanoTime, true, meters);

@@ -132,21 +132,31 @@ class RequestBodyParserTest {
   class Responses {
 
     @Test
-    void isRoutedByLoadWithItsSaltStreamAndOutputCap() throws Exception {
-      // `prompt` is a prompt template object here and `tools` has the Responses shape: neither is read as chat's
+    void isReadAsAChatPromptWithItsSaltStreamAndOutputCap() throws Exception {
+      // `tools` has the Responses shape (flat), not chat's
       InferenceRequest r = parse(Kind.RESPONSES, "{\"model\":\"m\",\"input\":[{\"role\":\"user\","
           + "\"content\":[{\"type\":\"input_text\",\"text\":\"hi\"}]}],\"instructions\":\"be brief\","
-          + "\"prompt\":{\"id\":\"pmpt_1\"},\"tools\":[{\"type\":\"function\",\"name\":\"f\"}],"
+          + "\"tools\":[{\"type\":\"function\",\"name\":\"f\"}],"
           + "\"max_output_tokens\":\"12\",\"max_tokens\":99,\"stream\":\"true\",\"cache_salt\":\"s\"}");
       assertThat(r.kind()).isEqualTo(Kind.RESPONSES);
       assertThat(r.model()).isEqualTo("m");
       assertThat(r.cacheSalt()).isEqualTo("s");
       assertThat(r.stream()).isTrue();
       assertThat(r.maxTokens()).as("max_output_tokens, not max_tokens").isEqualTo(12);
-      assertThat(r.unreproducible()).isEqualTo(InferenceRequest.RESPONSES_UNREPRODUCED);
+      assertThat(r.unreproducible()).isNull();
+      assertThat(r.chat().messages()).extracting(m -> m.get("role")).containsExactly("system", "user");
+      assertThat(r.chat().tools()).hasSize(1);
       assertThat(r.saltSites().values()).hasSize(1);
       assertThat(parse(Kind.RESPONSES, "{\"model\":\"m\",\"input\":\"hi\"}").maxTokens())
           .as("no cap: up to the context").isEqualTo(-1);
+    }
+
+    @Test
+    void aPromptTemplateIsRefusedAsVllmRefusesIt() {
+      // ResponsesRequest.validate_prompt
+      assertThat(error(Kind.RESPONSES, "{\"model\":\"m\",\"input\":\"hi\",\"prompt\":{\"id\":\"pmpt_1\"}}")
+          .param()).isEqualTo("prompt");
+      assertThat(error(Kind.RESPONSES, "{\"model\":\"m\"}").param()).isEqualTo("input");
     }
 
     @Test

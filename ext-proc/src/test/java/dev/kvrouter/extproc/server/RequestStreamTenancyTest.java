@@ -173,8 +173,8 @@ class RequestStreamTenancyTest {
 
   /**
    * OpenAI's Responses API, which vLLM serves with chat's {@code cache_salt}: a tenant's request used to be refused
-   * (404, an endpoint the router did not route). It is routed by load (its input items are not templated yet, a
-   * visible fallback) with the tenant's effective salt in the body, whatever salt the client sent, or none.
+   * (404, an endpoint the router did not route). It is routed (here by load: no model registry) with the tenant's
+   * effective salt in the body, whatever salt the client sent, or none.
    */
   @Test
   void aTenantsResponsesRequestIsRoutedWithItsSalt() {
@@ -195,7 +195,7 @@ class RequestStreamTenancyTest {
       }
       assertThat(setHeaders(c)).containsEntry("x-kvrouter-cluster", "kvrouter_worker_a");
       assertThat(decisions.get(0).fallback()).isEqualTo("no_tokenization");
-      // no model registry here, so the model's own fallback comes first (RequestBodyParserTest: responses_api)
+      // no model registry here, so the prompt is not tokenized: the model's own fallback
       assertThat(decisions.get(0).detail().promptUnavailable()).isEqualTo("unknown_model");
       assertThat(decisions.get(0).detail().expectedOutputTokens()).as("max_output_tokens").isEqualTo(7);
     }

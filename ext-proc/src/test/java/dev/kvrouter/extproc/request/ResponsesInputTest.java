@@ -1,0 +1,213 @@
+package dev.kvrouter.extproc.request;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.kvrouter.extproc.request.InferenceRequest.Kind;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The Responses-to-chat conversion, one vLLM rule per test (vllm/entrypoints/openai/responses/utils.py and
+ * protocol.py); scripts/fixtures/responses_templates.py checks the resulting prompts against the real template.
+ */
+class ResponsesInputTest {
+
+  private static InferenceRequest parse(String fields) throws Exception {
+    byte[] b = ("{\"model\":\"m\"," + fields + "}").getBytes(StandardCharsets.UTF_8);
+    return new RequestBodyParser().parse(Kind.RESPONSES, b, b.length);
+  }
+
+  private static List<Map<String, Object>> messages(String fields) throws Exception {
+    InferenceRequest r = parse(fields);
+    assertThat(r.unreproducible()).isNull();
+    return r.chat().messages();
+  }
+
+  private static OpenAiError error(String fields) {
+    try {
+      parse(fields);
+    } catch (RequestBodyParser.BadRequest e) {
+      return e.error();
+    } catch (Exception e) {
+      throw new AssertionError(e);
+    }
+    throw new AssertionError("accepted: " + fields);
+  }
+
+  /** construct_input_messages: truthy instructions become a leading system message, a string input one user. */
+  @Test
+  void instructionsAreASystemMessageAndAStringInputAUserMessage() throws Exception {
+    assertThat(messages("\"instructions\":\"be brief\",\"input\":\"hi\"")).containsExactly(
+        Map.of("role", "system", "content", "be brief"), Map.of("role", "user", "content", "hi"));
+    assertThat(messages("\"instructions\":\"\",\"input\":\"\"")).as("empty instructions add nothing")
+        .containsExactly(Map.of("role", "user", "content", ""));
+    assertThat(error("\"instructions\":5,\"input\":\"hi\"").param()).isEqualTo("instructions");
+  }
+
+  /**
+   * _construct_message_from_response_item: user, system and developer message items are passed on as chat messages
+   * (content string or parts, which the chat path reads like chat content); roles outside the four are refused.
+   */
+  @Test
+  void inputMessagesOfUserSystemAndDeveloperPassOnWithTheirContent() throws Exception {
+    List<Map<String, Object>> m = messages("\"input\":[{\"type\":\"message\",\"role\":\"developer\",\"content\":"
+        + "\"rules\",\"id\":\"x\"},{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"a\"}]}]");
+    assertThat(m.get(0)).containsExactly(Map.entry("role", "developer"), Map.entry("content", "rules"));
+    assertThat(m.get(1).get("content")).isEqualTo(List.of(Map.of("type", "input_text", "text", "a")));
+    assertThat(error("\"input\":[{\"role\":\"tool\",\"content\":\"x\"}]").param()).isEqualTo("input[0].role");
+    assertThat(error("\"input\":[{\"role\":\"user\"}]").param()).isEqualTo("input[0].content");
+    assertThat(error("\"input\":{\"role\":\"user\"}").param()).isEqualTo("input");
+  }
+
+  /**
+   * _construct_message_from_response_item: an assistant item keeps its first part's text only (ResponseOutputMessage
+   * .content[0].text, or the dict form's .get("text", "")).
+   */
+  @Test
+  void anAssistantItemKeepsItsFirstPartsText() throws Exception {
+    List<Map<String, Object>> m = messages("\"input\":[{\"type\":\"message\",\"role\":\"assistant\",\"content\":["
+        + "{\"type\":\"output_text\",\"text\":\"one\"},{\"type\":\"output_text\",\"text\":\"two\"}]},"
+        + "{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\",\"content\":[]}]");
+    assertThat(m.get(0)).isEqualTo(Map.of("role", "assistant", "content", "one"));
+    assertThat(m.get(2)).isEqualTo(Map.of("role", "assistant", "content", ""));
+  }
+
+  /**
+   * _construct_message_from_response_item, ResponseFunctionToolCall: a call joins the assistant message before it
+   * (appending to its tool_calls), else starts one; a namespaced call is named namespace__name.
+   */
+  @Test
+  void functionCallsMergeIntoThePrecedingAssistantMessage() throws Exception {
+    List<Map<String, Object>> m = messages("\"input\":[{\"role\":\"user\",\"content\":\"q\"},"
+        + "{\"role\":\"assistant\",\"content\":\"calling\"},"
+        + "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"{}\"},"
+        + "{\"type\":\"function_call\",\"call_id\":\"c2\",\"name\":\"g\",\"namespace\":\"crm\",\"arguments\":\"{}\"}]");
+    assertThat(m).hasSize(2);
+    assertThat(m.get(1).get("content")).isEqualTo("calling");
+    assertThat(m.get(1).get("tool_calls")).isEqualTo(List.of(
+        Map.of("id", "c1", "type", "function", "function", Map.of("name", "f", "arguments", "{}")),
+        Map.of("id", "c2", "type", "function", "function", Map.of("name", "crm__g", "arguments", "{}"))));
+    List<Map<String, Object>> alone = messages("\"input\":[{\"type\":\"function_call\",\"call_id\":\"c1\","
+        + "\"name\":\"f\",\"arguments\":\"{}\"}]");
+    assertThat(alone.get(0)).containsOnlyKeys("role", "tool_calls");
+    assertThat(error("\"input\":[{\"type\":\"function_call\",\"name\":\"f\",\"arguments\":\"{}\"}]").param())
+        .isEqualTo("input[0].call_id");
+  }
+
+  /** _construct_message_from_response_item, function_call_output: a tool message with the call's id. */
+  @Test
+  void aFunctionCallOutputIsAToolMessage() throws Exception {
+    assertThat(messages("\"input\":[{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"21C\"}]"))
+        .containsExactly(Map.of("role", "tool", "content", "21C", "tool_call_id", "c1"));
+  }
+
+  /**
+   * _construct_message_from_response_item, ResponseReasoningItem: its first content text (else first summary text)
+   * becomes the assistant's reasoning, merged into the assistant message before it when that has none; encrypted
+   * reasoning is refused as vLLM refuses it.
+   */
+  @Test
+  void reasoningBecomesTheAssistantsReasoningAndTheNextItemsJoinIt() throws Exception {
+    List<Map<String, Object>> m = messages("\"input\":[{\"role\":\"user\",\"content\":\"q\"},"
+        + "{\"type\":\"reasoning\",\"summary\":[{\"type\":\"summary_text\",\"text\":\"sum\"}],"
+        + "\"content\":[{\"type\":\"reasoning_text\",\"text\":\"think\"}]},"
+        + "{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"a\"}]},"
+        + "{\"type\":\"function_call\",\"call_id\":\"c\",\"name\":\"f\",\"arguments\":\"{}\"},"
+        + "{\"type\":\"reasoning\",\"summary\":[{\"type\":\"summary_text\",\"text\":\"only summary\"}]}]");
+    assertThat(m).hasSize(3);
+    assertThat(m.get(1)).containsKeys("tool_calls").containsEntry("reasoning", "think").containsEntry("content", "a");
+    assertThat(m.get(2)).isEqualTo(Map.of("role", "assistant", "reasoning", "only summary"));
+    assertThat(error("\"input\":[{\"type\":\"reasoning\",\"summary\":[],\"encrypted_content\":\"gAAA\"}]").message())
+        .isEqualTo("Encrypted content is not supported.");
+  }
+
+  /** should_continue_final_message and build_chat_params: a partial last message is continued, not answered. */
+  @Test
+  void aPartialLastMessageIsContinued() throws Exception {
+    ChatPrompt p = parse("\"input\":[{\"role\":\"user\",\"content\":\"q\"},{\"type\":\"message\",\"role\":"
+        + "\"assistant\",\"status\":\"incomplete\",\"content\":[{\"type\":\"output_text\",\"text\":\"An\"}]}]").chat();
+    assertThat(p.continueFinalMessage()).isTrue();
+    assertThat(p.addGenerationPrompt()).isFalse();
+    ChatPrompt done = parse("\"input\":[{\"role\":\"user\",\"content\":\"q\",\"status\":\"completed\"}]").chat();
+    assertThat(done.continueFinalMessage()).isFalse();
+    assertThat(done.addGenerationPrompt()).isTrue();
+  }
+
+  /**
+   * construct_tool_dicts and convert_tool_responses_to_completions_format: function tools become chat tools
+   * (FunctionTool.model_dump re-validated as FunctionDefinition), namespaced ones flattened, other types dropped;
+   * check_tool_usage defaults the choice to "none" without tools and refuses what it cannot meet.
+   */
+  @Test
+  void functionToolsBecomeChatToolsAndOthersAreDropped() throws Exception {
+    ChatPrompt p = parse("\"input\":\"hi\",\"tools\":[{\"type\":\"function\",\"name\":\"f\",\"strict\":true,"
+        + "\"x\":1},{\"type\":\"web_search\"},{\"type\":\"namespace\",\"name\":\"crm\",\"description\":\"d\","
+        + "\"tools\":[{\"type\":\"function\",\"name\":\"g\"}]}],\"tool_choice\":{\"type\":\"function\","
+        + "\"name\":\"crm__g\"}").chat();
+    assertThat(p.tools()).hasSize(2);
+    assertThat(p.tools().get(0)).containsOnlyKeys("type", "function");
+    assertThat(List.copyOf(((Map<?, ?>) p.tools().get(0).get("function")).keySet())).isEqualTo(List.of("name",
+        "description", "parameters", "strict", "defer_loading", "x"));
+    assertThat(((Map<?, ?>) p.tools().get(1).get("function")).get("name")).isEqualTo("crm__g");
+    assertThat(parse("\"input\":\"hi\"").chat().toolChoice()).isEqualTo("none");
+    assertThat(error("\"input\":\"hi\",\"tool_choice\":\"required\"").message())
+        .isEqualTo("Tool choice 'required' must be specified with 'tools' parameter.");
+    assertThat(error("\"input\":\"hi\",\"tools\":[{\"type\":\"function\",\"name\":\"f\"}],\"tool_choice\":"
+        + "{\"type\":\"function\",\"name\":\"nope\"}").param()).isEqualTo("tool_choice");
+  }
+
+  /**
+   * build_chat_params and build_tok_params: reasoning.effort sets reasoning_effort and (unless the client set it)
+   * enable_thinking; chat_template_kwargs pass on; truncation "auto" truncates to the context; the rendered text is
+   * tokenized with special tokens (TokenizeParams' default).
+   */
+  @Test
+  void reasoningKwargsAndTruncationFollowBuildChatAndTokParams() throws Exception {
+    ChatPrompt p = parse("\"input\":\"hi\",\"reasoning\":{\"effort\":\"none\"},\"truncation\":\"auto\"").chat();
+    assertThat(p.reasoningEffort()).isEqualTo("none");
+    assertThat(p.chatTemplateKwargs()).containsEntry("enable_thinking", false);
+    assertThat(p.truncatePromptTokens()).isEqualTo(-1);
+    assertThat(p.addSpecialTokens()).isTrue();
+    ChatPrompt own = parse("\"input\":\"hi\",\"reasoning\":{\"effort\":\"high\"},"
+        + "\"chat_template_kwargs\":{\"enable_thinking\":false}").chat();
+    assertThat(own.chatTemplateKwargs()).containsEntry("enable_thinking", false);
+    assertThat(parse("\"input\":\"hi\",\"truncation\":\"disabled\"").chat().truncatePromptTokens()).isNull();
+    assertThat(error("\"input\":\"hi\",\"truncation\":\"left\"").param()).isEqualTo("truncation");
+  }
+
+  /**
+   * input_image parts: read like chat's image parts (payload hashed, not kept), so the multimodal path applies;
+   * media in an assistant item never reaches the prompt (only the first part's text does) and is not an item.
+   */
+  @Test
+  void imagePartsAreMediaItemsLikeChatsExceptInAssistantItems() throws Exception {
+    InferenceRequest r = parse("\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"see\"},"
+        + "{\"type\":\"input_image\",\"image_url\":\"https://example.com/a.png\"}]},{\"type\":\"message\",\"role\":"
+        + "\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"ok\"},{\"type\":\"input_image\","
+        + "\"image_url\":\"https://example.com/b.png\"}]}]");
+    assertThat(r.multimodal()).hasSize(1);
+    assertThat(r.multimodal().get(0).modality()).isEqualTo(MultimodalItem.Modality.IMAGE);
+    assertThat(r.chat().messages().get(0).toString()).doesNotContain("example.com");
+  }
+
+  /** What vLLM does not translate, or keeps on the worker, is not guessed: routed by load with its reason. */
+  @Test
+  void storedConversationsAndUntranslatedItemsAreNotReproduced() throws Exception {
+    assertThat(parse("\"input\":\"more\",\"previous_response_id\":\"resp_1\"").unreproducible())
+        .isEqualTo(InferenceRequest.RESPONSES_STORED);
+    assertThat(parse("\"input\":[{\"type\":\"item_reference\",\"id\":\"msg_1\"}]").unreproducible())
+        .isEqualTo(InferenceRequest.RESPONSES_ITEM);
+    assertThat(parse("\"input\":[{\"type\":\"web_search_call\",\"id\":\"ws\",\"status\":\"completed\"}]")
+        .unreproducible()).isEqualTo(InferenceRequest.RESPONSES_ITEM);
+    assertThat(parse("\"input\":[{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"refusal\","
+        + "\"refusal\":\"no\"}]}]").unreproducible()).isEqualTo(InferenceRequest.RESPONSES_ITEM);
+    assertThat(parse("\"input\":\"x\",\"previous_input_messages\":[{\"role\":\"user\"}]").unreproducible())
+        .isEqualTo(InferenceRequest.RESPONSES_PREVIOUS_INPUT);
+    assertThat(parse("\"input\":[{\"type\":\"reasoning\",\"summary\":[],\"content\":[{\"type\":\"reasoning_text\","
+        + "\"text\":\"t\"}]},{\"role\":\"user\",\"content\":\"q\"}]").unreproducible())
+        .as("a reasoning item's parts are not content parts").isNull();
+  }
+}
