@@ -7,7 +7,9 @@ import java.nio.charset.StandardCharsets;
  * Finds {@code usage.prompt_tokens} and {@code usage.prompt_tokens_details.cached_tokens} in an OpenAI response
  * as its bytes stream past, without buffering it: a JSON body, or an SSE stream whose final chunk carries the
  * usage (clients ask for it with {@code stream_options.include_usage}). The last occurrence wins, so engines
- * that report usage on every chunk give the final count.
+ * that report usage on every chunk give the final count. The Responses API names them {@code input_tokens} and
+ * {@code input_tokens_details.cached_tokens}, in the response object or, streamed, in the {@code response} of its
+ * {@code response.completed} event (vLLM's {@code ResponseUsage}); both spellings count.
  *
  * <p>A small structural scanner rather than a parser: it tracks strings (with escapes), nesting depth and the
  * last object key, and matches only the three key names at the right depths (the usage object must be a member
@@ -21,11 +23,18 @@ public final class UsageScanner {
       "usage".getBytes(StandardCharsets.US_ASCII),
       "prompt_tokens_details".getBytes(StandardCharsets.US_ASCII),
       "cached_tokens".getBytes(StandardCharsets.US_ASCII),
-      "prompt_tokens".getBytes(StandardCharsets.US_ASCII)};
+      "prompt_tokens".getBytes(StandardCharsets.US_ASCII),
+      "response".getBytes(StandardCharsets.US_ASCII),
+      "input_tokens_details".getBytes(StandardCharsets.US_ASCII),
+      "input_tokens".getBytes(StandardCharsets.US_ASCII)};
   private static final int USAGE = 0;
   private static final int DETAILS = 1;
   private static final int CACHED = 2;
   private static final int PROMPT = 3;
+  private static final int RESPONSE = 4;
+  /** The Responses API's names for {@link #DETAILS} and {@link #PROMPT}; {@link #matched} reads them as those. */
+  private static final int INPUT_DETAILS = 5;
+  private static final int INPUT = 6;
   private static final int NONE = -1;
   private static final int ALL_KEYS = (1 << KEYS.length) - 1;
 
@@ -40,6 +49,8 @@ public final class UsageScanner {
   private int depth;
   private int usageDepth = -1;
   private int detailsDepth = -1;
+  /** Depth of a top-level {@code response} object: a Responses stream's final event carries the usage in it. */
+  private int responseDepth = -1;
   private boolean inNumber;
   private long number;
   private int numberDigits;
@@ -128,7 +139,9 @@ public final class UsageScanner {
       case '{' -> {
         int k = valueKey();
         depth++;
-        if (k == USAGE && depth == 2) {
+        if (k == RESPONSE && depth == 2) {
+          responseDepth = depth;
+        } else if (k == USAGE && (depth == 2 || (responseDepth > 0 && depth == responseDepth + 1))) {
           usageDepth = depth;
         } else if (k == DETAILS && usageDepth > 0 && depth == usageDepth + 1) {
           detailsDepth = depth;
@@ -147,6 +160,9 @@ public final class UsageScanner {
         if (depth == usageDepth) {
           usageDepth = -1;
           detailsDepth = -1;
+        }
+        if (depth == responseDepth) {
+          responseDepth = -1;
         }
         depth = Math.max(0, depth - 1);
         pendingKey = NONE;
@@ -180,7 +196,7 @@ public final class UsageScanner {
   private int matched() {
     for (int k = 0; k < KEYS.length; k++) {
       if ((keyMask & (1 << k)) != 0 && KEYS[k].length == keyPos) {
-        return k;
+        return k == INPUT_DETAILS ? DETAILS : k == INPUT ? PROMPT : k;
       }
     }
     return NONE;

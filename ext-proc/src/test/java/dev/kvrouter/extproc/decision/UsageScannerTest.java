@@ -37,6 +37,39 @@ class UsageScannerTest {
 
       """;
 
+  /** vLLM's {@code ResponsesResponse} (responses/protocol.py) with openai's {@code ResponseUsage}, not streamed. */
+  static final String RESPONSES_BODY = """
+      {"id":"resp_0a1b2c3d","created_at":1,"incomplete_details":null,"instructions":"Be brief.","metadata":null,\
+      "model":"m","object":"response","output":[{"id":"msg_1","content":[{"annotations":[],\
+      "text":"{\\"usage\\":{\\"input_tokens_details\\":{\\"cached_tokens\\":7}}}","type":"output_text",\
+      "logprobs":null}],"role":"assistant","status":"completed","type":"message"}],"parallel_tool_calls":true,\
+      "temperature":1.0,"tool_choice":"auto","tools":[],"top_p":1.0,"background":false,"max_output_tokens":16,\
+      "previous_response_id":null,"reasoning":null,"service_tier":"auto","status":"completed","text":null,\
+      "truncation":"disabled","usage":{"input_tokens":300,"input_tokens_details":{"cached_tokens":256},\
+      "output_tokens":5,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":305},"user":null}""";
+
+  /**
+   * A streamed Responses answer: {@code response.created} (usage null), text deltas, and {@code response.completed}
+   * whose {@code response} carries the usage (vLLM's {@code ResponseCompletedEvent}).
+   */
+  static final String RESPONSES_SSE = """
+      event: response.created
+      data: {"response":{"id":"resp_1","object":"response","output":[],"status":"in_progress","usage":null},\
+      "sequence_number":0,"type":"response.created"}
+
+      event: response.output_text.delta
+      data: {"content_index":0,"delta":"{\\"response\\":{\\"usage\\":{\\"input_tokens\\":9}}}",\
+      "item_id":"msg_1","output_index":0,"sequence_number":3,"type":"response.output_text.delta","logprobs":[]}
+
+      event: response.completed
+      data: {"response":{"id":"resp_1","object":"response","output":[{"id":"msg_1","content":[{"annotations":[],\
+      "text":"x","type":"output_text","usage":{"input_tokens":1}}],"role":"assistant","status":"completed",\
+      "type":"message"}],"status":"completed","usage":{"input_tokens":2100,"input_tokens_details":\
+      {"cached_tokens":2048},"output_tokens":8,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":2108}},\
+      "sequence_number":9,"type":"response.completed"}
+
+      """;
+
   static UsageScanner scan(String body, int... cuts) {
     byte[] b = body.getBytes(StandardCharsets.UTF_8);
     UsageScanner s = new UsageScanner();
@@ -65,8 +98,22 @@ class UsageScannerTest {
   }
 
   @Test
+  void responsesApiUsageNotStreamedAndStreamed() {
+    UsageScanner s = scan(RESPONSES_BODY);
+    assertThat(s.cachedTokens()).isEqualTo(256);
+    assertThat(s.promptTokens()).isEqualTo(300);
+    UsageScanner streamed = scan(RESPONSES_SSE);
+    assertThat(streamed.cachedTokens()).isEqualTo(2048);
+    assertThat(streamed.promptTokens()).isEqualTo(2100);
+    // only a top-level object's `response` member carries it, one level down
+    assertThat(scan("{\"x\":{\"response\":{\"usage\":{\"input_tokens\":5}}}}").promptTokens()).isEqualTo(-1);
+    assertThat(scan("{\"response\":{\"x\":{\"usage\":{\"input_tokens\":5}}}}").promptTokens()).isEqualTo(-1);
+    assertThat(scan("{\"response\":{\"usage\":{\"input_tokens\":5}}}").promptTokens()).isEqualTo(5);
+  }
+
+  @Test
   void everySplitPointGivesTheSameAnswer() {
-    for (String body : List.of(JSON_BODY, SSE_BODY)) {
+    for (String body : List.of(JSON_BODY, SSE_BODY, RESPONSES_BODY, RESPONSES_SSE)) {
       int n = body.getBytes(StandardCharsets.UTF_8).length;
       long expected = scan(body).cachedTokens();
       for (int cut = 0; cut <= n; cut++) {
