@@ -20,6 +20,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -69,6 +70,15 @@ public class RoutingBench {
   @Param({"kv_aware", "round_robin", "least_load"})
   public String policy;
 
+  /**
+   * Whether the router asks, per candidate, if every Envoy holds the worker's cluster ({@code EnvoyClusters#holds}:
+   * one volatile read and a set lookup by worker name; here the same read over a set holding the whole fleet), as it
+   * does in a process that serves xDS; {@code false} is a process without xDS.
+   */
+  @Param({"false", "true"})
+  public boolean envoyGate;
+
+  volatile Set<String> held;
   Router router;
   LoadLedger ledger;
   RouteRequest request;
@@ -106,12 +116,14 @@ public class RoutingBench {
       }
     }
     registry.replace(fleet);
+    held = Set.copyOf(fleet.stream().map(Worker::name).toList());
     PrefixOverlapSource source = blockHashes -> id -> overlaps.getOrDefault(id, Overlap.NONE);
     router = Router.builder(registry)
         .config(new RoutingConfig(ModelRouting.defaults(policy), Map.of(), BLOCK, 256, 1024))
         .overlaps(source)
         .load(new LoadTracker(ledger, ScrapedLoadSource.NONE, System::nanoTime, TimeUnit.SECONDS.toNanos(2)))
         .health(new WorkerHealth(System::nanoTime, 3, 5, TimeUnit.SECONDS.toNanos(30)))
+        .inEnvoy(envoyGate ? w -> held.contains(w.name()) : w -> true)
         .build();
     request = new RouteRequest("bench", new InferenceRequest(InferenceRequest.Kind.CHAT, "m", true, null, 256),
         RouteRequest.tenantPseudonym("tenant"), null, null, new PromptInfo(PROMPT_BLOCKS * BLOCK, BLOCK, hashes), null, 0, null);
