@@ -4,6 +4,7 @@ import dev.kvrouter.extproc.decision.DecisionLog;
 import dev.kvrouter.extproc.decision.DecisionMetrics;
 import dev.kvrouter.extproc.decision.DecisionTracker;
 import dev.kvrouter.extproc.load.LoadLedger;
+import dev.kvrouter.extproc.replicas.EnvoyGate;
 import dev.kvrouter.extproc.replicas.ReplicaSync;
 import dev.kvrouter.extproc.replicas.ZmqReplicaLink;
 import dev.kvrouter.extproc.load.LoadMetrics;
@@ -129,6 +130,9 @@ public final class KvrouterRuntime implements AutoCloseable {
   private AdminServer admin;
   private LoadLedger ledger;
   private ZmqReplicaLink replicaLink;
+  private ReplicaSync replicaSync;
+  /** Which workers every Envoy known here or to another replica holds; the router reads it (null in xds mode). */
+  private EnvoyGate envoyGate;
   private MetricsScraper scraper;
   private DecisionTracker tracker;
   /** Filled by the tracker's usage reports and the event plane's stale transitions; read by the router. */
@@ -184,10 +188,12 @@ public final class KvrouterRuntime implements AutoCloseable {
       io.micrometer.core.instrument.Gauge.builder("kvrouter.xds.streams", server, XdsServer::openStreams)
           .description("xDS streams open: one per connected Envoy (ADS)")
           .register(metrics);
-      io.micrometer.core.instrument.Gauge.builder("kvrouter.workers.not.in.envoy", server.envoyClusters(),
-              c -> c.missing(registry.current()).size())
-          .description("workers some Envoy on this xDS server does not hold yet; routed to once every one does")
-          .register(metrics);
+      if (!mode.extProc()) {
+        io.micrometer.core.instrument.Gauge.builder("kvrouter.workers.not.in.envoy", server.envoyClusters(),
+                c -> c.missing(registry.current()).size())
+            .description("workers some Envoy on this xDS server does not hold yet")
+            .register(metrics);
+      }
       io.micrometer.core.instrument.Gauge.builder("kvrouter.xds.envoys", server.envoyClusters(),
               EnvoyClusters::envoys)
           .description("Envoys whose clusters are known: on an xDS stream now, or closed within the last minute")
@@ -206,7 +212,29 @@ public final class KvrouterRuntime implements AutoCloseable {
       var rl = config.routing().load();
       ledger = new LoadLedger(System::nanoTime, TimeUnit.SECONDS.toNanos(rl.reservationTtlSeconds()),
           rl.maxReservations());
+      EnvoyClusters own = xds == null ? null : xds.envoyClusters();
+      envoyGate = new EnvoyGate(own == null ? null : () -> {
+        EnvoyClusters.Holding h = own.holding();
+        return new EnvoyGate.View(h.envoys(), h.workers());
+      }, registry::current);
       overlaps = startReplicas(overlaps); // before the request path and the router take the overlaps
+      if (own != null) {
+        EnvoyGate gate = envoyGate;
+        ReplicaSync sync = replicaSync;
+        own.onChange(() -> {
+          gate.ownChanged();
+          if (sync != null) {
+            sync.sendEnvoys();
+          }
+        });
+        gate.ownChanged(); // what the Envoys acknowledged before the listener was there
+      }
+      EnvoyGate gate = envoyGate;
+      io.micrometer.core.instrument.Gauge.builder("kvrouter.workers.not.in.envoy", gate,
+              g -> g.missing(registry.current()).size())
+          .description("workers some Envoy does not hold yet (one on this xDS server, or one another router replica "
+              + "knows); routed to once every one does")
+          .register(metrics);
       var t = config.tenancy();
       SaltKey key = SaltKey.load(t.secretFile() == null ? null : baseDir.resolve(t.secretFile()), t.secretEnv(),
           System::getenv);
@@ -350,7 +378,8 @@ public final class KvrouterRuntime implements AutoCloseable {
     replicaLink = new ZmqReplicaLink(rc.bind(), rc.peers(), rc.maxQueued(),
         java.time.Duration.ofMillis(rc.resolveIntervalMs()));
     ReplicaSync sync = new ReplicaSync(new java.security.SecureRandom().nextLong(), ledger, overlaps, replicaLink,
-        System::nanoTime, TimeUnit.MILLISECONDS.toNanos(rc.peerTimeoutMs()));
+        System::nanoTime, TimeUnit.MILLISECONDS.toNanos(rc.peerTimeoutMs()), envoyGate);
+    replicaSync = sync;
     try {
       replicaLink.start(sync);
     } catch (InterruptedException e) {
@@ -373,8 +402,8 @@ public final class KvrouterRuntime implements AutoCloseable {
     io.micrometer.core.instrument.Gauge.builder("kvrouter.replicas.peers", sync, ReplicaSync::peerCount)
         .description("other router replicas heard from within replicas.peer_timeout_ms")
         .register(metrics);
-    log.info("router replica {}: sharing reservations and predictions on {} with {}", Long.toHexString(
-        sync.replica()), rc.bind(), rc.peers());
+    log.info("router replica {}: sharing reservations, predictions{} on {} with {}", Long.toHexString(
+        sync.replica()), envoyGate.servesXds() ? " and what its Envoys hold" : "", rc.bind(), rc.peers());
     return sync.sharing(overlaps);
   }
 
@@ -410,6 +439,7 @@ public final class KvrouterRuntime implements AutoCloseable {
       health.retain(names);
       loadMetrics.fleetChanged(fleet);
       decisionMetrics.retain(fleet.all());
+      envoyGate.fleetChanged();
     };
     registry.addListener(fleetListener);
     Router router = Router.builder(registry)
@@ -420,7 +450,7 @@ public final class KvrouterRuntime implements AutoCloseable {
         .load(load)
         .health(health)
         .staleViewTrust(staleViewTrust)
-        .inEnvoy(xds == null ? w -> true : xds.envoyClusters()::holds)
+        .inEnvoy(envoyGate::holds)
         .build();
     tracker = new DecisionTracker(ledger, health, staleViewTrust,
         DecisionLog.toLogger(r.decisionLog().maxCandidates(), r.decisionLog().enabled()),
@@ -566,6 +596,11 @@ public final class KvrouterRuntime implements AutoCloseable {
     return xds;
   }
 
+  /** Which workers every Envoy known here or to another replica holds (null when this process routes nothing). */
+  public EnvoyGate envoyGate() {
+    return envoyGate;
+  }
+
   /** The Prometheus text the admin server's /metrics serves. */
   public String metricsText() {
     return metrics.scrape();
@@ -597,6 +632,9 @@ public final class KvrouterRuntime implements AutoCloseable {
     if (extProc != null) {
       extProc.close();
       extProc = null;
+    }
+    if (xds != null) {
+      xds.envoyClusters().onChange(() -> { }); // no router, no replica link to tell any more
     }
     if (replicaLink != null) {
       replicaLink.close();

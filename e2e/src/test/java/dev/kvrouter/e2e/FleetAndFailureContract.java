@@ -2,6 +2,8 @@ package dev.kvrouter.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvrouter.dist.KvrouterConfig;
+import dev.kvrouter.dist.KvrouterRuntime;
 import dev.kvrouter.examples.envoy.EnvoyProcess;
 import dev.kvrouter.examples.fake.FakeWorker;
 import java.net.URI;
@@ -9,6 +11,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -67,6 +70,68 @@ abstract class FleetAndFailureContract {
       assertThat(served).containsOnlyKeys("w1", "w2", "w3");
       assertThat(w4.served()).isZero();
       assertThat(stack.routerMetrics()).contains("kvrouter_workers_not_in_envoy 1.0");
+    }
+  }
+
+  /**
+   * The same with two router replicas in {@code all} mode behind the Envoy: its xDS stream goes to replica A only,
+   * its ext_proc requests to both. B's own xDS server hears no Envoy, so before the replicas shared what their
+   * Envoys hold, B routed to w4 as soon as it read workers.yaml (with envoy.yaml Envoy answered those 503, with
+   * envoy-original-dst.yaml they reached a worker Envoy had never been told of). Now B holds w4 back on A's word.
+   */
+  @Test
+  void aWorkerAddedWhileEnvoyIsCutOffFromXdsIsNotRoutedToByAReplicaWithoutItsStream() throws Exception {
+    int secondPort = EnvoyProcess.freeLoopbackPort();
+    int[] sync = {EnvoyProcess.freeLoopbackPort(), EnvoyProcess.freeLoopbackPort()};
+    try (Stack stack = new Stack(envoyConfig(), 3, 0, new Stack.Options(RouterReplicasE2eTest.replicasYaml(sync[0],
+            sync[1]), Map.of(), y -> RouterReplicasE2eTest.withSecondReplica(y, secondPort)));
+        FakeWorker w4 = new FakeWorker("w4", Stack.MODEL, 0).start("127.0.0.1", 0);
+        KvrouterRuntime second = KvrouterRuntime.start(KvrouterConfig.parse(String.format(
+            "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: %s}%n"
+                + "workers: {file: workers.yaml, poll_interval_ms: 100}%n"
+                + "routing: {policy: round_robin}%n"
+                + "observability: {log_level: info}%n%s",
+            secondPort, EnvoyProcess.freeLoopbackPort(), EnvoyProcess.freeLoopbackPort(),
+            envoyConfig().contains("original-dst") ? "FULL_DUPLEX_STREAMED" : "BUFFERED",
+            RouterReplicasE2eTest.replicasYaml(sync[1], sync[0])), "e2e-replica-b"),
+            stack.dir, KvrouterRuntime.Mode.ALL)) {
+      stack.envoy.awaitAdmin("/clusters", body -> RouterReplicasE2eTest.healthy(body, secondPort),
+          Duration.ofSeconds(20));
+      Await.until("B knows what A's Envoy holds", Duration.ofSeconds(10),
+          () -> second.envoyGate().peersKnowingEnvoys() == 1);
+      assertThat(second.xds().envoyClusters().envoys()).as("no Envoy on B's own xDS server").isZero();
+      stack.runtime.xds().close();
+      List<FakeWorker> fleet = new ArrayList<>(stack.workers.values());
+      fleet.add(w4);
+      stack.writeWorkers(fleet);
+      for (KvrouterRuntime rt : List.of(stack.runtime, second)) {
+        Await.until("the replica's fleet has w4", Duration.ofSeconds(10), () -> {
+          rt.watcher().poll();
+          return rt.registry().current().get("w4") != null;
+        });
+      }
+      List<KvrouterRuntime> replicas = List.of(stack.runtime, second);
+      long[] before = replicas.stream().mapToLong(rt -> rt.extProc().inFlight().claimed()).toArray();
+      Map<String, Integer> served = new HashMap<>();
+      List<Integer> statuses = new ArrayList<>();
+      for (int i = 0; i < 24; i++) {
+        HttpResponse<String> r = stack.post("/v1/completions", Stack.completion("r" + i, false, 1), Map.of());
+        statuses.add(r.statusCode());
+        served.merge(r.headers().firstValue(FakeWorker.SERVED_BY).orElse("none (" + r.statusCode() + ")"), 1,
+            Integer::sum);
+      }
+      Await.until("both replicas' decisions end", Duration.ofSeconds(15),
+          () -> replicas.stream().allMatch(rt -> rt.extProc().inFlight().pending() == 0));
+      long[] share = new long[2];
+      for (int i = 0; i < 2; i++) {
+        share[i] = replicas.get(i).extProc().inFlight().claimed() - before[i];
+      }
+      String seen = "statuses " + statuses + ", served " + served + ", routed by A and B " + Arrays.toString(share);
+      assertThat(share).as(seen).doesNotContain(0L);
+      assertThat(statuses).as(seen).containsOnly(200);
+      assertThat(served).as(seen).containsOnlyKeys("w1", "w2", "w3");
+      assertThat(w4.served()).isZero();
+      assertThat(second.metricsText()).contains("kvrouter_workers_not_in_envoy 1.0");
     }
   }
 

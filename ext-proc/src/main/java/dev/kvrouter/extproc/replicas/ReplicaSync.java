@@ -5,14 +5,19 @@ import dev.kvrouter.extproc.load.Reservation;
 import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.index.media.MediaIdentities;
+import dev.kvrouter.xds.registry.WorkerSet;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
@@ -52,8 +57,12 @@ import org.slf4j.LoggerFactory;
  * released {@code [3, r, id]}, predicted {@code [4, r, worker, dpRank, hashes]}, heartbeat {@code [5, r]}, sync
  * request {@code [6, r]}, turns {@code [7, r, [worker, dpRank, turn, ...]]} (every worker's last turn, sent with
  * the reservations still held to a replica heard for the first time, in messages of up to {@link
- * #TURNS_PER_MESSAGE} workers); hashes as one binary of 8-byte big-endian values, at most {@link #MAX_HASHES} (so
- * that no message exceeds {@link #MAX_MESSAGE_BYTES}). A reservation carries its decision's
+ * #TURNS_PER_MESSAGE} workers), Envoys {@code [8, r, envoys, [worker, ...]]} (what the Envoys on this replica's xDS
+ * server hold, {@link EnvoyGate}: how many it knows, 0 for none, and the workers every one of them holds; sent by a
+ * replica that serves xDS when that changes, with every heartbeat and to a replica heard for the first time, the
+ * names within {@link #MAX_ENVOY_VIEW_BYTES}); hashes as one binary of 8-byte big-endian values, at most {@link
+ * #MAX_HASHES} (so that no message exceeds {@link #MAX_MESSAGE_BYTES}). A replica of before the Envoys message
+ * counts it as a kind it does not know, changes nothing and keeps routing as before. A reservation carries its decision's
  * prediction (the receiver records both from the one message, the prediction first); a separate prediction is
  * sent only for a decision the ledger did not account. The turn ({@link Reservation#turn()}) and the prompt's
  * size came later: a reservation without them (eight fields, from a replica of before) takes the receiver's next
@@ -71,12 +80,13 @@ public final class ReplicaSync {
   static final int HEARTBEAT = 5;
   static final int SYNC_REQUEST = 6;
   static final int TURNS = 7;
+  static final int ENVOYS = 8;
 
   /**
    * The largest message a replica sends, and so the most the link reads of one ({@link ZmqReplicaLink}): bounded
    * by the largest reservation, {@link #MAX_HASHES} hashes of 8 bytes (8 MiB), and the largest turns message,
    * {@link #TURNS_PER_MESSAGE} workers of at most 16 bytes besides their names (under 1 MiB with names of 200
-   * bytes). The rest is room for worker names no fleet has, far below what would hurt the heap.
+   * bytes), or the Envoys message, {@link #MAX_ENVOY_VIEW_BYTES} of names. The rest is room for worker names no fleet has, far below what would hurt the heap.
    */
   public static final int MAX_MESSAGE_BYTES = 64 << 20;
   /**
@@ -86,6 +96,12 @@ public final class ReplicaSync {
   static final int MAX_HASHES = 1 << 20;
   /** Workers' turns per message: a fleet of any size is sent in messages of bounded size. */
   static final int TURNS_PER_MESSAGE = 4096;
+  /**
+   * The worker names an Envoys message lists at most, in bytes: over 150,000 workers of 100-character names (the
+   * longest workers.yaml takes). Past it the message lists the first names in sorted order, and the other replicas
+   * hold the rest back as if those Envoys lacked them (routed to there only when nothing else is eligible).
+   */
+  static final int MAX_ENVOY_VIEW_BYTES = 16 << 20;
 
   private final long replica;
   private final LoadLedger ledger;
@@ -93,6 +109,10 @@ public final class ReplicaSync {
   private final Consumer<byte[]> outbox;
   private final LongSupplier nanoClock;
   private final long peerTimeoutNanos;
+  private final EnvoyGate envoys;
+  /** Keeps the Envoys messages in the order their views were read: the xDS callbacks and the link thread send them. */
+  private final Object envoysSending = new Object();
+  private boolean envoysCapped;
   private final Map<Long, Peer> peers = new HashMap<>();
   /** {@code peers.size()} for other threads (metrics, tests). */
   private volatile int peerCount;
@@ -106,7 +126,13 @@ public final class ReplicaSync {
 
   /** Another replica as this one knows it: when it was last heard, and its reservations copied here by id. */
   private static final class Peer {
+    final long id;
     long lastSeenNanos;
+
+    Peer(long id) {
+      this.id = id;
+    }
+
     final Map<Long, Reservation> reservations = new HashMap<>();
   }
 
@@ -118,6 +144,16 @@ public final class ReplicaSync {
    */
   public ReplicaSync(long replica, LoadLedger ledger, PrefixOverlapSource overlaps, Consumer<byte[]> outbox,
       LongSupplier nanoClock, long peerTimeoutNanos) {
+    this(replica, ledger, overlaps, outbox, nanoClock, peerTimeoutNanos, new EnvoyGate(null, WorkerSet::empty));
+  }
+
+  /**
+   * @param envoys where the others' Envoys views go, and this replica's own comes from (sent only when it serves
+   *     xDS)
+   */
+  public ReplicaSync(long replica, LoadLedger ledger, PrefixOverlapSource overlaps, Consumer<byte[]> outbox,
+      LongSupplier nanoClock, long peerTimeoutNanos, EnvoyGate envoys) {
+    this.envoys = envoys;
     this.replica = replica;
     this.ledger = ledger;
     this.overlaps = overlaps;
@@ -177,6 +213,7 @@ public final class ReplicaSync {
    * left before this copy (the same queue keeps the order from here on).
    */
   private void resendOwn() {
+    sendEnvoys();
     sendTurns();
     ledger.forEachOwnLive(r -> {
       sendReserved(r);
@@ -257,9 +294,48 @@ public final class ReplicaSync {
     };
   }
 
-  /** Tells the others this replica is alive (its copies there are kept while it is heard from). */
+  /**
+   * Tells the others this replica is alive (its copies there are kept while it is heard from), and what its Envoys
+   * hold: messages get lost, and a view lost would otherwise stand until the next change.
+   */
   public void heartbeat() {
     send(packer -> packer.packArrayHeader(2).packInt(HEARTBEAT).packLong(replica));
+    sendEnvoys();
+  }
+
+  /**
+   * Tells the others what the Envoys on this replica's xDS server hold; nothing when it serves none. Any thread:
+   * call it when the view changes.
+   */
+  public void sendEnvoys() {
+    if (!envoys.servesXds()) {
+      return;
+    }
+    synchronized (envoysSending) {
+      EnvoyGate.View view = envoys.own();
+      List<byte[]> names = new ArrayList<>();
+      long bytes = 0;
+      for (String name : new TreeSet<>(view.workers())) {
+        byte[] b = name.getBytes(StandardCharsets.UTF_8);
+        bytes += b.length + (b.length < 32 ? 1 : b.length < 256 ? 2 : b.length < 65536 ? 3 : 5); // msgpack's header
+        if (bytes > MAX_ENVOY_VIEW_BYTES) {
+          if (!envoysCapped) {
+            envoysCapped = true;
+            log.warn("the workers every Envoy holds take over {} MiB: the other replicas are told the first {} of {} "
+                + "and hold the others back", MAX_ENVOY_VIEW_BYTES >> 20, names.size(), view.workers().size());
+          }
+          break;
+        }
+        names.add(b);
+      }
+      send(packer -> {
+        packer.packArrayHeader(4).packInt(ENVOYS).packLong(replica).packInt(view.envoys())
+            .packArrayHeader(names.size());
+        for (byte[] b : names) {
+          packer.packRawStringHeader(b.length).writePayload(b);
+        }
+      });
+    }
   }
 
   /**
@@ -291,7 +367,7 @@ public final class ReplicaSync {
     Peer peer = peers.get(from);
     if (peer == null) {
       // a replica heard for the first time: tell it what this one has in flight, and ask for its own
-      peer = new Peer();
+      peer = new Peer(from);
       peers.put(from, peer);
       resendOwn();
       send(packer -> packer.packArrayHeader(2).packInt(SYNC_REQUEST).packLong(replica));
@@ -367,6 +443,20 @@ public final class ReplicaSync {
           }
         };
       }
+      case ENVOYS -> {
+        int envoyCount = u.unpackInt();
+        int n = u.unpackArrayHeader();
+        // each name takes a byte at the least
+        if (envoyCount < 0 || n < 0 || n > in.left()) {
+          throw new IOException("Envoys view of " + envoyCount + " Envoys, " + n + " workers");
+        }
+        Set<String> workers = new HashSet<>();
+        for (int i = 0; i < n; i++) {
+          workers.add(in.string());
+        }
+        EnvoyGate.View view = new EnvoyGate.View(envoyCount, workers);
+        yield peer -> envoys.peer(peer.id, view);
+      }
       case HEARTBEAT -> peer -> { };
       case SYNC_REQUEST -> peer -> resendOwn();
       default -> null;
@@ -431,9 +521,11 @@ public final class ReplicaSync {
       p.reservations.values().removeIf(Reservation::released);
       if (now - p.lastSeenNanos > peerTimeoutNanos) {
         p.reservations.values().forEach(ledger::release);
-        log.warn("router replica {} silent for {} ms: released its {} copied reservations", Long.toHexString(
-            e.getKey()), peerTimeoutNanos / 1_000_000, p.reservations.size());
+        log.warn("router replica {} silent for {} ms: released its {} copied reservations; its Envoys hold no "
+            + "worker back any more", Long.toHexString(e.getKey()), peerTimeoutNanos / 1_000_000,
+            p.reservations.size());
         it.remove();
+        envoys.forget(e.getKey());
         dropped++;
         peersLost++;
       }

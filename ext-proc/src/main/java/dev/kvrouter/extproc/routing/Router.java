@@ -527,8 +527,9 @@ public final class Router {
     }
 
     /**
-     * Whether Envoy holds a worker's cluster yet ({@code EnvoyClusters#holds}); a worker it does not hold is routed
-     * to only when no other is eligible. Every worker by default (no xDS server in this process).
+     * Whether Envoy holds a worker's cluster yet ({@code EnvoyGate#holds}: every Envoy on this process's xDS server
+     * and on the other replicas'); a worker it does not hold is routed to only when no other is eligible. Every
+     * worker by default.
      */
     public Builder inEnvoy(Predicate<Worker> p) {
       this.inEnvoy = Objects.requireNonNull(p, "inEnvoy");

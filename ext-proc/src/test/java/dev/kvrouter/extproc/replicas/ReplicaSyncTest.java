@@ -8,10 +8,14 @@ import dev.kvrouter.extproc.load.Reservation;
 import dev.kvrouter.extproc.routing.Overlap;
 import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.xds.registry.Worker;
+import dev.kvrouter.xds.registry.WorkerSet;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessagePack;
@@ -19,6 +23,11 @@ import org.msgpack.core.MessagePack;
 class ReplicaSyncTest {
 
   static final WorkerId W = new WorkerId("w1", 0);
+  static final WorkerSet FLEET = new WorkerSet(1, List.of(worker("w1"), worker("w2"), worker("w3"), worker("w4")));
+
+  static Worker worker(String name) {
+    return Worker.simple(name, "10.0.0.1", 8000, "m");
+  }
   final AtomicLong now = new AtomicLong(1_000_000_000L);
 
   /** A replica: its ledger, the predictions its index recorded, and its sync. */
@@ -38,10 +47,26 @@ class ReplicaSyncTest {
     };
     final List<byte[]> outbox = new ArrayList<>();
     final ReplicaSync sync;
+    /** What this replica's Envoys hold, when it serves xDS. */
+    final AtomicReference<EnvoyGate.View> envoys = new AtomicReference<>(EnvoyGate.View.NONE);
+    final EnvoyGate gate;
 
     Replica(long id) {
-      sync = new ReplicaSync(id, ledger, index, outbox::add, now::get, TimeUnit.SECONDS.toNanos(3));
+      this(id, false);
+    }
+
+    /** @param xds whether it serves xDS, and so has Envoys of its own to tell the others of */
+    Replica(long id, boolean xds) {
+      gate = new EnvoyGate(xds ? envoys::get : null, () -> FLEET);
+      sync = new ReplicaSync(id, ledger, index, outbox::add, now::get, TimeUnit.SECONDS.toNanos(3), gate);
       ledger.setListener(sync.ledgerListener());
+    }
+
+    /** Its Envoys now hold {@code workers}, and it tells the others. */
+    void envoysHold(int envoyCount, String... workers) {
+      envoys.set(new EnvoyGate.View(envoyCount, Set.of(workers)));
+      gate.ownChanged();
+      sync.sendEnvoys();
     }
 
     /** Delivers what this replica sent to {@code other}. */
@@ -414,5 +439,144 @@ class ReplicaSyncTest {
     assertThat(b.sync.malformed()).isZero();
     assertThat(b.ledger.lastTurns()).isEqualTo(a.ledger.lastTurns());
     assertThat(b.predictions).containsExactly("w1:" + ReplicaSync.MAX_HASHES);
+  }
+
+  /**
+   * An Envoy's xDS stream goes to one replica, its ext_proc requests to all: the others hold back the workers that
+   * replica's Envoys do not hold yet, and let them in once they do. A view that knows no Envoy holds nothing back,
+   * and a replica without an xDS server (the ext-proc mode) has no view to send.
+   */
+  @Test
+  void whatOneReplicasEnvoysHoldGatesTheOthersRouting() throws Exception {
+    Replica a = new Replica(1, true);
+    Replica b = new Replica(2);
+    assertThat(b.gate.missing(FLEET)).as("no Envoy known anywhere").isEmpty();
+    a.envoysHold(1, "w1", "w2", "w3");
+    a.deliverTo(b);
+    assertThat(b.gate.missing(FLEET)).containsExactly("w4");
+    assertThat(b.gate.holds(worker("w1"))).isTrue();
+    assertThat(b.gate.peersKnowingEnvoys()).isEqualTo(1);
+    assertThat(b.outbox).as("B serves no xDS: it only asks A for what A has").extracting(ReplicaSyncTest::kind)
+        .containsExactly(ReplicaSync.SYNC_REQUEST);
+    b.outbox.clear();
+
+    a.envoysHold(2, "w1", "w2", "w3", "w4");
+    a.deliverTo(b);
+    assertThat(b.gate.missing(FLEET)).isEmpty();
+    a.envoysHold(0); // its Envoys gone (forgotten after a minute): they hold nothing back any more
+    a.deliverTo(b);
+    assertThat(b.gate.missing(FLEET)).isEmpty();
+    assertThat(b.gate.peersKnowingEnvoys()).isZero();
+    assertThat(b.sync.malformed()).isZero();
+  }
+
+  /** Every view that knows an Envoy has a say, this replica's own and each peer's; one knowing none has none. */
+  @Test
+  void aWorkerIsHeldWhenEveryViewThatKnowsAnEnvoyListsIt() {
+    AtomicReference<EnvoyGate.View> own = new AtomicReference<>(new EnvoyGate.View(1, Set.of("w1", "w2", "w4")));
+    EnvoyGate gate = new EnvoyGate(own::get, () -> FLEET);
+    assertThat(gate.missing(FLEET)).containsExactly("w3");
+    gate.peer(7, new EnvoyGate.View(2, Set.of("w1", "w2", "w3")));
+    gate.peer(8, EnvoyGate.View.NONE);
+    assertThat(gate.missing(FLEET)).containsExactly("w3", "w4");
+    own.set(EnvoyGate.View.NONE);
+    gate.ownChanged();
+    assertThat(gate.missing(FLEET)).containsExactly("w4");
+    gate.peer(8, new EnvoyGate.View(1, Set.of("w1")));
+    assertThat(gate.missing(FLEET)).containsExactly("w2", "w3", "w4");
+    gate.forget(7);
+    gate.forget(8);
+    assertThat(gate.missing(FLEET)).isEmpty();
+  }
+
+  /** A peer dropped for silence (crashed, or the link is down) no longer holds any worker back. */
+  @Test
+  void aSilentReplicasEnvoysNoLongerHoldWorkersBack() {
+    Replica a = new Replica(1, true);
+    Replica b = new Replica(2);
+    a.envoysHold(1, "w1", "w2", "w3");
+    a.deliverTo(b);
+    assertThat(b.gate.missing(FLEET)).containsExactly("w4");
+    now.addAndGet(TimeUnit.SECONDS.toNanos(2));
+    assertThat(b.sync.expireSilent()).isZero();
+    assertThat(b.gate.missing(FLEET)).containsExactly("w4");
+    now.addAndGet(TimeUnit.SECONDS.toNanos(2));
+    assertThat(b.sync.expireSilent()).isEqualTo(1);
+    assertThat(b.gate.missing(FLEET)).isEmpty();
+    assertThat(b.gate.peersKnowingEnvoys()).isZero();
+  }
+
+  /**
+   * The view is sent when it changes, and that message may be lost or go to a replica not listening yet: a replica
+   * heard for the first time is sent it with what is in flight, and every heartbeat carries it again.
+   */
+  @Test
+  void aReplicaHeardLateOrThatLostTheMessageLearnsWhatTheEnvoysHold() {
+    Replica a = new Replica(1, true);
+    a.envoysHold(1, "w1", "w2", "w3");
+    a.outbox.clear(); // nobody was listening
+    Replica b = new Replica(2);
+    b.sync.heartbeat();
+    b.deliverTo(a); // A hears B for the first time
+    a.deliverTo(b);
+    assertThat(b.gate.missing(FLEET)).containsExactly("w4");
+
+    a.envoysHold(1, "w1", "w2", "w3", "w4");
+    a.outbox.clear(); // lost
+    assertThat(b.gate.missing(FLEET)).containsExactly("w4");
+    a.sync.heartbeat();
+    a.deliverTo(b);
+    assertThat(b.gate.missing(FLEET)).isEmpty();
+  }
+
+  /**
+   * A view whose names take more than {@link ReplicaSync#MAX_ENVOY_VIEW_BYTES} lists the first of them, in order,
+   * within what the link reads; the other replicas hold the rest back, as if those Envoys lacked them.
+   */
+  @Test
+  void anEnvoysViewPastItsBytesListsTheFirstWorkersAndStaysWithinTheLink() {
+    Replica a = new Replica(1, true);
+    Replica b = new Replica(2);
+    String pad = "x".repeat(90);
+    int n = ReplicaSync.MAX_ENVOY_VIEW_BYTES / 95 + 1000;
+    Set<String> names = new java.util.HashSet<>();
+    for (int i = 0; i < n; i++) {
+      names.add(String.format("w%07d-%s", i, pad));
+    }
+    a.envoysHold(1, names.toArray(String[]::new));
+    assertThat(a.outbox).hasSize(1).allSatisfy(m -> assertThat(m.length).isLessThan(ReplicaSync.MAX_MESSAGE_BYTES)
+        .isGreaterThan(ReplicaSync.MAX_ENVOY_VIEW_BYTES - 1000));
+    a.deliverTo(b);
+    assertThat(b.sync.malformed()).isZero();
+    assertThat(b.gate.holds(worker(String.format("w%07d-%s", 0, pad)))).isTrue();
+    assertThat(b.gate.holds(worker(String.format("w%07d-%s", n - 1, pad)))).as("past the cap").isFalse();
+  }
+
+  /** An Envoys message claiming more names than it holds, or a negative count, is malformed and makes no peer. */
+  @Test
+  void aMalformedEnvoysMessageChangesNothing() throws Exception {
+    Replica b = new Replica(2);
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(4).packInt(ReplicaSync.ENVOYS).packLong(5).packInt(1).packArrayHeader(300_000_000)
+          .packString("w1");
+      b.sync.apply(p.toByteArray());
+    }
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(4).packInt(ReplicaSync.ENVOYS).packLong(6).packInt(-1).packArrayHeader(1).packString("w1");
+      b.sync.apply(p.toByteArray());
+    }
+    assertThat(b.sync.malformed()).isEqualTo(2);
+    assertThat(b.sync.peerCount()).isZero();
+    assertThat(b.gate.missing(FLEET)).isEmpty();
+    assertThat(b.outbox).isEmpty();
+  }
+
+  private static int kind(byte[] message) {
+    try (org.msgpack.core.MessageUnpacker u = MessagePack.newDefaultUnpacker(message)) {
+      u.unpackArrayHeader();
+      return u.unpackInt();
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
   }
 }

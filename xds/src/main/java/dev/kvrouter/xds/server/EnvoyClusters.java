@@ -44,7 +44,8 @@ import org.slf4j.LoggerFactory;
  * process published) has no say until it acknowledges.
  *
  * <p>Callbacks arrive on gRPC threads of many streams; they change state under this object's lock and publish an
- * immutable set of the fleet's clusters some Envoy lacks, which {@link #holds} only reads.
+ * immutable {@link Holding}, which {@link #holds} only reads. Other router replicas route through the same Envoys
+ * without hearing their xDS streams, so the holding is what this replica shares with them ({@link #onChange}).
  */
 public final class EnvoyClusters {
 
@@ -70,9 +71,22 @@ public final class EnvoyClusters {
     }
   };
   private WorkerSet fleet = WorkerSet.empty();
-  /** Workers whose cluster every known Envoy holds; null while none is known. The only field {@link #holds} reads. */
-  private volatile Set<String> everywhere;
+  /** The only field {@link #holds} reads. */
+  private volatile Holding holding = Holding.NONE;
+  private volatile Runnable listener = () -> { };
   private Set<String> lastLacking = Set.of();
+
+  /**
+   * What the known Envoys hold: how many are known ({@code 0}: none, so every worker counts as held) and the workers
+   * whose cluster every one of them holds.
+   */
+  public record Holding(int envoys, Set<String> workers) {
+    public static final Holding NONE = new Holding(0, Set.of());
+
+    public boolean holds(String worker) {
+      return envoys == 0 || workers.contains(worker);
+    }
+  }
 
   public EnvoyClusters(LongSupplier nanoTime) {
     this.nanoTime = nanoTime;
@@ -83,15 +97,32 @@ public final class EnvoyClusters {
    * acknowledged, never the fleet, so a worker the registry has just added is not held until they say so.
    */
   public boolean holds(Worker w) {
-    Set<String> e = everywhere;
-    return e == null || e.contains(w.name());
+    return holding.holds(w.name());
+  }
+
+  /** What the known Envoys hold now; a new object whenever it changes. */
+  public Holding holding() {
+    return holding;
+  }
+
+  /**
+   * Runs {@code r} after every change of {@link #holding} (one listener; the last set wins). It runs on the gRPC or
+   * timer thread that made the change, under this object's lock, so in the order of the changes: it must not block.
+   */
+  public void onChange(Runnable r) {
+    listener = r;
   }
 
   /** Workers of {@code fleet} some known Envoy does not hold yet, by name. */
   public Set<String> missing(WorkerSet fleet) {
+    return missing(fleet, this::holds);
+  }
+
+  /** Workers of {@code fleet} that are not {@code held}, by name, sorted. */
+  public static Set<String> missing(WorkerSet fleet, java.util.function.Predicate<Worker> held) {
     Set<String> names = new TreeSet<>();
     for (Worker w : fleet.all()) {
-      if (!holds(w)) {
+      if (!held.test(w)) {
         names.add(w.name());
       }
     }
@@ -229,9 +260,9 @@ public final class EnvoyClusters {
     for (Departed d : departed) {
       holdings.add(d.held());
     }
-    Set<String> before = everywhere;
+    Holding before = holding;
     if (holdings.isEmpty()) {
-      everywhere = null;
+      holding = Holding.NONE;
     } else {
       Set<String> all = new HashSet<>(holdings.get(0));
       for (Set<String> held : holdings.subList(1, holdings.size())) {
@@ -244,7 +275,7 @@ public final class EnvoyClusters {
           workers.add(cluster.substring(WORKER_CLUSTER.length()));
         }
       }
-      everywhere = Collections.unmodifiableSet(workers);
+      holding = new Holding(holdings.size(), Collections.unmodifiableSet(workers));
     }
     Set<String> lacking = missing(fleet);
     if (!lacking.equals(lastLacking)) {
@@ -254,8 +285,11 @@ public final class EnvoyClusters {
       } else {
         log.info("workers not yet in every Envoy, not routed to: {} ({} Envoys known)", lacking, holdings.size());
       }
-    } else if (before == null && everywhere != null) {
+    } else if (before.envoys() == 0 && holding.envoys() > 0) {
       log.info("routing to workers once every Envoy holds their cluster ({} Envoys known)", holdings.size());
+    }
+    if (!holding.equals(before)) {
+      listener.run();
     }
   }
 

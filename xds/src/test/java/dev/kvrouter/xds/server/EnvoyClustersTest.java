@@ -96,6 +96,29 @@ class EnvoyClustersTest {
     assertThat(envoys.missingWorkers()).isEmpty();
   }
 
+  /**
+   * Other router replicas are told what this one's Envoys hold (ReplicaSync): the listener runs after each change,
+   * once, and sees the new holding; an update that changes nothing for them sends nothing.
+   */
+  @Test
+  void theHoldingIsPublishedOnceForEveryChange() {
+    List<EnvoyClusters.Holding> seen = new ArrayList<>();
+    envoys.onChange(() -> seen.add(envoys.holding()));
+    Snapshot one = publish("a");
+    assertThat(seen).as("a fleet no Envoy has heard of changes nothing yet").isEmpty();
+    connect(1, "");
+    assertThat(seen).containsExactly(new EnvoyClusters.Holding(1, java.util.Set.of()));
+    ack(1, one, send(1, one));
+    Snapshot two = publish("a", "b");
+    String nonce = send(1, two);
+    ack(1, two, nonce);
+    ack(1, two, nonce); // again: nothing new
+    assertThat(seen).containsExactly(new EnvoyClusters.Holding(1, java.util.Set.of()),
+        new EnvoyClusters.Holding(1, java.util.Set.of("a")), new EnvoyClusters.Holding(1, java.util.Set.of("a", "b")));
+    assertThat(envoys.holding().holds("b")).isTrue();
+    assertThat(EnvoyClusters.Holding.NONE.holds("anything")).as("none known holds nothing back").isTrue();
+  }
+
   @Test
   void aRejectedUpdateLeavesTheEnvoyWithWhatItHad() {
     Snapshot one = publish("a");
