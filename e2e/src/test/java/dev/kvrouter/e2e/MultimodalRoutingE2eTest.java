@@ -165,6 +165,11 @@ class MultimodalRoutingE2eTest {
 
   /** Blocks the router applied from each worker's {@code BlockStored} events so far. */
   Map<String, Double> storedBlocks() {
+    return storedBlocks(stack);
+  }
+
+  /** Blocks the router applied from each worker of {@code stack}'s fleet. */
+  static Map<String, Double> storedBlocks(EnvoyAbStack stack) {
     String m = stack.routerMetrics();
     assertThat(m).as("router metrics").isNotNull();
     Map<String, Double> out = new HashMap<>();

@@ -59,6 +59,11 @@ final class RoutedChat implements AutoCloseable {
     return stack;
   }
 
+  /** The router's decision and outcome records so far. */
+  DecisionRecords records() {
+    return records;
+  }
+
   /** One non-streamed chat request through Envoy: who served it, its usage, and the router's decision id. */
   record Reply(String worker, int prompt, int cached, String decisionId, DecisionRecords records) {
     /** The router's decision record of this request (bounded wait: it is logged before the request is forwarded). */
@@ -111,10 +116,19 @@ final class RoutedChat implements AutoCloseable {
     }
 
     JsonNode decision(String id) throws Exception {
+      return record("decision", id);
+    }
+
+    /** The outcome record of decision {@code id}, with its truth check; logged once the response has ended. */
+    JsonNode outcome(String id) throws Exception {
+      return record("outcome", id);
+    }
+
+    private JsonNode record(String event, String id) throws Exception {
       Map<String, JsonNode> found = new HashMap<>();
-      Await.until("the decision record " + id + " is logged", WAIT, () -> {
+      Await.until("the " + event + " record " + id + " is logged", WAIT, () -> {
         for (String l : lines) {
-          if (l.contains("\"event\":\"decision\"") && l.contains("\"id\":\"" + id + "\"")) {
+          if (l.contains("\"event\":\"" + event + "\"") && l.contains("\"id\":\"" + id + "\"")) {
             try {
               found.put(id, JSON.readTree(l));
             } catch (java.io.IOException e) {

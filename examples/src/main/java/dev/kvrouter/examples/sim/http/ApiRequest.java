@@ -1,15 +1,17 @@
 package dev.kvrouter.examples.sim.http;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvrouter.examples.sim.engine.MediaSpan;
+import dev.kvrouter.extproc.request.InferenceRequest.Kind;
 import java.util.List;
 
 /**
  * A validated OpenAI request, reduced to what the simulated engine needs.
  *
- * @param chat true for {@code /v1/chat/completions}
+ * @param kind the endpoint: {@code /v1/completions}, {@code /v1/chat/completions} or {@code /v1/responses}
  * @param model the {@code model} field as sent (reported back in responses)
  * @param adapter the LoRA adapter when {@code model} names one, else {@code null}
- * @param prompts token ids of each prompt (completions may batch several; chat has one)
+ * @param prompts token ids of each prompt (completions may batch several; chat and responses have one)
  * @param maxTokens tokens to generate per prompt
  * @param stream SSE streaming
  * @param includeUsage {@code stream_options.include_usage}
@@ -17,6 +19,18 @@ import java.util.List;
  * @param seed the request's {@code seed}, or 0
  * @param seeded whether the request carried a {@code seed}
  * @param media the chat prompt's media items by position (empty for text and for completions)
+ * @param response for {@code /v1/responses}, the response object's fields that come from the request, in vLLM's
+ *     order ({@code ResponsesResponse.from_request}), its {@code id} the request's {@code request_id}; else null
  */
-record ApiRequest(boolean chat, String model, String adapter, List<int[]> prompts, int maxTokens, boolean stream,
-    boolean includeUsage, String cacheSalt, long seed, boolean seeded, List<MediaSpan> media) {}
+record ApiRequest(Kind kind, String model, String adapter, List<int[]> prompts, int maxTokens, boolean stream,
+    boolean includeUsage, String cacheSalt, long seed, boolean seeded, List<MediaSpan> media, ObjectNode response) {
+
+  /** A chat completion (not a Responses request, whose prompt is also a chat). */
+  boolean chat() {
+    return kind == Kind.CHAT;
+  }
+
+  boolean responses() {
+    return kind == Kind.RESPONSES;
+  }
+}

@@ -6,13 +6,21 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.core.JsonFactory;
 import dev.kvrouter.examples.sim.engine.EngineConfig;
+import com.fasterxml.jackson.databind.node.BooleanNode;
+import com.fasterxml.jackson.databind.node.DoubleNode;
+import com.fasterxml.jackson.databind.node.NullNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
+import dev.kvrouter.extproc.request.InferenceRequest.Kind;
 import dev.kvrouter.extproc.request.OpenAiError;
+import java.util.HexFormat;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Parses and validates {@code /v1/completions} and {@code /v1/chat/completions} bodies the way vLLM's OpenAI
- * server does, as far as the simulated engine is concerned. Thread-safe.
+ * Parses and validates {@code /v1/completions}, {@code /v1/chat/completions} and {@code /v1/responses} bodies the
+ * way vLLM's OpenAI server does, as far as the simulated engine is concerned. Thread-safe.
  */
 final class ApiRequestParser {
 
@@ -35,7 +43,8 @@ final class ApiRequestParser {
     this.encoder = encoder;
   }
 
-  ApiRequest parse(boolean chat, byte[] body) throws ApiException {
+  ApiRequest parse(Kind kind, byte[] body) throws ApiException {
+    boolean chat = kind == Kind.CHAT;
     JsonNode root;
     try {
       root = JSON.readTree(body);
@@ -63,6 +72,9 @@ final class ApiRequestParser {
       adapter = model;
     }
     boolean stream = bool(root, "stream", false);
+    if (kind == Kind.RESPONSES) {
+      return responses(root, model, adapter, stream);
+    }
     JsonNode so = root.get("stream_options");
     boolean includeUsage = false;
     if (so != null && !so.isNull()) {
@@ -81,43 +93,125 @@ final class ApiRequestParser {
     if (bool(root, "echo", false)) {
       throw ApiException.badRequest("the simulated worker does not support `echo`", "echo");
     }
-    int maxTokens = maxTokens(root, chat);
-    String salt = null;
-    JsonNode cs = root.get("cache_salt");
-    if (cs != null && !cs.isNull()) {
-      if (!cs.isTextual() || cs.asText().isEmpty()) {
-        throw ApiException.badRequest("`cache_salt` must be a non-empty string", "cache_salt");
-      }
-      salt = cs.asText();
-    }
-    long seed = 0;
-    boolean seeded = false;
-    JsonNode sd = root.get("seed");
-    if (sd != null && !sd.isNull()) {
-      if (!sd.canConvertToLong()) {
-        throw ApiException.badRequest("`seed` must be an integer", "seed");
-      }
-      seed = sd.asLong();
-      seeded = true;
-    }
-    if (chat) {
-      PromptEncoder.ChatTokens prompt = chatPrompt(root);
-      return new ApiRequest(true, model, adapter, List.of(prompt.tokens()), maxTokens, stream, includeUsage, salt,
-          seed, seeded, prompt.media());
-    }
-    return new ApiRequest(false, model, adapter, completionPrompts(root.get("prompt")), maxTokens, stream,
-        includeUsage, salt, seed, seeded, List.of());
-  }
-
-  private int maxTokens(JsonNode root, boolean chat) throws ApiException {
     JsonNode v = root.get("max_completion_tokens");
     String param = "max_completion_tokens";
     if (v == null || v.isNull()) {
       v = root.get("max_tokens");
       param = "max_tokens";
     }
+    int maxTokens = maxTokens(v, param, chat ? DEFAULT_CHAT_MAX_TOKENS : DEFAULT_COMPLETION_MAX_TOKENS);
+    String salt = cacheSalt(root);
+    JsonNode sd = seed(root);
+    long seed = sd == null ? 0 : sd.asLong();
+    if (chat) {
+      PromptEncoder.ChatTokens prompt = chatPrompt(root);
+      return new ApiRequest(kind, model, adapter, List.of(prompt.tokens()), maxTokens, stream, includeUsage, salt,
+          seed, sd != null, prompt.media(), null);
+    }
+    return new ApiRequest(kind, model, adapter, completionPrompts(root.get("prompt")), maxTokens, stream,
+        includeUsage, salt, seed, sd != null, List.of(), null);
+  }
+
+  /**
+   * A {@code /v1/responses} request as vLLM's non-Harmony path takes it ({@code OpenAIServingResponses
+   * ._create_responses}). The worker runs with vLLM's default of no response store
+   * ({@code VLLM_ENABLE_RESPONSES_API_STORE} unset), so every {@code previous_response_id} is unknown: 404, as vLLM
+   * answers it; background mode needs the store: 400.
+   */
+  private ApiRequest responses(JsonNode root, String model, String adapter, boolean stream) throws ApiException {
+    JsonNode rid = root.get("request_id");
+    if (rid != null && !rid.isTextual()) {
+      throw ApiException.badRequest("`request_id` must be a string", "request_id");
+    }
+    String id = rid != null ? rid.asText() : "resp_" + HexFormat.of().toHexDigits(
+        ThreadLocalRandom.current().nextLong()) + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong());
+    JsonNode prev = root.get("previous_response_id");
+    if (prev != null && !prev.isNull()) {
+      if (!prev.isTextual()) {
+        throw ApiException.badRequest("`previous_response_id` must be a string", "previous_response_id");
+      }
+      throw new ApiException(new OpenAiError(404, "invalid_request_error", "not_found",
+          "Response with id '" + prev.asText() + "' not found.", "response_id"));
+    }
+    if (bool(root, "background", false)) {
+      throw ApiException.badRequest("background mode needs a response store, which this worker does not keep",
+          "background");
+    }
+    int maxTokens = maxTokens(root.get("max_output_tokens"), "max_output_tokens", DEFAULT_CHAT_MAX_TOKENS);
+    String salt = cacheSalt(root);
+    JsonNode sd = seed(root);
+    PromptEncoder.ChatTokens prompt;
+    try {
+      prompt = encoder.encodeResponsesPrompt(root);
+    } catch (PromptEncoder.BadInput e) {
+      throw ApiException.badRequest(e.getMessage(), "input");
+    } catch (PromptEncoder.Unsupported e) {
+      throw new ApiException(new OpenAiError(501, "NotImplementedError", "not_implemented", e.getMessage(),
+          "input"));
+    }
+    ObjectNode r = JSON.createObjectNode();
+    r.put("id", id);
+    r.put("created_at", 0L);
+    r.putNull("incomplete_details");
+    echo(r, root, "instructions", null);
+    echo(r, root, "metadata", null);
+    r.put("model", model);
+    r.put("object", "response");
+    r.putArray("output");
+    echo(r, root, "parallel_tool_calls", BooleanNode.TRUE);
+    echo(r, root, "temperature", DoubleNode.valueOf(1.0));
+    echo(r, root, "tool_choice", TextNode.valueOf("auto"));
+    echo(r, root, "tools", JSON.createArrayNode());
+    echo(r, root, "top_p", DoubleNode.valueOf(1.0));
+    r.put("background", false);
+    r.put("max_output_tokens", maxTokens);
+    echo(r, root, "max_tool_calls", null);
+    r.putNull("previous_response_id");
+    r.putNull("prompt");
+    echo(r, root, "reasoning", null);
+    echo(r, root, "service_tier", TextNode.valueOf("auto"));
+    r.put("status", "in_progress");
+    echo(r, root, "text", null);
+    r.putNull("top_logprobs");
+    echo(r, root, "truncation", TextNode.valueOf("disabled"));
+    r.putNull("usage");
+    echo(r, root, "user", null);
+    return new ApiRequest(Kind.RESPONSES, model, adapter, List.of(prompt.tokens()), maxTokens, stream, false, salt,
+        sd == null ? 0 : sd.asLong(), sd != null, prompt.media(), r);
+  }
+
+  /** {@code field} of the request into the response, or {@code dflt} (JSON null when null) when not given. */
+  private static void echo(ObjectNode r, JsonNode root, String field, JsonNode dflt) {
+    JsonNode v = root.get(field);
+    r.set(field, v != null && !v.isNull() ? v : dflt == null ? NullNode.getInstance() : dflt);
+  }
+
+  private static String cacheSalt(JsonNode root) throws ApiException {
+    JsonNode cs = root.get("cache_salt");
+    if (cs == null || cs.isNull()) {
+      return null;
+    }
+    if (!cs.isTextual() || cs.asText().isEmpty()) {
+      throw ApiException.badRequest("`cache_salt` must be a non-empty string", "cache_salt");
+    }
+    return cs.asText();
+  }
+
+  /** The {@code seed}, or null when not given. */
+  private static JsonNode seed(JsonNode root) throws ApiException {
+    JsonNode sd = root.get("seed");
+    if (sd == null || sd.isNull()) {
+      return null;
+    }
+    if (!sd.canConvertToLong()) {
+      throw ApiException.badRequest("`seed` must be an integer", "seed");
+    }
+    return sd;
+  }
+
+  private static int maxTokens(JsonNode v, String param, int dflt) throws ApiException {
     if (v == null || v.isNull()) {
-      return chat ? DEFAULT_CHAT_MAX_TOKENS : DEFAULT_COMPLETION_MAX_TOKENS;
+      return dflt;
     }
     if (!v.canConvertToInt() || !v.isIntegralNumber() || v.asInt() < 1) {
       throw ApiException.badRequest("`" + param + "` must be a positive integer", param);

@@ -139,19 +139,40 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
 
   @Override
   public ChatTokens encodeChatPrompt(JsonNode request) {
+    return prompt(parse(InferenceRequest.Kind.CHAT, request));
+  }
+
+  /**
+   * The router's own conversion ({@link RequestBodyParser} with {@link InferenceRequest.Kind#RESPONSES}), so the
+   * engine prefills exactly the tokens the router hashed. What the router cannot reproduce from the body is refused
+   * rather than guessed: the worker keeps no conversations, and input items vLLM hands to the template raw would be
+   * rendered by a template the router never sees them through.
+   */
+  @Override
+  public ChatTokens encodeResponsesPrompt(JsonNode request) {
+    InferenceRequest parsed = parse(InferenceRequest.Kind.RESPONSES, request);
+    String why = parsed.unreproducible();
+    if (InferenceRequest.RESPONSES_STORED.equals(why) || InferenceRequest.RESPONSES_PREVIOUS_INPUT.equals(why)
+        || InferenceRequest.RESPONSES_ITEM.equals(why)) {
+      throw new Unsupported("the simulated worker cannot serve this Responses input (" + why + ")");
+    }
+    return prompt(parsed);
+  }
+
+  private InferenceRequest parse(InferenceRequest.Kind kind, JsonNode request) {
     byte[] body;
     try {
       body = JSON.writeValueAsBytes(request);
     } catch (IOException e) {
       throw new Unsupported("request cannot be re-encoded: " + e.getMessage());
     }
-    InferenceRequest parsed;
     try {
-      parsed = parser.parse(InferenceRequest.Kind.CHAT, body, body.length);
+      return parser.parse(kind, body, body.length);
     } catch (RequestBodyParser.BadRequest e) {
-      throw new Unsupported(e.error().message());
+      // the router's Responses refusals are vLLM's own 400s (malformed items, a prompt template, encrypted reasoning)
+      throw kind == InferenceRequest.Kind.RESPONSES ? new BadInput(e.error().message())
+          : new Unsupported(e.error().message());
     }
-    return prompt(parsed);
   }
 
   /**

@@ -40,6 +40,18 @@ public interface PromptEncoder {
   }
 
   /**
+   * The chat prompt of a {@code /v1/responses} request, as vLLM's non-Harmony path renders it: instructions, input
+   * items and tools turned into chat messages, then templated and tokenized like {@link #encodeChatPrompt}.
+   *
+   * @throws Unsupported if this encoder cannot render chat templates, or the request's prompt cannot be known from
+   *     its body (a stored conversation, Harmony history, input items vLLM hands to the template raw)
+   * @throws BadInput as {@link #encodeChatPrompt}
+   */
+  default ChatTokens encodeResponsesPrompt(JsonNode request) {
+    throw new Unsupported("this worker has no tokenizer or chat template: the Responses API needs one");
+  }
+
+  /**
    * The model's side of scripted chat answers: the answer text's tokens, then the template's end-of-turn token.
    *
    * @throws Unsupported when this encoder renders no chat

@@ -60,6 +60,8 @@ final class ResponseStream {
   private final String servedBy;
   private final long receivedNanos;
   private final LongConsumer firstChunk;
+  /** A {@code /v1/responses} answer's events and object; null for the other endpoints. */
+  private final ResponsesEvents responses;
   private final ConcurrentLinkedQueue<Object> inbox = new ConcurrentLinkedQueue<>();
   private final AtomicBoolean draining = new AtomicBoolean();
 
@@ -104,6 +106,7 @@ final class ResponseStream {
     this.servedBy = servedBy;
     this.receivedNanos = receivedNanos;
     this.firstChunk = firstChunk;
+    this.responses = request.responses() ? new ResponsesEvents(request.response(), created) : null;
     this.text = new StringBuilder[engineIds.length];
     this.ended = new boolean[engineIds.length];
     for (int i = 0; i < text.length; i++) {
@@ -183,16 +186,23 @@ final class ResponseStream {
     if (e instanceof Accepted) {
       if (++accepted == engineIds.length && request.stream()) {
         startStream();
+        if (responses != null) {
+          responses.started(body); // vLLM yields both events before it reads the engine's first output
+        }
         return true;
       }
       return false;
     }
     if (e instanceof Token t) {
       if (request.stream()) {
-        if (request.chat() && !roleSent) {
-          writeRoleChunks();
+        if (responses != null) {
+          responses.delta(body, text(t));
+        } else {
+          if (request.chat() && !roleSent) {
+            writeRoleChunks();
+          }
+          writeTokenChunk(t);
         }
-        writeTokenChunk(t);
         tokenWritten = true;
         return true;
       }
@@ -300,7 +310,14 @@ final class ResponseStream {
 
   private void complete() throws IOException {
     done = true;
+    boolean cut = "length".equals(finishReason(0));
     if (request.stream()) {
+      if (responses != null) {
+        responses.completed(body, cut, promptTokens, completionTokens, cachedTokens);
+        body.flush();
+        exchange.close();
+        return;
+      }
       if (request.includeUsage()) {
         JsonGenerator g = chunkStart();
         g.writeArrayFieldStart("choices");
@@ -311,6 +328,10 @@ final class ResponseStream {
       body.write(DONE);
       body.flush();
       exchange.close();
+      return;
+    }
+    if (responses != null) {
+      sendJson(responses.response(text[0].toString(), cut, promptTokens, completionTokens, cachedTokens));
       return;
     }
     chunk.reset();
@@ -341,7 +362,10 @@ final class ResponseStream {
       usage(g);
       g.writeEndObject();
     }
-    byte[] bytes = chunk.toByteArray();
+    sendJson(chunk.toByteArray());
+  }
+
+  private void sendJson(byte[] bytes) throws IOException {
     exchange.getResponseHeaders().set("Content-Type", "application/json");
     exchange.getResponseHeaders().set(SimHttpServer.SERVED_BY, servedBy);
     exchange.sendResponseHeaders(200, bytes.length);
@@ -371,6 +395,12 @@ final class ResponseStream {
       return;
     }
     // Headers are out: report the failure in the stream, as vLLM does, then end it.
+    if (responses != null) {
+      responses.error(body, error);
+      body.flush();
+      exchange.close();
+      return;
+    }
     byte[] json = error.toJson().getBytes(StandardCharsets.UTF_8);
     body.write(DATA);
     body.write(json);

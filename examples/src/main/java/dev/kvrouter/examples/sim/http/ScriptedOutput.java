@@ -76,6 +76,11 @@ public record ScriptedOutput(TokenSpace space) {
       }
 
       @Override
+      public ChatTokens encodeResponsesPrompt(JsonNode request) {
+        return encoder.encodeResponsesPrompt(request);
+      }
+
+      @Override
       public String tokenText(int tokenId) {
         return "token_id:" + tokenId;
       }

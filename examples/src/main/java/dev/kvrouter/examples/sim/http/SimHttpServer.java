@@ -12,6 +12,7 @@ import dev.kvrouter.examples.sim.engine.RequestOutcome;
 import dev.kvrouter.examples.sim.engine.RequestSpec;
 import dev.kvrouter.examples.sim.engine.SimEngine;
 import dev.kvrouter.examples.sim.events.EventFaults;
+import dev.kvrouter.extproc.request.InferenceRequest.Kind;
 import dev.kvrouter.extproc.request.OpenAiError;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -41,7 +42,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The OpenAI-compatible HTTP front of one simulated vLLM worker ({@code com.sun.net.httpserver}).
  *
- * <p>Endpoints: {@code POST /v1/completions}, {@code POST /v1/chat/completions} (streaming SSE or not),
+ * <p>Endpoints: {@code POST /v1/completions}, {@code POST /v1/chat/completions}, {@code POST /v1/responses}
+ * (streaming SSE or not; Responses as vLLM's non-Harmony path answers them, {@link ResponsesEvents}),
  * {@code GET /v1/models}, {@code GET /health}, {@code GET /metrics} (vLLM metric names),
  * {@code POST /reset_prefix_cache}, and the simulator's admin endpoints {@code GET|POST /admin/faults} and
  * {@code GET /admin/stats}. Every response carries {@code x-kvrouter-served-by: <worker name>}.
@@ -190,8 +192,9 @@ public final class SimHttpServer implements AutoCloseable {
         return;
       }
       switch (path) {
-        case "/v1/completions" -> post(ex, method, () -> generate(ex, false));
-        case "/v1/chat/completions" -> post(ex, method, () -> generate(ex, true));
+        case "/v1/completions" -> post(ex, method, () -> generate(ex, Kind.COMPLETIONS));
+        case "/v1/chat/completions" -> post(ex, method, () -> generate(ex, Kind.CHAT));
+        case "/v1/responses" -> post(ex, method, () -> generate(ex, Kind.RESPONSES));
         case "/v1/models" -> get(ex, method, () -> models(ex));
         case "/health" -> get(ex, method, () -> health(ex));
         case "/metrics" -> get(ex, method, () -> metrics(ex));
@@ -229,10 +232,11 @@ public final class SimHttpServer implements AutoCloseable {
     a.run();
   }
 
-  private void generate(HttpExchange ex, boolean chat) throws IOException, ApiException {
+  private void generate(HttpExchange ex, Kind kind) throws IOException, ApiException {
     long received = System.nanoTime();
     byte[] body = readBody(ex);
-    ApiRequest req = parser.parse(chat, body);
+    ApiRequest req = parser.parse(kind, body);
+    boolean chat = req.chat();
     if (!engine.isUp()) {
       throw new ApiException(new OpenAiError(503, "server_error", "engine_unavailable",
           "The engine is restarting.", null));
@@ -240,7 +244,8 @@ public final class SimHttpServer implements AutoCloseable {
     long seq = requestCounter.incrementAndGet();
     String clientId = ex.getRequestHeaders().getFirst("x-request-id");
     String base = clientId != null && REQUEST_ID.matcher(clientId).matches() ? clientId : name + "-" + seq;
-    String id = (chat ? "chatcmpl-" : "cmpl-") + base;
+    // a Responses answer's id is the request's request_id, as vLLM's ResponsesResponse.from_request makes it
+    String id = req.responses() ? req.response().get("id").asText() : (chat ? "chatcmpl-" : "cmpl-") + base;
     List<int[]> prompts = req.prompts();
     RequestSpec[] specs = new RequestSpec[prompts.size()];
     String[] engineIds = new String[prompts.size()];
