@@ -1,5 +1,6 @@
 package dev.kvrouter.extproc.server;
 
+import dev.kvrouter.extproc.decision.OutputStart;
 import dev.kvrouter.extproc.routing.Candidate;
 import dev.kvrouter.extproc.routing.Decision;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
@@ -28,6 +29,7 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
   private final InFlight inFlight;
   private final RequestListener listener;
   private final int truthCheckEvery;
+  private final OutputStart output = new OutputStart();
   private Exchange exchange;
   private Decision decision;
   private boolean claimed;
@@ -124,7 +126,8 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
     if (decision == null) {
       return;
     }
-    boolean first = !responseStarted && !b.getBody().isEmpty();
+    // the first chunk of output: a streamed Responses answer opens with events sent before the prefill (OutputStart)
+    boolean first = !responseStarted && output.feed(b.getBody().asReadOnlyByteBuffer());
     responseStarted |= first;
     listener.onResponseBody(decision, b.getBody(), first, b.getEndOfStream());
     if (b.getEndOfStream()) {

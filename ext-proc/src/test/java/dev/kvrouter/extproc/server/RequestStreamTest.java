@@ -457,8 +457,8 @@ class RequestStreamTest {
     }
   }
 
-  @Test
-  void withAnObserverTheObserverEndsTheRequestAndTheRoutingStreamDoesNot() {
+  /** A request routed, its routing stream closed, and its observer claiming it by the decision header. */
+  ObserverStream routedAndObserved() {
     RequestStream s = stream(1 << 20);
     s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
     s.onNext(body(BODY, true));
@@ -467,6 +467,12 @@ class RequestStreamTest {
         .setRawValue(ByteString.copyFromUtf8("req-1")));
     obs.onNext(ProcessingRequest.newBuilder().setRequestHeaders(HttpHeaders.newBuilder().setHeaders(h)).build());
     s.onCompleted(); // Envoy closes the routing stream once the request phases are done
+    return obs;
+  }
+
+  @Test
+  void withAnObserverTheObserverEndsTheRequestAndTheRoutingStreamDoesNot() {
+    ObserverStream obs = routedAndObserved();
     assertThat(events).containsExactly("completed");
     obs.onNext(responseBody("{\"usage\":{}}", true));
     // the observer closes its stream at the end of the response rather than waiting for Envoy's deferred close
@@ -475,6 +481,22 @@ class RequestStreamTest {
     obs.onCompleted();
     assertThat(events).as("closed once").hasSize(4);
     assertThat(inFlight.claim("req-1")).isNull();
+  }
+
+  /**
+   * vLLM opens a streamed Responses answer with response.created and response.in_progress as soon as it accepts the
+   * request, before the prefill: the first chunk of output (which frees the prefill in the ledger and times TTFT) is
+   * the first other event. Before, the preamble's chunk was taken for it.
+   */
+  @Test
+  void aStreamedResponsesAnswersOutputBeginsAfterItsPreamble() {
+    ObserverStream obs = routedAndObserved();
+    obs.onNext(responseBody("event: response.created\ndata: {\"type\":\"response.created\"}\n\n", false));
+    obs.onNext(responseBody("event: response.in_progress\ndata: {}\n\nevent: response.out", false));
+    obs.onNext(responseBody("put_item.added\ndata: {}\n\n", false));
+    obs.onNext(responseBody("event: response.completed\ndata: {}\n\n", true));
+    assertThat(events).containsExactly("completed", "body first=false eos=false", "body first=false eos=false",
+        "body first=true eos=false", "body first=false eos=true", "end aborted=false", "completed");
   }
 
   @Test
