@@ -198,6 +198,9 @@ public final class KvrouterRuntime implements AutoCloseable {
               EnvoyClusters::envoys)
           .description("Envoys whose clusters are known: on an xDS stream now, or closed within the last minute")
           .register(metrics);
+      if (!mode.extProc()) {
+        shareEnvoysView();
+      }
     }
     if (mode.extProc()) {
       SegmentCache segments = SegmentCache.create(SegmentCache.DEFAULT_MAX_TOKENS);
@@ -213,10 +216,7 @@ public final class KvrouterRuntime implements AutoCloseable {
       ledger = new LoadLedger(System::nanoTime, TimeUnit.SECONDS.toNanos(rl.reservationTtlSeconds()),
           rl.maxReservations());
       EnvoyClusters own = xds == null ? null : xds.envoyClusters();
-      envoyGate = new EnvoyGate(own == null ? null : () -> {
-        EnvoyClusters.Holding h = own.holding();
-        return new EnvoyGate.View(h.envoys(), h.workers());
-      }, registry::current);
+      envoyGate = new EnvoyGate(own == null ? null : viewOf(own), registry::current);
       overlaps = startReplicas(overlaps); // before the request path and the router take the overlaps
       if (own != null) {
         EnvoyGate gate = envoyGate;
@@ -375,10 +375,55 @@ public final class KvrouterRuntime implements AutoCloseable {
     if (rc.bind().isEmpty()) {
       return overlaps;
     }
+    ReplicaSync sync = joinReplicas((id, outbox, timeout) -> new ReplicaSync(id, ledger, overlaps, outbox,
+        System::nanoTime, timeout, envoyGate));
+    ledger.setListener(sync.ledgerListener());
+    log.info("router replica {}: sharing reservations, predictions{} on {} with {}", Long.toHexString(
+        sync.replica()), envoyGate.servesXds() ? " and what its Envoys hold" : "", rc.bind(), rc.peers());
+    return sync.sharing(overlaps);
+  }
+
+  /**
+   * The {@code xds} mode with {@code replicas.bind} set: this process routes nothing, but its Envoys' xDS streams
+   * come here, so it tells the routers over the replica link what those Envoys hold; routers in {@code ext-proc}
+   * mode would otherwise route to a new worker the moment they read workers.yaml (docs/routing.md, "A new worker
+   * joins once Envoy has it").
+   */
+  private void shareEnvoysView() {
+    var rc = config.replicas();
+    if (rc.bind().isEmpty()) {
+      return;
+    }
+    EnvoyClusters own = xds.envoyClusters();
+    EnvoyGate view = new EnvoyGate(viewOf(own), registry::current);
+    ReplicaSync sync = joinReplicas((id, outbox, timeout) -> ReplicaSync.viewOnly(id, outbox, System::nanoTime,
+        timeout, view));
+    own.onChange(sync::sendEnvoys);
+    log.info("xDS server, replica link member {}: sharing what its Envoys hold (nothing of the routers' load) on {} "
+        + "with {}", Long.toHexString(sync.replica()), rc.bind(), rc.peers());
+  }
+
+  /** What the Envoys on this process's xDS server hold, as the replicas tell each other. */
+  private static java.util.function.Supplier<EnvoyGate.View> viewOf(EnvoyClusters own) {
+    return () -> {
+      EnvoyClusters.Holding h = own.holding();
+      return new EnvoyGate.View(h.envoys(), h.workers());
+    };
+  }
+
+  /** Makes this process's member of the replica link, given its identity, its outbox and the peer timeout. */
+  @FunctionalInterface
+  private interface Member {
+    ReplicaSync create(long replica, Consumer<byte[]> outbox, long peerTimeoutNanos);
+  }
+
+  /** Starts the replica link with {@code member} on it, and its metrics. */
+  private ReplicaSync joinReplicas(Member member) {
+    var rc = config.replicas();
     replicaLink = new ZmqReplicaLink(rc.bind(), rc.peers(), rc.maxQueued(),
         java.time.Duration.ofMillis(rc.resolveIntervalMs()));
-    ReplicaSync sync = new ReplicaSync(new java.security.SecureRandom().nextLong(), ledger, overlaps, replicaLink,
-        System::nanoTime, TimeUnit.MILLISECONDS.toNanos(rc.peerTimeoutMs()), envoyGate);
+    ReplicaSync sync = member.create(new java.security.SecureRandom().nextLong(), replicaLink,
+        TimeUnit.MILLISECONDS.toNanos(rc.peerTimeoutMs()));
     replicaSync = sync;
     try {
       replicaLink.start(sync);
@@ -386,9 +431,8 @@ public final class KvrouterRuntime implements AutoCloseable {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while binding " + rc.bind(), e);
     }
-    ledger.setListener(sync.ledgerListener());
     FunctionCounter.builder("kvrouter.replicas.sent", sync, ReplicaSync::sent)
-        .description("messages this router replica sent the others (reservations, releases, predictions)")
+        .description("messages this member sent the others (reservations, releases, predictions, its Envoys' view)")
         .register(metrics);
     FunctionCounter.builder("kvrouter.replicas.dropped", replicaLink, ZmqReplicaLink::dropped)
         .description("messages to the other router replicas dropped because the send queue was full")
@@ -400,11 +444,10 @@ public final class KvrouterRuntime implements AutoCloseable {
         .description("messages waiting to be sent to the other replicas (at most replicas.max_queued)")
         .register(metrics);
     io.micrometer.core.instrument.Gauge.builder("kvrouter.replicas.peers", sync, ReplicaSync::peerCount)
-        .description("other router replicas heard from within replicas.peer_timeout_ms")
+        .description("other members of the replica link heard from within replicas.peer_timeout_ms: router "
+            + "replicas, and xds-mode processes that share their Envoys' view")
         .register(metrics);
-    log.info("router replica {}: sharing reservations, predictions{} on {} with {}", Long.toHexString(
-        sync.replica()), envoyGate.servesXds() ? " and what its Envoys hold" : "", rc.bind(), rc.peers());
-    return sync.sharing(overlaps);
+    return sync;
   }
 
   /**

@@ -2,6 +2,11 @@ package dev.kvrouter.dist;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvrouter.extproc.load.LoadLedger;
+import dev.kvrouter.extproc.replicas.ReplicaSync;
+import dev.kvrouter.extproc.replicas.ZmqReplicaLink;
+import dev.kvrouter.extproc.routing.PrefixOverlapSource;
+import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.index.events.EventSource;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
@@ -26,6 +31,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
@@ -59,6 +65,12 @@ class KvrouterRuntimeTest {
     assertThat(skipped).singleElement().asString().startsWith("bad: cannot offset endpoint");
   }
 
+  /** A workers.yaml of one worker, {@code a}, in {@code dir}. */
+  private static void oneWorker(Path dir) throws java.io.IOException {
+    Files.writeString(dir.resolve("workers.yaml"),
+        "workers:\n  - {name: a, address: 127.0.0.1, port: 1, model: m}\n");
+  }
+
   static int freePort() throws Exception {
     try (ServerSocket s = new ServerSocket(0)) {
       return s.getLocalPort();
@@ -71,8 +83,7 @@ class KvrouterRuntimeTest {
    */
   @Test
   void adminHealthIs503OnceTheRouterDrains(@TempDir Path dir) throws Exception {
-    Files.writeString(dir.resolve("workers.yaml"),
-        "workers:\n  - {name: a, address: 127.0.0.1, port: 1, model: m}\n");
+    oneWorker(dir);
     int ext = freePort();
     int admin = freePort();
     KvrouterConfig cfg = KvrouterConfig.parse("server: {ext_proc_port: " + ext + ", xds_port: " + freePort()
@@ -114,8 +125,7 @@ class KvrouterRuntimeTest {
    */
   @Test
   void everyBoundedStructureHasItsSeriesOnMetrics(@TempDir Path dir) throws Exception {
-    Files.writeString(dir.resolve("workers.yaml"),
-        "workers:\n  - {name: a, address: 127.0.0.1, port: 1, model: m}\n");
+    oneWorker(dir);
     int admin = freePort();
     KvrouterConfig cfg = KvrouterConfig.parse("server: {ext_proc_port: " + freePort() + ", xds_port: " + freePort()
         + ", admin_port: " + admin + "}\nreplicas: {bind: tcp://127.0.0.1:"
@@ -142,6 +152,39 @@ class KvrouterRuntimeTest {
           "kvrouter_events_oversize_shared_total");
     } finally {
       rt.close();
+    }
+  }
+
+  /**
+   * {@code replicas:} in the {@code xds} mode: the process joins the replica link as a member that only shares its
+   * Envoys' view (docs/routing.md, "A new worker joins once Envoy has it"); a router hears it, and it hears the
+   * router's load without a ledger to keep it in.
+   */
+  @Test
+  void anXdsProcessWithReplicasJoinsTheLinkWithoutALedger(@TempDir Path dir) throws Exception {
+    oneWorker(dir);
+    int xdsLink = freePort();
+    int routerLink = freePort();
+    KvrouterConfig cfg = KvrouterConfig.parse("server: {xds_port: " + freePort() + ", admin_port: " + freePort()
+        + "}\nreplicas: {bind: 'tcp://127.0.0.1:" + xdsLink + "', peers: ['tcp://127.0.0.1:" + routerLink + "']}\n",
+        "t");
+    LoadLedger ledger = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(1), 100);
+    try (KvrouterRuntime rt = KvrouterRuntime.start(cfg, dir, KvrouterRuntime.Mode.XDS);
+        ZmqReplicaLink link = new ZmqReplicaLink("tcp://127.0.0.1:" + routerLink,
+            List.of("tcp://127.0.0.1:" + xdsLink), 1024)) {
+      ReplicaSync router = new ReplicaSync(7, ledger, PrefixOverlapSource.NONE, link, System::nanoTime,
+          TimeUnit.SECONDS.toNanos(3));
+      link.start(router);
+      ledger.setListener(router.ledgerListener());
+      ledger.reserve(new WorkerId("a", 0), 100, new long[] {1, 2}, 1);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (router.peerCount() == 0 || !rt.metricsText().contains("kvrouter_replicas_peers 1.0")) {
+        assertThat(System.nanoTime()).as("the router and the xds process hear each other").isLessThan(deadline);
+        Thread.sleep(10);
+      }
+      assertThat(rt.ledger()).isNull();
+      assertThat(rt.extProc()).isNull();
+      assertThat(rt.metricsText()).doesNotContain("kvrouter_ledger_reservations");
     }
   }
 

@@ -86,40 +86,19 @@ abstract class FleetAndFailureContract {
     try (Stack stack = new Stack(envoyConfig(), 3, 0, new Stack.Options(RouterReplicasE2eTest.replicasYaml(sync[0],
             sync[1]), Map.of(), y -> RouterReplicasE2eTest.withSecondReplica(y, secondPort)));
         FakeWorker w4 = new FakeWorker("w4", Stack.MODEL, 0).start("127.0.0.1", 0);
-        KvrouterRuntime second = KvrouterRuntime.start(KvrouterConfig.parse(String.format(
-            "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: %s}%n"
-                + "workers: {file: workers.yaml, poll_interval_ms: 100}%n"
-                + "routing: {policy: round_robin}%n"
-                + "observability: {log_level: info}%n%s",
-            secondPort, EnvoyProcess.freeLoopbackPort(), EnvoyProcess.freeLoopbackPort(),
-            envoyConfig().contains("original-dst") ? "FULL_DUPLEX_STREAMED" : "BUFFERED",
-            RouterReplicasE2eTest.replicasYaml(sync[1], sync[0])), "e2e-replica-b"),
-            stack.dir, KvrouterRuntime.Mode.ALL)) {
+        KvrouterRuntime second = router(stack, secondPort, RouterReplicasE2eTest.replicasYaml(sync[1], sync[0]),
+            "e2e-replica-b", KvrouterRuntime.Mode.ALL)) {
       stack.envoy.awaitAdmin("/clusters", body -> RouterReplicasE2eTest.healthy(body, secondPort),
           Duration.ofSeconds(20));
       Await.until("B knows what A's Envoy holds", Duration.ofSeconds(10),
           () -> second.envoyGate().peersKnowingEnvoys() == 1);
       assertThat(second.xds().envoyClusters().envoys()).as("no Envoy on B's own xDS server").isZero();
-      stack.runtime.xds().close();
-      List<FakeWorker> fleet = new ArrayList<>(stack.workers.values());
-      fleet.add(w4);
-      stack.writeWorkers(fleet);
-      for (KvrouterRuntime rt : List.of(stack.runtime, second)) {
-        Await.until("the replica's fleet has w4", Duration.ofSeconds(10), () -> {
-          rt.watcher().poll();
-          return rt.registry().current().get("w4") != null;
-        });
-      }
+      addWhileCutOff(stack, w4, second);
       List<KvrouterRuntime> replicas = List.of(stack.runtime, second);
       long[] before = replicas.stream().mapToLong(rt -> rt.extProc().inFlight().claimed()).toArray();
-      Map<String, Integer> served = new HashMap<>();
-      List<Integer> statuses = new ArrayList<>();
-      for (int i = 0; i < 24; i++) {
-        HttpResponse<String> r = stack.post("/v1/completions", Stack.completion("r" + i, false, 1), Map.of());
-        statuses.add(r.statusCode());
-        served.merge(r.headers().firstValue(FakeWorker.SERVED_BY).orElse("none (" + r.statusCode() + ")"), 1,
-            Integer::sum);
-      }
+      Outcome outcome = sendAll(stack, 24);
+      List<Integer> statuses = outcome.statuses();
+      Map<String, Integer> served = outcome.served();
       Await.until("both replicas' decisions end", Duration.ofSeconds(15),
           () -> replicas.stream().allMatch(rt -> rt.extProc().inFlight().pending() == 0));
       long[] share = new long[2];
@@ -133,6 +112,86 @@ abstract class FleetAndFailureContract {
       assertThat(w4.served()).isZero();
       assertThat(second.metricsText()).contains("kvrouter_workers_not_in_envoy 1.0");
     }
+  }
+
+  /**
+   * The split deployment: Envoy's xDS stream goes to a process in {@code xds} mode, its ext_proc requests to a
+   * router in {@code ext-proc} mode, whose own process hears no Envoy. Before the xds process joined the replica
+   * link, the router routed to w4 as soon as it read workers.yaml (Envoy answered those 503 with envoy.yaml; with
+   * envoy-original-dst.yaml they reached a worker Envoy had never been told of). Now the xds process tells the
+   * router what its Envoys hold, and the router holds w4 back on its word.
+   */
+  @Test
+  void aWorkerAddedWhileEnvoyIsCutOffFromAnXdsModeProcessIsNotRoutedToByAnExtProcRouter() throws Exception {
+    int[] sync = {EnvoyProcess.freeLoopbackPort(), EnvoyProcess.freeLoopbackPort()};
+    try (Stack stack = new Stack(envoyConfig(), 3, 0, new Stack.Options(RouterReplicasE2eTest.replicasYaml(sync[0],
+            sync[1]), Map.of(), y -> y).withMode(KvrouterRuntime.Mode.XDS));
+        FakeWorker w4 = new FakeWorker("w4", Stack.MODEL, 0).start("127.0.0.1", 0);
+        KvrouterRuntime router = router(stack, stack.extProcPort, RouterReplicasE2eTest.replicasYaml(sync[1],
+            sync[0]), "e2e-router", KvrouterRuntime.Mode.EXT_PROC)) {
+      assertThat(stack.runtime.extProc()).as("the xds process routes nothing").isNull();
+      stack.envoy.awaitAdmin("/clusters", body -> RouterReplicasE2eTest.healthy(body, stack.extProcPort),
+          Duration.ofSeconds(20));
+      Await.until("the router knows what the xds process's Envoy holds", Duration.ofSeconds(10),
+          () -> router.envoyGate().peersKnowingEnvoys() == 1);
+      addWhileCutOff(stack, w4, router);
+      long before = router.extProc().inFlight().claimed();
+      Outcome outcome = sendAll(stack, 12);
+      Await.until("the router's decisions end", Duration.ofSeconds(15),
+          () -> router.extProc().inFlight().pending() == 0);
+      String seen = outcome + ", routed by the router " + (router.extProc().inFlight().claimed() - before);
+      assertThat(router.extProc().inFlight().claimed() - before).as(seen).isEqualTo(12);
+      assertThat(outcome.statuses()).as(seen).containsOnly(200);
+      assertThat(outcome.served()).as(seen).containsOnlyKeys("w1", "w2", "w3");
+      assertThat(w4.served()).isZero();
+      assertThat(router.metricsText()).contains("kvrouter_workers_not_in_envoy 1.0");
+    }
+  }
+
+  /**
+   * Closes the xDS server of {@code stack}'s process (its Envoy keeps its clusters, remembered there for a minute) and
+   * adds {@code w4} to the workers file, until that process and {@code other} have read it.
+   */
+  private static void addWhileCutOff(Stack stack, FakeWorker w4, KvrouterRuntime other) throws Exception {
+    stack.runtime.xds().close();
+    List<FakeWorker> fleet = new ArrayList<>(stack.workers.values());
+    fleet.add(w4);
+    stack.writeWorkers(fleet);
+    for (KvrouterRuntime rt : List.of(stack.runtime, other)) {
+      Await.until("the process's fleet has w4", Duration.ofSeconds(10), () -> {
+        rt.watcher().poll();
+        return rt.registry().current().get("w4") != null;
+      });
+    }
+  }
+
+  /** A router on {@code extProcPort} routing from {@code stack}'s workers file, in {@code mode}. */
+  private KvrouterRuntime router(Stack stack, int extProcPort, String replicasYaml, String name,
+      KvrouterRuntime.Mode mode) throws Exception {
+    return KvrouterRuntime.start(KvrouterConfig.parse(String.format(
+        "server: {ext_proc_port: %d, xds_port: %d, admin_port: %d, request_body_mode: %s}%n"
+            + "workers: {file: workers.yaml, poll_interval_ms: 100}%n"
+            + "routing: {policy: round_robin}%n"
+            + "observability: {log_level: info}%n%s",
+        extProcPort, EnvoyProcess.freeLoopbackPort(), EnvoyProcess.freeLoopbackPort(),
+        envoyConfig().contains("original-dst") ? "FULL_DUPLEX_STREAMED" : "BUFFERED", replicasYaml), name),
+        stack.dir, mode);
+  }
+
+  /** What {@code n} completions got: every status, and how many each worker served ("none (503)" when none did). */
+  record Outcome(List<Integer> statuses, Map<String, Integer> served) {
+  }
+
+  static Outcome sendAll(Stack stack, int n) throws Exception {
+    Map<String, Integer> served = new HashMap<>();
+    List<Integer> statuses = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      HttpResponse<String> r = stack.post("/v1/completions", Stack.completion("r" + i, false, 1), Map.of());
+      statuses.add(r.statusCode());
+      served.merge(r.headers().firstValue(FakeWorker.SERVED_BY).orElse("none (" + r.statusCode() + ")"), 1,
+          Integer::sum);
+    }
+    return new Outcome(statuses, served);
   }
 
   /**

@@ -59,18 +59,24 @@ final class Stack implements AutoCloseable {
    * @param files files written into the deployment directory before the router starts (name to content)
    * @param envoyTransform applied to the shipped Envoy config after the ports are set
    * @param truthCheckEvery the router's {@code observability.truth_check_every}
+   * @param mode what the stack's kvrouter process runs; with {@code XDS} nothing listens on {@link #extProcPort},
+   *     where Envoy sends its ext_proc requests, until the test starts a router there
    */
   record Options(String kvrouterYaml, Map<String, String> files, UnaryOperator<String> envoyTransform,
-      int truthCheckEvery) {
+      int truthCheckEvery, KvrouterRuntime.Mode mode) {
     static final Options NONE = new Options("", Map.of(), y -> y);
 
     Options(String kvrouterYaml, Map<String, String> files, UnaryOperator<String> envoyTransform) {
-      this(kvrouterYaml, files, envoyTransform, ExtProcOptions.DEFAULT_TRUTH_CHECK_EVERY);
+      this(kvrouterYaml, files, envoyTransform, ExtProcOptions.DEFAULT_TRUTH_CHECK_EVERY, KvrouterRuntime.Mode.ALL);
     }
 
     /** The router's {@code observability.truth_check_every} (the product default unless set). */
     Options withTruthCheckEvery(int n) {
-      return new Options(kvrouterYaml, files, envoyTransform, n);
+      return new Options(kvrouterYaml, files, envoyTransform, n, mode);
+    }
+
+    Options withMode(KvrouterRuntime.Mode m) {
+      return new Options(kvrouterYaml, files, envoyTransform, truthCheckEvery, m);
     }
   }
 
@@ -111,7 +117,7 @@ final class Stack implements AutoCloseable {
             + "observability: {log_level: info, truth_check_every: %d}%n%s",
         extProcPort, xdsPort, adminPort, fullDuplex ? "FULL_DUPLEX_STREAMED" : "BUFFERED", routingYaml,
         options.truthCheckEvery(), options.kvrouterYaml()), "e2e");
-    runtime = KvrouterRuntime.start(cfg, dir, KvrouterRuntime.Mode.ALL);
+    runtime = KvrouterRuntime.start(cfg, dir, options.mode());
     Path bin = EnvoyProcess.binary();
     envoyVersion = EnvoyProcess.version(bin);
     String yaml = options.envoyTransform().apply(envoyYaml(extProcPort));

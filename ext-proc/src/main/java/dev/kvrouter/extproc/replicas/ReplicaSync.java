@@ -68,6 +68,13 @@ import org.slf4j.LoggerFactory;
  * size came later: a reservation without them (eight fields, from a replica of before) takes the receiver's next
  * turn, is charged as sent, and its prediction is expected in its own message, as such a replica sends it; a
  * replica of before reads the first eight fields of a new one and misses the prediction it carries.
+ *
+ * <p>A process in {@code xds} mode serves Envoy's xDS and routes nothing: it joins the link as a member that only
+ * shares what its Envoys hold ({@link #viewOnly}), so that routers in {@code ext-proc} mode, whose own process hears
+ * no Envoy, gate new workers on it. It sends heartbeats with its view, its view to a member heard for the first time
+ * and on a sync request, and nothing else; it has no ledger and no index, so what the others send about their load
+ * (and their own Envoys' views, which only a router applies) is read, checked as ever, and dropped: it keeps no more
+ * per member than when it last heard it.
  */
 public final class ReplicaSync {
 
@@ -104,6 +111,7 @@ public final class ReplicaSync {
   static final int MAX_ENVOY_VIEW_BYTES = 16 << 20;
 
   private final long replica;
+  /** Null for a member that only shares its Envoys' view ({@link #viewOnly}). */
   private final LoadLedger ledger;
   private final PrefixOverlapSource overlaps;
   private final Consumer<byte[]> outbox;
@@ -153,6 +161,26 @@ public final class ReplicaSync {
    */
   public ReplicaSync(long replica, LoadLedger ledger, PrefixOverlapSource overlaps, Consumer<byte[]> outbox,
       LongSupplier nanoClock, long peerTimeoutNanos, EnvoyGate envoys) {
+    this(envoys, replica, java.util.Objects.requireNonNull(ledger, "ledger"),
+        java.util.Objects.requireNonNull(overlaps, "overlaps"), outbox, nanoClock, peerTimeoutNanos);
+  }
+
+  /**
+   * A member that routes nothing and only tells the others what the Envoys on its xDS server hold (the {@code xds}
+   * mode): see the class comment.
+   *
+   * @param envoys this process's view ({@link EnvoyGate#servesXds()}); peers' views are not applied to it
+   */
+  public static ReplicaSync viewOnly(long replica, Consumer<byte[]> outbox, LongSupplier nanoClock,
+      long peerTimeoutNanos, EnvoyGate envoys) {
+    if (!envoys.servesXds()) {
+      throw new IllegalArgumentException("a member that only shares its Envoys' view needs an xDS server's view");
+    }
+    return new ReplicaSync(envoys, replica, null, null, outbox, nanoClock, peerTimeoutNanos);
+  }
+
+  private ReplicaSync(EnvoyGate envoys, long replica, LoadLedger ledger, PrefixOverlapSource overlaps,
+      Consumer<byte[]> outbox, LongSupplier nanoClock, long peerTimeoutNanos) {
     this.envoys = envoys;
     this.replica = replica;
     this.ledger = ledger;
@@ -164,6 +192,11 @@ public final class ReplicaSync {
 
   public long replica() {
     return replica;
+  }
+
+  /** Whether this member only shares its Envoys' view: no ledger, nothing of the others' load kept. */
+  public boolean viewOnly() {
+    return ledger == null;
   }
 
   /** Forwards this replica's reservations; install with {@link LoadLedger#setListener}. */
@@ -214,6 +247,9 @@ public final class ReplicaSync {
    */
   private void resendOwn() {
     sendEnvoys();
+    if (viewOnly()) {
+      return;
+    }
     sendTurns();
     ledger.forEachOwnLive(r -> {
       sendReserved(r);
@@ -356,6 +392,10 @@ public final class ReplicaSync {
         return; // our own, looped back
       }
       action = read(kind, fields, in);
+      if (action != null && viewOnly() && kind != HEARTBEAT && kind != SYNC_REQUEST) {
+        // read whole and checked all the same: a malformed message still makes no peer
+        action = peer -> { };
+      }
     } catch (IOException | RuntimeException e) {
       countMalformed(e);
       return;
@@ -520,7 +560,9 @@ public final class ReplicaSync {
       // releases get lost would grow this map without bound
       p.reservations.values().removeIf(Reservation::released);
       if (now - p.lastSeenNanos > peerTimeoutNanos) {
-        p.reservations.values().forEach(ledger::release);
+        if (ledger != null) {
+          p.reservations.values().forEach(ledger::release);
+        }
         log.warn("router replica {} silent for {} ms: released its {} copied reservations; its Envoys hold no "
             + "worker back any more", Long.toHexString(e.getKey()), peerTimeoutNanos / 1_000_000,
             p.reservations.size());

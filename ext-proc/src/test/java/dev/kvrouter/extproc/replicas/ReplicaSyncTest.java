@@ -57,9 +57,18 @@ class ReplicaSyncTest {
 
     /** @param xds whether it serves xDS, and so has Envoys of its own to tell the others of */
     Replica(long id, boolean xds) {
+      this(id, xds, true);
+    }
+
+    /** @param routes false for an xds-mode process: it serves xDS and only shares its Envoys' view */
+    Replica(long id, boolean xds, boolean routes) {
       gate = new EnvoyGate(xds ? envoys::get : null, () -> FLEET);
-      sync = new ReplicaSync(id, ledger, index, outbox::add, now::get, TimeUnit.SECONDS.toNanos(3), gate);
-      ledger.setListener(sync.ledgerListener());
+      if (routes) {
+        sync = new ReplicaSync(id, ledger, index, outbox::add, now::get, TimeUnit.SECONDS.toNanos(3), gate);
+        ledger.setListener(sync.ledgerListener());
+      } else {
+        sync = ReplicaSync.viewOnly(id, outbox::add, now::get, TimeUnit.SECONDS.toNanos(3), gate);
+      }
     }
 
     /** Its Envoys now hold {@code workers}, and it tells the others. */
@@ -569,6 +578,95 @@ class ReplicaSyncTest {
     assertThat(b.sync.peerCount()).isZero();
     assertThat(b.gate.missing(FLEET)).isEmpty();
     assertThat(b.outbox).isEmpty();
+  }
+
+  /**
+   * The split deployment: Envoy's xDS stream goes to an {@code xds}-mode process and its ext_proc requests to
+   * routers in {@code ext-proc} mode, whose own process hears no Envoy. The xds process joins the link as a member
+   * that only shares its Envoys' view, and the routers hold back what those Envoys lack. It tells a router heard for
+   * the first time its view and asks for the router's; a sync request gets its view alone (it has no load).
+   */
+  @Test
+  void anXdsProcessTellsRoutersWhatItsEnvoysHoldAndTheyGateOnIt() {
+    Replica xds = new Replica(1, true, false);
+    Replica router = new Replica(2);
+    assertThat(xds.sync.viewOnly()).isTrue();
+    xds.envoysHold(1, "w1", "w2", "w3");
+    xds.outbox.clear(); // nobody was listening yet
+    router.ledger.reserve(W, 10, new long[] {1}, 0);
+    router.outbox.clear();
+
+    xds.sync.heartbeat();
+    assertThat(xds.outbox).extracting(ReplicaSyncTest::kind).containsExactly(ReplicaSync.HEARTBEAT,
+        ReplicaSync.ENVOYS);
+    xds.deliverTo(router);
+    assertThat(router.gate.missing(FLEET)).containsExactly("w4");
+    assertThat(router.gate.holds(worker("w1"))).isTrue();
+    assertThat(router.sync.peerCount()).as("a member of the link, heard").isEqualTo(1);
+
+    router.deliverTo(xds); // its reservation, turns and sync request: the xds process hears it for the first time
+    assertThat(xds.outbox).as("to a member heard for the first time, and on its sync request: the view only")
+        .extracting(ReplicaSyncTest::kind)
+        .containsExactly(ReplicaSync.ENVOYS, ReplicaSync.SYNC_REQUEST, ReplicaSync.ENVOYS);
+    xds.outbox.clear();
+
+    xds.envoysHold(2, "w1", "w2", "w3", "w4");
+    xds.deliverTo(router);
+    assertThat(router.gate.missing(FLEET)).isEmpty();
+    assertThat(router.sync.malformed()).isZero();
+    assertThat(xds.sync.malformed()).isZero();
+  }
+
+  /**
+   * An xds process has no ledger: every kind of the routers' messages is read, checked and dropped, nothing of it is
+   * kept (copies, turns, predictions, other Envoys' views), and a router that goes silent is dropped as ever.
+   */
+  @Test
+  void anXdsProcessKeepsNothingOfTheRoutersLoadAndForgetsThemWhenSilent() throws Exception {
+    Replica xds = new Replica(1, true, false);
+    Replica router = new Replica(2, true);
+    router.envoysHold(1, "w1");
+    for (int i = 0; i < 1000; i++) {
+      Reservation r = router.ledger.reserve(new WorkerId("w" + (1 + i % 4), 0), 100, new long[] {i, i + 1}, 1);
+      router.sync.sharing(router.index).recordPrediction(W, new long[] {i}); // not the reservation's: sent alone
+      if (i % 2 == 0) {
+        router.ledger.prefillDone(r);
+      } else if (i % 3 == 0) {
+        router.ledger.release(r);
+      }
+    }
+    router.sync.heartbeat();
+    router.deliverTo(xds);
+    assertThat(xds.sync.applied()).isGreaterThan(2000);
+    assertThat(xds.sync.malformed()).isZero();
+    assertThat(xds.sync.copies()).as("reservations kept").isZero();
+    assertThat(xds.ledger.liveReservations()).isZero();
+    assertThat(xds.ledger.lastTurns()).isEmpty();
+    assertThat(xds.predictions).isEmpty();
+    assertThat(xds.gate.peersKnowingEnvoys()).as("a router's Envoys are the routers' to apply").isZero();
+    assertThat(xds.gate.missing(FLEET)).isEmpty();
+    assertThat(xds.outbox).extracting(ReplicaSyncTest::kind).containsOnly(ReplicaSync.ENVOYS,
+        ReplicaSync.SYNC_REQUEST);
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(3).packInt(ReplicaSync.TURNS).packLong(9).packArrayHeader(300_000_000).packString("w7");
+      xds.sync.apply(p.toByteArray());
+    }
+    byte[] huge = reserveClaimingHashBytes(0x7FFF_FFF8);
+    assertThat(org.assertj.core.api.Assertions.catchThrowable(() -> xds.sync.apply(huge))).isNull();
+    assertThat(xds.sync.malformed()).isEqualTo(2);
+    assertThat(xds.sync.peerCount()).as("a malformed message makes no peer here either").isEqualTo(1);
+
+    now.addAndGet(TimeUnit.SECONDS.toNanos(4));
+    assertThat(xds.sync.expireSilent()).isEqualTo(1);
+    assertThat(xds.sync.peerCount()).isZero();
+  }
+
+  /** A member that only shares a view has one: without an xDS server there is nothing to share. */
+  @Test
+  void aViewOnlyMemberNeedsAnXdsServersView() {
+    EnvoyGate none = new EnvoyGate(null, () -> FLEET);
+    assertThat(org.assertj.core.api.Assertions.catchThrowable(() -> ReplicaSync.viewOnly(1, m -> { }, now::get,
+        TimeUnit.SECONDS.toNanos(3), none))).isInstanceOf(IllegalArgumentException.class);
   }
 
   private static int kind(byte[] message) {
