@@ -308,6 +308,24 @@ class KvrouterConfigTest {
   }
 
   /**
+   * A second document (after `---`) was never read, so a file with its settings split in two started on the
+   * defaults of the second half; an alias was read as its anchor's name, so `[*b]` listed a model named "b".
+   */
+  @Test
+  void aSecondDocumentOrAnAliasIsAnErrorNamingTheLine() {
+    assertThatThrownBy(() -> KvrouterConfig.parse("server: {admin_port: 9091}\n---\nlimits: {max_body_bytes: 1}\n",
+        "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .hasMessage("k.yaml: (top level) (line 3): a second YAML document; only the first is read, so this one would"
+            + " be silently ignored: merge it into the first");
+    assertThatThrownBy(() -> KvrouterConfig.parse("workers:\n  file: &b fleet.yaml\nevents:\n  walk_models: [*b]\n",
+        "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .hasMessage("k.yaml: events.walk_models[0] (line 4): `*b` is a YAML alias, which would be read as the text"
+            + " \"b\", not the anchored value; write the value itself");
+  }
+
+  /**
    * YAML 1.1 reads 0x1F40 as 8000, 017 as 15 and 1_000 as 1000: the router listened on a port, waited an interval,
    * the file never spelled in decimal. Each is an error naming the path and line, as in workers.yaml.
    */

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonStreamContext;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.dataformat.yaml.YAMLParser;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,6 +17,11 @@ import java.util.regex.Pattern;
  * or notations (017 is 15, 1_0.5 is 10.5), which an operator rarely means; an unquoted {@code ~} or {@code null} key is YAML's null, which the
  * tree turns into the text "~" or "null". Both workers.yaml ({@link WorkersFile}) and kvrouter.yaml's loader refuse
  * them, with the same words.
+ *
+ * <p>So are two things the tree hides outright: a second document (after {@code ---}), which the tree never reads,
+ * so every setting in it was silently ignored; and an alias ({@code *name}), which the parser does not expand but
+ * reads as the text {@code name}, so {@code model: *m} named a model "m". Not expanding aliases is what keeps an
+ * alias bomb harmless; refusing them keeps them from passing for values.
  */
 public final class YamlSpellings {
 
@@ -33,9 +39,29 @@ public final class YamlSpellings {
   public static List<String> check(JsonFactory factory, String yaml) {
     List<String> problems = new ArrayList<>();
     try (JsonParser p = factory.createParser(yaml)) {
+      int depth = 0;
+      boolean firstDocumentRead = false;
       for (JsonToken t = p.nextToken(); t != null; t = p.nextToken()) {
         String line = " (line " + p.currentTokenLocation().getLineNr() + ")";
-        if (t == JsonToken.VALUE_NUMBER_INT && !PLAIN_INTEGER.matcher(p.getText()).matches()
+        if (firstDocumentRead) {
+          // an empty document after `---` (templating tools end with one) says nothing; the parser reads it as ""
+          if (t != JsonToken.VALUE_NULL && !(t == JsonToken.VALUE_STRING && p.getText().isEmpty())) {
+            problems.add("(top level)" + line + ": a second YAML document; only the first is read, so this one "
+                + "would be silently ignored: merge it into the first");
+            break;
+          }
+          continue;
+        }
+        if (t.isStructStart()) {
+          depth++;
+        } else if (t.isStructEnd()) {
+          depth--;
+        }
+        firstDocumentRead = depth == 0 && t != JsonToken.FIELD_NAME;
+        if (p instanceof YAMLParser y && y.isCurrentAlias()) {
+          problems.add(pathOrTop(p.getParsingContext()) + line + ": `*" + p.getText() + "` is a YAML alias, which "
+              + "would be read as the text \"" + p.getText() + "\", not the anchored value; write the value itself");
+        } else if (t == JsonToken.VALUE_NUMBER_INT && !PLAIN_INTEGER.matcher(p.getText()).matches()
             || t == JsonToken.VALUE_NUMBER_FLOAT && !PLAIN_DECIMAL.matcher(p.getText()).matches()) {
           problems.add(path(p.getParsingContext()) + line + ": `" + p.getText()
               + "` is not a plain decimal number (YAML reads it as " + p.getNumberValue()
@@ -52,6 +78,11 @@ public final class YamlSpellings {
       // reported by the tree's reading
     }
     return problems;
+  }
+
+  private static String pathOrTop(JsonStreamContext c) {
+    String p = path(c);
+    return p.isEmpty() ? "(top level)" : p;
   }
 
   /** {@code workers[0].labels.zone}: the path of a parser's current key or value; empty at the top level. */

@@ -176,6 +176,27 @@ class WorkersFileTest {
     assertThat(w.adapters()).containsExactly("null-lora");
   }
 
+  /**
+   * A second document (after `---`) was never read, so its workers were silently left out of the fleet; an alias was
+   * read as its anchor's name, so `model: *m` served a model named "m". Both are errors naming the line.
+   */
+  @Test
+  void aSecondDocumentOrAnAliasIsAnError() {
+    assertThatThrownBy(() -> WorkersFile.parse("workers: []\n---\nworkers:\n"
+        + "  - {name: a, address: 10.0.0.1, port: 8000, model: m}\n", "w.yaml"))
+        .isInstanceOf(WorkersFile.InvalidWorkersFile.class)
+        .hasMessage("w.yaml: (top level) (line 3): a second YAML document; only the first is read, so this one would"
+            + " be silently ignored: merge it into the first");
+    assertThatThrownBy(() -> WorkersFile.parse("workers:\n  - name: &n qwen\n    address: 10.0.0.1\n    port: 8000\n"
+        + "    model: *n\n", "w.yaml"))
+        .isInstanceOf(WorkersFile.InvalidWorkersFile.class)
+        .hasMessage("w.yaml: workers[0].model (line 5): `*n` is a YAML alias, which would be read as the text \"n\","
+            + " not the anchored value; write the value itself");
+    // an empty document after the first, as templating tools leave, and an anchor never used stay accepted
+    assertThat(WorkersFile.parse("workers: []\n---\n", "w.yaml")).isEmpty();
+    assertThat(WorkersFile.parse(worker("").replace("model: ", "model: &m "), "w.yaml")).hasSize(1);
+  }
+
   @Test
   void aRepeatedKeyIsAnError() {
     assertThatThrownBy(() -> WorkersFile.parse(worker("    port: 8001\n"), "w.yaml"))
