@@ -76,7 +76,8 @@ public record KvrouterConfig(
       Integer resolveIntervalMs) {
     public Replicas {
       bind = bind == null ? "" : bind.trim();
-      peers = peers == null ? List.of() : List.copyOf(peers);
+      // not List.copyOf: a null element (`peers: [~]`) is reported by validate with its index, not thrown here
+      peers = peers == null ? List.of() : Collections.unmodifiableList(new ArrayList<>(peers));
       // null is unset; a 0 written in the file is a value, and validated as one
       peerTimeoutMs = peerTimeoutMs == null ? 3000 : peerTimeoutMs;
       maxQueued = maxQueued == null ? 65536 : maxQueued;
@@ -133,7 +134,8 @@ public record KvrouterConfig(
       scrape = scrape == null ? new Scrape(null, null, null, null, null, null) : scrape;
       health = health == null ? new Health(null, null, null, null) : health;
       decisionLog = decisionLog == null ? new DecisionLog(null, null) : decisionLog;
-      models = models == null ? Map.of() : Map.copyOf(models);
+      // `m: ~` is an override without keys (RoutingSettings skips it); Map.copyOf threw on it
+      models = models == null ? Map.of() : Collections.unmodifiableMap(new LinkedHashMap<>(models));
     }
   }
 
@@ -309,7 +311,7 @@ public record KvrouterConfig(
       staleViewTrust = staleViewTrust == null || staleViewTrust;
       mediaIdentities = mediaIdentities == null ? new MediaIdentities(null, null, null, null, null) : mediaIdentities;
       prefixJump = prefixJump == null ? IndexConfig.DEFAULT_JUMP : prefixJump;
-      walkModels = walkModels == null ? List.of() : List.copyOf(walkModels);
+      walkModels = walkModels == null ? List.of() : Collections.unmodifiableList(new ArrayList<>(walkModels));
       enabled = enabled == null || enabled;
       maxIndexEntries = maxIndexEntries == null ? 8_000_000L : maxIndexEntries;
       predictedTtlMs = predictedTtlMs == null ? 5_000 : predictedTtlMs;

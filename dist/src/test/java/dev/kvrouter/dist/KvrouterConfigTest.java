@@ -308,6 +308,29 @@ class KvrouterConfigTest {
   }
 
   /**
+   * A null element of a list or map (`peers: [~]`, an empty `- ` line) threw inside a record's constructor, and the
+   * operator read "Cannot construct instance of `dev.kvrouter.dist.KvrouterConfig$Replicas`, problem:
+   * `java.lang.NullPointerException`" without the key; the checks written for such elements never ran.
+   */
+  @Test
+  void aNullElementIsReportedWithItsPathNotAsAnException() {
+    String[][] cases = {
+        {"replicas: {bind: \"tcp://127.0.0.1:5601\", peers: [~]}\n",
+            "k.yaml: replicas.peers[0]: must be tcp://<host>:<port> (another replica's replicas.bind)"},
+        {"events: {walk_models: [~]}\n", "k.yaml: events.walk_models[0]: must be a model name"},
+        {"models: [{name: m, adapters: [a, ~]}]\n", "k.yaml: models[0].adapters[1]: must be a non-empty name"},
+    };
+    for (String[] c : cases) {
+      assertThatThrownBy(() -> KvrouterConfig.parse(c[0], "k.yaml")).as(c[0])
+          .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+          .hasMessage(c[1]);
+    }
+    // a model's override with no keys inherits every global setting, as `m: {}` does
+    assertThat(RoutingSettings.toConfig(KvrouterConfig.parse("routing: {models: {m: ~}}\n", "k.yaml").routing())
+        .models()).isEmpty();
+  }
+
+  /**
    * A second document (after `---`) was never read, so a file with its settings split in two started on the
    * defaults of the second half; an alias was read as its anchor's name, so `[*b]` listed a model named "b".
    */

@@ -37,7 +37,9 @@ public record ModelSpec(
 
   public ModelSpec {
     blockSize = blockSize == null ? DEFAULT_BLOCK_SIZE : blockSize;
-    adapters = adapters == null ? List.of() : List.copyOf(adapters);
+    // a null element is reported by ModelSpecs.validate with its index; List.copyOf threw on it
+    adapters = adapters == null ? List.of()
+        : java.util.Collections.unmodifiableList(new java.util.ArrayList<>(adapters));
     preload = preload == null ? Boolean.TRUE : preload;
   }
 
