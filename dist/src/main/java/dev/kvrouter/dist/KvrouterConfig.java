@@ -598,11 +598,15 @@ public record KvrouterConfig(
     java.util.regex.Pattern zmq = java.util.regex.Pattern.compile("tcp://[^:/\\s]+:(\\d+|\\*)");
     if (!replicas.bind().isEmpty() && !zmq.matcher(replicas.bind()).matches()) {
       errors.add("replicas.bind: must be tcp://<host>:<port>, e.g. tcp://0.0.0.0:5601 (empty: share nothing)");
+    } else {
+      zmqPort(errors, "replicas.bind", zmq, replicas.bind());
     }
     for (int i = 0; i < replicas.peers().size(); i++) {
       String peer = replicas.peers().get(i);
       if (peer == null || !zmq.matcher(peer).matches() || peer.endsWith(":*")) {
         errors.add("replicas.peers[" + i + "]: must be tcp://<host>:<port> (another replica's replicas.bind)");
+      } else {
+        zmqPort(errors, "replicas.peers[" + i + "]", zmq, peer);
       }
     }
     if (replicas.bind().isEmpty() && !replicas.peers().isEmpty() && !removed.test("replicas.bind")) {
@@ -618,6 +622,18 @@ public record KvrouterConfig(
       errors.add("replicas.max_queued: must be >= 1024");
     }
     return errors;
+  }
+
+  /** The port of an endpoint {@code zmq} matched, unless {@code *}: the pattern takes any digits. */
+  private static void zmqPort(List<String> errors, String name, java.util.regex.Pattern zmq, String endpoint) {
+    java.util.regex.Matcher m = zmq.matcher(endpoint);
+    if (!m.matches() || m.group(1).equals("*")) {
+      return;
+    }
+    long port = m.group(1).length() > 18 ? Long.MAX_VALUE : Long.parseLong(m.group(1));
+    if (port < 1 || port > 65535) {
+      errors.add(name + ": port must be 1..65535, was " + m.group(1));
+    }
   }
 
   private static void port(List<String> errors, String name, int p) {

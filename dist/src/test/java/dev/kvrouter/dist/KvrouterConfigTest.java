@@ -331,6 +331,22 @@ class KvrouterConfigTest {
   }
 
   /**
+   * The replicas' endpoints were matched by pattern only, so `tcp://0.0.0.0:99999` or a peer on port 0 loaded, and
+   * the replica link could then never bind or reach them; ports are checked as the servers' are.
+   */
+  @Test
+  void aReplicaEndpointsPortIsOneTo65535() {
+    assertThatThrownBy(() -> KvrouterConfig.parse("replicas: {bind: \"tcp://0.0.0.0:99999\", peers: [\"tcp://a:0\","
+        + " \"tcp://b:70000\"]}\n", "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .hasMessage("k.yaml: replicas.bind: port must be 1..65535, was 99999\n"
+            + "k.yaml: replicas.peers[0]: port must be 1..65535, was 0\n"
+            + "k.yaml: replicas.peers[1]: port must be 1..65535, was 70000");
+    assertThat(KvrouterConfig.parse("replicas: {bind: \"tcp://0.0.0.0:*\", peers: [\"tcp://a:65535\"]}\n", "k.yaml")
+        .replicas().peers()).containsExactly("tcp://a:65535");
+  }
+
+  /**
    * A second document (after `---`) was never read, so a file with its settings split in two started on the
    * defaults of the second half; an alias was read as its anchor's name, so `[*b]` listed a model named "b".
    */
