@@ -149,7 +149,8 @@ public final class WorkersFile {
     }
     String address = text(n, "address", at, errors, true);
     if (address != null && !isIpLiteral(address)) {
-      errors.add(at + ".address: `" + address + "` must be an IPv4 or IPv6 literal");
+      errors.add(at + ".address: `" + address + "` must be an IPv4 or IPv6 literal"
+          + (address.matches("[\\d.]+") ? " (IPv4 parts in decimal without leading zeros)" : ""));
     }
     int port = integer(n, "port", at, errors, -1, 1, 65535, "must be 1..65535");
     if (!n.hasNonNull("port")) {
@@ -357,7 +358,9 @@ public final class WorkersFile {
   private static boolean isIpLiteral(String s) {
     if (s.matches("\\d{1,3}(\\.\\d{1,3}){3}")) {
       for (String part : s.split("\\.")) {
-        if (Integer.parseInt(part) > 255) {
+        // 010 is 10 to Java but 8 to inet_aton, and Envoy (inet_pton) refuses it: the ORIGINAL_DST header would
+        // fail for every request, and the duplicate-server check would compare another address
+        if (Integer.parseInt(part) > 255 || part.length() > 1 && part.startsWith("0")) {
           return false;
         }
       }

@@ -197,6 +197,20 @@ class WorkersFileTest {
     assertThat(WorkersFile.parse(worker("").replace("model: ", "model: &m "), "w.yaml")).hasSize(1);
   }
 
+  /**
+   * `010.0.0.1` passed as an IPv4 literal: Java reads it as 10.0.0.1, inet_aton as 8.0.0.1, and Envoy's inet_pton
+   * refuses it, so every request routed to that worker through the ORIGINAL_DST header would fail.
+   */
+  @Test
+  void anIpv4AddressWithALeadingZeroIsAnError() {
+    assertThatThrownBy(() -> WorkersFile.parse(worker("").replace("10.0.0.5", "10.0.0.05"), "w.yaml"))
+        .isInstanceOf(WorkersFile.InvalidWorkersFile.class)
+        .hasMessage("w.yaml: workers[0].address: `10.0.0.05` must be an IPv4 or IPv6 literal (IPv4 parts in decimal"
+            + " without leading zeros)");
+    assertThat(WorkersFile.parse(worker("").replace("10.0.0.5", "10.0.0.0"), "w.yaml").get(0).address())
+        .isEqualTo("10.0.0.0");
+  }
+
   @Test
   void aRepeatedKeyIsAnError() {
     assertThatThrownBy(() -> WorkersFile.parse(worker("    port: 8001\n"), "w.yaml"))
