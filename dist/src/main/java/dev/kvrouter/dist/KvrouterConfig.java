@@ -411,6 +411,8 @@ public record KvrouterConfig(
    * ({@code 9002.9} became port 9002), and so would a number YAML 1.1 reads in another base ({@code 0x1F40}, checked
    * by {@link YamlSpellings}). Each of these is a typo the file's author should hear about.
    */
+  /** RFC 9110's token, lower-cased as the header is: what an HTTP field name may be. */
+  private static final java.util.regex.Pattern HTTP_TOKEN = java.util.regex.Pattern.compile("[!#$%&'*+.^_`|~0-9a-z-]+");
   private static final ObjectMapper YAML = strict(new ObjectMapper(YAMLFactory.builder()
       .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build()));
 
@@ -508,6 +510,9 @@ public record KvrouterConfig(
    */
   private List<String> problems(Predicate<String> removed) {
     List<String> errors = new ArrayList<>();
+    if (server.bind().isBlank()) {
+      errors.add("server.bind: must be an address (127.0.0.1, 0.0.0.0, ::, a host name)");
+    }
     port(errors, "server.ext_proc_port", server.extProcPort());
     port(errors, "server.xds_port", server.xdsPort());
     port(errors, "server.admin_port", server.adminPort());
@@ -529,8 +534,10 @@ public record KvrouterConfig(
           + "` must be BUFFERED or FULL_DUPLEX_STREAMED");
     }
     ModelSpecs.validate(models).forEach(errors::add);
-    if (tenancy.header().isBlank()) {
-      errors.add("tenancy.header: must be a header name");
+    if (!HTTP_TOKEN.matcher(tenancy.header()).matches()) {
+      // a name no request can carry (a space, a colon, a pseudo-header) would leave every tenant unseparated
+      errors.add("tenancy.header: `" + tenancy.header() + "` must be an HTTP header name (letters, digits and "
+          + "!#$%&'*+-.^_`|~)");
     }
     if (tenancy.secretFile() != null && tenancy.secretEnv() != null) {
       errors.add("tenancy: set secret_file or secret_env, not both");

@@ -40,6 +40,20 @@ class ModelsAndTenancyConfigTest {
     assertThat(KvrouterConfig.defaults().tenancy().shareAcrossTenants()).isFalse();
   }
 
+  /** A tenant header no request can carry would leave every tenant sharing one cache identity, silently. */
+  @Test
+  void theTenantHeaderMustBeAHeaderName() {
+    assertThat(KvrouterConfig.parse("tenancy: {header: X-Org_ID.v2}", "k.yaml").tenancy().header())
+        .isEqualTo("x-org_id.v2");
+    for (String bad : List.of("'x tenant'", "'x-tenant:'", "':authority'", "''", "'x-tënant'")) {
+      assertThatThrownBy(() -> KvrouterConfig.parse("tenancy: {header: " + bad + "}", "k.yaml"))
+          .as(bad).isInstanceOf(KvrouterConfig.InvalidConfig.class)
+          .hasMessageContaining("tenancy.header: ").hasMessageContaining("must be an HTTP header name");
+    }
+    assertThatThrownBy(() -> KvrouterConfig.parse("server: {bind: ''}", "k.yaml"))
+        .hasMessageContaining("server.bind: must be an address");
+  }
+
   @Test
   void tenantPassThroughPathsDefaultToTheTokenizerEndpointsAndAreValidated() {
     assertThat(KvrouterConfig.defaults().tenancy().passThroughPaths()).containsExactly("/tokenize", "/detokenize");
