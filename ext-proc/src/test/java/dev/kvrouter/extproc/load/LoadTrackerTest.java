@@ -124,4 +124,37 @@ class LoadTrackerTest {
     assertThat(l.decodeBlocks()).isEqualTo(1);
     assertThat(l.kvUsage()).isEqualTo(0.8);
   }
+  /**
+   * A page the parser accepts can hold any finite number: one huge gauge saturated Math.round at Long.MAX_VALUE, and
+   * the "since" counter added to it wrapped to Long.MIN_VALUE, so the worker reporting the most looked idle.
+   */
+  @Test
+  void aHugeScrapedGaugeCannotWrapTheLoadToLookIdle() {
+    scrape(1e19, 1e19, 1e300, 1000);
+    ledger.reserve(W, 100, new long[] {1}, 0);
+    WorkerLoad l = tracker.load(W);
+    assertThat(l.requests()).as("requests").isGreaterThan(1_000_000);
+    assertThat(l.decodeBlocks()).as("decode blocks: usage at most the whole cache").isEqualTo(1001);
+    assertThat(l.prefillTokens()).as("prefill").isGreaterThan(1_000_000);
+    assertThat(l.contextBlocks()).as("context").isGreaterThan(1_000_000);
+    assertThat(l.kvUsage()).isEqualTo(1.0);
+  }
+
+  /**
+   * A negative gauge plus a negative "since" (a request released after the scrape) wrapped Long.MIN_VALUE over to
+   * Long.MAX_VALUE: an idle worker looked infinitely loaded, and its negative waiting count reached the policies.
+   */
+  @Test
+  void aNegativeScrapedGaugeCannotMakeALoadNegativeOrHuge() {
+    Reservation r = ledger.reserve(W, 100, new long[] {1}, 0);
+    scrape(-1e19, -5, -0.5, 1000);
+    ledger.release(r);
+    WorkerLoad l = tracker.load(W);
+    assertThat(l.requests()).isZero();
+    assertThat(l.decodeBlocks()).isZero();
+    assertThat(l.contextBlocks()).isZero();
+    assertThat(l.prefillTokens()).isZero();
+    assertThat(l.waiting()).isZero();
+    assertThat(l.kvUsage()).isZero();
+  }
 }
