@@ -1,7 +1,6 @@
 package dev.kvrouter.extproc.load;
 
 import java.util.Collection;
-import java.util.HashSet;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -36,6 +35,12 @@ public final class WorkerHealth {
   public static final String EJECTED = "unhealthy_5xx";
 
   private final ConcurrentHashMap<String, State> workers = new ConcurrentHashMap<>();
+  /**
+   * The fleet as last {@link #retain}ed, null before the first: a departed worker's requests are still answered
+   * (by Envoy with a 503 once its cluster is gone) and its last scrape may still fail, and a state made for those
+   * reports would greet the worker if it came back under the same name.
+   */
+  private volatile Set<String> fleet;
   private final LongSupplier nanoClock;
   private final int unreachableAfter;
   private final int ejectAfterErrors;
@@ -72,15 +77,15 @@ public final class WorkerHealth {
 
   public void scrapeReached(String worker) {
     State s = state(worker);
-    if (s.unreachable.getAndSet(0) >= unreachableAfter && unreachableAfter > 0) {
+    if (s != null && s.unreachable.getAndSet(0) >= unreachableAfter && unreachableAfter > 0) {
       log.info("worker {} is reachable again", worker);
     }
   }
 
   public void scrapeUnreachable(String worker) {
-    int n = state(worker).unreachable.incrementAndGet();
-    if (n == unreachableAfter) {
-      log.warn("worker {} marked unhealthy: {} scrapes in a row could not reach it", worker, n);
+    State s = state(worker);
+    if (s != null && s.unreachable.incrementAndGet() == unreachableAfter) {
+      log.warn("worker {} marked unhealthy: {} scrapes in a row could not reach it", worker, unreachableAfter);
     }
   }
 
@@ -90,6 +95,9 @@ public final class WorkerHealth {
       return;
     }
     State s = state(worker);
+    if (s == null) {
+      return;
+    }
     long now = nanoClock.getAsLong();
     synchronized (s) {
       if (status < 500) {
@@ -137,14 +145,30 @@ public final class WorkerHealth {
     return null;
   }
 
-  /** Forgets workers that left the fleet. */
+  /** Forgets workers that left the fleet, and takes no report of theirs from then on. */
   public void retain(Collection<String> names) {
-    Set<String> keep = new HashSet<>(names);
+    Set<String> keep = Set.copyOf(names);
+    fleet = keep;
     workers.keySet().retainAll(keep);
   }
 
+  /** The worker's state, made on its first report; null for a worker outside the fleet. */
   private State state(String worker) {
-    return workers.computeIfAbsent(worker, k -> new State());
+    if (!inFleet(worker)) {
+      return null;
+    }
+    State s = workers.computeIfAbsent(worker, k -> new State());
+    // made just after a retain that dropped the worker: the fleet is published before the drop, so it shows here
+    if (!inFleet(worker)) {
+      workers.remove(worker, s);
+      return null;
+    }
+    return s;
+  }
+
+  private boolean inFleet(String worker) {
+    Set<String> f = fleet;
+    return f == null || f.contains(worker);
   }
 
   private static final class State {

@@ -128,4 +128,22 @@ class WorkerHealthTest {
     health.retain(List.of("other"));
     assertThat(health.unhealthyReason("gone")).isNull();
   }
+  /**
+   * A worker's requests still in flight when it leaves the fleet are answered afterwards, by Envoy with a 503 once
+   * its cluster is gone, and its last scrape may fail after it: those reports re-created the state the fleet change
+   * had dropped, so a worker re-added under the same name came back ejected and unreachable.
+   */
+  @Test
+  void reportsArrivingAfterAWorkerLeftDoNotFollowItBackWhenReAdded() {
+    health.retain(List.of("w"));
+    health.retain(List.of());
+    for (int i = 0; i < 5; i++) {
+      health.response("w", 503);
+    }
+    for (int i = 0; i < 3; i++) {
+      health.scrapeUnreachable("w");
+    }
+    health.retain(List.of("w"));
+    assertThat(health.unhealthyReason("w")).isNull();
+  }
 }
