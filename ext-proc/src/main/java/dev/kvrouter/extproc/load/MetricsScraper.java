@@ -80,6 +80,8 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     CompletableFuture<?> inFlight;
     long startedNanos;
     boolean warnedNoMetrics;
+    /** Left the fleet: what its last scrape finds says nothing about a worker the router still routes to. */
+    volatile boolean departed;
     /** Set once the server has not answered a filtered request usefully; read by the next round's sender. */
     volatile boolean wholePage;
     /** The worker's metrics URL as last seen, and its two URIs (null: not an http(s) URL), kept between rounds. */
@@ -142,7 +144,20 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
         round.add(s.inFlight);
       }
     }
-    states.keySet().retainAll(names);
+    states.entrySet().removeIf(e -> {
+      if (names.contains(e.getKey())) {
+        return false;
+      }
+      // a page still trickling in would otherwise hold its connection and a sender for as long as the worker likes
+      State s = e.getValue();
+      synchronized (s) {
+        s.departed = true;
+        if (s.inFlight != null) {
+          s.inFlight.cancel(true);
+        }
+      }
+      return true;
+    });
     latest.keySet().removeIf(id -> !names.contains(id.name()));
     return CompletableFuture.allOf(round.toArray(CompletableFuture[]::new)).handle((v, e) -> null);
   }
@@ -195,6 +210,9 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
             page = fetch(plain, open, done);
             health.scrapeReached(w.name());
           }
+          if (s.departed) {
+            return;
+          }
           if (page.status != 200) {
             noMetrics.increment();
             warnNoMetrics(w, "HTTP " + page.status + " from " + page.uri);
@@ -202,7 +220,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
             readPage(w, page);
           }
         } catch (IOException | RuntimeException e) {
-          if (!closed) {
+          if (!closed && !s.departed) {
             unreachable(w, e); // a cancelled scrape too: still running one timeout after it started
           }
         } finally {

@@ -281,6 +281,48 @@ class MetricsScraperTest {
   }
 
   /**
+   * A worker that leaves the fleet while its page trickles in: its scrape was dropped from the rounds without being
+   * cut, so it held its connection and a sender thread for as long as the worker kept sending, and a worker re-added
+   * under the same name was scraped twice at once.
+   */
+  @Test
+  void aDepartedWorkersScrapeInFlightIsCutByTheNextRound() throws Exception {
+    CountDownLatch started = new CountDownLatch(1);
+    CountDownLatch cut = new CountDownLatch(1);
+    server.createContext("/trickle-gone", ex -> {
+      ex.sendResponseHeaders(200, 0);
+      started.countDown();
+      try {
+        for (int i = 0; i < 80 && releaseSlow.getCount() > 0; i++) {
+          ex.getResponseBody().write('#');
+          ex.getResponseBody().flush();
+          releaseSlow.await(100, TimeUnit.MILLISECONDS);
+        }
+      } catch (java.io.IOException e) {
+        cut.countDown();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      ex.close();
+    });
+    FakeClock clock = new FakeClock();
+    MetricsScraper s = new MetricsScraper(registry, ledger, health, clock, Duration.ofMillis(500), 1 << 20, false);
+    try {
+      registry.replace(List.of(worker("gone", 1, url("trickle-gone"))));
+      CompletableFuture<Void> first = s.scrapeAll();
+      assertThat(started.await(5, TimeUnit.SECONDS)).isTrue();
+      registry.replace(List.of(worker("stays", 1, url("vllm_single.prom"))));
+      s.scrapeAll().get(5, TimeUnit.SECONDS);
+      assertThat(cut.await(3, TimeUnit.SECONDS)).as("the departed worker's connection closed").isTrue();
+      first.get(3, TimeUnit.SECONDS);
+      assertThat(s.counts()[1]).as("leaving is not being unreachable").isZero();
+      assertThat(s.scraped(WorkerId.of("gone"))).isNull();
+    } finally {
+      s.close();
+    }
+  }
+
+  /**
    * A worker that answers its page is reached, whatever a line of the page holds: a line the parser ran past the
    * end of counted as unreachable after the 200, and three such scrapes ejected a serving worker.
    */
