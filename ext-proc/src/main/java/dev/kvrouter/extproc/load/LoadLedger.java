@@ -159,8 +159,9 @@ public final class LoadLedger {
   public void noteTurn(WorkerId worker, long turn) {
     if (turn > 0) {
       turns.accumulateAndGet(turn, Math::max);
-      if (inFleet(worker)) {
-        workers.computeIfAbsent(worker, WorkerLedger::new).lastTurn.accumulateAndGet(turn, Math::max);
+      WorkerLedger wl = fleetLedger(worker);
+      if (wl != null) {
+        wl.lastTurn.accumulateAndGet(turn, Math::max);
       }
     }
   }
@@ -168,6 +169,20 @@ public final class LoadLedger {
   private boolean inFleet(WorkerId worker) {
     Set<WorkerId> f = fleet;
     return f == null || f.contains(worker);
+  }
+
+  /** The worker's ledger, made if need be, or null (none made) for a worker outside the fleet. */
+  private WorkerLedger fleetLedger(WorkerId worker) {
+    if (!inFleet(worker)) {
+      return null;
+    }
+    WorkerLedger wl = workers.computeIfAbsent(worker, WorkerLedger::new);
+    // made just after a retain that dropped the worker: the fleet is published before the drop, so it shows here
+    if (!inFleet(worker)) {
+      workers.remove(worker, wl);
+      return null;
+    }
+    return wl;
   }
 
   /** Every worker's last turn (those given a request since start), for a replica that joins. */
@@ -356,7 +371,10 @@ public final class LoadLedger {
    * busy with exactly the blocks it now holds in cache, cancelling the cache credit of a repeat.
    */
   public void scraped(WorkerId worker) {
-    WorkerLedger wl = workers.computeIfAbsent(worker, WorkerLedger::new);
+    WorkerLedger wl = fleetLedger(worker); // a scrape that was under way when its worker left
+    if (wl == null) {
+      return;
+    }
     wl.sincePrefill.set(0);
     wl.sinceBlocks.set(0);
     wl.sinceRequests.set(0);

@@ -230,6 +230,18 @@ class LoadLedgerTest {
     assertThat(ledger.reserveRemote(A, 10, chain(3), 0, 301, 0, 0)).isNotSameAs(Reservation.NONE);
   }
 
+  /**
+   * A scrape that was reading a worker's page when the worker left the fleet arrives after the fleet change: it made
+   * the departed worker a ledger again, kept until the next fleet change.
+   */
+  @Test
+  void aScrapeArrivingAfterItsWorkerLeftCreatesNoLedger() {
+    ledger.retain(Set.of(A, B));
+    ledger.retain(Set.of(A));
+    ledger.scraped(B);
+    assertThat(ledger.workers()).isEmpty();
+  }
+
   @Test
   void theSinceCountersHoldTheNetChangeAfterTheLastScrape() {
     Reservation before = ledger.reserve(A, 100, chain(1, 2), 1);
