@@ -51,6 +51,12 @@ public final class DecisionMetrics {
   private final Timer decisionTime;
   private static final String EVICTION_SHARE = "kvrouter.routing.eviction.share";
 
+  /**
+   * Worker names as last {@link #retain}ed, null before the first: a request sent to a worker just before it left
+   * ends after the change, and its outcome would register the departed worker's meters again.
+   */
+  private volatile Set<String> fleet;
+
   /** Bits of the last eviction share per model or adapter name the fleet serves ({@link #retain}). */
   private final ConcurrentHashMap<String, AtomicLong> evictionShares = new ConcurrentHashMap<>();
 
@@ -101,7 +107,7 @@ public final class DecisionMetrics {
    * Removes the per-worker meters of workers no longer in {@code fleet}, and the eviction share of model and adapter
    * names none of them serves; call on every fleet change. Without it every worker that ever served a request kept
    * four meters, and every name ever routed to (LoRA adapters loaded and unloaded) its gauge, without bound. A
-   * request that ends on a departed worker after this registers them again, until the next change.
+   * request that ends on a departed worker after this is not measured per worker.
    */
   public void retain(Collection<Worker> fleet) {
     Set<String> names = new HashSet<>();
@@ -111,6 +117,7 @@ public final class DecisionMetrics {
       served.add(w.model());
       served.addAll(w.adapters());
     }
+    this.fleet = Set.copyOf(names);
     for (String model : evictionShares.keySet()) {
       if (!served.contains(model)) {
         // under the entry's lock, which decision() registers the gauge under: never a map entry without its gauge
@@ -128,6 +135,11 @@ public final class DecisionMetrics {
         }
       }
     }
+  }
+
+  private boolean inFleet(String worker) {
+    Set<String> f = fleet;
+    return f == null || f.contains(worker);
   }
 
   private static final String[] PER_WORKER = {"kvrouter.truth.checks", "kvrouter.truth.error.blocks",
@@ -149,7 +161,22 @@ public final class DecisionMetrics {
   }
 
   public void outcome(Decision d, TruthCheck truth, long ttftNanos, long durationNanos) {
-    String worker = d.chosen().name();
+    truth(d.chosen().name(), truth);
+    if (ttftNanos >= 0) {
+      Timer.builder("kvrouter.request.ttft").tag("policy", d.policy()).publishPercentileHistogram()
+          .register(registry).record(ttftNanos, TimeUnit.NANOSECONDS);
+    }
+    if (durationNanos >= 0) {
+      Timer.builder("kvrouter.request.duration").tag("policy", d.policy()).publishPercentileHistogram()
+          .register(registry).record(durationNanos, TimeUnit.NANOSECONDS);
+    }
+  }
+
+  /** The per-worker truth meters, for a worker of the fleet only. */
+  private void truth(String worker, TruthCheck truth) {
+    if (!inFleet(worker)) {
+      return;
+    }
     registry.counter("kvrouter.truth.checks", "worker", worker, "outcome", truth.outcome()).increment();
     if (truth.actual() >= 0) {
       DistributionSummary.builder("kvrouter.truth.error.blocks")
@@ -162,13 +189,11 @@ public final class DecisionMetrics {
       Counter.builder("kvrouter.truth.actual.cached.tokens").tag("worker", worker).register(registry)
           .increment(truth.actual());
     }
-    if (ttftNanos >= 0) {
-      Timer.builder("kvrouter.request.ttft").tag("policy", d.policy()).publishPercentileHistogram()
-          .register(registry).record(ttftNanos, TimeUnit.NANOSECONDS);
-    }
-    if (durationNanos >= 0) {
-      Timer.builder("kvrouter.request.duration").tag("policy", d.policy()).publishPercentileHistogram()
-          .register(registry).record(durationNanos, TimeUnit.NANOSECONDS);
+    if (!inFleet(worker)) {
+      // registered just after a retain that removed the worker's meters: the fleet is published before the removal
+      for (String meter : PER_WORKER) {
+        registry.find(meter).tag("worker", worker).meters().forEach(registry::remove);
+      }
     }
   }
 }

@@ -202,6 +202,28 @@ class DecisionTrackerTest {
   }
 
   /**
+   * A request sent to a worker just before it left ends after the fleet change (its stream outlives the worker's
+   * cluster): its outcome registered the departed worker's truth meters again, kept until the next fleet change, and
+   * for good when no change came.
+   */
+  @Test
+  void aRequestEndingAfterItsWorkerLeftRegistersNoMetersForIt() {
+    DecisionMetrics metrics = new DecisionMetrics(meters);
+    overlaps.put(WorkerId.of("w1"), new Overlap(8, 0, 0, 0, false));
+    Decision d = router.route(request("r1", false, 8));
+    assertThat(d.chosen().name()).isEqualTo("w1");
+    metrics.retain(registry.current().all());
+    registry.replace(List.of(Worker.simple("w2", "10.0.0.2", 8000, "m"))); // w1 leaves while r1 is in flight
+    metrics.retain(registry.current().all());
+    metrics.outcome(d, new TruthCheck(128, 128, B), 1_000_000, 2_000_000);
+    for (String name : List.of("kvrouter.truth.checks", "kvrouter.truth.error.blocks",
+        "kvrouter.truth.predicted.cached.tokens", "kvrouter.truth.actual.cached.tokens")) {
+      assertThat(meters.find(name).tag("worker", "w1").meters()).as(name).isEmpty();
+    }
+    assertThat(meters.get("kvrouter.request.duration").timer().count()).as("the policy's own meters").isEqualTo(1);
+  }
+
+  /**
    * The eviction share is a gauge per model or adapter name routed to: a name the fleet no longer serves (an
    * adapter unloaded, a model retired) loses it at the next fleet change, or LoRA churn would add gauges for ever.
    */
