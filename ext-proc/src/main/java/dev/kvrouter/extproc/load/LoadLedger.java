@@ -228,6 +228,8 @@ public final class LoadLedger {
     if (prefillTokens < 0 || uniqueBlocks < 0) {
       throw new IllegalArgumentException("negative reservation");
     }
+    // a reservation's blocks are an int: another replica's copy, unlike the router's own, may not be bounded so
+    uniqueBlocks = (int) Math.min(uniqueBlocks, Integer.MAX_VALUE - (long) blockHashes.length);
     WorkerLedger wl = workers.computeIfAbsent(worker, WorkerLedger::new);
     // the request goes there whether or not it can be accounted: its turn counts either way
     wl.lastTurn.accumulateAndGet(turn, Math::max);

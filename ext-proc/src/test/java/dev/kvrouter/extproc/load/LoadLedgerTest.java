@@ -242,6 +242,23 @@ class LoadLedgerTest {
     assertThat(ledger.workers()).isEmpty();
   }
 
+  /**
+   * Another replica's copy carries its own block counts: the router bounds its own so that prompt and output blocks
+   * stay an int, a peer's message (an older or confused replica) need not, and the sum wrapped negative, driving the
+   * worker's context blocks below zero for as long as the copy lived.
+   */
+  @Test
+  void aCopyWhoseBlocksOverflowAnIntCannotMakeTheContextNegative() {
+    Reservation r = ledger.reserveRemote(A, 10, chain(1, 2, 3), Integer.MAX_VALUE, 0, 0, 0);
+    LocalLoad l = ledger.local(A);
+    assertThat(r.blocks()).isPositive();
+    assertThat(l.contextBlocks()).isPositive();
+    assertThat(l.contextBlocks()).isGreaterThanOrEqualTo(l.decodeBlocks());
+    assertThat(ledger.meanContextBlocks()).isPositive();
+    ledger.release(r);
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0, 0);
+  }
+
   @Test
   void theSinceCountersHoldTheNetChangeAfterTheLastScrape() {
     Reservation before = ledger.reserve(A, 100, chain(1, 2), 1);
