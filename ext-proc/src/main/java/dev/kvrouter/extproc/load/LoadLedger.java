@@ -230,6 +230,9 @@ public final class LoadLedger {
     }
     // a reservation's blocks are an int: another replica's copy, unlike the router's own, may not be bounded so
     uniqueBlocks = (int) Math.min(uniqueBlocks, Integer.MAX_VALUE - (long) blockHashes.length);
+    // no prompt the router takes has more tokens than its body has bytes (an int); a copy's count is bounded here so
+    // that summed over every reservation it cannot wrap the worker's counter negative
+    prefillTokens = Math.min(prefillTokens, Integer.MAX_VALUE);
     WorkerLedger wl = workers.computeIfAbsent(worker, WorkerLedger::new);
     // the request goes there whether or not it can be accounted: its turn counts either way
     wl.lastTurn.accumulateAndGet(turn, Math::max);

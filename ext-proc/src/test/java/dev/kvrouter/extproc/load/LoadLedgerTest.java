@@ -259,6 +259,22 @@ class LoadLedgerTest {
     assertThat(ledger.totals()).containsExactly(0, 0, 0, 0, 0);
   }
 
+  /**
+   * A peer's copy carries its own prefill count, checked only for sign: two huge ones wrapped the worker's prefill
+   * counter (and the mean prefill per reservation) negative, which made the worker the cheapest to send a prompt to.
+   */
+  @Test
+  void copiesWithHugePrefillCannotWrapTheWorkersPrefillNegative() {
+    Reservation r1 = ledger.reserveRemote(A, Long.MAX_VALUE / 2 + 1, chain(1), 0, 0, 0, 0);
+    Reservation r2 = ledger.reserveRemote(A, Long.MAX_VALUE / 2 + 1, chain(2), 0, 0, 0, 0);
+    assertThat(ledger.local(A).prefillTokens()).isPositive();
+    assertThat(ledger.local(A).sincePrefillTokens()).isPositive();
+    assertThat(ledger.meanPrefillTokens()).isPositive();
+    ledger.release(r1);
+    ledger.release(r2);
+    assertThat(ledger.totals()).containsExactly(0, 0, 0, 0, 0);
+  }
+
   @Test
   void theSinceCountersHoldTheNetChangeAfterTheLastScrape() {
     Reservation before = ledger.reserve(A, 100, chain(1, 2), 1);
