@@ -57,6 +57,11 @@ public final class LoadLedger {
    * goes the same way on all of them (best-of-N siblings dealt to two replicas at once stay together).
    */
   private final AtomicLong turns = new AtomicLong();
+  /**
+   * Above any turn a fleet reaches (a decision a nanosecond for a century is below 2^62): a peer's turn beyond it is
+   * taken as none, since moving the clock there would wrap this replica's next turns negative.
+   */
+  static final long MAX_TURN = 1L << 62;
   private final LongSupplier nanoClock;
   private final long ttlNanos;
   private final int maxReservations;
@@ -133,12 +138,14 @@ public final class LoadLedger {
    * Charges a request another router replica sent to {@code worker} (its {@code ReplicaSync} message), as
    * {@link #reserve} does; moving it tells no {@link Listener}.
    *
-   * @param turn the sender's {@link Reservation#turn()}; 0 when it sent none (it takes this ledger's next turn)
+   * @param sentTurn the sender's {@link Reservation#turn()}; 0 when it sent none, or one beyond {@link #MAX_TURN} (it
+   *     takes this ledger's next turn)
    * @param promptTokens the whole prompt's tokens as the sender knew them (0: unknown, charged as sent)
    * @param blockSize tokens per block of {@code blockHashes} (0: unknown, charged as sent)
    */
   public Reservation reserveRemote(WorkerId worker, long prefillTokens, long[] blockHashes, int uniqueBlocks,
-      long turn, long promptTokens, int blockSize) {
+      long sentTurn, long promptTokens, int blockSize) {
+    long turn = sentTurn > MAX_TURN ? 0 : sentTurn;
     if (turn > 0) {
       turns.accumulateAndGet(turn, Math::max);
     }
@@ -157,7 +164,7 @@ public final class LoadLedger {
    * joins learns the turns from before it): ties read it as if charged here. Moves the clock up to it.
    */
   public void noteTurn(WorkerId worker, long turn) {
-    if (turn > 0) {
+    if (turn > 0 && turn <= MAX_TURN) {
       turns.accumulateAndGet(turn, Math::max);
       WorkerLedger wl = fleetLedger(worker);
       if (wl != null) {

@@ -175,6 +175,23 @@ class LoadLedgerTest {
         .isEqualTo(42);
   }
 
+  /**
+   * A peer's turn moves this ledger's clock up to it: one at Long.MAX_VALUE (a confused or hostile replica) made the
+   * next own turn wrap negative, so no worker's last turn moved again and the least-recently-given tie-break froze
+   * on one worker.
+   */
+  @Test
+  void aPeersTurnNearTheTopOfALongCannotWrapTheClock() {
+    ledger.reserveRemote(A, 10, chain(1), 0, Long.MAX_VALUE, 0, 0);
+    ledger.noteTurn(A, Long.MAX_VALUE - 1);
+    Reservation first = ledger.reserve(B, 10, chain(2), 0);
+    Reservation second = ledger.reserve(A, 10, chain(3), 0);
+    assertThat(first.turn()).isPositive();
+    assertThat(second.turn()).isGreaterThan(first.turn());
+    assertThat(ledger.lastTurn(B)).isEqualTo(first.turn());
+    assertThat(ledger.lastTurn(A)).as("given a request after B").isGreaterThan(ledger.lastTurn(B));
+  }
+
   @Test
   void aRequestTheFullLedgerCannotAccountStillTakesItsTurn() {
     LoadLedger small = new LoadLedger(clock, TimeUnit.SECONDS.toNanos(300), 1);
