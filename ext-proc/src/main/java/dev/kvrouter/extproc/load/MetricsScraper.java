@@ -230,7 +230,8 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     } catch (RejectedExecutionException e) {
       return CompletableFuture.completedFuture(null); // closed
     }
-    // cancelling the scrape disconnects its exchange, which ends a read blocked on it. With under 512 kB of a declared
+    // cancelling the scrape disconnects its exchange, which ends a body still trickling in (a read blocked on a body that
+    // stopped coming holds the stream until its own timeout, whatever the disconnect). With under 512 kB of a declared
     // length left, the JDK hands the socket to its keep-alive cleaner thread, which drains the rest in the background
     // (http.KeepAlive.remainingData) instead of closing it: the scrape still ends here
     done.whenComplete((v, e) -> {
@@ -238,7 +239,13 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
         request.cancel(true);
         HttpURLConnection c = open.get();
         if (c != null) {
-          c.disconnect();
+          // Not on the cancelling thread (a round, on the runtime's scheduler): closing a stream whose read is blocked
+          // waits for that read's monitor, so a body that had stopped coming held the scheduler for a read timeout.
+          try {
+            senders.execute(c::disconnect);
+          } catch (RejectedExecutionException closed) {
+            // closed meanwhile: the read ends at its own timeout, and its sender with it
+          }
         }
       }
     });

@@ -323,6 +323,46 @@ class MetricsScraperTest {
   }
 
   /**
+   * A round cuts a scrape still running one timeout after it started by disconnecting its exchange, on the thread
+   * that runs the rounds (the runtime's one scheduler thread, which also sweeps the ledger, polls workers.yaml and
+   * maintains the index). Closing a stream whose read is blocked waits for that read, so a body that had stopped
+   * coming held the round, the other workers' scrapes and the scheduler until the read's own timeout.
+   */
+  @Test
+  void cuttingAStalledScrapeDoesNotHoldTheRound() throws Exception {
+    FakeClock clock = new FakeClock();
+    MetricsScraper s = new MetricsScraper(registry, ledger, health, clock, Duration.ofMillis(3000), 1 << 20, false);
+    try {
+      registry.replace(List.of(worker("stalls", 1, url("stall"))));
+      CompletableFuture<Void> first = s.scrapeAll();
+      assertThat(senderBlockedInARead(5)).as("the sender reading the stalled body").isTrue();
+      clock.advance(4, TimeUnit.SECONDS); // past the timeout: the next round cuts it
+      long start = System.nanoTime();
+      s.scrapeAll();
+      assertThat(Duration.ofNanos(System.nanoTime() - start)).as("the round that cut it")
+          .isLessThan(Duration.ofMillis(1000));
+      first.get(5, TimeUnit.SECONDS);
+    } finally {
+      s.close();
+    }
+  }
+
+  /** Whether a scrape sender is blocked reading a response body, waited for up to {@code seconds}. */
+  static boolean senderBlockedInARead(int seconds) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+    while (System.nanoTime() < deadline) {
+      for (Map.Entry<Thread, StackTraceElement[]> t : Thread.getAllStackTraces().entrySet()) {
+        if (t.getKey().getName().startsWith("kvrouter-scrape-") && Arrays.stream(t.getValue())
+            .anyMatch(f -> f.getClassName().equals("sun.net.www.MeteredStream") && f.getMethodName().equals("read"))) {
+          return true;
+        }
+      }
+      Thread.sleep(10);
+    }
+    return false;
+  }
+
+  /**
    * A worker that answers its page is reached, whatever a line of the page holds: a line the parser ran past the
    * end of counted as unreachable after the 200, and three such scrapes ejected a serving worker.
    */
