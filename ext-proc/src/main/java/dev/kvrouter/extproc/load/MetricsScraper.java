@@ -126,10 +126,12 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
   public CompletableFuture<Void> scrapeAll() {
     WorkerSet fleet = registry.current();
     Set<String> names = new HashSet<>();
+    Set<WorkerId> owners = new HashSet<>();
     List<CompletableFuture<?>> round = new ArrayList<>();
     long now = nanoClock.getAsLong();
     for (Worker w : fleet.all()) {
       names.add(w.name());
+      owners.addAll(w.cacheOwners());
       State s = states.computeIfAbsent(w.name(), k -> new State());
       synchronized (s) {
         if (s.inFlight != null && !s.inFlight.isDone()) {
@@ -158,7 +160,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
       }
       return true;
     });
-    latest.keySet().removeIf(id -> !names.contains(id.name()));
+    latest.keySet().retainAll(owners); // by rank: a worker whose data-parallel size shrank keeps none for the rest
     return CompletableFuture.allOf(round.toArray(CompletableFuture[]::new)).handle((v, e) -> null);
   }
 

@@ -215,6 +215,18 @@ class MetricsScraperTest {
     assertThat(scraper.scraped(WorkerId.of("a"))).isNotNull();
   }
 
+  /** A worker whose data-parallel size shrinks keeps no scrape for the ranks it no longer has. */
+  @Test
+  void ranksAWorkerNoLongerHasLoseTheirScrapes() throws Exception {
+    registry.replace(List.of(worker("dp", 2, url("vllm_dp2.prom"))));
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    assertThat(scraper.scraped(new WorkerId("dp", 1))).isNotNull();
+    registry.replace(List.of(worker("dp", 1, url("vllm_dp2.prom"))));
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    assertThat(scraper.scraped(new WorkerId("dp", 0)).running()).as("both engines summed").isEqualTo(6.0);
+    assertThat(scraper.scraped(new WorkerId("dp", 1))).isNull();
+  }
+
   @Test
   void scrapesReuseTheirThreadsInsteadOfStartingOnePerResponse() throws Exception {
     // JDK's HttpClient.sendAsync hands every response to CompletableFuture's default executor, which is a new
