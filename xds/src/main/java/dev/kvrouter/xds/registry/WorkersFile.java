@@ -181,6 +181,10 @@ public final class WorkersFile {
     int blockSize = integer(n, "block_size", at, errors, 0, 1, 4096, "must be 1..4096 (or omitted)");
     int weight = integer(n, "weight", at, errors, 1, 1, Integer.MAX_VALUE, "must be >= 1");
     String metricsUrl = text(n, "metrics_url", at, errors, false);
+    if (metricsUrl != null && !isHttpUrl(metricsUrl)) {
+      // else the scraper finds nothing to fetch and the worker's load is the router's own count alone, quietly
+      errors.add(at + ".metrics_url: `" + metricsUrl + "` must be an http:// or https:// URL with a host");
+    }
     boolean draining = bool(n, "draining", at, errors);
     Map<String, String> labels = new LinkedHashMap<>();
     JsonNode lb = n.get("labels");
@@ -383,5 +387,14 @@ public final class WorkersFile {
     }
     int nl = s.indexOf('\n');
     return nl < 0 ? s : s.substring(0, nl);
+  }
+
+  private static boolean isHttpUrl(String s) {
+    try {
+      java.net.URI u = new java.net.URI(s);
+      return ("http".equals(u.getScheme()) || "https".equals(u.getScheme())) && u.getHost() != null;
+    } catch (java.net.URISyntaxException e) {
+      return false;
+    }
   }
 }

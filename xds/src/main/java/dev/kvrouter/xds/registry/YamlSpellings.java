@@ -18,7 +18,8 @@ import java.util.regex.Pattern;
  * tree turns into the text "~" or "null". Both workers.yaml ({@link WorkersFile}) and kvrouter.yaml's loader refuse
  * them, with the same words.
  *
- * <p>So are two things the tree hides outright: a second document (after {@code ---}), which the tree never reads,
+ * <p>So are three things the tree hides outright: a tag ({@code !secret x}, {@code !!binary ...}), whose value it
+ * keeps as plain text; a second document (after {@code ---}), which the tree never reads,
  * so every setting in it was silently ignored; and an alias ({@code *name}), which the parser does not expand but
  * reads as the text {@code name}, so {@code model: *m} named a model "m". Not expanding aliases is what keeps an
  * alias bomb harmless; refusing them keeps them from passing for values.
@@ -61,6 +62,12 @@ public final class YamlSpellings {
         if (p instanceof YAMLParser y && y.isCurrentAlias()) {
           problems.add(pathOrTop(p.getParsingContext()) + line + ": `*" + p.getText() + "` is a YAML alias, which "
               + "would be read as the text \"" + p.getText() + "\", not the anchored value; write the value itself");
+        } else if (t != JsonToken.FIELD_NAME && p.getTypeId() != null) {
+          // the tree drops a tag and keeps the text: `!secret name` would bind the word "name", `!!binary` its base64
+          String id = String.valueOf(p.getTypeId());
+          String tag = id.startsWith("tag:") ? id : "!" + id; // the parser drops the !
+          problems.add(pathOrTop(p.getParsingContext()) + line + ": the YAML tag `" + tag + "` is not "
+              + "read (the value would be taken as its plain text); write the value without it");
         } else if (t == JsonToken.VALUE_NUMBER_INT && !PLAIN_INTEGER.matcher(p.getText()).matches()
             || t == JsonToken.VALUE_NUMBER_FLOAT && !PLAIN_DECIMAL.matcher(p.getText()).matches()) {
           problems.add(path(p.getParsingContext()) + line + ": `" + p.getText()

@@ -197,6 +197,28 @@ class WorkersFileTest {
     assertThat(WorkersFile.parse(worker("").replace("model: ", "model: &m "), "w.yaml")).hasSize(1);
   }
 
+  /** A tag's value was kept as its plain text: `!secret name` read as the word "name". */
+  @Test
+  void aYamlTagIsAnError() {
+    assertThatThrownBy(() -> WorkersFile.parse(worker("").replace("model: ", "model: !secret "), "w.yaml"))
+        .isInstanceOf(WorkersFile.InvalidWorkersFile.class)
+        .hasMessageContaining("workers[0].model (line ")
+        .hasMessageContaining(": the YAML tag `!secret` is not read");
+    assertThatThrownBy(() -> WorkersFile.parse(worker("").replace("model: m", "model: !!binary bQ=="), "w.yaml"))
+        .isInstanceOf(WorkersFile.InvalidWorkersFile.class).hasMessageContaining("is not read");
+  }
+
+  /** A metrics URL the scraper cannot fetch left the worker's load to the router's own count, silently. */
+  @Test
+  void aMetricsUrlMustBeAnHttpUrl() {
+    for (String bad : List.of("not a url", "10.0.0.5:8000/metrics", "ftp://10.0.0.5/metrics", "http:///metrics")) {
+      assertThatThrownBy(() -> WorkersFile.parse(worker("    metrics_url: '" + bad + "'\n"), "w.yaml"))
+          .as(bad).isInstanceOf(WorkersFile.InvalidWorkersFile.class)
+          .hasMessageContaining("workers[0].metrics_url: `" + bad + "` must be an http:// or https:// URL");
+    }
+    assertThat(WorkersFile.parse(worker("    metrics_url: https://10.0.0.5:8443/metrics\n"), "w.yaml")).hasSize(1);
+  }
+
   /**
    * `010.0.0.1` passed as an IPv4 literal: Java reads it as 10.0.0.1, inet_aton as 8.0.0.1, and Envoy's inet_pton
    * refuses it, so every request routed to that worker through the ORIGINAL_DST header would fail.
