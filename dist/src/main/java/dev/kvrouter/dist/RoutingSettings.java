@@ -116,7 +116,7 @@ final class RoutingSettings {
         }
         for (Map.Entry<String, Object> kv : m.weights().entrySet()) {
           try {
-            w.with(kv.getKey(), String.valueOf(kv.getValue()));
+            modelWeight(w, kv.getKey(), kv.getValue());
           } catch (IllegalArgumentException ex) {
             errors.add(path + ".weights." + kv.getKey() + ": " + ex.getMessage());
           }
@@ -144,7 +144,7 @@ final class RoutingSettings {
       }
       Weights mw = w;
       for (Map.Entry<String, Object> kv : m.weights().entrySet()) {
-        mw = mw.with(kv.getKey(), String.valueOf(kv.getValue()));
+        mw = modelWeight(mw, kv.getKey(), kv.getValue());
       }
       BusySettings mb = modelBusy(busy, r.busy().whenAllBusy(), m.busy());
       models.put(e.getKey(), new ModelRouting(m.policy() != null ? m.policy() : r.policy(), mw, mb.thresholds(),
@@ -153,6 +153,23 @@ final class RoutingSettings {
     var load = r.load();
     return new RoutingConfig(defaults, models, load.defaultBlockSize(), load.expectedOutputTokens(),
         load.maxExpectedOutputTokens());
+  }
+
+  /**
+   * {@code w} with one of a model's weights, typed as strictly as the global {@code routing.weights}: a number for a
+   * number (not a quoted one, not .inf or .nan), a boolean for {@code imbalance_gate} (not 1 or "on"). The map is
+   * read untyped, and the header syntax {@link Weights#with(String, String)} takes would let all of those through.
+   */
+  static Weights modelWeight(Weights w, String key, Object value) {
+    boolean gate = key.trim().toLowerCase(java.util.Locale.ROOT).equals("imbalance_gate");
+    if (gate && !(value instanceof Boolean)) {
+      throw new IllegalArgumentException("must be true or false, was `" + value + "`");
+    }
+    if (!gate && !(value instanceof Number n && Double.isFinite(n.doubleValue()))) {
+      throw new IllegalArgumentException("must be a finite number, was "
+          + (value instanceof String ? "string \"" + value + "\"" : "`" + value + "`"));
+    }
+    return w.with(key, String.valueOf(value));
   }
 
   static Weights weights(KvrouterConfig.RoutingWeights c) {

@@ -7,6 +7,7 @@ import dev.kvrouter.index.media.MediaIdentityConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class KvrouterConfigTest {
@@ -305,6 +306,25 @@ class KvrouterConfigTest {
         .hasMessageStartingWith("k.yaml: routing.weights.gpu_credit: must be a number");
     assertThat(KvrouterConfig.parse("routing: {weights: {gpu_credit: 2}}\n", "k.yaml").routing().weights()
         .gpuCredit()).as("a whole number is a number").isEqualTo(2.0);
+  }
+
+  /**
+   * A model's weights are typed as strictly as the global section's: they were read untyped and through the header
+   * syntax, so a quoted number, `1` or "on" for the gate, and .inf all loaded there while routing.weights refused them.
+   */
+  @Test
+  void aModelsWeightsAreTypedAsStrictlyAsTheGlobalOnes() {
+    for (String bad : List.of("{temperature: \"0.1\"}", "{imbalance_gate: 1}", "{imbalance_gate: \"on\"}",
+        "{gpu_credit: .inf}", "{gpu_credit: true}")) {
+      assertThatThrownBy(() -> KvrouterConfig.parse("routing: {models: {m: {weights: " + bad + "}}}\n", "k.yaml"))
+          .as(bad).isInstanceOf(KvrouterConfig.InvalidConfig.class).hasMessageContaining("routing.models.m.weights");
+    }
+    KvrouterConfig c = KvrouterConfig.parse(
+        "routing: {models: {m: {weights: {temperature: 0.25, imbalance_gate: false, gpu_credit: 2}}}}\n", "k.yaml");
+    var m = RoutingSettings.toConfig(c.routing()).models().get("m").weights();
+    assertThat(m.temperature()).isEqualTo(0.25);
+    assertThat(m.imbalanceGate()).isFalse();
+    assertThat(m.gpuCredit()).isEqualTo(2.0);
   }
 
   /**

@@ -86,7 +86,7 @@ class RoutingSettingsTest {
         """, "k.yaml"))
         .hasMessageContaining("routing.models.m1.policy: `nope`")
         .hasMessageContaining("routing.models.m1.weights.bogus: unknown weight `bogus`")
-        .hasMessageContaining("routing.models.m1.weights.temperature: temperature must be a number")
+        .hasMessageContaining("routing.models.m1.weights.temperature: must be a finite number, was string \"hot\"")
         .hasMessageContaining("routing.models.m1.busy: unknown key `max_waiting`");
   }
 
