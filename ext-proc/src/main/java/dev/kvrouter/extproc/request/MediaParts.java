@@ -59,19 +59,32 @@ final class MediaParts {
     this.length = length;
   }
 
-  /** A message's {@code content} key begins: a repeated key discards the items of the earlier one. */
-  void startContent(int message) {
-    pending.clear();
-  }
-
   /**
-   * Forgets the items read since the last message ended, and any reason those parts gave: content that never reaches
-   * the prompt as media (a Responses assistant item keeps only its first part's text; a reasoning item's parts are
-   * not content parts at all).
+   * A message's {@code content} key begins: a repeated key replaces the earlier one, so its items and any reason its
+   * parts gave are forgotten.
+   *
+   * @param unreproducibleBefore the reason as it was when the message began
    */
-  void dropPending(String unreproducibleBefore) {
+  void startContent(String unreproducibleBefore) {
     pending.clear();
     unreproducible = unreproducibleBefore;
+  }
+
+  /** The media items and reason of one parts array, held until its item shows whether they reach the template. */
+  record Section(List<MultimodalItem> items, String unreproducible) {}
+
+  /** Takes the parts read since the message began out of it, and the reason back to {@code unreproducibleBefore}. */
+  Section takeSection(String unreproducibleBefore) {
+    Section s = new Section(List.copyOf(pending), unreproducible);
+    pending.clear();
+    unreproducible = unreproducibleBefore;
+    return s;
+  }
+
+  /** Makes a taken section the message's content again. */
+  void restore(Section s) {
+    pending.addAll(s.items());
+    unreproducible = s.unreproducible();
   }
 
   void endMessage() {

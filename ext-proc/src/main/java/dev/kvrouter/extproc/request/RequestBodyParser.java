@@ -602,11 +602,12 @@ public final class RequestBodyParser {
           throw bad("`messages[" + i + "]` must be an object", "messages[" + i + "]");
         }
         Map<String, Object> m = new LinkedHashMap<>();
+        String before = media.unreproducible;
         while (p.nextToken() == JsonToken.FIELD_NAME) {
           String k = p.currentName();
           JsonToken v = p.nextToken();
           if (k.equals("content")) {
-            media.startContent(i); // a repeated key replaces the earlier content and its items
+            media.startContent(before);
             m.put(k, v == JsonToken.START_ARRAY ? media.readParts(p, i) : JsonValues.read(p, v));
           } else {
             m.put(k, JsonValues.read(p, v));

@@ -6,6 +6,7 @@ import dev.kvrouter.extproc.request.RequestBodyParser.BadRequest;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -63,20 +64,26 @@ final class ResponsesInput {
       }
       String before = media.unreproducible;
       Map<String, Object> item = new LinkedHashMap<>();
+      // content and output may both hold parts, and the type (which says which one is templated) may come last
+      Map<String, MediaParts.Section> sections = new HashMap<>(2);
       while (p.nextToken() == JsonToken.FIELD_NAME) {
         String k = p.currentName();
         JsonToken kv = p.nextToken();
-        if ((k.equals("content") || k.equals("output")) && kv == JsonToken.START_ARRAY) {
-          media.startContent(i);
+        boolean parts = k.equals("content") || k.equals("output");
+        if (parts) {
+          sections.remove(k); // a repeated key replaces the earlier value, its media with it
+        }
+        if (parts && kv == JsonToken.START_ARRAY) {
           item.put(k, media.readParts(p, i, "input[" + i + "]." + k));
+          sections.put(k, media.takeSection(before));
         } else {
           item.put(k, JsonValues.read(p, kv));
         }
       }
-      if (carriesMedia(item)) {
+      MediaParts.Section templated = sections.get(templatedParts(item));
+      if (templated != null) {
+        media.restore(templated);
         media.endMessage();
-      } else {
-        media.dropPending(before);
       }
       items.add(Collections.unmodifiableMap(item));
       i++;
@@ -84,14 +91,18 @@ final class ResponsesInput {
     return Collections.unmodifiableList(items);
   }
 
-  /** Items whose parts reach the template as content parts: user, system and developer messages, tool outputs. */
-  private static boolean carriesMedia(Map<String, Object> item) {
+  /**
+   * The key whose parts reach the template as content parts: a user, system or developer message's content, a tool
+   * output's output; null for the other items (an assistant item keeps only its first part's text, a reasoning
+   * item's parts are not content parts at all).
+   */
+  private static String templatedParts(Map<String, Object> item) {
     Object type = item.get("type");
     if ("function_call_output".equals(type)) {
-      return true;
+      return "output";
     }
     Object role = item.get("role");
-    return (type == null || "message".equals(type)) && role != null && !"assistant".equals(role);
+    return (type == null || "message".equals(type)) && role != null && !"assistant".equals(role) ? "content" : null;
   }
 
   /** {@code construct_input_messages} without a previous response (a stored one is never reproduced). */

@@ -440,6 +440,15 @@ class RequestBodyParserTest {
       assertThat(r.multimodal()).extracting(MultimodalItem::index).containsExactly(0, 1, 2, 3);
     }
 
+    /** Python's json keeps the last of a repeated key: replaced parts give neither media items nor a reason. */
+    @Test
+    void aRepeatedContentKeyForgetsTheReplacedPartsReason() throws Exception {
+      InferenceRequest r = parse(Kind.CHAT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+          + "[{\"type\":\"x_part\"}],\"content\":\"hi\"}]}");
+      assertThat(r.chat().messages().get(0).get("content")).isEqualTo("hi");
+      assertThat(r.unreproducible()).isNull();
+    }
+
     @Test
     void promptEmbedsPartsAreNotReproducible() throws Exception {
       InferenceRequest r = parse(Kind.CHAT, user("{\"type\":\"prompt_embeds\",\"data\":\"AAAA\"}"));

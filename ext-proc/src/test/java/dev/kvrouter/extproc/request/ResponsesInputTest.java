@@ -193,6 +193,26 @@ class ResponsesInputTest {
     assertThat(r.chat().messages().get(0).toString()).doesNotContain("example.com");
   }
 
+  /**
+   * Python's json keeps the last of a repeated key, and only the parts that reach the template (a message's content,
+   * a tool output's output) are media: the media items and reasons of parts that were replaced, or that sit under
+   * the key the item's type does not template, are not the prompt's.
+   */
+  @Test
+  void onlyTheTemplatedPartsGiveMediaItemsAndReasons() throws Exception {
+    String img = "[{\"type\":\"input_image\",\"image_url\":\"data:image/png;base64,AAAA\"}]";
+    assertThat(parse("\"input\":[{\"role\":\"user\",\"content\":" + img + ",\"content\":\"hi\"}]").multimodal())
+        .as("content replaced by a string").isEmpty();
+    assertThat(parse("\"input\":[{\"type\":\"function_call_output\",\"call_id\":\"c\",\"output\":" + img
+        + ",\"output\":\"x\"}]").multimodal()).as("output replaced by a string").isEmpty();
+    InferenceRequest both = parse("\"input\":[{\"type\":\"function_call_output\",\"call_id\":\"c\",\"output\":"
+        + img + ",\"content\":[]}]");
+    assertThat(both.chat().messages().get(0).get("content")).asList().hasSize(1);
+    assertThat(both.multimodal()).as("the output's image, beside an untemplated content").hasSize(1);
+    assertThat(parse("\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"x_part\"}],\"content\":\"hi\"}]")
+        .unreproducible()).as("a replaced unknown part").isNull();
+  }
+
   /** What vLLM does not translate, or keeps on the worker, is not guessed: routed by load with its reason. */
   @Test
   void storedConversationsAndUntranslatedItemsAreNotReproduced() throws Exception {
