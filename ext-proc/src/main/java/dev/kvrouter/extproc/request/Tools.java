@@ -58,6 +58,12 @@ final class Tools {
    * parameters, strict), then the client's extra keys, as vLLM's pydantic models keep them.
    */
   static Normalized responses(Object tools, Object choice) throws BadRequest {
+    boolean option = "none".equals(choice) || "auto".equals(choice) || "required".equals(choice);
+    if (!option && !(choice instanceof Map<?, ?> c && c.get("type") instanceof String)) {
+      // pydantic refuses it before check_tool_usage runs; the template would otherwise see a choice vLLM never does
+      throw RequestBodyParser.bad("`tool_choice` must be \"none\", \"auto\", \"required\" or an object with a "
+          + "string `type`", "tool_choice");
+    }
     if (tools == null) {
       tools = List.of(); // vLLM: tools default to an empty list
     }

@@ -160,6 +160,21 @@ class ResponsesInputTest {
   }
 
   /**
+   * ResponsesRequest.tool_choice is the SDK's ToolChoice: "none", "auto", "required" or an object with its literal
+   * type; pydantic refuses anything else (a null too: the field is not optional), with tools or without.
+   */
+  @Test
+  void aToolChoiceOutsideTheSdksShapesIsRefused() {
+    String tools = "\"tools\":[{\"type\":\"function\",\"name\":\"f\"}],";
+    for (String choice : List.of("5", "null", "[1]", "\"bogus\"", "{}", "{\"type\":7}")) {
+      assertThat(error("\"input\":\"hi\"," + tools + "\"tool_choice\":" + choice).param()).as(choice)
+          .isEqualTo("tool_choice");
+      assertThat(error("\"input\":\"hi\",\"tool_choice\":" + choice).param()).as("no tools: " + choice)
+          .isEqualTo("tool_choice");
+    }
+  }
+
+  /**
    * build_chat_params and build_tok_params: reasoning.effort sets reasoning_effort and (unless the client set it)
    * enable_thinking; chat_template_kwargs pass on; truncation "auto" truncates to the context; the rendered text is
    * tokenized with special tokens (TokenizeParams' default).
