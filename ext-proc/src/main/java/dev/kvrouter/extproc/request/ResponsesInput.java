@@ -74,7 +74,7 @@ final class ResponsesInput {
           sections.remove(k); // a repeated key replaces the earlier value, its media with it
         }
         if (parts && kv == JsonToken.START_ARRAY) {
-          item.put(k, media.readParts(p, i, "input[" + i + "]." + k));
+          item.put(k, objectParts(media.readParts(p, i, "input[" + i + "]." + k), "input[" + i + "]." + k));
           sections.put(k, media.takeSection(before));
         } else {
           item.put(k, JsonValues.read(p, kv));
@@ -89,6 +89,16 @@ final class ResponsesInput {
       i++;
     }
     return Collections.unmodifiableList(items);
+  }
+
+  /** The SDK's part lists are lists of typed dicts: chat's bare string parts are not among them. */
+  private static List<Object> objectParts(List<Object> parts, String path) throws BadRequest {
+    for (int j = 0; j < parts.size(); j++) {
+      if (!(parts.get(j) instanceof Map)) {
+        throw RequestBodyParser.bad("`" + path + "[" + j + "]` must be an object", path + "[" + j + "]");
+      }
+    }
+    return parts;
   }
 
   /**
@@ -123,7 +133,7 @@ final class ResponsesInput {
       Map<String, Object> prevAssistant = prev != null && "assistant".equals(prev.get("role")) ? prev : null;
       String at = "input[" + i + "]";
       Object type = item.get("type");
-      if (type != null && !(type instanceof String)) {
+      if (item.containsKey("type") && !(type instanceof String)) {
         throw RequestBodyParser.bad("`" + at + ".type` must be a string", at + ".type");
       }
       Map<String, Object> next;
@@ -134,7 +144,7 @@ final class ResponsesInput {
             // vLLM passes these items on as chat messages; pydantic kept only the declared keys
             next = message(role, "content", content(item, at));
           } else {
-            Object text = assistantText(item, type != null);
+            Object text = assistantText(item, type != null, at);
             if (text == null) {
               return new Converted(List.of(), false, InferenceRequest.RESPONSES_ITEM);
             }
@@ -198,27 +208,35 @@ final class ResponsesInput {
    * {@code ResponseOutputMessage}, whose first part's {@code .text} a refusal part lacks (vLLM fails there), so that
    * one is not reproduced (null); any other form reads {@code text} with an empty default.
    */
-  private static Object assistantText(Map<String, Object> item, boolean typed) {
-    Object content = item.get("content");
+  private static Object assistantText(Map<String, Object> item, boolean typed, String at) throws BadRequest {
+    Object content = content(item, at);
     if (content instanceof String s) {
       return s;
     }
-    if (!(content instanceof List<?> parts) || parts.isEmpty()) {
+    List<?> parts = (List<?>) content;
+    if (parts.isEmpty()) {
       return "";
     }
-    Object first = parts.get(0);
-    if (!(first instanceof Map<?, ?> part)) {
-      return first;
-    }
+    Map<?, ?> part = (Map<?, ?>) parts.get(0);
     if (typed && "refusal".equals(part.get("type"))) {
       return null;
     }
-    return part.containsKey("text") ? part.get("text") : "";
+    if (!part.containsKey("text")) {
+      return "";
+    }
+    if (!(part.get("text") instanceof String text)) {
+      throw RequestBodyParser.bad("`" + at + ".content[0].text` must be a string", at + ".content[0].text");
+    }
+    return text;
   }
 
   private static Map<String, Object> toolCall(Map<String, Object> item, String at) throws BadRequest {
     String name = string(item, "name", at);
-    if (item.get("namespace") instanceof String ns && !ns.isEmpty()) {
+    Object namespace = item.get("namespace");
+    if (namespace != null && !(namespace instanceof String)) {
+      throw RequestBodyParser.bad("`" + at + ".namespace` must be a string", at + ".namespace");
+    }
+    if (namespace instanceof String ns && !ns.isEmpty()) {
       name = ns + NAMESPACE_SEPARATOR + name; // flat_namespace_tool_name
     }
     Map<String, Object> function = new LinkedHashMap<>();
@@ -273,14 +291,21 @@ final class ResponsesInput {
       throw RequestBodyParser.bad("`" + at + ".content` must be a list", at + ".content");
     }
     List<?> from = content != null && !((List<?>) content).isEmpty() ? (List<?>) content : summary;
-    if (from.isEmpty()) {
-      return "";
+    texts(from, at + (from == summary ? ".summary" : ".content"));
+    return from.isEmpty() ? "" : ((Map<?, ?>) from.get(0)).get("text");
+  }
+
+  /**
+   * Every entry of the list the text comes from is a typed dict with a string text: a malformed entry fails the
+   * item's model, and vLLM's dict-form fallback then validates the list it reads (only that one) as it iterates it.
+   */
+  private static void texts(List<?> entries, String path) throws BadRequest {
+    for (int j = 0; j < entries.size(); j++) {
+      if (!(entries.get(j) instanceof Map<?, ?> e) || !(e.get("text") instanceof String)) {
+        String where = path + "[" + j + "].text";
+        throw RequestBodyParser.bad("`" + where + "` must be a string", where);
+      }
     }
-    if (!(from.get(0) instanceof Map<?, ?> part) || !(part.get("text") instanceof String text)) {
-      String where = from == summary ? ".summary[0].text" : ".content[0].text";
-      throw RequestBodyParser.bad("`" + at + where + "` must be a string", at + where);
-    }
-    return text;
   }
 
   private static String string(Map<String, Object> item, String key, String at) throws BadRequest {

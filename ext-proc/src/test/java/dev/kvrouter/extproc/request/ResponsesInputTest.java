@@ -209,6 +209,34 @@ class ResponsesInputTest {
   }
 
   /**
+   * The input items are the SDK's typed dicts, which pydantic checks before any conversion: a null type, an assistant
+   * item whose content is not a string or a list of part objects (or whose first part's text is not a string), a
+   * bare string part, a non-string namespace or a malformed reasoning entry is a 400 there, not an empty text here.
+   */
+  @Test
+  void itemsOfTheWrongJsonTypesAreRefusedNotTemplated() throws Exception {
+    Map<String, String> bad = new java.util.LinkedHashMap<>();
+    bad.put("{\"type\":null,\"role\":\"user\",\"content\":\"x\"}", "input[0].type");
+    for (String content : List.of("5", "null", "{}", "true")) {
+      bad.put("{\"role\":\"assistant\",\"content\":" + content + "}", "input[0].content");
+    }
+    bad.put("{\"role\":\"assistant\"}", "input[0].content");
+    bad.put("{\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":{\"a\":1}}]}",
+        "input[0].content[0].text");
+    bad.put("{\"role\":\"assistant\",\"content\":[\"s\"]}", "input[0].content[0]");
+    bad.put("{\"role\":\"user\",\"content\":[\"s\"]}", "input[0].content[0]");
+    bad.put("{\"type\":\"function_call_output\",\"call_id\":\"c\",\"output\":[\"s\"]}", "input[0].output[0]");
+    bad.put("{\"type\":\"function_call\",\"call_id\":\"c\",\"name\":\"f\",\"arguments\":\"{}\",\"namespace\":5}",
+        "input[0].namespace");
+    bad.put("{\"type\":\"reasoning\",\"summary\":[{\"type\":\"summary_text\",\"text\":\"a\"},5]}",
+        "input[0].summary[1].text");
+    bad.forEach((item, param) -> assertThat(error("\"input\":[" + item + "]").param()).as(item).isEqualTo(param));
+    assertThat(messages("\"input\":[{\"type\":\"reasoning\",\"summary\":[5],\"content\":[{\"type\":\"reasoning_text\","
+        + "\"text\":\"t\"}]}]")).as("the summary is never read when there is content")
+        .containsExactly(Map.of("role", "assistant", "reasoning", "t"));
+  }
+
+  /**
    * Python's json keeps the last of a repeated key, and only the parts that reach the template (a message's content,
    * a tool output's output) are media: the media items and reasons of parts that were replaced, or that sit under
    * the key the item's type does not template, are not the prompt's.
