@@ -130,6 +130,17 @@ final class Tools {
     for (String k : declared) {
       sdk.put(k, tool.get(k));
     }
+    for (String k : new String[] {"strict", "defer_loading"}) {
+      // Optional[bool]: the dump holds what pydantic's lax bool made of the value, not the value
+      Object raw = sdk.get(k);
+      if (raw != null) {
+        Boolean b = PythonValues.laxBool(raw);
+        if (b == null) {
+          throw RequestBodyParser.bad("`" + at + "." + k + "` must be a boolean", at + "." + k);
+        }
+        sdk.put(k, b);
+      }
+    }
     extras(tool, sdk, declared);
     if (namespace != null) {
       sdk.put("name", namespace + ResponsesInput.NAMESPACE_SEPARATOR + name);

@@ -160,6 +160,24 @@ class ResponsesInputTest {
   }
 
   /**
+   * FunctionTool.strict and defer_loading are the SDK's Optional[bool]: pydantic's lax bool turns "yes" or 0 into
+   * true or false before model_dump, so the template sees the boolean; what it cannot read as one is a 400.
+   */
+  @Test
+  @SuppressWarnings("unchecked")
+  void aToolsBooleanFieldsAreDumpedAsPydanticReadsThem() throws Exception {
+    ChatPrompt p = parse("\"input\":\"hi\",\"tools\":[{\"type\":\"function\",\"name\":\"f\",\"strict\":\"yes\","
+        + "\"defer_loading\":0},{\"type\":\"namespace\",\"name\":\"n\",\"tools\":[{\"type\":\"function\","
+        + "\"name\":\"g\",\"strict\":\"off\"}]}]").chat();
+    assertThat((Map<Object, Object>) p.tools().get(0).get("function")).containsEntry("strict", true)
+        .containsEntry("defer_loading", false);
+    assertThat((Map<Object, Object>) p.tools().get(1).get("function")).containsEntry("strict", false)
+        .containsEntry("defer_loading", null);
+    assertThat(error("\"input\":\"hi\",\"tools\":[{\"type\":\"function\",\"name\":\"f\",\"strict\":\"maybe\"}]")
+        .param()).isEqualTo("tools[0].strict");
+  }
+
+  /**
    * ResponsesRequest.tool_choice is the SDK's ToolChoice: "none", "auto", "required" or an object with its literal
    * type; pydantic refuses anything else (a null too: the field is not optional), with tools or without.
    */
