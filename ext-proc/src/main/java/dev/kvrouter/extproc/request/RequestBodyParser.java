@@ -144,6 +144,7 @@ public final class RequestBodyParser {
     Object instructions;
     Object reasoning;
     Object truncation;
+    boolean truncationPresent;
     Object promptTemplate;
     Object previousResponse;
     Object previousInputMessages;
@@ -235,7 +236,10 @@ public final class RequestBodyParser {
         }
         case "instructions" -> instructions = readIf(responses, p, v);
         case "reasoning" -> reasoning = readIf(responses, p, v);
-        case "truncation" -> truncation = readIf(responses, p, v);
+        case "truncation" -> {
+          truncationPresent = responses;
+          truncation = readIf(responses, p, v);
+        }
         case "previous_response" -> previousResponse = readIf(responses, p, v);
         case "previous_input_messages" -> previousInputMessages = readIf(responses, p, v);
         case "tools" -> tools = readIf(chatLike, p, v);
@@ -369,10 +373,12 @@ public final class RequestBodyParser {
         kwargs = Collections.unmodifiableMap(kwargs);
       }
       Integer truncate;
-      if (truncation == null || "disabled".equals(truncation)) {
+      if (!truncationPresent || "disabled".equals(truncation)) {
         truncate = null;
-      } else if ("auto".equals(truncation)) {
-        truncate = -1; // build_tok_params: truncate to the longest input the context leaves room for
+      } else if (truncation == null || "auto".equals(truncation)) {
+        // build_tok_params truncates whenever truncation != "disabled" (a null included): to the longest input the
+        // context leaves room for
+        truncate = -1;
       } else {
         throw bad("`truncation` must be 'auto' or 'disabled'", "truncation");
       }

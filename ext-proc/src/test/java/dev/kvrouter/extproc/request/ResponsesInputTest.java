@@ -212,6 +212,16 @@ class ResponsesInputTest {
   }
 
   /**
+   * build_tok_params truncates whenever {@code truncation != "disabled"}: an explicit null (the field is Optional)
+   * truncates to the context, while an absent field takes the "disabled" default.
+   */
+  @Test
+  void anExplicitNullTruncationTruncates() throws Exception {
+    assertThat(parse("\"input\":\"hi\",\"truncation\":null").chat().truncatePromptTokens()).isEqualTo(-1);
+    assertThat(parse("\"input\":\"hi\"").chat().truncatePromptTokens()).isNull();
+  }
+
+  /**
    * input_image parts: read like chat's image parts (payload hashed, not kept), so the multimodal path applies;
    * media in an assistant item never reaches the prompt (only the first part's text does) and is not an item.
    */
