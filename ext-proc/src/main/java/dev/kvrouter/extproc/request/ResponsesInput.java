@@ -175,15 +175,21 @@ final class ResponsesInput {
     return new Converted(freeze(messages), continuesFinal(items), null);
   }
 
-  /** {@code should_continue_final_message}: a last message or reasoning item that is in progress or incomplete. */
+  /**
+   * {@code should_continue_final_message}: a last message or reasoning item that is in progress or incomplete, by
+   * the status pydantic kept. Only the item models that declare one keep it: the reasoning item, the typed assistant
+   * message with list content ({@code ResponseOutputMessage}) and the input {@code Message} (list content, other
+   * roles); string content and untyped assistant items validate as {@code EasyInputMessage}, which drops it.
+   */
   private static boolean continuesFinal(List<?> items) {
     if (items.isEmpty()) {
       return false;
     }
     Map<?, ?> last = (Map<?, ?>) items.get(items.size() - 1);
-    Object type = last.containsKey("type") ? last.get("type") : "message";
-    Object status = last.get("status");
-    return ("message".equals(type) || "reasoning".equals(type)) && status instanceof String s && PARTIAL.contains(s);
+    Object type = last.get("type");
+    boolean keepsStatus = "reasoning".equals(type) || (type == null || "message".equals(type))
+        && last.get("content") instanceof List && (type != null || !"assistant".equals(last.get("role")));
+    return keepsStatus && last.get("status") instanceof String s && PARTIAL.contains(s);
   }
 
   private static String role(Map<String, Object> item, String at) throws BadRequest {

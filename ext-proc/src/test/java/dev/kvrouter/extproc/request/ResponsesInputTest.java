@@ -137,6 +137,27 @@ class ResponsesInputTest {
   }
 
   /**
+   * should_continue_final_message reads the status of the validated item, and pydantic keeps it only where the item's
+   * model declares one: a reasoning item, a typed assistant message with list content (ResponseOutputMessage), an
+   * input Message with list content. String content, and an untyped assistant item, validate as EasyInputMessage,
+   * which has no status: such an item is answered, not continued.
+   */
+  @Test
+  void aStatusPydanticDropsDoesNotContinueTheMessage() throws Exception {
+    for (String last : List.of("{\"role\":\"assistant\",\"content\":\"An\",\"status\":\"incomplete\"}",
+        "{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"An\",\"status\":\"in_progress\"}",
+        "{\"role\":\"user\",\"content\":\"q\",\"status\":\"in_progress\"}",
+        "{\"role\":\"assistant\",\"content\":[{\"type\":\"input_text\",\"text\":\"An\"}],\"status\":\"incomplete\"}")) {
+      ChatPrompt p = parse("\"input\":[{\"role\":\"user\",\"content\":\"q\"}," + last + "]").chat();
+      assertThat(p.continueFinalMessage()).as(last).isFalse();
+      assertThat(p.addGenerationPrompt()).as(last).isTrue();
+    }
+    assertThat(parse("\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"q\"}],"
+        + "\"status\":\"in_progress\"}]").chat().continueFinalMessage()).as("an input Message keeps its status")
+        .isTrue();
+  }
+
+  /**
    * construct_tool_dicts and convert_tool_responses_to_completions_format: function tools become chat tools
    * (FunctionTool.model_dump re-validated as FunctionDefinition), namespaced ones flattened, other types dropped;
    * check_tool_usage defaults the choice to "none" without tools and refuses what it cannot meet.
