@@ -126,6 +126,7 @@ public final class RequestBodyParser {
     Messages messages;
     boolean messagesPresent;
     Object tools;
+    boolean toolsPresent;
     Object toolChoice;
     boolean toolChoicePresent;
     Object documents;
@@ -242,7 +243,10 @@ public final class RequestBodyParser {
         }
         case "previous_response" -> previousResponse = readIf(responses, p, v);
         case "previous_input_messages" -> previousInputMessages = readIf(responses, p, v);
-        case "tools" -> tools = readIf(chatLike, p, v);
+        case "tools" -> {
+          toolsPresent = true;
+          tools = readIf(chatLike, p, v);
+        }
         case "tool_choice" -> {
           toolChoicePresent = chatLike;
           toolChoice = readIf(chatLike, p, v);
@@ -359,6 +363,9 @@ public final class RequestBodyParser {
         throw bad("`input` is required", "input");
       }
       String instr = stringOrNull(instructions, "instructions");
+      if (toolsPresent && tools == null) {
+        throw bad("`tools` must be a list", "tools"); // list[Tool] with a default, not Optional
+      }
       Tools.Normalized t = Tools.responses(tools, toolChoicePresent ? toolChoice : "auto");
       ResponsesInput.Converted conv = ResponsesInput.convert(instr, input);
       if (reasoning != null && !(reasoning instanceof Map)) {

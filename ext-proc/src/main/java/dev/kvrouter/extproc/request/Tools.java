@@ -93,12 +93,17 @@ final class Tools {
         out.add(chatTool(tool, at, null, "name", "parameters", "strict", "type", "defer_loading", "description"));
         names.add(tool.get("name"));
       } else if (type.equals("namespace")) {
-        if (!(tool.get("name") instanceof String ns) || !(tool.get("tools") instanceof List<?> inner)) {
-          throw RequestBodyParser.bad("`" + at + "` must have a string `name` and a list of `tools`", at);
+        if (!(tool.get("name") instanceof String ns) || !(tool.get("description") instanceof String)
+            || !(tool.get("tools") instanceof List<?> inner)) {
+          throw RequestBodyParser.bad("`" + at + "` must have a string `name` and `description` and a list of `tools`",
+              at);
         }
         for (int j = 0; j < inner.size(); j++) {
           String in = at + ".tools[" + j + "]";
-          if (inner.get(j) instanceof Map<?, ?> fn && "function".equals(fn.get("type"))) {
+          if (!(inner.get(j) instanceof Map<?, ?> fn) || !(fn.get("type") instanceof String)) {
+            throw RequestBodyParser.bad("`" + in + "` must be an object with a string `type`", in);
+          }
+          if ("function".equals(fn.get("type"))) {
             out.add(chatTool(fn, in, ns, "name", "type", "defer_loading", "description", "parameters", "strict"));
             names.add(fn.get("name"));
             names.add(ns + ResponsesInput.NAMESPACE_SEPARATOR + fn.get("name"));

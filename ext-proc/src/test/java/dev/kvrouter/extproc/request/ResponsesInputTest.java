@@ -181,6 +181,19 @@ class ResponsesInputTest {
   }
 
   /**
+   * ResponsesRequest.tools is a list (not optional) of the SDK's tools, and a NamespaceTool needs a string description
+   * and tool objects: pydantic refuses these before construct_tool_dicts, which would otherwise drop them silently.
+   */
+  @Test
+  void toolsOfShapesPydanticRefusesAreRefused() {
+    assertThat(error("\"input\":\"hi\",\"tools\":null").param()).isEqualTo("tools");
+    assertThat(error("\"input\":\"hi\",\"tools\":[{\"type\":\"namespace\",\"name\":\"n\",\"tools\":[]}]").param())
+        .isEqualTo("tools[0]");
+    assertThat(error("\"input\":\"hi\",\"tools\":[{\"type\":\"namespace\",\"name\":\"n\",\"description\":\"d\","
+        + "\"tools\":[5]}]").param()).isEqualTo("tools[0].tools[0]");
+  }
+
+  /**
    * FunctionTool.strict and defer_loading are the SDK's Optional[bool]: pydantic's lax bool turns "yes" or 0 into
    * true or false before model_dump, so the template sees the boolean; what it cannot read as one is a 400.
    */
@@ -188,8 +201,8 @@ class ResponsesInputTest {
   @SuppressWarnings("unchecked")
   void aToolsBooleanFieldsAreDumpedAsPydanticReadsThem() throws Exception {
     ChatPrompt p = parse("\"input\":\"hi\",\"tools\":[{\"type\":\"function\",\"name\":\"f\",\"strict\":\"yes\","
-        + "\"defer_loading\":0},{\"type\":\"namespace\",\"name\":\"n\",\"tools\":[{\"type\":\"function\","
-        + "\"name\":\"g\",\"strict\":\"off\"}]}]").chat();
+        + "\"defer_loading\":0},{\"type\":\"namespace\",\"name\":\"n\",\"description\":\"d\",\"tools\":["
+        + "{\"type\":\"function\",\"name\":\"g\",\"strict\":\"off\"}]}]").chat();
     assertThat((Map<Object, Object>) p.tools().get(0).get("function")).containsEntry("strict", true)
         .containsEntry("defer_loading", false);
     assertThat((Map<Object, Object>) p.tools().get(1).get("function")).containsEntry("strict", false)
