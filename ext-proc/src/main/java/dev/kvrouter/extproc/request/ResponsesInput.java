@@ -142,7 +142,7 @@ final class ResponsesInput {
           String role = role(item, at);
           if (!role.equals("assistant")) {
             // vLLM passes these items on as chat messages; pydantic kept only the declared keys
-            next = message(role, "content", content(item, at));
+            next = message(role, "content", inputParts(content(item, at), at));
           } else {
             Object text = assistantText(item, type != null, at);
             if (text == null) {
@@ -210,9 +210,10 @@ final class ResponsesInput {
   }
 
   /**
-   * An assistant item's text: vLLM keeps only its first part's. A typed {@code message} with list content became a
-   * {@code ResponseOutputMessage}, whose first part's {@code .text} a refusal part lacks (vLLM fails there), so that
-   * one is not reproduced (null); any other form reads {@code text} with an empty default.
+   * An assistant item's text: vLLM keeps only its first part's. A typed {@code message} whose parts are all output
+   * parts became a {@code ResponseOutputMessage}, whose first part's {@code .text} a refusal part lacks (vLLM fails
+   * there), so that one is not reproduced (null); any other form is an {@code EasyInputMessage} of input parts and
+   * reads {@code text} with an empty default.
    */
   private static Object assistantText(Map<String, Object> item, boolean typed, String at) throws BadRequest {
     Object content = content(item, at);
@@ -220,20 +221,55 @@ final class ResponsesInput {
       return s;
     }
     List<?> parts = (List<?>) content;
+    if (!(typed && outputParts(parts))) {
+      inputParts(parts, at);
+    }
     if (parts.isEmpty()) {
       return "";
     }
     Map<?, ?> part = (Map<?, ?>) parts.get(0);
-    if (typed && "refusal".equals(part.get("type"))) {
+    if ("refusal".equals(part.get("type"))) {
       return null;
     }
-    if (!part.containsKey("text")) {
-      return "";
+    return part.containsKey("text") ? part.get("text") : "";
+  }
+
+  /** {@code ResponseOutputMessage}'s parts: output_text with a string text, refusal with a string refusal. */
+  private static boolean outputParts(List<?> parts) {
+    for (Object o : parts) {
+      Map<?, ?> part = (Map<?, ?>) o;
+      Object type = part.get("type");
+      if (!("output_text".equals(type) && part.get("text") instanceof String
+          || "refusal".equals(type) && part.get("refusal") instanceof String)) {
+        return false;
+      }
     }
-    if (!(part.get("text") instanceof String text)) {
-      throw RequestBodyParser.bad("`" + at + ".content[0].text` must be a string", at + ".content[0].text");
+    return true;
+  }
+
+  /**
+   * A message's parts are the SDK's {@code ResponseInputMessageContentList}: input_text with a string text,
+   * input_image with its (required) detail, input_file. Chat's part types are not among them.
+   */
+  private static Object inputParts(Object content, String at) throws BadRequest {
+    if (!(content instanceof List<?> parts)) {
+      return content;
     }
-    return text;
+    for (int j = 0; j < parts.size(); j++) {
+      Map<?, ?> part = (Map<?, ?>) parts.get(j);
+      String where = at + ".content[" + j + "]";
+      Object type = part.get("type");
+      String required = "input_text".equals(type) ? "text" : "input_image".equals(type) ? "detail"
+          : "input_file".equals(type) ? null : "type";
+      if ("type".equals(required)) {
+        throw RequestBodyParser.bad("`" + where + ".type` must be input_text, input_image or input_file",
+            where + ".type");
+      }
+      if (required != null && !(part.get(required) instanceof String)) {
+        throw RequestBodyParser.bad("`" + where + "." + required + "` must be a string", where + "." + required);
+      }
+    }
+    return content;
   }
 
   private static Map<String, Object> toolCall(Map<String, Object> item, String at) throws BadRequest {

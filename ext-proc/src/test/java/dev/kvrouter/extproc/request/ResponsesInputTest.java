@@ -37,6 +37,11 @@ class ResponsesInputTest {
     throw new AssertionError("accepted: " + fields);
   }
 
+  /** A single input item that vLLM's pydantic models refuse, answered with a 400 naming {@code param}. */
+  private static void refusedAt(String item, String param) {
+    assertThat(error("\"input\":[" + item + "]").param()).as(item).isEqualTo(param);
+  }
+
   /** construct_input_messages: truthy instructions become a leading system message, a string input one user. */
   @Test
   void instructionsAreASystemMessageAndAStringInputAUserMessage() throws Exception {
@@ -262,9 +267,9 @@ class ResponsesInputTest {
   @Test
   void imagePartsAreMediaItemsLikeChatsExceptInAssistantItems() throws Exception {
     InferenceRequest r = parse("\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"see\"},"
-        + "{\"type\":\"input_image\",\"image_url\":\"https://example.com/a.png\"}]},{\"type\":\"message\",\"role\":"
-        + "\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"ok\"},{\"type\":\"input_image\","
-        + "\"image_url\":\"https://example.com/b.png\"}]}]");
+        + "{\"type\":\"input_image\",\"image_url\":\"https://example.com/a.png\",\"detail\":\"auto\"}]},"
+        + "{\"role\":\"assistant\",\"content\":[{\"type\":\"input_text\",\"text\":\"ok\"},{\"type\":\"input_image\","
+        + "\"image_url\":\"https://example.com/b.png\",\"detail\":\"auto\"}]}]");
     assertThat(r.multimodal()).hasSize(1);
     assertThat(r.multimodal().get(0).modality()).isEqualTo(MultimodalItem.Modality.IMAGE);
     assertThat(r.chat().messages().get(0).toString()).doesNotContain("example.com");
@@ -277,25 +282,42 @@ class ResponsesInputTest {
    */
   @Test
   void itemsOfTheWrongJsonTypesAreRefusedNotTemplated() throws Exception {
-    Map<String, String> bad = new java.util.LinkedHashMap<>();
-    bad.put("{\"type\":null,\"role\":\"user\",\"content\":\"x\"}", "input[0].type");
+    refusedAt("{\"type\":null,\"role\":\"user\",\"content\":\"x\"}", "input[0].type");
     for (String content : List.of("5", "null", "{}", "true")) {
-      bad.put("{\"role\":\"assistant\",\"content\":" + content + "}", "input[0].content");
+      refusedAt("{\"role\":\"assistant\",\"content\":" + content + "}", "input[0].content");
     }
-    bad.put("{\"role\":\"assistant\"}", "input[0].content");
-    bad.put("{\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":{\"a\":1}}]}",
+    refusedAt("{\"role\":\"assistant\"}", "input[0].content");
+    refusedAt("{\"role\":\"assistant\",\"content\":[{\"type\":\"input_text\",\"text\":{\"a\":1}}]}",
         "input[0].content[0].text");
-    bad.put("{\"role\":\"assistant\",\"content\":[\"s\"]}", "input[0].content[0]");
-    bad.put("{\"role\":\"user\",\"content\":[\"s\"]}", "input[0].content[0]");
-    bad.put("{\"type\":\"function_call_output\",\"call_id\":\"c\",\"output\":[\"s\"]}", "input[0].output[0]");
-    bad.put("{\"type\":\"function_call\",\"call_id\":\"c\",\"name\":\"f\",\"arguments\":\"{}\",\"namespace\":5}",
+    refusedAt("{\"role\":\"assistant\",\"content\":[\"s\"]}", "input[0].content[0]");
+    refusedAt("{\"role\":\"user\",\"content\":[\"s\"]}", "input[0].content[0]");
+    refusedAt("{\"type\":\"function_call_output\",\"call_id\":\"c\",\"output\":[\"s\"]}", "input[0].output[0]");
+    refusedAt("{\"type\":\"function_call\",\"call_id\":\"c\",\"name\":\"f\",\"arguments\":\"{}\",\"namespace\":5}",
         "input[0].namespace");
-    bad.put("{\"type\":\"reasoning\",\"summary\":[{\"type\":\"summary_text\",\"text\":\"a\"},5]}",
+    refusedAt("{\"type\":\"reasoning\",\"summary\":[{\"type\":\"summary_text\",\"text\":\"a\"},5]}",
         "input[0].summary[1].text");
-    bad.forEach((item, param) -> assertThat(error("\"input\":[" + item + "]").param()).as(item).isEqualTo(param));
     assertThat(messages("\"input\":[{\"type\":\"reasoning\",\"summary\":[5],\"content\":[{\"type\":\"reasoning_text\","
         + "\"text\":\"t\"}]}]")).as("the summary is never read when there is content")
         .containsExactly(Map.of("role", "assistant", "reasoning", "t"));
+  }
+
+  /**
+   * A message's content parts are the SDK's input parts (ResponseInputMessageContentList: input_text with a string
+   * text, input_image with its required detail, input_file), not chat's: pydantic refuses a "text" or "image_url"
+   * part, and an untyped assistant item, which validates as EasyInputMessage, refuses output_text parts.
+   */
+  @Test
+  void messageContentPartsAreTheSdksInputParts() throws Exception {
+    refusedAt("{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"u\"}]}", "input[0].content[0].type");
+    refusedAt("{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":\"u\"}]}",
+        "input[0].content[0].type");
+    refusedAt("{\"role\":\"system\",\"content\":[{\"type\":\"input_text\",\"text\":5}]}", "input[0].content[0].text");
+    refusedAt("{\"role\":\"user\",\"content\":[{\"type\":\"input_image\",\"image_url\":\"u\"}]}",
+        "input[0].content[0].detail");
+    refusedAt("{\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"An\"}]}",
+        "input[0].content[0].type");
+    assertThat(parse("\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_image\",\"image_url\":\"u\","
+        + "\"detail\":\"auto\"}]}]").multimodal()).hasSize(1);
   }
 
   /**
@@ -305,7 +327,7 @@ class ResponsesInputTest {
    */
   @Test
   void onlyTheTemplatedPartsGiveMediaItemsAndReasons() throws Exception {
-    String img = "[{\"type\":\"input_image\",\"image_url\":\"data:image/png;base64,AAAA\"}]";
+    String img = "[{\"type\":\"input_image\",\"image_url\":\"data:image/png;base64,AAAA\",\"detail\":\"auto\"}]";
     assertThat(parse("\"input\":[{\"role\":\"user\",\"content\":" + img + ",\"content\":\"hi\"}]").multimodal())
         .as("content replaced by a string").isEmpty();
     assertThat(parse("\"input\":[{\"type\":\"function_call_output\",\"call_id\":\"c\",\"output\":" + img
@@ -314,7 +336,8 @@ class ResponsesInputTest {
         + img + ",\"content\":[]}]");
     assertThat(both.chat().messages().get(0).get("content")).asList().hasSize(1);
     assertThat(both.multimodal()).as("the output's image, beside an untemplated content").hasSize(1);
-    assertThat(parse("\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"x_part\"}],\"content\":\"hi\"}]")
+    assertThat(parse("\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_file\",\"file_id\":\"f\"}],"
+        + "\"content\":\"hi\"}]")
         .unreproducible()).as("a replaced unknown part").isNull();
   }
 
