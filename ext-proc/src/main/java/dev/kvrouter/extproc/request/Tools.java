@@ -89,9 +89,11 @@ final class Tools {
       if (!(list.get(i) instanceof Map<?, ?> tool) || !(tool.get("type") instanceof String type)) {
         throw RequestBodyParser.bad("`" + at + "` must be an object with a string `type`", at);
       }
+      if (!type.equals("namespace")) {
+        names.add(tool.get("name")); // check_tool_usage: any tool's name, a custom tool's too
+      }
       if (type.equals("function")) {
         out.add(chatTool(tool, at, null, "name", "parameters", "strict", "type", "defer_loading", "description"));
-        names.add(tool.get("name"));
       } else if (type.equals("namespace")) {
         if (!(tool.get("name") instanceof String ns) || !(tool.get("description") instanceof String)
             || !(tool.get("tools") instanceof List<?> inner)) {
@@ -103,15 +105,15 @@ final class Tools {
           if (!(inner.get(j) instanceof Map<?, ?> fn) || !(fn.get("type") instanceof String)) {
             throw RequestBodyParser.bad("`" + in + "` must be an object with a string `type`", in);
           }
+          names.add(fn.get("name"));
+          names.add(ns + ResponsesInput.NAMESPACE_SEPARATOR + fn.get("name"));
           if ("function".equals(fn.get("type"))) {
             out.add(chatTool(fn, in, ns, "name", "type", "defer_loading", "description", "parameters", "strict"));
-            names.add(fn.get("name"));
-            names.add(ns + ResponsesInput.NAMESPACE_SEPARATOR + fn.get("name"));
           }
         }
       }
     }
-    if (named && !names.contains(((Map<?, ?>) choice).get("name"))) {
+    if (named && !(((Map<?, ?>) choice).get("name") instanceof String n && !n.isEmpty() && names.contains(n))) {
       throw RequestBodyParser.bad(notFound, "tool_choice");
     }
     return new Normalized(Collections.unmodifiableList(out), choice);

@@ -186,6 +186,24 @@ class ResponsesInputTest {
   }
 
   /**
+   * check_tool_usage collects the names of every tool the request lists (custom tools, and every tool of a namespace,
+   * bare and flattened), not only of the function tools: a named choice of a custom tool is served, not refused.
+   */
+  @Test
+  void aNamedChoiceMayNameAnyListedTool() throws Exception {
+    String tools = "\"tools\":[{\"type\":\"function\",\"name\":\"f\"},{\"type\":\"custom\",\"name\":\"c\"},"
+        + "{\"type\":\"namespace\",\"name\":\"n\",\"description\":\"d\",\"tools\":[{\"type\":\"custom\","
+        + "\"name\":\"k\"}]}]";
+    for (String name : List.of("c", "k", "n__k")) {
+      ChatPrompt p = parse("\"input\":\"hi\"," + tools + ",\"tool_choice\":{\"type\":\"function\",\"name\":\""
+          + name + "\"}").chat();
+      assertThat(p.tools()).as(name).hasSize(1);
+    }
+    assertThat(error("\"input\":\"hi\",\"tools\":[{\"type\":\"web_search\"}],\"tool_choice\":{\"type\":\"function\"}")
+        .param()).as("a nameless choice matches no nameless tool").isEqualTo("tool_choice");
+  }
+
+  /**
    * ResponsesRequest.tools is a list (not optional) of the SDK's tools, and a NamespaceTool needs a string description
    * and tool objects: pydantic refuses these before construct_tool_dicts, which would otherwise drop them silently.
    */
