@@ -371,7 +371,8 @@ public final class RequestBodyParser {
       if (reasoning != null && !(reasoning instanceof Map)) {
         throw bad("`reasoning` must be an object", "reasoning");
       }
-      String effort = reasoning == null ? null : stringOrNull(((Map<?, ?>) reasoning).get("effort"), "reasoning");
+      String effort = reasoning == null ? null : stringOrNull(((Map<?, ?>) reasoning).get("effort"),
+          "reasoning.effort");
       Map<String, Object> kwargs = mapOrNull(chatTemplateKwargs, "chat_template_kwargs");
       if (effort != null && (kwargs == null || !kwargs.containsKey("enable_thinking"))) {
         // build_chat_params: a reasoning effort turns thinking on (off for "none") unless the client set it

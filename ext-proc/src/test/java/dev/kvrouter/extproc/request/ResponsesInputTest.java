@@ -37,6 +37,14 @@ class ResponsesInputTest {
     throw new AssertionError("accepted: " + fields);
   }
 
+  /** A reasoning effort of the wrong type names the field it is in, not its object. */
+  @Test
+  void aBadReasoningEffortNamesItsField() {
+    OpenAiError e = error("\"input\":\"hi\",\"reasoning\":{\"effort\":3}");
+    assertThat(e.param()).isEqualTo("reasoning.effort");
+    assertThat(e.message()).isEqualTo("`reasoning.effort` must be a string");
+  }
+
   /** A single input item that vLLM's pydantic models refuse, answered with a 400 naming {@code param}. */
   private static void refusedAt(String item, String param) {
     assertThat(error("\"input\":[" + item + "]").param()).as(item).isEqualTo(param);
