@@ -188,17 +188,16 @@ public final class KvrouterRuntime implements AutoCloseable {
       io.micrometer.core.instrument.Gauge.builder("kvrouter.xds.streams", server, XdsServer::openStreams)
           .description("xDS streams open: one per connected Envoy (ADS)")
           .register(metrics);
-      if (!mode.extProc()) {
-        io.micrometer.core.instrument.Gauge.builder("kvrouter.workers.not.in.envoy", server.envoyClusters(),
-                c -> c.missing(registry.current()).size())
-            .description("workers some Envoy on this xDS server does not hold yet")
-            .register(metrics);
-      }
       io.micrometer.core.instrument.Gauge.builder("kvrouter.xds.envoys", server.envoyClusters(),
               EnvoyClusters::envoys)
           .description("Envoys whose clusters are known: on an xDS stream now, or closed within the last minute")
           .register(metrics);
       if (!mode.extProc()) {
+        // a process that routes registers this gauge over its EnvoyGate instead (its peers' Envoys count too)
+        io.micrometer.core.instrument.Gauge.builder("kvrouter.workers.not.in.envoy", server.envoyClusters(),
+                c -> c.missing(registry.current()).size())
+            .description("workers some Envoy on this xDS server does not hold yet")
+            .register(metrics);
         shareEnvoysView();
       }
     }
@@ -216,7 +215,7 @@ public final class KvrouterRuntime implements AutoCloseable {
       ledger = new LoadLedger(System::nanoTime, TimeUnit.SECONDS.toNanos(rl.reservationTtlSeconds()),
           rl.maxReservations());
       EnvoyClusters own = xds == null ? null : xds.envoyClusters();
-      envoyGate = new EnvoyGate(own == null ? null : viewOf(own), registry::current);
+      envoyGate = new EnvoyGate(own == null ? null : own::holding, registry::current);
       overlaps = startReplicas(overlaps); // before the request path and the router take the overlaps
       if (own != null) {
         EnvoyGate gate = envoyGate;
@@ -395,7 +394,7 @@ public final class KvrouterRuntime implements AutoCloseable {
       return;
     }
     EnvoyClusters own = xds.envoyClusters();
-    EnvoyGate view = new EnvoyGate(viewOf(own), registry::current);
+    EnvoyGate view = new EnvoyGate(own::holding, registry::current);
     ReplicaSync sync = joinReplicas((id, outbox, timeout) -> ReplicaSync.viewOnly(id, outbox, System::nanoTime,
         timeout, view));
     own.onChange(sync::sendEnvoys);
@@ -403,13 +402,6 @@ public final class KvrouterRuntime implements AutoCloseable {
         + "with {}", Long.toHexString(sync.replica()), rc.bind(), rc.peers());
   }
 
-  /** What the Envoys on this process's xDS server hold, as the replicas tell each other. */
-  private static java.util.function.Supplier<EnvoyGate.View> viewOf(EnvoyClusters own) {
-    return () -> {
-      EnvoyClusters.Holding h = own.holding();
-      return new EnvoyGate.View(h.envoys(), h.workers());
-    };
-  }
 
   /** Makes this process's member of the replica link, given its identity, its outbox and the peer timeout. */
   @FunctionalInterface

@@ -3,6 +3,7 @@ package dev.kvrouter.extproc.replicas;
 import dev.kvrouter.xds.registry.Worker;
 import dev.kvrouter.xds.registry.WorkerSet;
 import dev.kvrouter.xds.server.EnvoyClusters;
+import dev.kvrouter.xds.server.EnvoyClusters.Holding;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -33,27 +34,11 @@ public final class EnvoyGate {
 
   private static final Logger log = LoggerFactory.getLogger(EnvoyGate.class);
 
-  /**
-   * What one replica's xDS server knows of its Envoys: how many ({@code 0}: none, which holds nothing back) and the
-   * workers whose cluster every one of them holds.
-   */
-  public record View(int envoys, Set<String> workers) {
-    public static final View NONE = new View(0, Set.of());
-
-    public View {
-      workers = Set.copyOf(workers);
-    }
-
-    boolean knows() {
-      return envoys > 0;
-    }
-  }
-
   /** This replica's view; null when this process serves no xDS. */
-  private final Supplier<View> own;
+  private final Supplier<Holding> own;
   private final Supplier<WorkerSet> fleet;
   /** Peers' views by replica id; sorted, so the log names them in a stable order. */
-  private final Map<Long, View> peers = new TreeMap<>();
+  private final Map<Long, Holding> peers = new TreeMap<>();
   /** Workers every known Envoy holds; null while no view knows one. The only field {@link #holds} reads. */
   private volatile Set<String> held;
   private Set<String> lastHeldBack = Set.of();
@@ -63,7 +48,7 @@ public final class EnvoyGate {
    *     this process serves no xDS (then it sends nothing and only peers' views apply)
    * @param fleet the fleet, for the log of the workers peers hold back
    */
-  public EnvoyGate(Supplier<View> own, Supplier<WorkerSet> fleet) {
+  public EnvoyGate(Supplier<Holding> own, Supplier<WorkerSet> fleet) {
     this.own = own;
     this.fleet = fleet;
     recompute();
@@ -85,9 +70,9 @@ public final class EnvoyGate {
     return own != null;
   }
 
-  /** This replica's view ({@link View#NONE} without an xDS server). */
-  public View own() {
-    return own == null ? View.NONE : own.get();
+  /** This replica's view ({@link Holding#NONE} without an xDS server). */
+  public Holding own() {
+    return own == null ? Holding.NONE : own.get();
   }
 
   /** Call after this replica's view changed. */
@@ -96,7 +81,7 @@ public final class EnvoyGate {
   }
 
   /** A peer's view as it last sent it; link thread. */
-  synchronized void peer(long replica, View view) {
+  synchronized void peer(long replica, Holding view) {
     if (!view.equals(peers.put(replica, view))) {
       recompute();
     }
@@ -111,16 +96,16 @@ public final class EnvoyGate {
 
   /** Peers whose view knows an Envoy. */
   public synchronized int peersKnowingEnvoys() {
-    return (int) peers.values().stream().filter(View::knows).count();
+    return (int) peers.values().stream().filter(Holding::knows).count();
   }
 
   private void recompute() {
     Set<String> next = null;
-    View mine = own();
+    Holding mine = own();
     if (mine.knows()) {
       next = new HashSet<>(mine.workers());
     }
-    for (View v : peers.values()) {
+    for (Holding v : peers.values()) {
       if (v.knows()) {
         if (next == null) {
           next = new HashSet<>(v.workers());
@@ -137,8 +122,8 @@ public final class EnvoyGate {
   private void logHeldBack() {
     Set<String> back = new TreeSet<>();
     List<String> by = new ArrayList<>();
-    for (Map.Entry<Long, View> e : peers.entrySet()) {
-      View v = e.getValue();
+    for (Map.Entry<Long, Holding> e : peers.entrySet()) {
+      Holding v = e.getValue();
       if (!v.knows()) {
         continue;
       }

@@ -6,6 +6,7 @@ import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.index.media.MediaIdentities;
 import dev.kvrouter.xds.registry.WorkerSet;
+import dev.kvrouter.xds.server.EnvoyClusters.Holding;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -348,7 +349,7 @@ public final class ReplicaSync {
       return;
     }
     synchronized (envoysSending) {
-      EnvoyGate.View view = envoys.own();
+      Holding view = envoys.own();
       List<byte[]> names = new ArrayList<>();
       long bytes = 0;
       for (String name : new TreeSet<>(view.workers())) {
@@ -494,7 +495,7 @@ public final class ReplicaSync {
         for (int i = 0; i < n; i++) {
           workers.add(in.string());
         }
-        EnvoyGate.View view = new EnvoyGate.View(envoyCount, workers);
+        Holding view = new Holding(envoyCount, workers);
         yield peer -> envoys.peer(peer.id, view);
       }
       case HEARTBEAT -> peer -> { };

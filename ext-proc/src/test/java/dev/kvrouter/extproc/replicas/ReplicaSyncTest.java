@@ -10,6 +10,7 @@ import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.xds.registry.Worker;
 import dev.kvrouter.xds.registry.WorkerSet;
+import dev.kvrouter.xds.server.EnvoyClusters;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -48,7 +49,7 @@ class ReplicaSyncTest {
     final List<byte[]> outbox = new ArrayList<>();
     final ReplicaSync sync;
     /** What this replica's Envoys hold, when it serves xDS. */
-    final AtomicReference<EnvoyGate.View> envoys = new AtomicReference<>(EnvoyGate.View.NONE);
+    final AtomicReference<EnvoyClusters.Holding> envoys = new AtomicReference<>(EnvoyClusters.Holding.NONE);
     final EnvoyGate gate;
 
     Replica(long id) {
@@ -73,7 +74,7 @@ class ReplicaSyncTest {
 
     /** Its Envoys now hold {@code workers}, and it tells the others. */
     void envoysHold(int envoyCount, String... workers) {
-      envoys.set(new EnvoyGate.View(envoyCount, Set.of(workers)));
+      envoys.set(new EnvoyClusters.Holding(envoyCount, Set.of(workers)));
       gate.ownChanged();
       sync.sendEnvoys();
     }
@@ -482,16 +483,16 @@ class ReplicaSyncTest {
   /** Every view that knows an Envoy has a say, this replica's own and each peer's; one knowing none has none. */
   @Test
   void aWorkerIsHeldWhenEveryViewThatKnowsAnEnvoyListsIt() {
-    AtomicReference<EnvoyGate.View> own = new AtomicReference<>(new EnvoyGate.View(1, Set.of("w1", "w2", "w4")));
+    AtomicReference<EnvoyClusters.Holding> own = new AtomicReference<>(new EnvoyClusters.Holding(1, Set.of("w1", "w2", "w4")));
     EnvoyGate gate = new EnvoyGate(own::get, () -> FLEET);
     assertThat(gate.missing(FLEET)).containsExactly("w3");
-    gate.peer(7, new EnvoyGate.View(2, Set.of("w1", "w2", "w3")));
-    gate.peer(8, EnvoyGate.View.NONE);
+    gate.peer(7, new EnvoyClusters.Holding(2, Set.of("w1", "w2", "w3")));
+    gate.peer(8, EnvoyClusters.Holding.NONE);
     assertThat(gate.missing(FLEET)).containsExactly("w3", "w4");
-    own.set(EnvoyGate.View.NONE);
+    own.set(EnvoyClusters.Holding.NONE);
     gate.ownChanged();
     assertThat(gate.missing(FLEET)).containsExactly("w4");
-    gate.peer(8, new EnvoyGate.View(1, Set.of("w1")));
+    gate.peer(8, new EnvoyClusters.Holding(1, Set.of("w1")));
     assertThat(gate.missing(FLEET)).containsExactly("w2", "w3", "w4");
     gate.forget(7);
     gate.forget(8);

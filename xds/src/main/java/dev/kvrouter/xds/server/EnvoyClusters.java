@@ -13,7 +13,6 @@ import com.google.protobuf.Any;
 import com.google.protobuf.InvalidProtocolBufferException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.Deque;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -78,13 +77,22 @@ public final class EnvoyClusters {
 
   /**
    * What the known Envoys hold: how many are known ({@code 0}: none, so every worker counts as held) and the workers
-   * whose cluster every one of them holds.
+   * whose cluster every one of them holds. Router replicas send each other theirs ({@code EnvoyGate}).
    */
   public record Holding(int envoys, Set<String> workers) {
     public static final Holding NONE = new Holding(0, Set.of());
 
+    public Holding {
+      workers = Set.copyOf(workers);
+    }
+
     public boolean holds(String worker) {
       return envoys == 0 || workers.contains(worker);
+    }
+
+    /** Whether any Envoy is known; one that is not holds nothing back. */
+    public boolean knows() {
+      return envoys > 0;
     }
   }
 
@@ -135,12 +143,8 @@ public final class EnvoyClusters {
   }
 
   /** Envoys known now: streams with a known state, and closed ones still remembered. */
-  public synchronized int envoys() {
-    int n = departed.size();
-    for (Stream s : streams.values()) {
-      n += s.held != null ? 1 : 0;
-    }
-    return n;
+  public int envoys() {
+    return holding.envoys();
   }
 
   synchronized void published(WorkerSet fleet, Snapshot snapshot) {
@@ -275,7 +279,7 @@ public final class EnvoyClusters {
           workers.add(cluster.substring(WORKER_CLUSTER.length()));
         }
       }
-      holding = new Holding(holdings.size(), Collections.unmodifiableSet(workers));
+      holding = new Holding(holdings.size(), workers);
     }
     Set<String> lacking = missing(fleet);
     if (!lacking.equals(lastLacking)) {

@@ -165,20 +165,24 @@ public final class XdsServer implements AutoCloseable {
 
     @Override
     public void onStreamClose(long streamId, String typeUrl) {
-      streams.decrementAndGet();
-      envoyClusters.closed(streamId);
+      ended(streamId);
       log.info("xDS stream {} closed", streamId);
     }
 
     @Override
     public void onStreamCloseWithError(long streamId, String typeUrl, Throwable error) {
-      streams.decrementAndGet();
-      envoyClusters.closed(streamId);
+      ended(streamId);
       if (io.grpc.Status.fromThrowable(error).getCode() == io.grpc.Status.Code.CANCELLED) {
         log.info("xDS stream {} cancelled by the client", streamId); // Envoy restarting or shutting down
       } else {
         log.warn("xDS stream {} closed with error: {}", streamId, error.toString());
       }
+    }
+
+    /** A stream ended either way: its Envoy keeps its clusters, so EnvoyClusters remembers them for a while. */
+    private void ended(long streamId) {
+      streams.decrementAndGet();
+      envoyClusters.closed(streamId);
     }
   }
 }
