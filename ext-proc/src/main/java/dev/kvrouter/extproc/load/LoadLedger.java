@@ -6,7 +6,6 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
@@ -42,13 +41,8 @@ public final class LoadLedger {
 
   private static final Logger log = LoggerFactory.getLogger(LoadLedger.class);
 
-  private final ConcurrentHashMap<WorkerId, WorkerLedger> workers = new ConcurrentHashMap<>();
+  private final FleetMap<WorkerId, WorkerLedger> workers = new FleetMap<>();
   private final ConcurrentHashMap<Long, Reservation> live = new ConcurrentHashMap<>();
-  /**
-   * The fleet as last {@link #retain}ed, null before the first: another replica's messages name workers as it knows
-   * them, and a ledger made for each name it sends would stay until the next fleet change.
-   */
-  private volatile Set<WorkerId> fleet;
   private final AtomicLong ids = new AtomicLong();
   /**
    * A Lamport clock over the decisions of every router replica that shares its reservations: each own
@@ -149,7 +143,7 @@ public final class LoadLedger {
     if (turn > 0) {
       turns.accumulateAndGet(turn, Math::max);
     }
-    if (!inFleet(worker)) {
+    if (!workers.contains(worker)) {
       return Reservation.NONE; // not accounted, like a copy past the bound; the fleets agree again within a poll
     }
     long prefill = uncoveredPrefill(worker, prefillTokens, blockHashes, promptTokens, blockSize);
@@ -166,30 +160,11 @@ public final class LoadLedger {
   public void noteTurn(WorkerId worker, long turn) {
     if (turn > 0 && turn <= MAX_TURN) {
       turns.accumulateAndGet(turn, Math::max);
-      WorkerLedger wl = fleetLedger(worker);
+      WorkerLedger wl = workers.inFleet(worker, WorkerLedger::new);
       if (wl != null) {
         wl.lastTurn.accumulateAndGet(turn, Math::max);
       }
     }
-  }
-
-  private boolean inFleet(WorkerId worker) {
-    Set<WorkerId> f = fleet;
-    return f == null || f.contains(worker);
-  }
-
-  /** The worker's ledger, made if need be, or null (none made) for a worker outside the fleet. */
-  private WorkerLedger fleetLedger(WorkerId worker) {
-    if (!inFleet(worker)) {
-      return null;
-    }
-    WorkerLedger wl = workers.computeIfAbsent(worker, WorkerLedger::new);
-    // made just after a retain that dropped the worker: the fleet is published before the drop, so it shows here
-    if (!inFleet(worker)) {
-      workers.remove(worker, wl);
-      return null;
-    }
-    return wl;
   }
 
   /** Every worker's last turn (those given a request since start), for a replica that joins. */
@@ -240,7 +215,7 @@ public final class LoadLedger {
     // no prompt the router takes has more tokens than its body has bytes (an int); a copy's count is bounded here so
     // that summed over every reservation it cannot wrap the worker's counter negative
     prefillTokens = Math.min(prefillTokens, Integer.MAX_VALUE);
-    WorkerLedger wl = workers.computeIfAbsent(worker, WorkerLedger::new);
+    WorkerLedger wl = workers.any(worker, WorkerLedger::new);
     // the request goes there whether or not it can be accounted: its turn counts either way
     wl.lastTurn.accumulateAndGet(turn, Math::max);
     if (live.size() >= maxReservations) {
@@ -315,9 +290,7 @@ public final class LoadLedger {
    * for workers outside {@code current} are not kept (the clock still moves to their turns).
    */
   public void retain(Collection<WorkerId> current) {
-    Set<WorkerId> keep = Set.copyOf(current);
-    fleet = keep;
-    workers.keySet().retainAll(keep);
+    workers.retain(current);
   }
 
   /** The router's load on {@code worker} now. */
@@ -383,7 +356,7 @@ public final class LoadLedger {
    * busy with exactly the blocks it now holds in cache, cancelling the cache credit of a repeat.
    */
   public void scraped(WorkerId worker) {
-    WorkerLedger wl = fleetLedger(worker); // a scrape that was under way when its worker left
+    WorkerLedger wl = workers.inFleet(worker, WorkerLedger::new); // a scrape that was under way when its worker left
     if (wl == null) {
       return;
     }
@@ -420,7 +393,7 @@ public final class LoadLedger {
 
   /** Workers the ledger currently tracks. */
   public List<WorkerId> workers() {
-    return new ArrayList<>(workers.keySet());
+    return new ArrayList<>(workers.keys());
   }
 
   /**

@@ -1,8 +1,6 @@
 package dev.kvrouter.extproc.load;
 
 import java.util.Collection;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
@@ -34,13 +32,11 @@ public final class WorkerHealth {
   public static final String UNREACHABLE = "unhealthy_unreachable";
   public static final String EJECTED = "unhealthy_5xx";
 
-  private final ConcurrentHashMap<String, State> workers = new ConcurrentHashMap<>();
   /**
-   * The fleet as last {@link #retain}ed, null before the first: a departed worker's requests are still answered
-   * (by Envoy with a 503 once its cluster is gone) and its last scrape may still fail, and a state made for those
-   * reports would greet the worker if it came back under the same name.
+   * A departed worker's requests are still answered (by Envoy with a 503 once its cluster is gone) and its last
+   * scrape may still fail: no state is made for those reports.
    */
-  private volatile Set<String> fleet;
+  private final FleetMap<String, State> workers = new FleetMap<>();
   private final LongSupplier nanoClock;
   private final int unreachableAfter;
   private final int ejectAfterErrors;
@@ -147,28 +143,12 @@ public final class WorkerHealth {
 
   /** Forgets workers that left the fleet, and takes no report of theirs from then on. */
   public void retain(Collection<String> names) {
-    Set<String> keep = Set.copyOf(names);
-    fleet = keep;
-    workers.keySet().retainAll(keep);
+    workers.retain(names);
   }
 
   /** The worker's state, made on its first report; null for a worker outside the fleet. */
   private State state(String worker) {
-    if (!inFleet(worker)) {
-      return null;
-    }
-    State s = workers.computeIfAbsent(worker, k -> new State());
-    // made just after a retain that dropped the worker: the fleet is published before the drop, so it shows here
-    if (!inFleet(worker)) {
-      workers.remove(worker, s);
-      return null;
-    }
-    return s;
-  }
-
-  private boolean inFleet(String worker) {
-    Set<String> f = fleet;
-    return f == null || f.contains(worker);
+    return workers.inFleet(worker, k -> new State());
   }
 
   private static final class State {
