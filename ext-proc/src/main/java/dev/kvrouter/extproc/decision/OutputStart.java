@@ -12,7 +12,8 @@ import java.nio.charset.StandardCharsets;
  * sends {@code response.created} and {@code response.in_progress} as soon as it accepts the request
  * ({@code responses_stream_generator}), before the prefill, so those named events are a preamble and the output
  * begins with the first event of any other name. Data lines with no event name (chat and completions SSE), or a
- * body that is not SSE at all, begin it at once.
+ * body that is not SSE at all, begin it at once; so does a Messages API stream, whose first event ({@code
+ * message_start}) vLLM sends with the first chat chunk.
  *
  * <p>A line scanner over SSE framing, with state carried across chunks in constant memory. One instance per
  * response; not thread-safe.

@@ -9,7 +9,11 @@ import java.nio.charset.StandardCharsets;
  * usage (clients ask for it with {@code stream_options.include_usage}). The last occurrence wins, so engines
  * that report usage on every chunk give the final count. The Responses API names them {@code input_tokens} and
  * {@code input_tokens_details.cached_tokens}, in the response object or, streamed, in the {@code response} of its
- * {@code response.completed} event (vLLM's {@code ResponseUsage}); both spellings count.
+ * {@code response.completed} event (vLLM's {@code ResponseUsage}); both spellings count. The Anthropic Messages API
+ * reports {@code input_tokens} with the cached part apart ({@code cache_read_input_tokens}, and
+ * {@code cache_creation_input_tokens}; vLLM's {@code _build_anthropic_usage} subtracts both from the prompt's
+ * tokens), at the top or, streamed, in the {@code message} of its {@code message_start} event; the prompt is their
+ * sum. An engine that reports neither cache field (older vLLM) reports the whole prompt as input and nothing cached.
  *
  * <p>A small structural scanner rather than a parser: it tracks strings (with escapes), nesting depth and the
  * last object key, and matches only the three key names at the right depths (the usage object must be a member
@@ -26,7 +30,10 @@ public final class UsageScanner {
       "prompt_tokens".getBytes(StandardCharsets.US_ASCII),
       "response".getBytes(StandardCharsets.US_ASCII),
       "input_tokens_details".getBytes(StandardCharsets.US_ASCII),
-      "input_tokens".getBytes(StandardCharsets.US_ASCII)};
+      "input_tokens".getBytes(StandardCharsets.US_ASCII),
+      "message".getBytes(StandardCharsets.US_ASCII),
+      "cache_read_input_tokens".getBytes(StandardCharsets.US_ASCII),
+      "cache_creation_input_tokens".getBytes(StandardCharsets.US_ASCII)};
   private static final int USAGE = 0;
   private static final int DETAILS = 1;
   private static final int CACHED = 2;
@@ -35,6 +42,10 @@ public final class UsageScanner {
   /** The Responses API's names for {@link #DETAILS} and {@link #PROMPT}; {@link #matched} reads them as those. */
   private static final int INPUT_DETAILS = 5;
   private static final int INPUT = 6;
+  /** The Messages API's streamed {@code message_start}: read as {@link #RESPONSE}. */
+  private static final int MESSAGE = 7;
+  private static final int CACHE_READ = 8;
+  private static final int CACHE_CREATION = 9;
   private static final int NONE = -1;
   private static final int ALL_KEYS = (1 << KEYS.length) - 1;
 
@@ -57,6 +68,9 @@ public final class UsageScanner {
   private int numberKey;
   private long cachedTokens = -1;
   private long promptTokens = -1;
+  /** The last usage object's Anthropic cache fields, -1 where it had none. */
+  private long cacheRead = -1;
+  private long cacheCreation = -1;
   private long bytes;
 
   public void feed(ByteBuffer buf) {
@@ -75,12 +89,24 @@ public final class UsageScanner {
 
   /** {@code usage.prompt_tokens_details.cached_tokens}, or -1 when the response did not report it. */
   public long cachedTokens() {
-    return inNumber && numberKey == CACHED ? number : cachedTokens;
+    long read = current(CACHE_READ, cacheRead);
+    return read >= 0 ? read : current(CACHED, cachedTokens);
   }
 
   /** {@code usage.prompt_tokens}, or -1. */
   public long promptTokens() {
-    return inNumber && numberKey == PROMPT ? number : promptTokens;
+    long prompt = current(PROMPT, promptTokens);
+    long read = current(CACHE_READ, cacheRead);
+    long creation = current(CACHE_CREATION, cacheCreation);
+    if (prompt < 0 || read < 0 && creation < 0) {
+      return prompt;
+    }
+    return prompt + Math.max(0, read) + Math.max(0, creation);
+  }
+
+  /** A key's value, the number being read for it included (a body that ends in the middle of one). */
+  private long current(int key, long value) {
+    return inNumber && numberKey == key ? number : value;
   }
 
   public long bytes() {
@@ -139,10 +165,13 @@ public final class UsageScanner {
       case '{' -> {
         int k = valueKey();
         depth++;
-        if (k == RESPONSE && depth == 2) {
+        if ((k == RESPONSE || k == MESSAGE) && depth == 2) {
           responseDepth = depth;
         } else if (k == USAGE && (depth == 2 || (responseDepth > 0 && depth == responseDepth + 1))) {
           usageDepth = depth;
+          // the cache fields count with the input of their own usage object only
+          cacheRead = -1;
+          cacheCreation = -1;
         } else if (k == DETAILS && usageDepth > 0 && depth == usageDepth + 1) {
           detailsDepth = depth;
         }
@@ -175,7 +204,8 @@ public final class UsageScanner {
       default -> {
         int k = valueKey();
         if (c >= '0' && c <= '9'
-            && ((k == CACHED && depth == detailsDepth) || (k == PROMPT && depth == usageDepth))) {
+            && ((k == CACHED && depth == detailsDepth)
+                || ((k == PROMPT || k == CACHE_READ || k == CACHE_CREATION) && depth == usageDepth))) {
           inNumber = true;
           number = c - '0';
           numberDigits = 1;
@@ -205,10 +235,11 @@ public final class UsageScanner {
   private void finishNumber() {
     if (inNumber) {
       inNumber = false;
-      if (numberKey == CACHED) {
-        cachedTokens = number;
-      } else {
-        promptTokens = number;
+      switch (numberKey) {
+        case CACHED -> cachedTokens = number;
+        case CACHE_READ -> cacheRead = number;
+        case CACHE_CREATION -> cacheCreation = number;
+        default -> promptTokens = number;
       }
     }
   }

@@ -10,6 +10,11 @@ package dev.kvrouter.extproc.model;
  */
 public interface ModelResources extends AutoCloseable {
 
+  /** Where this model's chat template puts a Messages request's inline system messages. */
+  default InlineSystemMode inlineSystem() {
+    return InlineSystemMode.PRESERVE;
+  }
+
   /** Releases native or cached memory when the registry drops this instance. Never throws. */
   @Override
   default void close() {}

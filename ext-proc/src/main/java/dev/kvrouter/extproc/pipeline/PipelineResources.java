@@ -1,5 +1,6 @@
 package dev.kvrouter.extproc.pipeline;
 
+import dev.kvrouter.extproc.model.InlineSystemMode;
 import dev.kvrouter.extproc.model.ModelFiles;
 import dev.kvrouter.extproc.model.ModelResources;
 import dev.kvrouter.extproc.model.ModelResourcesLoader;
@@ -18,6 +19,8 @@ import dev.kvrouter.extproc.tokenize.TokenizerOptions;
 import java.nio.file.Files;
 import java.time.Clock;
 import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One model's request-path resources, loaded once by the model registry: its tokenizer (pure Java where
@@ -26,10 +29,13 @@ import java.util.Map;
  */
 public final class PipelineResources implements ModelResources {
 
+  private static final Logger log = LoggerFactory.getLogger(PipelineResources.class);
+
   private final Tokenizer tokenizer;
   private final VllmChatRenderer chat;
   private final VllmChatRenderer chatWithTools;
   private final MediaExpander media;
+  private final InlineSystemMode inlineSystem;
 
   public PipelineResources(Tokenizer tokenizer, VllmChatRenderer chat, VllmChatRenderer chatWithTools,
       MediaExpander media) {
@@ -37,6 +43,19 @@ public final class PipelineResources implements ModelResources {
     this.chat = chat;
     this.chatWithTools = chatWithTools == null ? chat : chatWithTools;
     this.media = media;
+    InlineSystemProbe.Result probed = InlineSystemProbe.probe(this.chatWithTools, tokenizer);
+    this.inlineSystem = probed.mode();
+    if (chat != null) {
+      log.info("Messages API inline system messages {}: {}",
+          probed.mode() == InlineSystemMode.PRESERVE ? "kept in place" : "folded into adjacent turns",
+          probed.reason());
+    }
+  }
+
+  /** Probed once at load, as vLLM probes its renderer on the first Messages request. */
+  @Override
+  public InlineSystemMode inlineSystem() {
+    return inlineSystem;
   }
 
   /** The model's media expansion, or null when media requests are routed by load. */

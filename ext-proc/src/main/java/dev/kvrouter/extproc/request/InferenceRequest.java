@@ -54,7 +54,13 @@ public record InferenceRequest(
      * ({@code ResponsesInput}), except for the reasons {@link #RESPONSES_STORED}, {@link #RESPONSES_PREVIOUS_INPUT}
      * and {@link #RESPONSES_ITEM}.
      */
-    RESPONSES
+    RESPONSES,
+    /**
+     * Anthropic's Messages API ({@code POST /v1/messages}), which vLLM serves by turning {@code system},
+     * {@code messages} and {@code tools} into a chat completion request: its {@link #prompt()} is that
+     * {@link ChatPrompt} ({@code MessagesInput}); a request with images is not reproduced ({@link #MESSAGES_MEDIA}).
+     */
+    MESSAGES
   }
 
   /**
@@ -72,6 +78,9 @@ public record InferenceRequest(
    * whose first part is a refusal).
    */
   public static final String RESPONSES_ITEM = "responses_input_item";
+
+  /** A Messages API request with an image: this path does not hash media the way vLLM's processor would. */
+  public static final String MESSAGES_MEDIA = "messages_media";
 
   public InferenceRequest {
     Objects.requireNonNull(kind, "kind");

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
+import dev.kvrouter.extproc.model.InlineSystemMode;
 import dev.kvrouter.extproc.request.InferenceRequest.Kind;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -14,6 +15,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Function;
 
 /**
  * Parses an OpenAI request body in one pass with Jackson's streaming parser, keeping only what the request path
@@ -39,6 +41,8 @@ public final class RequestBodyParser {
       .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS) // Python's json accepts NaN and Infinity
       .build();
 
+  private static final Set<String> MESSAGES_EFFORTS = Set.of("low", "medium", "high", "xhigh", "max");
+
   private static final String PROMPT_SHAPES =
       "`prompt` must be a string, a list of strings, a list of token ids or a list of token-id lists";
 
@@ -61,7 +65,16 @@ public final class RequestBodyParser {
   }
 
   public InferenceRequest parse(Kind kind, byte[] body, int length) throws BadRequest {
-    Fields f = new Fields(kind, body, length);
+    return parse(kind, body, length, model -> InlineSystemMode.PRESERVE);
+  }
+
+  /**
+   * @param inlineSystem for a Messages API request, where its model's chat template puts inline system messages
+   *     (vLLM decides it per renderer); unused for the other kinds
+   */
+  public InferenceRequest parse(Kind kind, byte[] body, int length,
+      Function<String, InlineSystemMode> inlineSystem) throws BadRequest {
+    Fields f = new Fields(kind, body, length, inlineSystem);
     CacheSaltSites sites;
     try (JsonParser p = JSON.createParser(body, 0, length)) {
       if (p.nextToken() != JsonToken.START_OBJECT) {
@@ -149,11 +162,19 @@ public final class RequestBodyParser {
     Object promptTemplate;
     Object previousResponse;
     Object previousInputMessages;
+    // messages (Anthropic)
+    Object anthropicMessages;
+    boolean anthropicMessagesPresent;
+    Object system;
+    Object thinking;
+    Object outputConfig;
+    final Function<String, InlineSystemMode> inlineSystem;
 
-    Fields(Kind kind, byte[] body, int length) {
+    Fields(Kind kind, byte[] body, int length, Function<String, InlineSystemMode> inlineSystem) {
       this.kind = kind;
       this.body = body;
       this.length = length;
+      this.inlineSystem = inlineSystem;
     }
 
     void read(String name, JsonParser p) throws IOException, BadRequest {
@@ -161,7 +182,8 @@ public final class RequestBodyParser {
       boolean chat = kind == Kind.CHAT;
       boolean completions = kind == Kind.COMPLETIONS;
       boolean responses = kind == Kind.RESPONSES;
-      boolean chatLike = chat || responses;
+      boolean anthropic = kind == Kind.MESSAGES;
+      boolean chatLike = chat || responses || anthropic;
       switch (name) {
         case "model" -> {
           modelPresent = true;
@@ -222,6 +244,9 @@ public final class RequestBodyParser {
             if (messages == null) {
               p.skipChildren();
             }
+          } else if (anthropic) {
+            anthropicMessagesPresent = true;
+            anthropicMessages = JsonValues.read(p, v);
           } else {
             p.skipChildren();
           }
@@ -236,6 +261,9 @@ public final class RequestBodyParser {
           }
         }
         case "instructions" -> instructions = readIf(responses, p, v);
+        case "system" -> system = readIf(anthropic, p, v);
+        case "thinking" -> thinking = readIf(anthropic, p, v);
+        case "output_config" -> outputConfig = readIf(anthropic, p, v);
         case "reasoning" -> reasoning = readIf(responses, p, v);
         case "truncation" -> {
           truncationPresent = responses;
@@ -263,7 +291,7 @@ public final class RequestBodyParser {
         case "chat_template_kwargs" -> chatTemplateKwargs = readIf(chatLike, p, v);
         case "reasoning_effort" -> reasoningEffort = readIf(chat, p, v);
         case "chat_template" -> chatTemplate = readIf(chat, p, v);
-        case "mm_processor_kwargs" -> mmProcessorKwargs = readIf(chatLike, p, v);
+        case "mm_processor_kwargs" -> mmProcessorKwargs = readIf(chat || responses, p, v);
         default -> p.skipChildren();
       }
     }
@@ -291,9 +319,10 @@ public final class RequestBodyParser {
       Boolean includeUsage = streamOptions instanceof Map<?, ?> so && so.get("include_usage") != null
           ? PythonValues.laxBool(so.get("include_usage"))
           : null;
-      // a Responses request has neither field (vLLM ignores them there)
-      Integer truncate = kind == Kind.RESPONSES ? null : truncatePromptTokens();
-      String side = kind == Kind.RESPONSES ? null : truncationSide();
+      // neither a Responses nor a Messages request has these fields (vLLM ignores them there)
+      boolean chatOrCompletions = kind == Kind.CHAT || kind == Kind.COMPLETIONS;
+      Integer truncate = chatOrCompletions ? truncatePromptTokens() : null;
+      String side = chatOrCompletions ? truncationSide() : null;
       String unreproducible = null;
       Prompt prompt;
       List<MultimodalItem> items = List.of();
@@ -326,6 +355,9 @@ public final class RequestBodyParser {
             side,
             mmKwargs);
         unreproducible = messages.unreproducible;
+      } else if (kind == Kind.MESSAGES) {
+        prompt = messagesPrompt((String) model);
+        unreproducible = messagesUnreproducible;
       } else if (kind == Kind.RESPONSES) {
         prompt = responsesPrompt();
         Map<String, Object> mmKwargs = ((ChatPrompt) prompt).mmProcessorKwargs();
@@ -349,6 +381,45 @@ public final class RequestBodyParser {
     }
 
     private String responsesUnreproducible;
+    private String messagesUnreproducible;
+
+    /**
+     * The chat prompt vLLM renders for an Anthropic Messages request ({@code to_chat_completion_request}): messages
+     * from {@link MessagesInput}, tools from {@link Tools#messages}, {@code chat_template_kwargs} as sent, and the
+     * reasoning effort of {@code output_config.effort}, which {@code thinking: {"type": "disabled"}} overrides with
+     * "none". The result is a chat request, tokenized as chat's (no special tokens added: the template has them).
+     */
+    private ChatPrompt messagesPrompt(String model) throws BadRequest {
+      if (!anthropicMessagesPresent) {
+        throw bad("`messages` is required", "messages");
+      }
+      MessagesInput.Converted conv = MessagesInput.convert(system, anthropicMessages, inlineSystem.apply(model));
+      messagesUnreproducible = conv.unreproducible();
+      Tools.Normalized t = Tools.messages(tools, toolChoice);
+      String effort = null;
+      if (outputConfig != null) {
+        if (!(outputConfig instanceof Map<?, ?> oc)) {
+          throw bad("`output_config` must be an object", "output_config");
+        }
+        Object e = oc.get("effort");
+        if (e != null && !MESSAGES_EFFORTS.contains(e)) {
+          throw bad("`output_config.effort` must be one of low, medium, high, xhigh, max", "output_config.effort");
+        }
+        effort = (String) e;
+      }
+      if (thinking != null) {
+        if (!(thinking instanceof Map<?, ?> th) || !(th.get("type") instanceof String type)
+            || !Set.of("enabled", "disabled", "adaptive").contains(type)) {
+          throw bad("`thinking.type` must be one of enabled, disabled, adaptive", "thinking.type");
+        }
+        if (type.equals("disabled")) {
+          // vLLM probes whether the template honours "none" and sends "low" where it does not
+          effort = "none";
+        }
+      }
+      return new ChatPrompt(conv.messages(), t.tools(), t.toolChoice(), null, true, false,
+          mapOrNull(chatTemplateKwargs, "chat_template_kwargs"), effort, null, false, null, null, null);
+    }
 
     /**
      * The chat prompt vLLM renders for a Responses request (non-Harmony {@code render_responses}): messages from

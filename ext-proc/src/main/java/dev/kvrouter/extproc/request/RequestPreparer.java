@@ -1,6 +1,8 @@
 package dev.kvrouter.extproc.request;
 
+import dev.kvrouter.extproc.model.InlineSystemMode;
 import dev.kvrouter.extproc.model.ModelRegistry;
+import dev.kvrouter.extproc.model.ModelResources;
 import dev.kvrouter.extproc.model.ModelResolution;
 import dev.kvrouter.extproc.request.InferenceRequest.Kind;
 import dev.kvrouter.extproc.request.RequestBodyParser.BadRequest;
@@ -46,7 +48,8 @@ public final class RequestPreparer {
    */
   public PreparedRequest prepare(Kind kind, byte[] body, int length, String tenant) throws BadRequest {
     long start = nanoTime.getAsLong();
-    InferenceRequest request = parser.parse(kind, body, length);
+    InferenceRequest request = parser.parse(kind, body, length, name -> models.resolve(name)
+        .resources(ModelResources.class).map(ModelResources::inlineSystem).orElse(InlineSystemMode.PRESERVE));
     ModelResolution model = models.resolve(request.model());
     String salt = tenancy.effectiveSalt(model.shareAcrossTenants(), tenant, request.cacheSalt());
     if (salt != null && !salt.equals(request.cacheSalt()) && !request.saltSites().known()) {

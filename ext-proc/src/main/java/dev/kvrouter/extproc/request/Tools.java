@@ -6,6 +6,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * {@code tools} and {@code tool_choice} as vLLM prepares them for the chat template: its
@@ -117,6 +118,73 @@ final class Tools {
       throw RequestBodyParser.bad(notFound, "tool_choice");
     }
     return new Normalized(Collections.unmodifiableList(out), choice);
+  }
+
+  /**
+   * An Anthropic Messages request's {@code tools} and {@code tool_choice} as vLLM's {@code _convert_tools} and
+   * {@code _convert_tool_choice} hand them to the chat path: each {@code AnthropicTool} (a name, an object
+   * {@code input_schema} given {@code "type": "object"} when it has no type) becomes a chat function tool with
+   * {@code name, description, parameters, strict, defer_loading}; {@code auto}, {@code any}, {@code none} and
+   * {@code tool} become "auto", "required", "none" and a named function, and tools without a choice get "auto". The
+   * chat request's own tool checks are not run (vLLM assigns both after building it).
+   */
+  static Normalized messages(Object tools, Object choice) throws BadRequest {
+    Object chatChoice = null;
+    if (choice != null) {
+      if (!(choice instanceof Map<?, ?> c) || !(c.get("type") instanceof String type)
+          || !Set.of("auto", "any", "tool", "none").contains(type)) {
+        throw RequestBodyParser.bad("`tool_choice.type` must be one of auto, any, tool, none", "tool_choice.type");
+      }
+      if (type.equals("tool")) {
+        if (!(c.get("name") instanceof String name) || name.isEmpty()) {
+          throw RequestBodyParser.bad("tool_choice.name is required when type is 'tool'", "tool_choice.name");
+        }
+        chatChoice = Map.of("type", "function", "function", Map.of("name", name));
+      } else {
+        chatChoice = type.equals("any") ? "required" : type;
+      }
+    }
+    if (tools == null) {
+      return new Normalized(null, chatChoice);
+    }
+    if (!(tools instanceof List<?> list)) {
+      throw RequestBodyParser.bad("`tools` must be a list", "tools");
+    }
+    List<Object> chat = new ArrayList<>(list.size());
+    for (int i = 0; i < list.size(); i++) {
+      String at = "tools[" + i + "]";
+      if (!(list.get(i) instanceof Map<?, ?> tool) || !(tool.get("name") instanceof String)) {
+        throw RequestBodyParser.bad("`" + at + "` must be an object with a string `name`", at);
+      }
+      if (!(tool.get("input_schema") instanceof Map<?, ?> schema)) {
+        throw RequestBodyParser.bad("`" + at + ".input_schema` must be an object", at + ".input_schema");
+      }
+      Map<String, Object> parameters = new LinkedHashMap<>();
+      schema.forEach((k, v) -> parameters.put((String) k, v));
+      parameters.putIfAbsent("type", "object");
+      Map<String, Object> fn = new LinkedHashMap<>();
+      fn.put("name", tool.get("name"));
+      fn.put("description", tool.get("description"));
+      fn.put("parameters", Collections.unmodifiableMap(parameters));
+      fn.put("strict", laxBoolOrNull(tool.get("strict"), at + ".strict"));
+      fn.put("defer_loading", laxBoolOrNull(tool.get("defer_loading"), at + ".defer_loading"));
+      Map<String, Object> t = new LinkedHashMap<>();
+      t.put("type", "function");
+      t.put("function", fn);
+      chat.add(t);
+    }
+    return new Normalized(dump(chat), chatChoice == null ? "auto" : chatChoice);
+  }
+
+  private static Boolean laxBoolOrNull(Object v, String at) throws BadRequest {
+    if (v == null) {
+      return null;
+    }
+    Boolean b = PythonValues.laxBool(v);
+    if (b == null) {
+      throw RequestBodyParser.bad("`" + at + "` must be a boolean", at);
+    }
+    return b;
   }
 
   /** One function tool, dumped by its SDK model ({@code declared} order), then re-dumped as a chat tool. */

@@ -209,6 +209,13 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       return;
     }
     boolean tenanted = tenant != null && !tenant.isEmpty();
+    if (kind == InferenceRequest.Kind.MESSAGES && tenanted) {
+      // vLLM's Anthropic request model ignores fields it does not declare, and only recent versions declare
+      // cache_salt: a salted body could reach an engine that drops the salt and shares the tenant's cache. Such a
+      // request is refused as any unrouted path is (until a worker can say it honours the salt).
+      finish(OpenAiError.unknownUrl(method, path), "tenant_path_not_routed");
+      return;
+    }
     if (kind == null && tenanted && "POST".equals(method)
         && (normalized == null || !options.tenantPassThroughPaths().contains(normalized))) {
       // A tenant's body may reach the engine only through the salt rewrite: an engine endpoint the router does not
@@ -631,6 +638,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       case "/v1/completions" -> InferenceRequest.Kind.COMPLETIONS;
       case "/v1/chat/completions" -> InferenceRequest.Kind.CHAT;
       case "/v1/responses" -> InferenceRequest.Kind.RESPONSES;
+      case "/v1/messages" -> InferenceRequest.Kind.MESSAGES;
       default -> null;
     };
   }

@@ -70,6 +70,37 @@ class UsageScannerTest {
 
       """;
 
+  /**
+   * vLLM's Anthropic {@code AnthropicMessagesResponse} (anthropic/serving.py, {@code messages_full_converter}): the
+   * usage's {@code input_tokens} is the prompt less its cached part ({@code _build_anthropic_usage}).
+   */
+  static final String MESSAGES_BODY = """
+      {"id":"chatcmpl-1","type":"message","role":"assistant","content":[{"type":"text",\
+      "text":"{\\"usage\\":{\\"cache_read_input_tokens\\":9}}"}],"model":"m","stop_reason":"end_turn",\
+      "usage":{"input_tokens":44,"output_tokens":5,"cache_read_input_tokens":256}}""";
+
+  /**
+   * A streamed Messages answer: {@code message_start} (its {@code message} carries the usage the first chunk had),
+   * a text delta, and {@code message_delta} whose top-level usage is the final count.
+   */
+  static final String MESSAGES_SSE = """
+      event: message_start
+      data: {"type":"message_start","message":{"id":"m1","type":"message","role":"assistant","content":[],\
+      "model":"m","usage":{"input_tokens":2100,"output_tokens":0}}}
+
+      event: content_block_delta
+      data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta",\
+      "text":"{\\"usage\\":{\\"input_tokens\\":1,\\"cache_read_input_tokens\\":1}}"}}
+
+      event: message_delta
+      data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":52,\
+      "output_tokens":8,"cache_read_input_tokens":2048}}
+
+      event: message_stop
+      data: {"type":"message_stop"}
+
+      """;
+
   static UsageScanner scan(String body, int... cuts) {
     byte[] b = body.getBytes(StandardCharsets.UTF_8);
     UsageScanner s = new UsageScanner();
@@ -112,8 +143,29 @@ class UsageScannerTest {
   }
 
   @Test
+  void messagesApiUsageCountsTheCachedPartIntoThePrompt() {
+    UsageScanner s = scan(MESSAGES_BODY);
+    assertThat(s.cachedTokens()).isEqualTo(256);
+    assertThat(s.promptTokens()).isEqualTo(300);
+    UsageScanner streamed = scan(MESSAGES_SSE);
+    assertThat(streamed.cachedTokens()).isEqualTo(2048);
+    assertThat(streamed.promptTokens()).isEqualTo(2100);
+    // the creation part counts too, and an engine without either field reports the whole prompt as input
+    assertThat(scan("{\"usage\":{\"input_tokens\":10,\"cache_creation_input_tokens\":16,"
+        + "\"cache_read_input_tokens\":32}}").promptTokens()).isEqualTo(58);
+    UsageScanner old = scan("{\"usage\":{\"input_tokens\":300,\"output_tokens\":5}}");
+    assertThat(old.promptTokens()).isEqualTo(300);
+    assertThat(old.cachedTokens()).isEqualTo(-1);
+    // a later usage object without the cache fields does not add an earlier one's
+    assertThat(scan("{\"usage\":{\"input_tokens\":10,\"cache_read_input_tokens\":32}}\n"
+        + "{\"usage\":{\"input_tokens\":42}}").promptTokens()).isEqualTo(42);
+    // only a top-level object's `message` member carries it
+    assertThat(scan("{\"x\":{\"message\":{\"usage\":{\"input_tokens\":5}}}}").promptTokens()).isEqualTo(-1);
+  }
+
+  @Test
   void everySplitPointGivesTheSameAnswer() {
-    for (String body : List.of(JSON_BODY, SSE_BODY, RESPONSES_BODY, RESPONSES_SSE)) {
+    for (String body : List.of(JSON_BODY, SSE_BODY, RESPONSES_BODY, RESPONSES_SSE, MESSAGES_BODY, MESSAGES_SSE)) {
       int n = body.getBytes(StandardCharsets.UTF_8).length;
       long expected = scan(body).cachedTokens();
       for (int cut = 0; cut <= n; cut++) {

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvrouter.extproc.model.InlineSystemMode;
 import dev.kvrouter.extproc.model.ModelRegistry;
 import dev.kvrouter.extproc.request.InferenceRequest;
 import dev.kvrouter.extproc.request.PreparedRequest;
@@ -123,6 +124,30 @@ class PromptPipelineGoldenTest {
     assertThat(checked).as("responses bodies checked for " + model).isGreaterThanOrEqualTo(5);
   }
 
+  /**
+   * {@code /v1/messages} bodies (scripts/fixtures/messages_templates.py): vLLM's Anthropic conversion
+   * ({@code to_chat_completion_request}, {@code normalize_inline_system}) transcribed, with the inline-system mode its
+   * renderer probe picks on the real tokenizer and template, rendered by transformers. Covers Claude Code's billing
+   * header and inline system reminders (after tool results, between a tool use and its result, at the end), leading
+   * system messages, thinking, tool use and results, tools and tool choice, effort and disabled thinking; Qwen3 and
+   * Llama 3.1 keep inline system messages in place, DeepSeek V3 folds them.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"qwen3", "llama3_1", "deepseek_v3"})
+  void messagesBodiesHashLikeVllmPrefill(String model) throws Exception {
+    JsonNode fixture;
+    try (InputStream in = getClass().getResourceAsStream("/fixtures/templates/messages_" + model + ".json")) {
+      fixture = JSON.readTree(in);
+    }
+    InlineSystemMode expected = InlineSystemMode.valueOf(fixture.get("inline_system").asText().toUpperCase());
+    assertThat(perToken.resolve(model).resources(PipelineResources.class).orElseThrow().inlineSystem())
+        .as(model + ": " + fixture.get("probe_reason").asText()).isEqualTo(expected);
+    List<String> mismatches = new ArrayList<>();
+    int checked = checkRequests(fixture, mismatches);
+    assertThat(mismatches).as(model).isEmpty();
+    assertThat(checked).as("messages bodies checked for " + model).isGreaterThanOrEqualTo(7);
+  }
+
   private int checkRequests(JsonNode fixture, List<String> mismatches) throws Exception {
     int checked = 0;
     for (JsonNode c : fixture.path("requests")) {
@@ -130,6 +155,7 @@ class PromptPipelineGoldenTest {
       InferenceRequest.Kind kind = switch (c.get("kind").asText()) {
         case "chat" -> InferenceRequest.Kind.CHAT;
         case "responses" -> InferenceRequest.Kind.RESPONSES;
+        case "messages" -> InferenceRequest.Kind.MESSAGES;
         default -> InferenceRequest.Kind.COMPLETIONS;
       };
       PreparedRequest prepared = perTokenPreparer.prepare(kind, body, body.length, null);

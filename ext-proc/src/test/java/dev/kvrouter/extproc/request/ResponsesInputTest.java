@@ -27,14 +27,7 @@ class ResponsesInputTest {
   }
 
   private static OpenAiError error(String fields) {
-    try {
-      parse(fields);
-    } catch (RequestBodyParser.BadRequest e) {
-      return e.error();
-    } catch (Exception e) {
-      throw new AssertionError(e);
-    }
-    throw new AssertionError("accepted: " + fields);
+    return Refusals.of(() -> parse(fields), fields);
   }
 
   /** A reasoning effort of the wrong type names the field it is in, not its object. */

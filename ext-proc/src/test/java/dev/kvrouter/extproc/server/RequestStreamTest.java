@@ -3,6 +3,7 @@ package dev.kvrouter.extproc.server;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
+import dev.kvrouter.extproc.request.InferenceRequest;
 import dev.kvrouter.extproc.routing.RoundRobinPolicy;
 import dev.kvrouter.extproc.routing.Router;
 import dev.kvrouter.xds.registry.Worker;
@@ -623,6 +624,8 @@ class RequestStreamTest {
     assertThat(RequestStream.inferenceKind("GET", "/v1/completions")).isNull();
     assertThat(RequestStream.inferenceKind("POST", "/v1/completionsx")).isNull();
     assertThat(RequestStream.inferenceKind("POST", "/v1/embeddings")).isNull();
+    assertThat(RequestStream.inferenceKind("POST", "/v1/messages")).isEqualTo(InferenceRequest.Kind.MESSAGES);
+    assertThat(RequestStream.inferenceKind("POST", "/v1/messages/count_tokens")).isNull();
     // read as the engine reads them: percent-decoded once, repeated slashes merged
     assertThat(RequestStream.inferenceKind("POST", "/v1/chat/%63ompletions")).isNotNull();
     assertThat(RequestStream.inferenceKind("POST", "/v1%2Fcompletions")).isNotNull();

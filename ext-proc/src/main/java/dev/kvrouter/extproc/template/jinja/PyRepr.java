@@ -6,7 +6,7 @@ import java.util.List;
 import java.util.Map;
 
 /** Python's {@code str()} and {@code repr()} for interpreter values. */
-final class PyRepr {
+public final class PyRepr {
   private PyRepr() {}
 
   /** {@code str(value)}: what {@code {{ value }}} prints. */
