@@ -121,10 +121,21 @@ final class RoutingSettings {
             errors.add(path + ".weights." + kv.getKey() + ": " + ex.getMessage());
           }
         }
-        try {
-          modelBusy(busy, r.busy().whenAllBusy(), m.busy());
-        } catch (IllegalArgumentException ex) {
-          errors.add(path + ".busy: " + ex.getMessage());
+        int before = errors.size();
+        for (Map.Entry<String, Object> kv : m.busy().entrySet()) {
+          try {
+            busyValue(kv.getKey(), kv.getValue());
+          } catch (IllegalArgumentException ex) {
+            String key = BUSY_KEYS.contains(kv.getKey()) ? "." + kv.getKey() : "";
+            errors.add(path + ".busy" + key + ": " + ex.getMessage());
+          }
+        }
+        if (errors.size() == before) {
+          try {
+            modelBusy(busy, r.busy().whenAllBusy(), m.busy());
+          } catch (IllegalArgumentException ex) {
+            errors.add(path + ".busy: " + ex.getMessage());
+          }
         }
       }
     }
@@ -201,23 +212,52 @@ final class RoutingSettings {
     double kv = base.maxKvUsage();
     long waiting = base.maxWaiting();
     String when = baseWhen;
-    for (Map.Entry<String, Object> kv2 : o.entrySet()) {
-      String v = String.valueOf(kv2.getValue());
-      try {
-        switch (kv2.getKey()) {
-          case "max_prefill_tokens" -> prefill = Long.parseLong(v);
-          case "max_decode_blocks" -> decode = Long.parseLong(v);
-          case "max_kv_usage" -> kv = Double.parseDouble(v);
-          case "max_waiting_requests" -> waiting = Long.parseLong(v);
-          case "when_all_busy" -> when = v;
-          default -> throw new IllegalArgumentException(
-              "unknown key `" + kv2.getKey() + "` (allowed: " + String.join(", ", BUSY_KEYS) + ")");
-        }
-      } catch (NumberFormatException e) {
-        throw new IllegalArgumentException(kv2.getKey() + " must be a number, was `" + v + "`");
+    for (Map.Entry<String, Object> e : o.entrySet()) {
+      Object v = busyValue(e.getKey(), e.getValue());
+      switch (e.getKey()) {
+        case "max_prefill_tokens" -> prefill = (Long) v;
+        case "max_decode_blocks" -> decode = (Long) v;
+        case "max_kv_usage" -> kv = (Double) v;
+        case "max_waiting_requests" -> waiting = (Long) v;
+        default -> when = (String) v;
       }
     }
     return new BusySettings(new BusyThresholds(prefill, decode, kv, waiting), whenAllBusy(when));
+  }
+
+  /**
+   * One of a model's busy values, typed as strictly as the global {@code routing.busy} binds it: the map is read
+   * untyped, and parsing its values' text took a quoted "8192" the global section refuses.
+   */
+  private static Object busyValue(String key, Object value) {
+    switch (key) {
+      case "max_prefill_tokens", "max_decode_blocks", "max_waiting_requests" -> {
+        if (value instanceof Integer || value instanceof Long) {
+          return ((Number) value).longValue();
+        }
+        throw new IllegalArgumentException("must be a whole number, was " + shown(value));
+      }
+      case "max_kv_usage" -> {
+        if (value instanceof Number n && !(value instanceof java.math.BigInteger)
+            && Double.isFinite(n.doubleValue())) {
+          return n.doubleValue();
+        }
+        throw new IllegalArgumentException("must be a finite number, was " + shown(value));
+      }
+      case "when_all_busy" -> {
+        if (value instanceof String w) {
+          whenAllBusy(w);
+          return w;
+        }
+        throw new IllegalArgumentException("must be reject or least_loaded, was " + shown(value));
+      }
+      default -> throw new IllegalArgumentException(
+          "unknown key `" + key + "` (allowed: " + String.join(", ", BUSY_KEYS) + ")");
+    }
+  }
+
+  private static String shown(Object value) {
+    return value instanceof String ? "string \"" + value + "\"" : "`" + value + "`";
   }
 
   private static void positive(List<String> errors, String name, int v) {

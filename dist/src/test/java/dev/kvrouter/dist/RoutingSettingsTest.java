@@ -90,6 +90,30 @@ class RoutingSettingsTest {
         .hasMessageContaining("routing.models.m1.busy: unknown key `max_waiting`");
   }
 
+  /**
+   * docs/configuration.md: a quoted number or switch is an error anywhere in kvrouter.yaml. The global busy section
+   * and per-model weights refuse one; per-model busy read every value through String.valueOf and took "8192".
+   */
+  @Test
+  void perModelBusyValuesAreTypedAsStrictlyAsTheGlobalOnes() {
+    assertThatThrownBy(() -> KvrouterConfig.parse("""
+        routing:
+          models:
+            m1: {busy: {max_prefill_tokens: "8192", max_kv_usage: "0.9", max_decode_blocks: true,
+                        when_all_busy: 1}}
+        """, "k.yaml"))
+        .hasMessageContaining("routing.models.m1.busy.max_prefill_tokens: must be a whole number, was string \"8192\"")
+        .hasMessageContaining("routing.models.m1.busy.max_kv_usage: must be a finite number, was string \"0.9\"")
+        .hasMessageContaining("routing.models.m1.busy.max_decode_blocks: must be a whole number, was `true`")
+        .hasMessageContaining("routing.models.m1.busy.when_all_busy: must be reject or least_loaded, was `1`");
+    RoutingConfig c = RoutingSettings.toConfig(KvrouterConfig.parse("""
+        routing:
+          models:
+            m1: {busy: {max_prefill_tokens: 8192, max_kv_usage: 1, when_all_busy: least_loaded}}
+        """, "k.yaml").routing());
+    assertThat(c.resolve("m1", null).busy()).isEqualTo(new BusyThresholds(8192, 0, 1.0, 0));
+  }
+
   @Test
   void ejectionsDefaultToFiveSecondsDoublingToAMinuteAndTheMaximumCoversTheFirst() throws Exception {
     KvrouterConfig.Health h = KvrouterConfig.parse("routing: {policy: kv_aware}\n", "k.yaml").routing().health();
