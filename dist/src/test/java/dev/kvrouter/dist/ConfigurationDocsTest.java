@@ -162,8 +162,135 @@ class ConfigurationDocsTest {
     assertThat(problems).as("model entry defaults in " + DOC + " that differ from the code's").isEmpty();
   }
 
-  /** A documented row: its dotted key (section prefix applied) and its default cell as written. */
-  private record Row(String key, String defaultCell, int line) {}
+  /**
+   * The bounds a row states are the parser's: its first `>= L`, `L..M` or `in [L, M]` (`(L` exclusive), else the
+   * doc's rule that no number is negative. The bound itself is accepted and the next value past it refused, 0 is
+   * accepted where the row makes it a setting (`0 = off`, `0`: ...), and a row without an upper bound takes the type's
+   * largest value. A check the code makes that the reference does not state (a port's range, a floor of 1024) fails
+   * here, as does a stated bound the code does not hold.
+   */
+  @Test
+  void everyNumericSettingsDocumentedBoundsAreTheParsers() throws IOException {
+    Map<String, String> example = example();
+    List<String> problems = new ArrayList<>();
+    for (Row row : documented().values()) {
+      Class<?> type = example.containsKey(row.key) ? leafType(row.key) : null;
+      if (type == null || !Number.class.isAssignableFrom(type)) {
+        continue;
+      }
+      boolean whole = type != Double.class;
+      Bounds b = Bounds.of(row.defaultCell + " " + row.meaning, name -> sibling(example, row.key, name));
+      BigDecimal step = whole ? BigDecimal.ONE : new BigDecimal("0.5");
+      BigDecimal below = b.lowerExclusive ? b.lower : b.lower.subtract(step);
+      boolean zeroIsSetting = ZERO_IS_A_SETTING.matcher(row.defaultCell + " " + row.meaning).find();
+      expect(problems, row, below, zeroIsSetting && below.signum() == 0);
+      if (!b.lowerExclusive) {
+        expect(problems, row, b.lower, true);
+      }
+      if (b.lower.signum() > 0) {
+        expect(problems, row, BigDecimal.ZERO, zeroIsSetting);
+      }
+      if (b.upper != null) {
+        expect(problems, row, b.upper, true);
+        expect(problems, row, b.upper.add(step), false);
+      } else {
+        expect(problems, row, type == Integer.class ? BigDecimal.valueOf(Integer.MAX_VALUE)
+            : type == Long.class ? BigDecimal.valueOf(Long.MAX_VALUE) : new BigDecimal("1000000000000000"), true);
+      }
+    }
+    assertThat(problems).as("bounds in " + DOC + " that differ from the parser's").isEmpty();
+  }
+
+  private static final Pattern ZERO_IS_A_SETTING = Pattern.compile("(?<![\\d.])`?0`?\\s*(=|:)(?!\\d)");
+
+  /** A row's stated bounds: lower (0 unless stated), whether it is exclusive, upper or null. */
+  private record Bounds(BigDecimal lower, boolean lowerExclusive, BigDecimal upper) {
+    private static final Pattern ANY = Pattern.compile(
+        "(?:>=|≥|at least)\\s*(\\d+(?:\\.\\d+)?|[a-z_]+)"
+            + "|(\\d+(?:\\.\\d+)?)\\s*\\.\\.\\s*(\\d+(?:\\^\\d+)?)"
+            + "|in ([\\[(])(\\d+(?:\\.\\d+)?), (\\d+(?:\\^\\d+|\\.\\d+)?)]");
+
+    /** {@code setting} gives the default of a setting a bound names (`>= max_body_bytes`). */
+    static Bounds of(String text, java.util.function.Function<String, String> setting) {
+      Matcher m = ANY.matcher(text.replace("`", ""));
+      if (!m.find()) {
+        return new Bounds(BigDecimal.ZERO, false, null);
+      }
+      if (m.group(1) != null) {
+        String lower = Character.isDigit(m.group(1).charAt(0)) ? m.group(1) : setting.apply(m.group(1));
+        return new Bounds(new BigDecimal(lower), false, null);
+      }
+      if (m.group(2) != null) {
+        return new Bounds(new BigDecimal(m.group(2)), false, number(m.group(3)));
+      }
+      return new Bounds(new BigDecimal(m.group(5)), m.group(4).equals("("), number(m.group(6)));
+    }
+
+    private static BigDecimal number(String s) {
+      String[] pow = s.split("\\^");
+      return pow.length == 2 ? new BigDecimal(pow[0]).pow(Integer.parseInt(pow[1])) : new BigDecimal(s);
+    }
+  }
+
+  private static void expect(List<String> problems, Row row, BigDecimal value, boolean accepted) {
+    String written = value.toPlainString();
+    StringBuilder yaml = new StringBuilder();
+    String[] parts = row.key.split("\\.");
+    for (int i = 0; i < parts.length - 1; i++) {
+      yaml.append(parts[i]).append(": {");
+    }
+    yaml.append(parts[parts.length - 1]).append(": ").append(written).append("}".repeat(parts.length - 1));
+    String refusal = null;
+    try {
+      KvrouterConfig.parse(yaml + "\n", "k.yaml");
+    } catch (KvrouterConfig.InvalidConfig e) {
+      // an error on the key, or on its section as a whole (routing.busy's thresholds are checked together)
+      refusal = e.getMessage().lines()
+          .filter(l -> {
+            String path = l.replaceFirst("^k\\.yaml: ", "").split(": | \\(line ", 2)[0];
+            return row.key.equals(path) || row.key.startsWith(path + ".");
+          })
+          .findFirst().orElse(null);
+    }
+    if ((refusal == null) != accepted) {
+      problems.add(row.key + " = " + written + ": " + DOC + ":" + row.line + " says "
+          + (accepted ? "allowed" : "refused") + ", the parser " + (accepted ? "refuses it (" + refusal + ")"
+          : "accepts it"));
+    }
+  }
+
+  /** The example's value of the setting {@code name} beside {@code key} (a bound stated as another setting). */
+  private static String sibling(Map<String, String> example, String key, String name) {
+    String other = key.substring(0, key.lastIndexOf('.') + 1) + name;
+    assertThat(example).as(DOC + ": " + key + " is bounded by `" + name + "`, which is not a setting beside it")
+        .containsKey(other);
+    return example.get(other);
+  }
+
+  /** The declared type of a dotted kvrouter.yaml key, following KvrouterConfig's records; null if not a record leaf. */
+  private static Class<?> leafType(String dotted) {
+    Class<?> type = KvrouterConfig.class;
+    for (String part : dotted.split("\\.")) {
+      if (!type.isRecord()) {
+        return null;
+      }
+      Class<?> next = null;
+      for (var c : type.getRecordComponents()) {
+        if (PropertyNamingStrategies.SnakeCaseStrategy.INSTANCE.translate(c.getName()).equals(part)) {
+          next = c.getType();
+        }
+      }
+      if (next == null) {
+        return null;
+      }
+      type = next;
+    }
+    return type == int.class ? Integer.class : type == long.class ? Long.class
+        : type == double.class ? Double.class : type;
+  }
+
+  /** A documented row: its dotted key (section prefix applied), its default and meaning cells as written. */
+  private record Row(String key, String defaultCell, String meaning, int line) {}
 
   private static final Pattern HEADING = Pattern.compile("#{2,3} (.+)");
   private static final Pattern LEADING_LITERAL = Pattern.compile("`([^`]*)`.*");
@@ -207,7 +334,7 @@ class ConfigurationDocsTest {
       }
       if (settingsTable) {
         String key = SECTION_PREFIX.get(section) + cells.get(0).replace("`", "");
-        Row previous = rows.put(key, new Row(key, cells.get(1), i + 1));
+        Row previous = rows.put(key, new Row(key, cells.get(1), cells.get(2), i + 1));
         assertThat(previous).as(DOC + ":" + (i + 1) + ": " + key + " documented twice").isNull();
       }
     }
