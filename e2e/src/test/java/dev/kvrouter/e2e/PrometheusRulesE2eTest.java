@@ -35,9 +35,9 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The shipped Prometheus rules ({@code deploy/prometheus/}) checked by the real promtool, unit-tested on their own
  * synthetic series, and run on series scraped from a live router and a real Envoy: every metric the rules name must
- * exist there, a healthy run must fire nothing and give the degraded-routing ratio the router's own counts give, and
+ * exist there with the labels they select and group by, a healthy run must fire nothing and give the degraded-routing ratio the router's own counts give, and
  * with the router gone Envoy's own counters must fire the two alerts meant for it. The Grafana dashboard
- * ({@code deploy/grafana/}) is held to the same: every query parses, and names only live series or the rules.
+ * ({@code deploy/grafana/}) is held to the same: every query parses, and names only live series (and their labels) or the rules.
  *
  * <p>Live series become promtool input as if the traffic sent between two scrapes went on once a minute for half an
  * hour: counters grow by what they grew, gauges keep their value.
@@ -137,6 +137,11 @@ class PrometheusRulesE2eTest {
     Set<String> exported = names(healthy);
     assertThat(named).as("metrics the rules name that the live router and Envoy do not export")
         .allSatisfy(n -> assertThat(exported).contains(n));
+    List<String> unknownLabels = new ArrayList<>();
+    for (JsonNode r : rules()) {
+      unknownLabels.addAll(unknownLabels(r.path("expr").asText(), labels(healthy)));
+    }
+    assertThat(unknownLabels).as("labels the rules select or group by that the live series do not carry").isEmpty();
 
     Path dir = testDir();
     StringBuilder t = header();
@@ -188,6 +193,11 @@ class PrometheusRulesE2eTest {
         stack.targets().get(0).metricsUri()).build(), HttpResponse.BodyHandlers.ofByteArray()).body(),
         StandardCharsets.UTF_8);
     Set<String> exported = names(scrape() + "\n" + engine);
+    Map<String, Set<String>> labels = labels(scrape() + "\n" + engine);
+    List<String> unknown = new ArrayList<>();
+    exprs.forEach(e -> unknown.addAll(unknownLabels(e, labels)));
+    assertThat(unknown).as("labels the dashboard's queries select or group by that the live series do not carry")
+        .isEmpty();
     for (String e : exprs) {
       String selectors = e.replaceAll("\\{[^}]*\\}", "").replaceAll("\\b(by|without)\\s*\\([^)]*\\)", "");
       Matcher m = METRIC.matcher(selectors);
@@ -292,6 +302,68 @@ class PrometheusRulesE2eTest {
       Matcher m = METRIC.matcher(expr);
       while (m.find()) {
         out.add(m.group());
+      }
+    }
+    return out;
+  }
+
+  /** Labels Prometheus adds to every series of a target, which no exporter writes. */
+  static final Set<String> TARGET_LABELS = Set.of("instance", "job");
+  static final Pattern SELECTOR = Pattern.compile("([a-zA-Z_][a-zA-Z0-9_:]*)\\{([^}]*)\\}");
+  static final Pattern MATCHER = Pattern.compile("([a-zA-Z_][a-zA-Z0-9_]*)\\s*(?:=~|!~|!=|=)\\s*\"");
+  static final Pattern GROUPING = Pattern.compile("\\bby\\s*\\(([^)]*)\\)");
+
+  /**
+   * A matcher on a label the metric never carries selects nothing (or, with != and !~, everything), and grouping by
+   * one makes a single group: either way the alert or panel is quietly wrong while the name checks pass. Each label a
+   * selector names must be on that metric's live series, and each `by` label on a series of a metric the expression
+   * names (recording rules' own labels aside).
+   */
+  static List<String> unknownLabels(String expr, Map<String, Set<String>> labels) {
+    List<String> out = new ArrayList<>();
+    Matcher s = SELECTOR.matcher(expr);
+    while (s.find()) {
+      Set<String> has = labels.get(s.group(1));
+      if (has == null) {
+        continue; // a recording rule, or a name the name checks report
+      }
+      Matcher m = MATCHER.matcher(s.group(2));
+      while (m.find()) {
+        if (!has.contains(m.group(1)) && !TARGET_LABELS.contains(m.group(1))) {
+          out.add(s.group(1) + " has no label " + m.group(1) + " (" + expr.strip() + ")");
+        }
+      }
+    }
+    Set<String> named = new LinkedHashSet<>();
+    Matcher n = METRIC.matcher(expr.replaceAll("\\{[^}]*\\}", "").replaceAll("\\b(by|without)\\s*\\([^)]*\\)", ""));
+    while (n.find()) {
+      named.add(n.group());
+    }
+    Matcher g = GROUPING.matcher(expr);
+    while (g.find()) {
+      for (String label : g.group(1).split(",")) {
+        String l = label.strip();
+        if (!l.isEmpty() && !TARGET_LABELS.contains(l) && !named.isEmpty()
+            && named.stream().noneMatch(x -> labels.getOrDefault(x, Set.of()).contains(l))) {
+          out.add("no metric of " + named + " has label " + l + " (" + expr.strip() + ")");
+        }
+      }
+    }
+    return out;
+  }
+
+  /** The label names each metric's series carry in Prometheus text. */
+  static Map<String, Set<String>> labels(String text) {
+    Map<String, Set<String>> out = new LinkedHashMap<>();
+    for (String series : samples(text).keySet()) {
+      int brace = series.indexOf('{');
+      Set<String> has = out.computeIfAbsent(brace < 0 ? series : series.substring(0, brace),
+          k -> new LinkedHashSet<>());
+      if (brace >= 0) {
+        Matcher m = MATCHER.matcher(series.substring(brace));
+        while (m.find()) {
+          has.add(m.group(1));
+        }
       }
     }
     return out;
