@@ -172,6 +172,11 @@ final class RoutingSettings {
    * read untyped, and the header syntax {@link Weights#with(String, String)} takes would let all of those through.
    */
   static Weights modelWeight(Weights w, String key, Object value) {
+    if (value == null) {
+      // `~` is unset, as everywhere in kvrouter.yaml: the global value stays (with() only names an unknown key)
+      w.with(key, "0");
+      return w;
+    }
     boolean gate = key.trim().toLowerCase(java.util.Locale.ROOT).equals("imbalance_gate");
     if (gate && !(value instanceof Boolean)) {
       throw new IllegalArgumentException("must be true or false, was `" + value + "`");
@@ -214,6 +219,9 @@ final class RoutingSettings {
     String when = baseWhen;
     for (Map.Entry<String, Object> e : o.entrySet()) {
       Object v = busyValue(e.getKey(), e.getValue());
+      if (v == null) {
+        continue;
+      }
       switch (e.getKey()) {
         case "max_prefill_tokens" -> prefill = (Long) v;
         case "max_decode_blocks" -> decode = (Long) v;
@@ -230,6 +238,9 @@ final class RoutingSettings {
    * untyped, and parsing its values' text took a quoted "8192" the global section refuses.
    */
   private static Object busyValue(String key, Object value) {
+    if (value == null && BUSY_KEYS.contains(key)) {
+      return null; // `~` is unset: the global value stays
+    }
     switch (key) {
       case "max_prefill_tokens", "max_decode_blocks", "max_waiting_requests" -> {
         if (value instanceof Integer || value instanceof Long) {

@@ -114,6 +114,30 @@ class RoutingSettingsTest {
     assertThat(c.resolve("m1", null).busy()).isEqualTo(new BusyThresholds(8192, 0, 1.0, 0));
   }
 
+  /**
+   * docs/configuration.md: a setting written as `~` takes its default, and a model's unset keys inherit the global
+   * values; a model's weights and busy maps refused `~` as a value that is not a number.
+   */
+  @Test
+  void aModelsOverrideWrittenAsNullInheritsTheGlobalValue() {
+    RoutingConfig c = RoutingSettings.toConfig(KvrouterConfig.parse("""
+        routing:
+          weights: {gpu_credit: 0.5}
+          busy: {max_kv_usage: 0.9, when_all_busy: least_loaded}
+          models:
+            m1: {weights: {gpu_credit: ~, temperature: 0.2}, busy: {max_kv_usage: ~, when_all_busy: ~}}
+        """, "k.yaml").routing());
+    ModelRouting m1 = c.resolve("m1", null);
+    assertThat(m1.weights().gpuCredit()).isEqualTo(0.5);
+    assertThat(m1.weights().temperature()).isEqualTo(0.2);
+    assertThat(m1.busy().maxKvUsage()).isEqualTo(0.9);
+    assertThat(m1.whenAllBusy()).isEqualTo(ModelRouting.WhenAllBusy.LEAST_LOADED);
+    assertThatThrownBy(() -> KvrouterConfig.parse("routing: {models: {m1: {weights: {bogus: ~}, busy: {nope: ~}}}}\n",
+        "k.yaml"))
+        .hasMessageContaining("routing.models.m1.weights.bogus: unknown weight `bogus`")
+        .hasMessageContaining("routing.models.m1.busy: unknown key `nope`");
+  }
+
   @Test
   void ejectionsDefaultToFiveSecondsDoublingToAMinuteAndTheMaximumCoversTheFirst() throws Exception {
     KvrouterConfig.Health h = KvrouterConfig.parse("routing: {policy: kv_aware}\n", "k.yaml").routing().health();
