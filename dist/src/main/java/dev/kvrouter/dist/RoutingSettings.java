@@ -172,12 +172,15 @@ final class RoutingSettings {
    * read untyped, and the header syntax {@link Weights#with(String, String)} takes would let all of those through.
    */
   static Weights modelWeight(Weights w, String key, Object value) {
-    if (value == null) {
-      // `~` is unset, as everywhere in kvrouter.yaml: the global value stays (with() only names an unknown key)
-      w.with(key, "0");
-      return w;
+    if (!Weights.KEYS.contains(key)) {
+      // the header's parser trims and lower-cases keys; a file's keys are exact, as routing.weights' are
+      throw new IllegalArgumentException("unknown weight `" + key + "` (known: " + String.join(", ", Weights.KEYS)
+          + ")");
     }
-    boolean gate = key.trim().toLowerCase(java.util.Locale.ROOT).equals("imbalance_gate");
+    if (value == null) {
+      return w; // `~` is unset, as everywhere in kvrouter.yaml: the global value stays
+    }
+    boolean gate = key.equals("imbalance_gate");
     if (gate && !(value instanceof Boolean)) {
       throw new IllegalArgumentException("must be true or false, was `" + value + "`");
     }

@@ -138,6 +138,19 @@ class RoutingSettingsTest {
         .hasMessageContaining("routing.models.m1.busy: unknown key `nope`");
   }
 
+  /**
+   * Keys are exact in kvrouter.yaml (`GPU_Credit` under routing.weights is an unknown key), but a model's weights
+   * went through the header's parser, which trims and lower-cases its keys.
+   */
+  @Test
+  void aModelsWeightKeysAreAsExactAsTheGlobalOnes() {
+    assertThatThrownBy(() -> KvrouterConfig.parse("routing: {models: {m1: {weights: {GPU_Credit: 0.5}}}}\n",
+        "k.yaml"))
+        .hasMessageContaining("routing.models.m1.weights.GPU_Credit: unknown weight `GPU_Credit`");
+    assertThatThrownBy(() -> KvrouterConfig.parse("routing: {weights: {GPU_Credit: 0.5}}\n", "k.yaml"))
+        .hasMessageContaining("routing.weights.GPU_Credit: unknown key");
+  }
+
   @Test
   void ejectionsDefaultToFiveSecondsDoublingToAMinuteAndTheMaximumCoversTheFirst() throws Exception {
     KvrouterConfig.Health h = KvrouterConfig.parse("routing: {policy: kv_aware}\n", "k.yaml").routing().health();
