@@ -210,7 +210,7 @@ class KvrouterConfigTest {
             "k.yaml: events.walk_models[1]: must be a string, was a list",
             "k.yaml: models[0].block_size: must be a whole number, was string \"x\"",
             "k.yaml: models[1].tokenzier: unknown key `tokenzier` (allowed: adapters, block_size, chat_template,"
-                + " multimodal, name, preload, tenancy, tokenizer, tokenizer_config)",
+                + " messages_inline_system, multimodal, name, preload, tenancy, tokenizer, tokenizer_config)",
             "k.yaml: limits.max_body_bytes: must be >= 1024, was 10",
             "k.yaml: observability: must be a mapping, was 5"));
     assertThatThrownBy(() -> KvrouterConfig.parse("models: {a: 1}\n", "k.yaml"))

@@ -3,6 +3,7 @@ package dev.kvrouter.dist;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.kvrouter.extproc.model.InlineSystemMode;
 import dev.kvrouter.extproc.model.InvalidModelConfig;
 import dev.kvrouter.extproc.model.ModelSpec;
 import java.nio.file.Files;
@@ -86,6 +87,23 @@ class ModelsAndTenancyConfigTest {
         .hasMessageContaining("k.yaml: models[1].name: `x` is already declared at models[0].adapters[0]")
         .hasMessageContaining("k.yaml: tenancy: set secret_file or secret_env, not both")
         .hasMessageContaining("k.yaml: limits.max_body_bytes: must be >= 1024");
+  }
+
+  /** A model's inline-system placement follows its workers' --anthropic-inline-system, or vLLM before the probe. */
+  @Test
+  void messagesInlineSystemIsOneOfTheFourPlacements() {
+    KvrouterConfig c = KvrouterConfig.parse("""
+        models:
+          - {name: a, messages_inline_system: merge}
+          - {name: b, messages_inline_system: auto}
+          - {name: c}
+        """, "k.yaml");
+    assertThat(c.models()).extracting(ModelSpec::inlineSystemOverride)
+        .containsExactly(InlineSystemMode.MERGE, null, null);
+    assertThatThrownBy(() -> KvrouterConfig.parse("models: [{name: a, messages_inline_system: hoist}]", "k.yaml"))
+        .isInstanceOf(KvrouterConfig.InvalidConfig.class)
+        .hasMessageContaining("k.yaml: models[0].messages_inline_system: must be auto, preserve, fold or merge, "
+            + "was `hoist`");
   }
 
   @Test

@@ -49,6 +49,10 @@ import org.openjdk.jmh.annotations.Warmup;
  *   <li>{@code turnsSeen}: a multi-turn conversation whose earlier turns were seen, only the last user turn new.
  * </ul>
  *
+ * <p>{@code api}: the same conversation as a chat completions body, or as an Anthropic Messages body (the system
+ * prompt in {@code system}, converted back to chat by {@code MessagesInput}); both render the same prompt, so the
+ * difference is the Messages conversion's cost.
+ *
  * <pre>
  * flock /tmp/kvrouter-bench.lock java -Dkvrouter.root=$PWD -jar bench/target/benchmarks.jar RequestToBlocks \
  *     -f 1 -wi 3 -i 5 -rf json -rff bench/results/request-to-blocks.json
@@ -74,6 +78,9 @@ public class RequestToBlocksBenchmark {
 
   @Param({"1000", "8000", "32000"})
   public int tokens;
+
+  @Param({"chat", "messages"})
+  public String api;
 
   private ModelRegistry registry;
   private SegmentCache segments;
@@ -153,10 +160,16 @@ public class RequestToBlocksBenchmark {
    * and {@code gc.alloc.rate.norm} counts only the path under test.
    */
   private PreparedRequest prepare(String lastMessage) throws Exception {
+    boolean messagesApi = api.equals("messages");
     if (bodyHead == null) {
       ObjectNode b = JSON.createObjectNode();
       b.put("model", model);
-      b.set("messages", withLast("\u0001"));
+      ArrayNode messages = withLast("\u0001");
+      if (messagesApi) {
+        b.put("max_tokens", 1024);
+        b.set("system", messages.remove(0).get("content"));
+      }
+      b.set("messages", messages);
       String json = b.toString();
       int at = json.indexOf("\\u0001");
       bodyHead = json.substring(0, at).getBytes(StandardCharsets.UTF_8);
@@ -172,7 +185,8 @@ public class RequestToBlocksBenchmark {
       bodyBuffer[bodyHead.length + i] = (byte) lastMessage.charAt(i);
     }
     System.arraycopy(bodyTail, 0, bodyBuffer, bodyHead.length + lastMessage.length(), bodyTail.length);
-    return preparer.prepare(InferenceRequest.Kind.CHAT, bodyBuffer, length, null);
+    return preparer.prepare(messagesApi ? InferenceRequest.Kind.MESSAGES : InferenceRequest.Kind.CHAT, bodyBuffer,
+        length, null);
   }
 
   @Setup(Level.Invocation)

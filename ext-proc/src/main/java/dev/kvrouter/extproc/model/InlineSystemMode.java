@@ -8,5 +8,10 @@ package dev.kvrouter.extproc.model;
  */
 public enum InlineSystemMode {
   PRESERVE,
-  FOLD
+  FOLD,
+  /**
+   * vLLM releases before the template probe: every system message, the top-level {@code system} and inline ones alike,
+   * joined without a separator into one leading system message. Never probed; configured per model.
+   */
+  MERGE
 }

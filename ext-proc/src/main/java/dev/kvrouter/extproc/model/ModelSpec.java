@@ -20,6 +20,10 @@ import java.util.List;
  * @param preload load the tokenizer and template at start (default true) rather than on the first request
  * @param multimodal how media parts become prompt tokens for this model (vLLM's multimodal processor), or null:
  *     requests with media are then routed by load ({@code fallback=multimodal})
+ * @param messagesInlineSystem where the model's workers put a Messages API request's inline system messages:
+ *     {@code auto} (the default: vLLM's probe of the template, which the router runs too), {@code preserve}, {@code fold} (as
+ *     vLLM's {@code --anthropic-inline-system}), or {@code merge} (vLLM releases before that probe, which join every
+ *     system message into the system prompt)
  */
 public record ModelSpec(
     String name,
@@ -30,7 +34,8 @@ public record ModelSpec(
     List<String> adapters,
     Tenancy tenancy,
     Boolean preload,
-    MultimodalSpec multimodal) {
+    MultimodalSpec multimodal,
+    String messagesInlineSystem) {
 
   /** vLLM's default {@code --block-size}. */
   public static final int DEFAULT_BLOCK_SIZE = 16;
@@ -41,6 +46,29 @@ public record ModelSpec(
     adapters = adapters == null ? List.of()
         : java.util.Collections.unmodifiableList(new java.util.ArrayList<>(adapters));
     preload = preload == null ? Boolean.TRUE : preload;
+    messagesInlineSystem = messagesInlineSystem == null ? "auto" : messagesInlineSystem;
+  }
+
+  /** Inline system messages placed as vLLM's probe of the template decides. */
+  public ModelSpec(String name, String tokenizer, String tokenizerConfig, String chatTemplate, Integer blockSize,
+      List<String> adapters, Tenancy tenancy, Boolean preload, MultimodalSpec multimodal) {
+    this(name, tokenizer, tokenizerConfig, chatTemplate, blockSize, adapters, tenancy, preload, multimodal, null);
+  }
+
+  /**
+   * The configured placement of inline system messages, or null for {@code auto} (the probe's, the default) and for a
+   * value {@link ModelSpecs#validate} refuses.
+   */
+  public InlineSystemMode inlineSystemOverride() {
+    if (messagesInlineSystem == null) {
+      return null;
+    }
+    return switch (messagesInlineSystem) {
+      case "preserve" -> InlineSystemMode.PRESERVE;
+      case "fold" -> InlineSystemMode.FOLD;
+      case "merge" -> InlineSystemMode.MERGE;
+      default -> null;
+    };
   }
 
   /** A text-only model (no media expansion configured). */

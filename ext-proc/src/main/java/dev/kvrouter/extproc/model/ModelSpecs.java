@@ -50,6 +50,10 @@ public final class ModelSpecs {
         }
         problems.addAll(s.multimodal().validate(at + ".multimodal"));
       }
+      if (!"auto".equals(s.messagesInlineSystem()) && s.inlineSystemOverride() == null) {
+        problems.add(at + ".messages_inline_system: must be auto, preserve, fold or merge, was `"
+            + s.messagesInlineSystem() + "`");
+      }
       if (s.blockSize() < 1 || s.blockSize() > MAX_BLOCK_SIZE) {
         problems.add(at + ".block_size: must be 1.." + MAX_BLOCK_SIZE + " (vLLM's default is 16)");
       }

@@ -48,8 +48,9 @@ final class MessagesInput {
     checkSystem(system);
     boolean[] media = new boolean[1];
     List<Map<String, Object>> out = new ArrayList<>();
-    Normalized n = normalizeInlineSystem(system, messages, mode);
-    String sys = join(systemPromptText(system), n.leading());
+    Normalized n = mode == InlineSystemMode.MERGE ? merged(system, messages)
+        : normalizeInlineSystem(system, messages, mode);
+    String sys = mode == InlineSystemMode.MERGE ? n.leading() : join(systemPromptText(system), n.leading());
     if (!sys.isEmpty()) {
       out.add(message("system", sys));
     }
@@ -231,6 +232,31 @@ final class MessagesInput {
       out.add(new Message("user", join(pending.toArray(String[]::new))));
     }
     return new Normalized(leading, out);
+  }
+
+  /**
+   * vLLM before its template probe ({@code _convert_system_message}): the top-level system and every system message's
+   * text, joined without a separator, lead; the system messages themselves go. A string {@code system} or message
+   * content is taken whole (its billing header, if any, is left to the chat path's own strip); text blocks lose it.
+   */
+  private static Normalized merged(Object system, List<Message> messages) {
+    StringBuilder sb = new StringBuilder();
+    if (system instanceof String s) {
+      sb.append(s);
+    } else if (system != null) {
+      sb.append(blocksText((List<?>) system));
+    }
+    List<Message> rest = new ArrayList<>();
+    for (Message m : messages) {
+      if (!m.role().equals("system")) {
+        rest.add(m);
+      } else if (m.content() instanceof String s) {
+        sb.append(s);
+      } else {
+        sb.append(blocksText((List<?>) m.content()));
+      }
+    }
+    return new Normalized(sb.toString(), rest);
   }
 
   /** {@code _move_out_of_tool_runs}: a system message between a tool use and its results waits until after them. */

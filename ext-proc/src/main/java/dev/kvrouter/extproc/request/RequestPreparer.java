@@ -42,14 +42,22 @@ public final class RequestPreparer {
         TenantIsolation.defaults(), System::nanoTime);
   }
 
+  /** The configured placement of a Messages request's inline system messages, else the probe's. */
+  private static InlineSystemMode inlineSystem(ModelResolution model) {
+    InlineSystemMode configured = model.spec() == null ? null : model.spec().inlineSystemOverride();
+    if (configured != null) {
+      return configured;
+    }
+    return model.resources(ModelResources.class).map(ModelResources::inlineSystem).orElse(InlineSystemMode.PRESERVE);
+  }
+
   /**
    * @param tenant the trusted tenant header value, or null
    * @throws BadRequest for a body the engine would reject, or one whose salt cannot be rewritten
    */
   public PreparedRequest prepare(Kind kind, byte[] body, int length, String tenant) throws BadRequest {
     long start = nanoTime.getAsLong();
-    InferenceRequest request = parser.parse(kind, body, length, name -> models.resolve(name)
-        .resources(ModelResources.class).map(ModelResources::inlineSystem).orElse(InlineSystemMode.PRESERVE));
+    InferenceRequest request = parser.parse(kind, body, length, name -> inlineSystem(models.resolve(name)));
     ModelResolution model = models.resolve(request.model());
     String salt = tenancy.effectiveSalt(model.shareAcrossTenants(), tenant, request.cacheSalt());
     if (salt != null && !salt.equals(request.cacheSalt()) && !request.saltSites().known()) {

@@ -36,7 +36,7 @@ class MessagesInputTest {
     String body = "\"system\":[{\"type\":\"text\",\"text\":\"x-anthropic-billing-header: cch=1;\"},"
         + "{\"type\":\"text\",\"text\":\"A\"},{\"type\":\"text\",\"text\":\"B\"}],"
         + "\"messages\":[{\"role\":\"system\",\"content\":\"C\"},{\"role\":\"user\",\"content\":\"hi\"}]";
-    for (InlineSystemMode mode : InlineSystemMode.values()) {
+    for (InlineSystemMode mode : new InlineSystemMode[] {InlineSystemMode.PRESERVE, InlineSystemMode.FOLD}) {
       assertThat(messages(body, mode)).as(mode.name()).containsExactly(
           Map.of("role", "system", "content", "AB\n\nC"), Map.of("role", "user", "content", "hi"));
     }
@@ -60,6 +60,22 @@ class MessagesInputTest {
     // folded into the only-tool-results user message: onto its last result, so no user turn is added
     assertThat(folded).extracting(m -> m.get("role")).containsExactly("system", "user", "assistant", "tool");
     assertThat(folded.get(3).get("content")).isEqualTo("out\n\nR");
+  }
+
+  /**
+   * vLLM before its template probe: the top-level system and every system message, wherever it stands, joined
+   * without a separator into the leading system message (text blocks lose the billing header).
+   */
+  @Test
+  void mergeJoinsEverySystemMessageIntoTheSystemPrompt() throws Exception {
+    List<Map<String, Object>> out = messages("\"system\":[{\"type\":\"text\",\"text\":\"You are Claude Code. \"},"
+        + "{\"type\":\"text\",\"text\":\"x-anthropic-billing-header: cch=1;\"}],\"messages\":["
+        + "{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"system\",\"content\":\" Plan mode is off.\"},"
+        + "{\"role\":\"assistant\",\"content\":\"b\"},{\"role\":\"user\",\"content\":\"c\"}]",
+        InlineSystemMode.MERGE);
+    assertThat(out).containsExactly(Map.of("role", "system", "content", "You are Claude Code.  Plan mode is off."),
+        Map.of("role", "user", "content", "a"), Map.of("role", "assistant", "content", "b"),
+        Map.of("role", "user", "content", "c"));
   }
 
   /** Without a system prompt, inline system messages are folded even where the template would keep them. */

@@ -22,7 +22,8 @@ class RequestPreparerTest {
   final TenantIsolation tenancy = new TenantIsolation(SaltKey.hmac("0123456789abcdef-secret".getBytes()), false);
   final ModelRegistry models = ModelRegistry.create(List.of(
       new ModelSpec("base", null, null, null, null, List.of("lora-a"), null, null),
-      new ModelSpec("open", null, null, null, null, null, new ModelSpec.Tenancy(true), null)),
+      new ModelSpec("open", null, null, null, null, null, new ModelSpec.Tenancy(true), null),
+      new ModelSpec("old-vllm", null, null, null, null, null, null, null, null, "merge")),
       Path.of("."), ModelResourcesLoader.NONE, Runnable::run, System::nanoTime, new SimpleMeterRegistry());
   final RequestPreparer preparer = new RequestPreparer(models, tenancy, System::nanoTime);
 
@@ -48,6 +49,20 @@ class RequestPreparerTest {
     assertThat(new String(out, StandardCharsets.UTF_8))
         .isEqualTo("{\"cache_salt\":\"" + salt + "\"," + original.substring(1));
     assertThat(p.parseNanos()).isPositive();
+  }
+
+  /** A model configured with its workers' inline-system placement is converted so, whatever the probe says. */
+  @Test
+  void aConfiguredInlineSystemPlacementIsUsed() throws Exception {
+    String json = "{\"model\":\"%s\",\"max_tokens\":8,\"system\":\"S\",\"messages\":[{\"role\":\"user\","
+        + "\"content\":\"a\"},{\"role\":\"system\",\"content\":\"N\"}]}";
+    byte[] merged = String.format(json, "old-vllm").getBytes(StandardCharsets.UTF_8);
+    assertThat(preparer.prepare(Kind.MESSAGES, merged, merged.length, null).request().chat().messages())
+        .containsExactly(Map.of("role", "system", "content", "SN"), Map.of("role", "user", "content", "a"));
+    // no resources loaded here: the default, as vLLM's probe decides for a template that marks system turns
+    byte[] probed = String.format(json, "base").getBytes(StandardCharsets.UTF_8);
+    assertThat(preparer.prepare(Kind.MESSAGES, probed, probed.length, null).request().chat().messages())
+        .extracting(m -> m.get("role")).containsExactly("system", "user", "system");
   }
 
   @Test
