@@ -538,7 +538,8 @@ public final class ReplicaSync {
 
     long[] hashes() throws IOException {
       int n = unpacker.unpackBinaryHeader();
-      if (n < 0 || n % 8 != 0 || n > left()) {
+      // past MAX_HASHES too: no replica sends more, and each hash costs the ledger far more than its 8 bytes here
+      if (n < 0 || n % 8 != 0 || n > left() || n / 8 > MAX_HASHES) {
         throw new IOException("hashes of " + n + " bytes in " + left());
       }
       long[] hashes = new long[n / 8];

@@ -380,6 +380,39 @@ class ReplicaSyncTest {
     assertThat(b.outbox).as("and is sent nothing").isEmpty();
   }
 
+  /**
+   * No replica sends more than {@link ReplicaSync#MAX_HASHES} hashes, but one of 64 MiB fits eight times as many:
+   * each became an entry of the worker's block counts (tens of bytes apiece, several hundred MiB for one message),
+   * and a peer's reservations are kept up to the ledger's bound. A message past the count is malformed.
+   */
+  @Test
+  void moreHashesThanAnyReplicaSendsAreMalformed() throws Exception {
+    Replica b = new Replica(2);
+    byte[] hashes = new byte[(ReplicaSync.MAX_HASHES + 1) * 8];
+    java.nio.LongBuffer ids = java.nio.ByteBuffer.wrap(hashes).asLongBuffer();
+    for (int i = 0; i < ReplicaSync.MAX_HASHES + 1; i++) {
+      ids.put(i, i + 1);
+    }
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(11).packInt(ReplicaSync.RESERVE).packLong(7).packLong(7).packString("w1").packInt(0)
+          .packLong(100).packInt(1).packBinaryHeader(hashes.length).writePayload(hashes);
+      p.packLong(1).packLong(0).packInt(0);
+      byte[] m = p.toByteArray();
+      assertThat(m.length).isLessThan(ReplicaSync.MAX_MESSAGE_BYTES);
+      b.sync.apply(m);
+    }
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(5).packInt(ReplicaSync.PREDICTED).packLong(7).packString("w1").packInt(0)
+          .packBinaryHeader(hashes.length).writePayload(hashes);
+      b.sync.apply(p.toByteArray());
+    }
+    assertThat(b.sync.malformed()).isEqualTo(2);
+    assertThat(b.ledger.liveReservations()).isZero();
+    assertThat(b.ledger.totals()).containsExactly(0, 0, 0, 0, 0);
+    assertThat(b.predictions).isEmpty();
+    assertThat(b.sync.peerCount()).isZero();
+  }
+
   private static byte[] reserveClaimingHashBytes(int n) throws Exception {
     try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
       p.packArrayHeader(11).packInt(ReplicaSync.RESERVE).packLong(7).packLong(7).packString("w1").packInt(0)
