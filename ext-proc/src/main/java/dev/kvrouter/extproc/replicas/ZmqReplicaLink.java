@@ -46,6 +46,8 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
   private static final long HEARTBEAT_NANOS = TimeUnit.SECONDS.toNanos(1);
   /** A connection whose handshake has not completed by then is dropped and made again (see the class comment). */
   private static final int HANDSHAKE_MILLIS = 1000;
+  /** How long close waits for the messages the thread sent last; a peer that is gone holds it up no longer. */
+  private static final int CLOSE_LINGER_MILLIS = 500;
 
   private final String bind;
   private final List<String> peers;
@@ -261,6 +263,11 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
           }
         }
       }
+      // what was queued before close (the releases of the last requests) goes out too: the others would count it
+      // until the peer timeout; close lingers for it
+      for (byte[] m; (m = queue.poll()) != null; ) {
+        pub.send(m, ZMQ.DONTWAIT);
+      }
     } catch (org.zeromq.ZMQException | IOException e) {
       if (running) {
         log.warn("the replica link stopped: {}", e.toString());
@@ -306,6 +313,8 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
         Thread.currentThread().interrupt();
       }
     }
+    // the context closes its sockets with its own linger, not theirs: what the thread sent last gets this long to leave
+    context.setLinger(CLOSE_LINGER_MILLIS);
     context.close();
     try {
       wake.sink().close();

@@ -86,6 +86,40 @@ class ZmqReplicaLinkTest {
     }
   }
 
+  /**
+   * A replica that stops tells the others of what ended just before: the releases queued when close was called were
+   * left in the queue, or dropped by the sockets' zero linger, and the others counted those requests until the peer
+   * timeout (here a minute).
+   */
+  @Test
+  void releasesQueuedBeforeCloseReachTheOthers() throws Exception {
+    LoadLedger ledgerA = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    LoadLedger ledgerB = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    ZmqReplicaLink a = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of(), 1024);
+    try (a) {
+      ReplicaSync syncA = new ReplicaSync(1, ledgerA, PrefixOverlapSource.NONE, a, System::nanoTime,
+          TimeUnit.MINUTES.toNanos(1));
+      ledgerA.setListener(syncA.ledgerListener());
+      a.start(syncA);
+      try (ZmqReplicaLink listening = new ZmqReplicaLink("tcp://127.0.0.1:0",
+          List.of("tcp://127.0.0.1:" + a.port()), 1024)) {
+        ReplicaSync syncB = new ReplicaSync(2, ledgerB, PrefixOverlapSource.NONE, listening, System::nanoTime,
+            TimeUnit.MINUTES.toNanos(1));
+        listening.start(syncB);
+        await("B hears A", () -> syncB.peerCount() == 1);
+        List<Reservation> held = new java.util.ArrayList<>();
+        for (int i = 0; i < 200; i++) {
+          held.add(ledgerA.reserve(W, 10, new long[] {i + 1}, 1));
+        }
+        await("A's reservations copied", () -> ledgerB.liveReservations() == 200);
+        held.forEach(ledgerA::release);
+        a.close();
+        await("their releases arrive", () -> ledgerB.liveReservations() == 0);
+        assertThat(syncB.peerCount()).as("well within the peer timeout").isEqualTo(1);
+      }
+    }
+  }
+
   @Test
   void aPeerNameIsFollowedAtEveryAddressItResolvesToAsTheyChange() throws Exception {
     LoadLedger ledgerA = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
