@@ -48,6 +48,8 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
   private static final int HANDSHAKE_MILLIS = 1000;
   /** How long close waits for the messages the thread sent last; a peer that is gone holds it up no longer. */
   private static final int CLOSE_LINGER_MILLIS = 500;
+  /** Peers' messages applied at most between two looks at the send queue and the heartbeat's time. */
+  private static final int RECEIVE_BATCH = 256;
 
   private final String bind;
   private final List<String> peers;
@@ -224,6 +226,7 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
     ByteBuffer wakeBytes = ByteBuffer.allocate(64);
     long nextBeat = 0;
     Set<String> followed = Set.of();
+    boolean backlog = false;
     try {
       while (running && !Thread.currentThread().isInterrupted()) {
         // clear the flag before looking at what woke the thread: a message queued or endpoints changed after this
@@ -247,12 +250,20 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
           sync.expireSilent();
           nextBeat = now + HEARTBEAT_NANOS;
         }
-        // sleep until a peer's message, a queued one, a wake-up (new endpoints, close) or the next heartbeat
-        long waitMillis = Math.max(1, TimeUnit.NANOSECONDS.toMillis(nextBeat - now));
-        poller.poll(waitMillis);
+        // sleep until a peer's message, a queued one, a wake-up (new endpoints, close) or the next heartbeat; not
+        // with messages still waiting from the last round
+        if (!backlog) {
+          long waitMillis = Math.max(1, TimeUnit.NANOSECONDS.toMillis(nextBeat - now));
+          poller.poll(waitMillis);
+        }
         // read on every wake, not only when the poll flags the socket: one non-blocking receive, and nothing left
-        // waiting on how JeroMQ reports a socket's readiness
+        // waiting on how JeroMQ reports a socket's readiness. At most a batch a round: peers sending faster than
+        // this thread applies kept it reading, and it neither sent what requests queued nor heartbeated, so the
+        // others dropped this replica as silent
+        backlog = false;
+        int received = 0;
         for (byte[] m; (m = sub.recv(ZMQ.DONTWAIT)) != null; ) {
+          backlog = ++received == RECEIVE_BATCH;
           try {
             sync.apply(m);
           } catch (RuntimeException e) {
@@ -260,6 +271,9 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
             if (failedMessages++ == 0) {
               log.warn("a message from another router replica failed to apply: {}", e.toString());
             }
+          }
+          if (backlog) {
+            break;
           }
         }
       }

@@ -247,6 +247,67 @@ class ZmqReplicaLinkTest {
   }
 
   /**
+   * The link thread read the peers' socket until it was empty before anything else: a peer sending faster than this
+   * replica applies them kept it reading, and it sent neither what its
+   * requests queued nor its heartbeats, so the others dropped it as silent and released its reservations.
+   */
+  @Test
+  void aFloodFromAPeerDoesNotSilenceTheReplica() throws Exception {
+    LoadLedger ledger = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    byte[] flood; // a turn for each of 100 workers: applied slower than it is sent
+    try (org.msgpack.core.MessageBufferPacker p = org.msgpack.core.MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(3).packInt(ReplicaSync.TURNS).packLong(9).packArrayHeader(100 * 3);
+      for (int w = 0; w < 100; w++) {
+        p.packString("worker-" + w).packInt(0).packLong(w + 1);
+      }
+      flood = p.toByteArray();
+    }
+    try (MadeUpPeer peer = new MadeUpPeer(ledger)) {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (peer.sync.peerCount() == 0) {
+        assertThat(System.nanoTime() - deadline).as("timed out waiting to hear the peer").isNegative();
+        peer.heartbeat(9); // the flood's sender: known before it
+        Thread.sleep(20);
+      }
+      long sentBefore = peer.sync.sent();
+      long floodEnd = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(3500);
+      for (int i = 0; i < 100_000_000 && System.nanoTime() - floodEnd < 0; i++) {
+        peer.socket.send(flood, org.zeromq.ZMQ.DONTWAIT);
+      }
+      assertThat(peer.sync.sent() - sentBefore).as("heartbeats sent during 3.5 s of flood").isGreaterThanOrEqualTo(2);
+    }
+  }
+
+  /** A link following a bare PUB socket, which plays a peer sending what a test makes up. */
+  static final class MadeUpPeer implements AutoCloseable {
+    final org.zeromq.ZContext context = new org.zeromq.ZContext();
+    final org.zeromq.ZMQ.Socket socket = context.createSocket(org.zeromq.SocketType.PUB);
+    final ZmqReplicaLink link;
+    final ReplicaSync sync;
+
+    MadeUpPeer(LoadLedger ledger) throws InterruptedException {
+      socket.setLinger(0);
+      int port = socket.bindToRandomPort("tcp://127.0.0.1");
+      link = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of("tcp://127.0.0.1:" + port), 1024);
+      sync = new ReplicaSync(1, ledger, PrefixOverlapSource.NONE, link, System::nanoTime, TimeUnit.SECONDS.toNanos(3));
+      link.start(sync);
+    }
+
+    void heartbeat(long from) throws java.io.IOException {
+      try (org.msgpack.core.MessageBufferPacker p = org.msgpack.core.MessagePack.newDefaultBufferPacker()) {
+        p.packArrayHeader(2).packInt(ReplicaSync.HEARTBEAT).packLong(from);
+        socket.send(p.toByteArray());
+      }
+    }
+
+    @Override
+    public void close() {
+      link.close();
+      context.close();
+    }
+  }
+
+  /**
    * A peer's message whose hashes claim almost 2 GiB ended the link's thread with an OutOfMemoryError (it caught
    * only ZMQ and I/O exceptions): the replica heard nothing more and sent no heartbeats. It keeps hearing now.
    */
@@ -259,28 +320,17 @@ class ZmqReplicaLinkTest {
           .packLong(100).packInt(1).packBinaryHeader(0x7FFF_FFF8);
       bad = p.toByteArray();
     }
-    try (org.zeromq.ZContext context = new org.zeromq.ZContext()) {
-      org.zeromq.ZMQ.Socket peer = context.createSocket(org.zeromq.SocketType.PUB);
-      peer.setLinger(0);
-      int port = peer.bindToRandomPort("tcp://127.0.0.1");
-      try (ZmqReplicaLink a = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of("tcp://127.0.0.1:" + port), 1024)) {
-        ReplicaSync sync = new ReplicaSync(1, ledger, PrefixOverlapSource.NONE, a, System::nanoTime,
-            TimeUnit.SECONDS.toNanos(3));
-        a.start(sync);
-        // until the subscription is up, each bad message followed by a heartbeat from replica 8, then from 9:
-        // replica 9 can only be heard after a bad message was
-        for (long from = 8; from <= 9; from++) {
-          long id = from;
-          long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-          while (sync.peerCount() < from - 7) {
-            assertThat(System.nanoTime() - deadline).as("timed out waiting to hear replica %d", id).isNegative();
-            peer.send(bad);
-            try (org.msgpack.core.MessageBufferPacker p = org.msgpack.core.MessagePack.newDefaultBufferPacker()) {
-              p.packArrayHeader(2).packInt(ReplicaSync.HEARTBEAT).packLong(id);
-              peer.send(p.toByteArray());
-            }
-            Thread.sleep(20);
-          }
+    try (MadeUpPeer peer = new MadeUpPeer(ledger)) {
+      // until the subscription is up, each bad message followed by a heartbeat from replica 8, then from 9:
+      // replica 9 can only be heard after a bad message was
+      for (long from = 8; from <= 9; from++) {
+        long id = from;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (peer.sync.peerCount() < from - 7) {
+          assertThat(System.nanoTime() - deadline).as("timed out waiting to hear replica %d", id).isNegative();
+          peer.socket.send(bad);
+          peer.heartbeat(id);
+          Thread.sleep(20);
         }
       }
     }
