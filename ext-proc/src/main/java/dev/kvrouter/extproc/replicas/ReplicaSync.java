@@ -110,6 +110,11 @@ public final class ReplicaSync {
    * hold the rest back as if those Envoys lacked them (routed to there only when nothing else is eligible).
    */
   static final int MAX_ENVOY_VIEW_BYTES = 16 << 20;
+  /**
+   * Members heard at once at most, far beyond any replica set: each is kept for the peer timeout and sent every
+   * reservation held here, so ids without end (a member's bug) would grow both without bound.
+   */
+  static final int MAX_PEERS = 1024;
 
   private final long replica;
   /** Null for a member that only shares its Envoys' view ({@link #viewOnly}). */
@@ -132,6 +137,7 @@ public final class ReplicaSync {
   private long malformed;
   private long peersLost;
   private long resent;
+  private long peersRefused;
 
   /** Another replica as this one knows it: when it was last heard, and its reservations copied here by id. */
   private static final class Peer {
@@ -407,6 +413,13 @@ public final class ReplicaSync {
     }
     Peer peer = peers.get(from);
     if (peer == null) {
+      if (peers.size() >= MAX_PEERS) {
+        if (peersRefused++ == 0) {
+          log.warn("over {} other router replicas heard at once: not hearing the new ones until some fall silent",
+              MAX_PEERS);
+        }
+        return;
+      }
       // a replica heard for the first time: tell it what this one has in flight, and ask for its own
       peer = new Peer(from);
       peers.put(from, peer);

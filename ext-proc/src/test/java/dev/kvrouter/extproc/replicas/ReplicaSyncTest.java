@@ -447,6 +447,35 @@ class ReplicaSyncTest {
     assertThat(b.outbox).isEmpty();
   }
 
+  /**
+   * Every replica id heard was made a peer, kept for the peer timeout and sent everything held here: a member
+   * that sends under ever new ids (a bug, a replica in a crash loop) grew the peers without bound within the
+   * timeout and had this replica resend its reservations for each. Past {@link ReplicaSync#MAX_PEERS} a new id is
+   * not heard until one is dropped for silence.
+   */
+  @Test
+  void theMembersHeardAreBounded() throws Exception {
+    Replica b = new Replica(2);
+    b.ledger.reserve(W, 10, new long[] {1}, 0);
+    b.outbox.clear();
+    int ids = ReplicaSync.MAX_PEERS + 500;
+    for (long from = 100; from < 100 + ids; from++) {
+      try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+        p.packArrayHeader(2).packInt(ReplicaSync.HEARTBEAT).packLong(from);
+        b.sync.apply(p.toByteArray());
+      }
+    }
+    assertThat(b.sync.peerCount()).isEqualTo(ReplicaSync.MAX_PEERS);
+    assertThat(b.outbox).as("the turns, the reservation and a sync request for each peer heard")
+        .hasSize(3 * ReplicaSync.MAX_PEERS);
+    now.addAndGet(TimeUnit.SECONDS.toNanos(4));
+    b.sync.expireSilent();
+    Replica a = new Replica(1);
+    a.sync.heartbeat();
+    a.deliverTo(b);
+    assertThat(b.sync.peerCount()).as("heard once the others fell silent").isEqualTo(1);
+  }
+
   /** A kind this replica does not know (a newer replica's, or noise) is counted; its sender is not made a peer. */
   @Test
   void aMessageOfAnUnknownKindMakesNoPeerAndGetsNoResend() throws Exception {
