@@ -67,6 +67,8 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
   private final ZContext context = new ZContext();
   private ReplicaSync sync;
   private Thread thread;
+  /** This replica's publishing socket; link thread. */
+  private ZMQ.Socket pub;
   private volatile boolean running;
   private volatile int boundPort = -1;
   /** Peer messages whose apply threw; link thread. */
@@ -115,13 +117,32 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
   /** Queues one message for every peer. Never blocks. */
   @Override
   public void accept(byte[] message) {
-    if (!queue.offer(message)) {
+    if (!queue.offer(message) && !(Thread.currentThread() == thread && flushThenOffer(message))) {
       if (dropped.getAndIncrement() == 0) {
         log.warn("the replica link's send queue is full: dropping messages to the other router replicas");
       }
       return;
     }
     wakeUp();
+  }
+
+  /**
+   * The link thread's own messages (what it resends to a replica that joins) would fill the queue it alone
+   * empties: it sends what is queued first, so nothing is dropped and the order stays. Link thread.
+   */
+  private boolean flushThenOffer(byte[] message) {
+    if (pub == null) {
+      return false;
+    }
+    flush();
+    return queue.offer(message);
+  }
+
+  /** Sends everything queued. Link thread. */
+  private void flush() {
+    for (byte[] m; (m = queue.poll()) != null; ) {
+      pub.send(m, ZMQ.DONTWAIT);
+    }
   }
 
   /** Wakes the link thread from its poll, unless a wake-up is already pending. */
@@ -194,7 +215,6 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
   }
 
   private void run(CountDownLatch bound, RuntimeException[] failure) {
-    ZMQ.Socket pub;
     ZMQ.Socket sub;
     try {
       pub = context.createSocket(SocketType.PUB);
@@ -241,9 +261,7 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
           followed = want;
           following = want.size();
         }
-        for (byte[] m; (m = queue.poll()) != null; ) {
-          pub.send(m, ZMQ.DONTWAIT);
-        }
+        flush();
         long now = System.nanoTime();
         if (now - nextBeat >= 0) {
           sync.heartbeat();
@@ -279,9 +297,7 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
       }
       // what was queued before close (the releases of the last requests) goes out too: the others would count it
       // until the peer timeout; close lingers for it
-      for (byte[] m; (m = queue.poll()) != null; ) {
-        pub.send(m, ZMQ.DONTWAIT);
-      }
+      flush();
     } catch (org.zeromq.ZMQException | IOException e) {
       if (running) {
         log.warn("the replica link stopped: {}", e.toString());

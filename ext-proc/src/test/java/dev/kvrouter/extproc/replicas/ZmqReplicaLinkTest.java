@@ -53,6 +53,20 @@ class ZmqReplicaLinkTest {
     }
   }
 
+  /** Replica {@code id}'s link, started, following {@code peer} and sharing what {@code ledger} holds. */
+  static ZmqReplicaLink started(long id, String bind, String peer, LoadLedger ledger) throws InterruptedException {
+    ZmqReplicaLink link = new ZmqReplicaLink(bind, List.of(peer), 1024);
+    try {
+      ReplicaSync sync = new ReplicaSync(id, ledger, PrefixOverlapSource.NONE, link, System::nanoTime,
+          TimeUnit.SECONDS.toNanos(3));
+      ledger.setListener(sync.ledgerListener());
+      return link.start(sync);
+    } catch (RuntimeException | InterruptedException e) {
+      link.close();
+      throw e;
+    }
+  }
+
   @Test
   void aReservationAndItsReleaseReachTheOtherReplica() throws Exception {
     LoadLedger ledgerA = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
@@ -171,22 +185,13 @@ class ZmqReplicaLinkTest {
     LoadLedger ledgerA = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
     LoadLedger ledgerB = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
     int portB = portForLater();
-    try (ZmqReplicaLink a = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of("tcp://127.0.0.1:" + portB), 1024)) {
-      ReplicaSync syncA = new ReplicaSync(1, ledgerA, PrefixOverlapSource.NONE, a, System::nanoTime,
-          TimeUnit.SECONDS.toNanos(3));
-      ledgerA.setListener(syncA.ledgerListener());
-      a.start(syncA);
+    try (ZmqReplicaLink a = started(1, "tcp://127.0.0.1:0", "tcp://127.0.0.1:" + portB, ledgerA)) {
       // two long requests in flight on A before B exists, one of them answering already
       Reservation answering = ledgerA.reserve(W, 4096, new long[] {1, 2}, 1);
       ledgerA.prefillDone(answering);
       ledgerA.reserve(W, 8192, new long[] {3}, 0);
       Thread.sleep(200);
-      try (ZmqReplicaLink b = new ZmqReplicaLink("tcp://127.0.0.1:" + portB, List.of("tcp://127.0.0.1:" + a.port()),
-          1024)) {
-        ReplicaSync syncB = new ReplicaSync(2, ledgerB, PrefixOverlapSource.NONE, b, System::nanoTime,
-            TimeUnit.SECONDS.toNanos(3));
-        ledgerB.setListener(syncB.ledgerListener());
-        b.start(syncB);
+      try (ZmqReplicaLink b = started(2, "tcp://127.0.0.1:" + portB, "tcp://127.0.0.1:" + a.port(), ledgerB)) {
         await("B learns what A has in flight", () -> ledgerB.liveReservations() == 2
             && ledgerB.local(W).prefillTokens() == 8192);
         ledgerA.release(answering);
@@ -194,6 +199,29 @@ class ZmqReplicaLinkTest {
         Thread.sleep(1500); // heartbeats and any second exchange: nothing is applied twice
         assertThat(ledgerB.local(W).requests()).isEqualTo(1);
         assertThat(ledgerB.local(W).prefillTokens()).isEqualTo(8192);
+      }
+    }
+  }
+
+  /**
+   * What a replica has in flight is sent to one that joins from the link's own thread, which queued it all before
+   * sending any: past the send queue's capacity the rest was dropped, and with it whatever the requests queued
+   * meanwhile (a release lost there stands on every replica until the ledger's expiry).
+   */
+  @Test
+  void moreInFlightThanTheSendQueueHoldsReachesAReplicaThatJoins() throws Exception {
+    int inFlight = 3000;
+    LoadLedger ledgerA = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 10_000);
+    LoadLedger ledgerB = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 10_000);
+    for (int i = 0; i < inFlight; i++) {
+      ledgerA.prefillDone(ledgerA.reserve(W, 10, new long[] {i + 1}, 1)); // two messages each when resent
+    }
+    int portB = portForLater();
+    try (ZmqReplicaLink a = started(1, "tcp://127.0.0.1:0", "tcp://127.0.0.1:" + portB, ledgerA)) {
+      try (ZmqReplicaLink b = started(2, "tcp://127.0.0.1:" + portB, "tcp://127.0.0.1:" + a.port(), ledgerB)) {
+        await("B learns all A has in flight", () -> ledgerB.liveReservations() == inFlight);
+        assertThat(ledgerB.local(W).prefillTokens()).isZero();
+        assertThat(a.dropped()).isZero();
       }
     }
   }
