@@ -285,6 +285,9 @@ public final class KvrouterRuntime implements AutoCloseable {
       io.micrometer.core.instrument.Gauge.builder("kvrouter.observer.pending", inFlight, InFlight::pending)
           .description("routed requests awaiting their response observer (at most 200,000, each 10 minutes at most)")
           .register(metrics);
+      io.micrometer.core.instrument.Gauge.builder("kvrouter.observer.orphans", inFlight, InFlight::orphansWaiting)
+          .description("closed routing streams whose decision waits for its response observer (at most 200,000)")
+          .register(metrics);
       // What following responses costs: one message per chunk while the observer follows a response.
       FunctionCounter.builder("kvrouter.observer.messages", inFlight, InFlight::observerMessages)
           .description("messages from Envoy's response observer filter (one per response chunk followed)")

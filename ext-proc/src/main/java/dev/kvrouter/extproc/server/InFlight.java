@@ -5,6 +5,7 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.RemovalCause;
 import dev.kvrouter.extproc.routing.Decision;
 import java.time.Duration;
+import java.util.Iterator;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -143,22 +144,24 @@ public final class InFlight {
    * at its close has an observer elsewhere or none. An Envoy whose routing filter does not ask for response
    * trailers closes it after the request phases instead, before the response starts: an unclaimed decision there
    * is a response still to come. The router learns which it is behind (see {@link #closesAtTheEnd}); while it
-   * does not end them, orphans wait for their observer in close order (at most {@code maxOrphans}) and leave the
-   * queue once claimed.
+   * does not end them, orphans wait for their observer (at most {@code maxOrphans}, the oldest dropped first) and
+   * leave the queue once claimed, whatever still waits before them.
    */
   public int endOrphans(long nowNanos, long graceNanos) {
     boolean closesAtTheEnd = closesAtTheEnd();
     int ended = 0;
-    Orphan o;
-    while ((o = orphans.peek()) != null) {
+    for (Iterator<Orphan> it = orphans.iterator(); it.hasNext(); ) {
+      Orphan o = it.next();
       boolean over = orphanCount.get() > maxOrphans;
       if (!over && nowNanos - o.closedNanos() < graceNanos) {
         break;
       }
       if (pending.getIfPresent(o.id()) != null && !closesAtTheEnd && !over) {
-        break; // unclaimed, and nothing says yet that the exchange is over: wait (bounded by maxOrphans)
+        // unclaimed, and nothing says yet that the exchange is over: it waits (bounded by maxOrphans), but not
+        // those behind it, whose observers may have come (a long generation at the head held them all)
+        continue;
       }
-      orphans.poll();
+      it.remove();
       orphanCount.decrementAndGet();
       if (closesAtTheEnd && claim(o.id()) != null) {
         if (observerMissing.getAndIncrement() == 0) {
@@ -205,7 +208,7 @@ public final class InFlight {
   }
 
   /** Closed routing streams whose decision waits in the queue of {@link #endOrphans}. */
-  int orphansWaiting() {
+  public int orphansWaiting() {
     return orphanCount.get();
   }
 

@@ -146,4 +146,29 @@ class InFlightTest {
     inFlight.endOrphans(1_000, 1_000);
     assertThat(inFlight.orphansWaiting()).isZero();
   }
+
+  @Test
+  void claimedOrphansDoNotWaitBehindOneStillUnclaimed() {
+    // Behind a routing stream that closes before the response, each orphan waits for its observer. One whose
+    // response has not started (a long non-streamed generation) held every orphan closed after it in the queue,
+    // claimed or not, each with its stream and decision, up to the bound of 200,000.
+    InFlight inFlight = new InFlight(10_000, Duration.ofMinutes(1));
+    inFlight.observerStayed();
+    assertThat(inFlight.closesAtTheEnd()).isFalse();
+    java.util.List<String> ended = new java.util.ArrayList<>();
+    inFlight.register(exchange(0));
+    inFlight.routingClosedUnclaimed("d-0", 0, () -> ended.add("d-0"));
+    for (int i = 1; i <= 1_000; i++) {
+      inFlight.register(exchange(i));
+      String id = "d-" + i;
+      inFlight.routingClosedUnclaimed(id, i, () -> ended.add(id));
+      assertThat(inFlight.claim(id)).as("its observer came when its response started").isNotNull();
+    }
+    assertThat(inFlight.endOrphans(10_000_000, 1_000)).isZero();
+    assertThat(inFlight.orphansWaiting()).as("only the unclaimed one waits").isEqualTo(1);
+    assertThat(ended).isEmpty();
+    assertThat(inFlight.claim("d-0")).as("still there for its observer").isNotNull();
+    assertThat(inFlight.endOrphans(20_000_000, 1_000)).isZero();
+    assertThat(inFlight.orphansWaiting()).isZero();
+  }
 }
