@@ -56,6 +56,15 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
 
   private static final Logger log = LoggerFactory.getLogger(RequestStream.class);
 
+  /**
+   * Longest decision id taken from a client's {@code x-request-id}. The id keys {@link InFlight} (200,000 decisions)
+   * and rides every record, log line and header of its request, and Envoy lets a header be 60 KiB (more if
+   * configured): a bound on entries alone bounded nothing. Ids Envoy and client libraries make (a UUID is 36
+   * characters) keep their whole length; two cut to the same prefix in flight at once are told apart as any reused
+   * id is ({@link InFlight#register}).
+   */
+  static final int MAX_REQUEST_ID_CHARS = 128;
+
   private final StreamObserver<ProcessingResponse> out;
   private final Router router;
   private final RequestListener listener;
@@ -184,6 +193,8 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     requestId = EnvoyMessages.header(h, Headers.REQUEST_ID);
     if (requestId == null || requestId.isEmpty()) {
       requestId = UUID.randomUUID().toString();
+    } else if (requestId.length() > MAX_REQUEST_ID_CHARS) {
+      requestId = requestId.substring(0, MAX_REQUEST_ID_CHARS);
     }
     try {
       tenant = options.tenantHeader() == null ? null : EnvoyMessages.exactHeader(h, options.tenantHeader());

@@ -157,6 +157,29 @@ class RequestStreamTest {
   static final String BODY = "{\"model\":\"m\",\"prompt\":\"hello\",\"stream\":true}";
 
   @Test
+  void aClientsRequestIdIsCutShortBeforeItKeysAnything() {
+    // The id keys InFlight (200,000 decisions) and rides every record and header of its request: a count bound
+    // bounds nothing when each key may be as long as Envoy lets a header be (60 KiB by default).
+    String huge = "r".repeat(60_000);
+    RequestStream s = stream(1 << 20);
+    HeaderMap.Builder h = HeaderMap.newBuilder();
+    for (String[] kv : new String[][] {{":method", "POST"}, {":path", "/v1/completions"}, {"x-request-id", huge}}) {
+      h.addHeaders(HeaderValue.newBuilder().setKey(kv[0]).setRawValue(ByteString.copyFromUtf8(kv[1])));
+    }
+    s.onNext(ProcessingRequest.newBuilder()
+        .setProtocolConfig(ProtocolConfiguration.newBuilder().setRequestBodyMode(BodySendMode.BUFFERED)
+            .setResponseBodyMode(BodySendMode.STREAMED))
+        .setRequestHeaders(HttpHeaders.newBuilder().setHeaders(h)).build());
+    s.onNext(body(BODY, true));
+    assertThat(decided).hasSize(1);
+    String id = decided.get(0).id();
+    assertThat(id).as("kept: its first 128 characters").isEqualTo(huge.substring(0, 128));
+    assertThat(setHeaders(sent.get(1).getRequestBody().getResponse().getHeaderMutation().getSetHeadersList()))
+        .containsEntry("x-kvrouter-decision", id);
+    assertThat(inFlight.claim(id)).as("registered under the id it was given").isNotNull();
+  }
+
+  @Test
   void bufferedModeAnswersHeadersAtOnceAndRoutesOnTheBody() {
     RequestStream s = stream(1 << 20);
     s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
