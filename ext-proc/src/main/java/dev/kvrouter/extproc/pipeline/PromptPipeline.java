@@ -16,12 +16,14 @@ import dev.kvrouter.extproc.tokenize.Tokenizer;
 import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.index.block.BlockHasher;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -48,6 +50,12 @@ public final class PromptPipeline {
   private static final Logger log = LoggerFactory.getLogger(PromptPipeline.class);
   /** Tokens asked of the tokenizer per step: a few blocks, so early stop wastes little work. */
   private static final int STEP_BLOCKS = 4;
+  /**
+   * What early-stopped prompts waiting for the background executor may hold at once (their text, 2 bytes a char,
+   * and their token ids): each holds its whole prompt after the body's bytes went back to the body budget, and the
+   * executor's queue bounds tasks, not bytes. Past it a completion is dropped as one the full queue refuses.
+   */
+  static final long MAX_QUEUED_BYTES = 64L << 20;
 
   private final PrefixOverlapSource overlaps;
   private final Executor background;
@@ -57,6 +65,7 @@ public final class PromptPipeline {
   private final Map<String, Counter> fallbacks = new ConcurrentHashMap<>();
   private final Counter earlyStops;
   private final Counter completionsDropped;
+  private final AtomicLong queuedBytes = new AtomicLong();
 
   /**
    * @param background runs the rest of an early-stopped prompt after the decision (bounded; work it rejects
@@ -75,6 +84,9 @@ public final class PromptPipeline {
     this.completionsDropped = Counter.builder("kvrouter_prompt_completions_dropped_total")
         .description("early-stopped prompts whose chain was not finished because the background queue was full")
         .register(meters);
+    Gauge.builder("kvrouter_prompt_completions_queued_bytes", queuedBytes, AtomicLong::get)
+        .description("what early-stopped prompts waiting for the rest of their chain hold (at most 64 MiB)")
+        .baseUnit("bytes").register(meters);
   }
 
   /** The pipeline's answer for one request. */
@@ -130,7 +142,7 @@ public final class PromptPipeline {
               c.truncationSide(), root, blockSize, parse, 0);
         }
         TokenCursor cursor = res.tokenizer().cursor(text, c.addSpecialTokens(), buffers.tokens);
-        return hash(cursor, root, blockSize, parse, 0, buffers);
+        return hash(cursor, text.length(), root, blockSize, parse, 0, buffers);
       }
       ChatPrompt chat = (ChatPrompt) request.prompt();
       String media = request.multimodal().isEmpty() ? null : mediaUnavailable(res.media(), request, chat);
@@ -154,7 +166,7 @@ public final class PromptPipeline {
             chat.truncationSide(), root, blockSize, parse, template);
       }
       TokenCursor cursor = res.tokenizer().cursor(text, chat.addSpecialTokens(), buffers.tokens);
-      return hash(cursor, root, blockSize, parse, template, buffers);
+      return hash(cursor, text.length(), root, blockSize, parse, template, buffers);
     } catch (TemplateException e) {
       return unavailable("template_error", parse, nanoTime.getAsLong() - t0, 0);
     } catch (RuntimeException e) {
@@ -238,7 +250,7 @@ public final class PromptPipeline {
    * writes into {@code buffers.tokens}; this takes the (possibly grown) arrays back into {@code buffers}, except
    * the token array of an early-stopped cursor, which goes with the cursor to the background executor.
    */
-  private Outcome hash(TokenCursor cursor, long root, int blockSize, long parse, long template,
+  private Outcome hash(TokenCursor cursor, int textChars, long root, int blockSize, long parse, long template,
       RequestBuffers buffers) {
     PrefixOverlapSource.Matcher matcher = earlyStop ? overlaps.matcher() : null;
     long[] hashes = buffers.hashes;
@@ -286,10 +298,23 @@ public final class PromptPipeline {
     int tokens = (int) Math.min(Integer.MAX_VALUE, estimate);
     final int hashed = n;
     final long last = parent;
+    long held = 2L * textChars + 4L * tokens;
     Completion rest = chosen -> {
+      if (queuedBytes.addAndGet(held) > MAX_QUEUED_BYTES) {
+        queuedBytes.addAndGet(-held);
+        completionsDropped.increment();
+        return;
+      }
       try {
-        background.execute(() -> finishChain(cursor, chain, hashed, last, blockSize, chosen));
+        background.execute(() -> {
+          try {
+            finishChain(cursor, chain, hashed, last, blockSize, chosen);
+          } finally {
+            queuedBytes.addAndGet(-held);
+          }
+        });
       } catch (RejectedExecutionException full) {
+        queuedBytes.addAndGet(-held);
         completionsDropped.increment();
       }
     };

@@ -140,6 +140,31 @@ class PromptPipelineTest {
   }
 
   @Test
+  void earlyStoppedPromptsWaitingForTheBackgroundHoldBoundedBytes() throws Exception {
+    // Each queued completion holds its whole prompt (text and tokenizer cursor) after the body's bytes went back to
+    // the body budget; the single background thread's queue was bounded in tasks only (1,024), so a client sending
+    // long novel prompts faster than one thread tokenizes them could park 1,024 of them, up to 8 MiB each.
+    SimpleMeterRegistry own = new SimpleMeterRegistry();
+    List<Runnable> background = new ArrayList<>(); // the background thread busy: nothing it is given runs yet
+    PromptPipeline p = new PromptPipeline(PrefixOverlapSource.NONE, background::add, System::nanoTime, true, own);
+    String text = prose(36_000); // about 1 MiB
+    byte[] body = ("{\"model\":\"qwen3\",\"prompt\":\"" + text + "\"}").getBytes(StandardCharsets.UTF_8);
+    int sent = 100;
+    for (int i = 0; i < sent; i++) {
+      PromptPipeline.Outcome o = p.run(preparer.prepare(InferenceRequest.Kind.COMPLETIONS, body, body.length, null));
+      assertThat(o.prompt().blockHashes()).as("stopped at the first block nobody holds").hasSize(1);
+      o.complete(WorkerId.of("w"));
+    }
+    assertThat(background.size()).as("completions queued").isLessThan(sent / 2);
+    double queued = own.get("kvrouter_prompt_completions_queued_bytes").gauge().value();
+    assertThat(queued).as("what the queued completions hold").isPositive().isLessThanOrEqualTo(64 << 20);
+    assertThat(own.counter("kvrouter_prompt_completions_dropped_total").count()).isEqualTo(sent - background.size());
+    background.forEach(Runnable::run);
+    assertThat(own.get("kvrouter_prompt_completions_queued_bytes").gauge().value()).as("given back once run")
+        .isZero();
+  }
+
+  @Test
   void anEarlyStoppedPromptKeepsItsTokensWhileItsThreadServesTheNextRequests() throws Exception {
     // The token buffer a thread reuses goes with an early-stopped cursor; the thread's next requests must not
     // write into it before the background finishes the chain.
