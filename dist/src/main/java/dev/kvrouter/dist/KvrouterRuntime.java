@@ -438,6 +438,10 @@ public final class KvrouterRuntime implements AutoCloseable {
     io.micrometer.core.instrument.Gauge.builder("kvrouter.replicas.queued", replicaLink, ZmqReplicaLink::queued)
         .description("messages waiting to be sent to the other replicas (at most replicas.max_queued)")
         .register(metrics);
+    io.micrometer.core.instrument.Gauge.builder("kvrouter.replicas.queued.bytes", replicaLink,
+            ZmqReplicaLink::queuedBytes)
+        .description("bytes of the messages waiting to be sent to the other replicas (at most 128 MiB)")
+        .baseUnit("bytes").register(metrics);
     io.micrometer.core.instrument.Gauge.builder("kvrouter.replicas.peers", sync, ReplicaSync::peerCount)
         .description("other members of the replica link heard from within replicas.peer_timeout_ms: router "
             + "replicas, and xds-mode processes that share their Envoys' view")

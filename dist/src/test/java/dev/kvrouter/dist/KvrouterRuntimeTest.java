@@ -147,6 +147,7 @@ class KvrouterRuntimeTest {
           "kvrouter_observer_orphans", // InFlight: closed routing streams whose decision awaits its observer
           "kvrouter_prompt_completions_queued_bytes", // early-stopped prompts awaiting the background thread
           "kvrouter_replicas_queued", // ZmqReplicaLink's send queue
+          "kvrouter_replicas_queued_bytes",
           "kvrouter_replicas_peers",
           "kvrouter_scrape_bytes_total", // what the scrapes of the workers' metrics read
           "kvrouter_scrape_whole_page_workers", // workers that did not answer the filtered scrape

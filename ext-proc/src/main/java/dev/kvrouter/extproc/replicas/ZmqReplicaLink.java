@@ -30,8 +30,8 @@ import org.zeromq.ZMQ;
  * The replicas' channel: every replica binds one ZMQ PUB socket and subscribes to every other's, the transport
  * Dynamo's router replicas and vLLM's KV events use too. One thread owns both sockets (ZMQ sockets are not
  * thread-safe): it sends what request threads queued, applies what peers sent, heartbeats every second and drops
- * silent peers. Request threads only offer to a bounded queue; when it is full the message is dropped and
- * counted, never waited for. The thread sleeps in one poll over the peers' socket and a wake-up pipe until a
+ * silent peers. Request threads only offer to a queue bounded in messages and bytes; when it is full the message is
+ * dropped and counted, never waited for. The thread sleeps in one poll over the peers' socket and a wake-up pipe until a
  * message comes in, one is queued (the first queued after it emptied the queue writes one byte there), or the next
  * heartbeat is due, so a message leaves at once and an idle link costs next to nothing (ReplicaLinkBench). Both
  * sockets give a connection 1 s to complete its ZMTP handshake: JeroMQ 0.6.0 sometimes connects a socket and never
@@ -60,6 +60,13 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
   private volatile int following;
   private ScheduledExecutorService resolver;
   private final BlockingQueue<byte[]> queue;
+  /**
+   * Bytes the send queue may hold at once, besides its count: a reservation carries its prompt's block hashes (up to
+   * 8 MiB), so a count alone bounded nothing while the link thread is held up. Room for two of the largest
+   * messages.
+   */
+  static final long MAX_QUEUED_BYTES = 2L * ReplicaSync.MAX_MESSAGE_BYTES;
+  private final AtomicLong queuedBytes = new AtomicLong();
   private final AtomicLong dropped = new AtomicLong();
   /** Wakes the link thread when a message is queued; {@link #signalled} keeps it to one byte per drain. */
   private final Pipe wake;
@@ -117,7 +124,7 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
   /** Queues one message for every peer. Never blocks. */
   @Override
   public void accept(byte[] message) {
-    if (!queue.offer(message) && !(Thread.currentThread() == thread && flushThenOffer(message))) {
+    if (!offer(message) && !(Thread.currentThread() == thread && flushThenOffer(message))) {
       if (dropped.getAndIncrement() == 0) {
         log.warn("the replica link's send queue is full: dropping messages to the other router replicas");
       }
@@ -135,12 +142,22 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
       return false;
     }
     flush();
-    return queue.offer(message);
+    return offer(message);
+  }
+
+  /** Queues within both bounds, the messages' count and their bytes. */
+  private boolean offer(byte[] message) {
+    if (queuedBytes.addAndGet(message.length) > MAX_QUEUED_BYTES || !queue.offer(message)) {
+      queuedBytes.addAndGet(-message.length);
+      return false;
+    }
+    return true;
   }
 
   /** Sends everything queued. Link thread. */
   private void flush() {
     for (byte[] m; (m = queue.poll()) != null; ) {
+      queuedBytes.addAndGet(-m.length);
       pub.send(m, ZMQ.DONTWAIT);
     }
   }
@@ -207,6 +224,11 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
   /** Messages waiting to be sent now. */
   public int queued() {
     return queue.size();
+  }
+
+  /** Bytes of the messages waiting to be sent now. */
+  public long queuedBytes() {
+    return queuedBytes.get();
   }
 
   /** Messages dropped because the send queue was full, since start. */

@@ -68,6 +68,22 @@ class ZmqReplicaLinkTest {
   }
 
   @Test
+  void theSendQueueHoldsBoundedBytes() {
+    // A reservation carries its prompt's block hashes (up to 8 MiB), and the queue bounded messages only (65,536 by
+    // default): while the link thread is held up, the queue could hold far more than the heap.
+    try (ZmqReplicaLink link = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of(), 65_536)) {
+      byte[] reservation = new byte[1 << 20]; // 131,072 hashes: a prompt of 2M tokens at block 16
+      int offered = 300;
+      for (int i = 0; i < offered; i++) {
+        link.accept(reservation); // not started: nothing drains the queue
+      }
+      assertThat((long) link.queued() * reservation.length).as("bytes queued")
+          .isLessThanOrEqualTo(2L * ReplicaSync.MAX_MESSAGE_BYTES);
+      assertThat(link.dropped()).isEqualTo(offered - link.queued());
+    }
+  }
+
+  @Test
   void aReservationAndItsReleaseReachTheOtherReplica() throws Exception {
     LoadLedger ledgerA = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
     LoadLedger ledgerB = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
