@@ -6,13 +6,9 @@ import ch.qos.logback.classic.encoder.PatternLayoutEncoder;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.ConsoleAppender;
 import ch.qos.logback.core.encoder.Encoder;
-import java.util.logging.Handler;
-import java.util.logging.LogManager;
-import java.util.logging.LogRecord;
-import java.util.logging.SimpleFormatter;
 import net.logstash.logback.encoder.LogstashEncoder;
-import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.bridge.SLF4JBridgeHandler;
 
 /** Applies {@code observability.log_format} and {@code log_level}: JSON lines by default, text for humans. */
 final class Logging {
@@ -66,54 +62,17 @@ final class Logging {
 
   /**
    * gRPC (and Caffeine, through System.Logger) log with java.util.logging, whose default handler writes two-line
-   * plain text to stderr: a failed transport, an exception a stream observer threw, past this log's format. Its
-   * records go to slf4j instead; the root's level is the log's, so records nobody would see are not even made.
+   * plain text to stderr: a failed transport, an exception a stream observer threw, past this log's format. slf4j's
+   * bridge hands its records to slf4j instead; the root's level is the log's, so records nobody would see are not
+   * even made (the bridge's cost is in building them).
    */
   private static void bridgeJul(Level level) {
-    java.util.logging.Logger julRoot = LogManager.getLogManager().getLogger("");
-    for (Handler h : julRoot.getHandlers()) {
-      julRoot.removeHandler(h);
-    }
-    julRoot.addHandler(new JulToSlf4j());
-    julRoot.setLevel(level.isGreaterOrEqual(Level.ERROR) ? java.util.logging.Level.SEVERE
+    SLF4JBridgeHandler.removeHandlersForRootLogger();
+    SLF4JBridgeHandler.install();
+    java.util.logging.Level jul = level.isGreaterOrEqual(Level.ERROR) ? java.util.logging.Level.SEVERE
         : level.isGreaterOrEqual(Level.WARN) ? java.util.logging.Level.WARNING
         : level.isGreaterOrEqual(Level.INFO) ? java.util.logging.Level.INFO
-        : level.isGreaterOrEqual(Level.DEBUG) ? java.util.logging.Level.FINE : java.util.logging.Level.FINEST);
-  }
-
-  /** Hands each java.util.logging record to the slf4j logger of the same name, at the matching level. */
-  private static final class JulToSlf4j extends Handler {
-    private final SimpleFormatter messages = new SimpleFormatter();
-
-    @Override
-    public void publish(LogRecord r) {
-      Logger log = LoggerFactory.getLogger(r.getLoggerName() == null ? "jul" : r.getLoggerName());
-      int v = r.getLevel().intValue();
-      if (v >= java.util.logging.Level.SEVERE.intValue()) {
-        if (log.isErrorEnabled()) {
-          log.error(messages.formatMessage(r), r.getThrown());
-        }
-      } else if (v >= java.util.logging.Level.WARNING.intValue()) {
-        if (log.isWarnEnabled()) {
-          log.warn(messages.formatMessage(r), r.getThrown());
-        }
-      } else if (v >= java.util.logging.Level.CONFIG.intValue()) {
-        if (log.isInfoEnabled()) {
-          log.info(messages.formatMessage(r), r.getThrown());
-        }
-      } else if (v >= java.util.logging.Level.FINE.intValue()) {
-        if (log.isDebugEnabled()) {
-          log.debug(messages.formatMessage(r), r.getThrown());
-        }
-      } else if (log.isTraceEnabled()) {
-        log.trace(messages.formatMessage(r), r.getThrown());
-      }
-    }
-
-    @Override
-    public void flush() {}
-
-    @Override
-    public void close() {}
+        : level.isGreaterOrEqual(Level.DEBUG) ? java.util.logging.Level.FINE : java.util.logging.Level.FINEST;
+    java.util.logging.Logger.getLogger("").setLevel(jul);
   }
 }
