@@ -18,6 +18,13 @@ import java.util.Objects;
  * twice and remove it twice. The table keeps one bit per (worker, tier, block); the second and later stores
  * are counted aside ({@code dups}) and a remove only clears the bit when no duplicate remains.
  *
+ * <p>Aliases: the engine's hash covers what ours may not (an older vLLM's integer LoRA id in the extra keys, a hash
+ * seed changed by a restart no event announced), so two engine hashes can name one of our blocks on one worker. A
+ * handle must go when its own copies do, not when the block's do: the engine never removes it again, and a handle
+ * left behind takes a share entry and, when the sweep picks it, the block another handle still names. So a handle
+ * inserted for a block this worker already holds is an alias whose copies are counted per tier ({@code aliasOf},
+ * {@code aliasCopies}); the block's other handle, its first, holds the rest. Only aliased blocks pay for this.
+ *
  * <p>Prefix closure ({@link IndexConfig#prefixJump}): the lookup's jump search skips blocks of workers whose view
  * is prefix-closed (holding block k implies holding its parent). What may break that is tracked here, in three
  * kinds: {@link #stale()} (events lost right now), {@code holes} (this view's own doing: the router's share
@@ -43,6 +50,14 @@ public final class WorkerView {
   private final long registration;
   private final LongLongMap handles = new LongLongMap();
   private final LongIntMap dups = new LongIntMap();
+  /** Alias handles (see the class notes) to the block they name; writer thread only. */
+  private final LongLongMap aliasOf = new LongLongMap();
+  /** Per aliased block (our hash): its live alias handles. */
+  private final LongIntMap aliasCount = new LongIntMap();
+  /** Per (alias handle, tier): its copies ({@link #dupKey}). */
+  private final LongIntMap aliasCopies = new LongIntMap();
+  /** Per (aliased block, tier): its alias handles' copies summed; the first handle holds the rest. */
+  private final LongIntMap aliasSums = new LongIntMap();
   private int sweep;
   private volatile boolean stale;
   /**
@@ -156,23 +171,29 @@ public final class WorkerView {
     if (bit != BlockTable.GPU && !holes) {
       markHoles(); // tier counts need every block read
     }
+    boolean fresh; // the handle did not name this block before
     if (engineHash == 0) {
-      storeZeroKey(ourHash);
+      fresh = storeZeroKey(ourHash);
     } else {
       int i = handles.findOrInsert(engineHash);
-      if (i < 0) {
+      fresh = i < 0;
+      if (fresh) {
         handles.setValueAt(-i - 1, ourHash);
         if (handles.size() > index.perWorkerCap()) {
           evict(engineHash);
         }
       } else if (handles.valueAt(i) != ourHash) {
         repoint(i, ourHash);
+        fresh = true;
       }
     }
     int before = table.add(ourHash, ordinal, bit);
     if ((before & bit) != 0) {
       dups.add(dupKey(ourHash, bit), 1);
       duplicateStores++;
+    }
+    if ((before & BlockTable.REAL) != 0 && (fresh || aliasCount.size() > 0)) {
+      aliasStored(engineHash, ourHash, bit, fresh);
     }
     SIZE.setRelease(this, handles.size());
   }
@@ -200,16 +221,46 @@ public final class WorkerView {
     handles.setValueAt(slot, ourHash);
   }
 
-  private void storeZeroKey(long ourHash) {
+  /** Returns whether the handle did not name {@code ourHash} before. */
+  private boolean storeZeroKey(long ourHash) {
+    boolean fresh = true;
     if (handles.containsKey(0)) {
       long old = handles.get(0, 0L);
       if (old != ourHash) {
         conflicts++;
         markHoles();
         dropAll(old);
+      } else {
+        fresh = false;
       }
     }
     handles.put(0, ourHash);
+    return fresh;
+  }
+
+  /**
+   * A store of a block this worker already held: a handle new to it becomes an alias (see the class notes), and an
+   * alias's copies are counted. The block's first handle is not tracked: its copies are what the aliases' are not.
+   */
+  private void aliasStored(long engineHash, long ourHash, int bit, boolean fresh) {
+    if (fresh) {
+      aliasOf.put(engineHash, ourHash);
+      aliasCount.add(ourHash, 1);
+    } else if (!isAlias(engineHash, ourHash)) {
+      return;
+    }
+    aliasCopies.add(dupKey(engineHash, bit), 1);
+    aliasSums.add(dupKey(ourHash, bit), 1);
+  }
+
+  private boolean isAlias(long engineHash, long ourHash) {
+    return aliasOf.containsKey(engineHash) && aliasOf.get(engineHash, 0L) == ourHash;
+  }
+
+  /** Copies of aliased block {@code ourHash} in tier {@code bit} under its first handle. */
+  private int firstHandleCopies(long ourHash, int bit) {
+    int held = (table.tiers(ourHash, ordinal) & bit) != 0 ? 1 + dups.get(dupKey(ourHash, bit)) : 0;
+    return held - aliasSums.get(dupKey(ourHash, bit));
   }
 
   /**
@@ -233,6 +284,10 @@ public final class WorkerView {
       ourHash = handles.valueAt(slot);
     }
     int bit = bit(tier);
+    if (aliasCount.size() > 0 && aliasCount.get(ourHash) > 0) {
+      removeAliased(engineHash, slot, ourHash, bit);
+      return true;
+    }
     if (dups.size() > 0) {
       long dk = dupKey(ourHash, bit);
       if (dups.get(dk) > 0) {
@@ -240,19 +295,61 @@ public final class WorkerView {
         return true;
       }
     }
+    int after = removeOne(ourHash, bit);
+    if ((after & BlockTable.REAL) == 0) {
+      dropHandle(slot);
+    }
+    return true;
+  }
+
+  /** Takes one copy of {@code ourHash} off the table; returns the tiers the worker holds it in after. */
+  private int removeOne(long ourHash, int bit) {
     int after = table.remove(ourHash, ordinal, bit);
     if ((ourHash & LINK_MASK) == 0 && bit == BlockTable.GPU && (after & BlockTable.GPU) == 0) {
       checkParent(ourHash);
     }
-    if ((after & BlockTable.REAL) == 0) {
-      if (slot >= 0) {
-        handles.removeAt(slot);
-      } else {
-        handles.remove(0);
-      }
-      SIZE.setRelease(this, handles.size());
+    return after;
+  }
+
+  /** Forgets the handle at {@code slot} of the handle map, or the zero key if negative. */
+  private void dropHandle(int slot) {
+    if (slot >= 0) {
+      handles.removeAt(slot);
+    } else {
+      handles.remove(0);
     }
-    return true;
+    SIZE.setRelease(this, handles.size());
+  }
+
+  /**
+   * {@link #remove} of a copy of an aliased block: takes one of the handle's own copies (none left in the tier: the
+   * engine removed what it never stored there, as for a block with one handle), and the handle once it has none.
+   */
+  private void removeAliased(long engineHash, int slot, long ourHash, int bit) {
+    boolean alias = isAlias(engineHash, ourHash);
+    int mine = alias ? aliasCopies.get(dupKey(engineHash, bit)) : firstHandleCopies(ourHash, bit);
+    if (mine > 0) {
+      if (alias) {
+        aliasCopies.add(dupKey(engineHash, bit), -1);
+        aliasSums.add(dupKey(ourHash, bit), -1);
+      }
+      long dk = dupKey(ourHash, bit);
+      if (dups.get(dk) > 0) {
+        dups.add(dk, -1);
+      } else {
+        removeOne(ourHash, bit);
+      }
+    }
+    for (int b = BlockTable.GPU; b <= BlockTable.DISK; b <<= 1) {
+      if ((alias ? aliasCopies.get(dupKey(engineHash, b)) : firstHandleCopies(ourHash, b)) > 0) {
+        return; // the handle still names a copy
+      }
+    }
+    if (alias) {
+      aliasOf.remove(engineHash);
+      aliasCount.add(ourHash, -1);
+    }
+    dropHandle(slot);
   }
 
   /**
@@ -322,6 +419,12 @@ public final class WorkerView {
     }
     handles.clear();
     dups.clear();
+    if (aliasOf.size() > 0) {
+      aliasOf.clear();
+      aliasCount.clear();
+      aliasCopies.clear();
+      aliasSums.clear();
+    }
     links.clear();
     SIZE.setRelease(this, 0);
     holes = false; // nothing held: closed again
@@ -473,6 +576,9 @@ public final class WorkerView {
 
   private void dropAll(long ourHash) {
     table.remove(ourHash, ordinal, BlockTable.REAL);
+    if (aliasCount.size() > 0 && aliasCount.get(ourHash) > 0) {
+      forgetAliases(ourHash);
+    }
     if ((ourHash & LINK_MASK) == 0 && links.size() > 0) {
       links.remove(ourHash);
     }
@@ -483,6 +589,34 @@ public final class WorkerView {
         dups.add(dk, -n);
       }
     }
+  }
+
+  /**
+   * The block's copies are gone all at once (share eviction, a conflict): its aliases are no longer counted. The
+   * block's other handles stay, as every handle of an evicted block did, until the engine removes them; scans the
+   * live aliases, which only aliased blocks evicted pay for.
+   */
+  private void forgetAliases(long ourHash) {
+    long[] gone = new long[aliasCount.get(ourHash)];
+    int n = 0;
+    for (int i = 0, cap = aliasOf.capacity(); i < cap && n < gone.length; i++) {
+      if (aliasOf.usedAt(i) && aliasOf.valueAt(i) == ourHash) {
+        gone[n++] = aliasOf.keyAt(i);
+      }
+    }
+    if (n < gone.length && aliasOf.hasZeroKey() && aliasOf.zeroValue() == ourHash) {
+      gone[n++] = 0;
+    }
+    for (int k = 0; k < n; k++) {
+      aliasOf.remove(gone[k]);
+    }
+    for (int bit = BlockTable.GPU; bit <= BlockTable.DISK; bit <<= 1) {
+      for (int k = 0; k < n; k++) {
+        aliasCopies.add(dupKey(gone[k], bit), -aliasCopies.get(dupKey(gone[k], bit)));
+      }
+      aliasSums.add(dupKey(ourHash, bit), -aliasSums.get(dupKey(ourHash, bit)));
+    }
+    aliasCount.add(ourHash, -aliasCount.get(ourHash));
   }
 
   private static long dupKey(long ourHash, int bit) {
@@ -498,7 +632,8 @@ public final class WorkerView {
   }
 
   long footprintBytes() {
-    return 64 + handles.footprintBytes() + dups.footprintBytes() + links.footprintBytes();
+    return 64 + handles.footprintBytes() + dups.footprintBytes() + links.footprintBytes() + aliasOf.footprintBytes()
+        + aliasCount.footprintBytes() + aliasCopies.footprintBytes() + aliasSums.footprintBytes();
   }
 
   @Override

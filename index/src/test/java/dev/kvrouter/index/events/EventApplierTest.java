@@ -401,4 +401,23 @@ class EventApplierTest {
     assertThat(view.size()).isZero();
     assertThat(view.notPrefixClosed()).contains("removed a block before one of its children");
   }
+
+  /**
+   * An older vLLM put the adapter's integer id in the extra keys, which our hash ignores: one prompt under two
+   * adapters is one of our blocks named by two engine hashes. Each handle goes with its own block, not the other's.
+   */
+  @Test
+  void integerLoraIdsNameOneBlockTwiceAndEachHandleGoesWithItsOwn() {
+    int[] t = tokens(BS, 9);
+    long[] req = requestHashes(null, null, t);
+    apply(BlockStored.of(new long[] {700}, null, t, BS, "GPU").withExtraKeys(List.of(List.<Object>of(1L))));
+    apply(BlockStored.of(new long[] {800}, null, t, BS, "GPU").withExtraKeys(List.of(List.<Object>of(2L))));
+    assertThat(view.handle(700)).isEqualTo(req[0]).isEqualTo(view.handle(800));
+    apply(BlockRemoved.of("GPU", 700));
+    assertThat(view.hasHandle(700)).as("the engine never names 700 again").isFalse();
+    assertThat(matched(req)).isEqualTo(1);
+    apply(BlockRemoved.of("GPU", 800));
+    assertThat(matched(req)).isZero();
+    assertThat(view.size()).isZero();
+  }
 }
