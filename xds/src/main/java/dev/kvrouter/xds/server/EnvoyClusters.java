@@ -2,6 +2,7 @@ package dev.kvrouter.xds.server;
 
 import dev.kvrouter.xds.registry.Worker;
 import dev.kvrouter.xds.registry.WorkerSet;
+import io.envoyproxy.controlplane.cache.VersionedResource;
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
@@ -33,7 +34,9 @@ import org.slf4j.LoggerFactory;
  * cluster), and the 503s may count toward the worker's ejection. The router reads {@link #holds} and routes to a new
  * worker only once every Envoy it knows of holds the worker's cluster. What an Envoy holds is what it last accepted:
  * the clusters of the response whose nonce it acknowledges without an error (state of the world and delta alike),
- * or, on a reconnect, the version (state of the world) or resources (delta) it says it has.
+ * or, on a reconnect, the version (state of the world) or resources (delta) it says it has. A worker's cluster is
+ * held in the version last published: a worker that moved (same name, new address) is routed to by its name, and
+ * an Envoy with its old cluster would send it to the old address.
  *
  * <p>An Envoy whose stream closes keeps its clusters (Envoy keeps its last config without xDS), so its last known
  * set is remembered for {@link #REMEMBER_NANOS}: long enough for a live Envoy to reconnect (its retry backoff tops
@@ -63,13 +66,15 @@ public final class EnvoyClusters {
   private final LongSupplier nanoTime;
   private final Map<Long, Stream> streams = new HashMap<>();
   private final Deque<Departed> departed = new ArrayDeque<>();
-  private final LinkedHashMap<String, Set<String>> versions = new LinkedHashMap<>() {
+  private final LinkedHashMap<String, Map<String, String>> versions = new LinkedHashMap<>() {
     @Override
-    protected boolean removeEldestEntry(Map.Entry<String, Set<String>> e) {
+    protected boolean removeEldestEntry(Map.Entry<String, Map<String, String>> e) {
       return size() > MAX_VERSIONS;
     }
   };
   private WorkerSet fleet = WorkerSet.empty();
+  /** The worker clusters last published: worker name to the cluster's resource version. */
+  private Map<String, String> latest = Map.of();
   /** The only field {@link #holds} reads. */
   private volatile Holding holding = Holding.NONE;
   private volatile Runnable listener = () -> { };
@@ -149,7 +154,10 @@ public final class EnvoyClusters {
 
   synchronized void published(WorkerSet fleet, Snapshot snapshot) {
     this.fleet = fleet;
-    versions.put(snapshot.clusters().version(), Set.copyOf(snapshot.clusters().resources().keySet()));
+    Map<String, String> clusters = new HashMap<>();
+    snapshot.clusters().versionedResources().forEach((cluster, r) -> clusters.put(cluster, r.version()));
+    latest = workers(clusters);
+    versions.put(snapshot.clusters().version(), latest);
     recompute();
   }
 
@@ -175,7 +183,7 @@ public final class EnvoyClusters {
     if (s == null || r.hasErrorDetail()) {
       return; // a rejected update leaves the Envoy with what it had
     }
-    Set<String> held;
+    Map<String, String> held;
     if (!r.getResponseNonce().isEmpty()) {
       held = s.acknowledged(r.getResponseNonce());
     } else if (s.held != null) {
@@ -183,7 +191,7 @@ public final class EnvoyClusters {
     } else {
       // The stream's first request names the version the Envoy has: none on a first connection, and on a
       // reconnect one this process may not have published (then the stream has no say until it acknowledges)
-      held = r.getVersionInfo().isEmpty() ? Set.of() : versions.get(r.getVersionInfo());
+      held = r.getVersionInfo().isEmpty() ? Map.of() : versions.get(r.getVersionInfo());
     }
     if (held != null) {
       s.hold(held);
@@ -193,11 +201,16 @@ public final class EnvoyClusters {
   synchronized void response(long streamId, DiscoveryResponse r) {
     Stream s = streams.get(streamId);
     if (s != null && r.getTypeUrl().equals(CDS)) {
-      Set<String> names = new HashSet<>();
+      Map<String, String> workers = new HashMap<>();
       for (Any a : r.getResourcesList()) {
-        names.add(clusterName(a));
+        Cluster c = cluster(a);
+        String worker = workerOf(c.getName());
+        if (worker != null) {
+          // the version java-control-plane gives the resource (delta responses carry it; these do not)
+          workers.put(worker, VersionedResource.create(c).version());
+        }
       }
-      s.sent(r.getNonce(), new Delta(Set.copyOf(names), Set.of(), true));
+      s.sent(r.getNonce(), new Delta(workers, Set.of(), true));
     }
   }
 
@@ -208,11 +221,11 @@ public final class EnvoyClusters {
     }
     if (r.getResponseNonce().isEmpty()) {
       if (s.held == null) {
-        s.hold(Set.copyOf(r.getInitialResourceVersionsMap().keySet()));
+        s.hold(workers(r.getInitialResourceVersionsMap()));
       }
       return;
     }
-    Set<String> held = s.acknowledged(r.getResponseNonce());
+    Map<String, String> held = s.acknowledged(r.getResponseNonce());
     if (held != null) {
       s.hold(held);
     }
@@ -221,11 +234,18 @@ public final class EnvoyClusters {
   synchronized void deltaResponse(long streamId, DeltaDiscoveryResponse r) {
     Stream s = streams.get(streamId);
     if (s != null && r.getTypeUrl().equals(CDS)) {
-      Set<String> added = new HashSet<>();
+      Map<String, String> added = new HashMap<>();
       for (Resource res : r.getResourcesList()) {
-        added.add(res.getName());
+        added.put(res.getName(), res.getVersion());
       }
-      s.sent(r.getNonce(), new Delta(Set.copyOf(added), Set.copyOf(r.getRemovedResourcesList()), false));
+      Set<String> removed = new HashSet<>();
+      for (String cluster : r.getRemovedResourcesList()) {
+        String worker = workerOf(cluster);
+        if (worker != null) {
+          removed.add(worker);
+        }
+      }
+      s.sent(r.getNonce(), new Delta(workers(added), removed, false));
     }
   }
 
@@ -255,7 +275,7 @@ public final class EnvoyClusters {
   }
 
   private void recompute() {
-    List<Set<String>> holdings = new ArrayList<>();
+    List<Map<String, String>> holdings = new ArrayList<>();
     for (Stream s : streams.values()) {
       if (s.held != null) {
         holdings.add(s.held);
@@ -268,15 +288,14 @@ public final class EnvoyClusters {
     if (holdings.isEmpty()) {
       holding = Holding.NONE;
     } else {
-      Set<String> all = new HashSet<>(holdings.get(0));
-      for (Set<String> held : holdings.subList(1, holdings.size())) {
-        all.retainAll(held);
-      }
-      // by worker name, so the read path builds no cluster name per candidate
       Set<String> workers = new HashSet<>();
-      for (String cluster : all) {
-        if (cluster.startsWith(WORKER_CLUSTER)) {
-          workers.add(cluster.substring(WORKER_CLUSTER.length()));
+      for (Map.Entry<String, String> e : latest.entrySet()) {
+        boolean everywhere = true;
+        for (Map<String, String> held : holdings) {
+          everywhere &= e.getValue().equals(held.get(e.getKey()));
+        }
+        if (everywhere) {
+          workers.add(e.getKey());
         }
       }
       holding = new Holding(holdings.size(), workers);
@@ -297,24 +316,44 @@ public final class EnvoyClusters {
     }
   }
 
-  private static String clusterName(Any a) {
+  private static Cluster cluster(Any a) {
     try {
-      return a.unpack(Cluster.class).getName();
+      return a.unpack(Cluster.class);
     } catch (InvalidProtocolBufferException e) {
       throw new IllegalStateException("this server only sends clusters on CDS", e);
     }
   }
 
-  /** What one response changes: the whole set (state of the world), or what it adds and removes (delta). */
-  private record Delta(Set<String> added, Set<String> removed, boolean whole) {}
+  /** The worker whose cluster {@code cluster} is, or null (a pool); by name, so reads build no cluster names. */
+  private static String workerOf(String cluster) {
+    return cluster.startsWith(WORKER_CLUSTER) ? cluster.substring(WORKER_CLUSTER.length()) : null;
+  }
 
-  private record Departed(String node, Set<String> held, long at) {}
+  /** The worker clusters of {@code clusters} (cluster name to resource version), by worker name. */
+  private static Map<String, String> workers(Map<String, String> clusters) {
+    Map<String, String> workers = new HashMap<>();
+    clusters.forEach((cluster, version) -> {
+      String worker = workerOf(cluster);
+      if (worker != null) {
+        workers.put(worker, version);
+      }
+    });
+    return Map.copyOf(workers);
+  }
+
+  /**
+   * What one response changes, by worker name to the cluster's resource version: the whole set (state of the
+   * world), or what it adds and removes (delta).
+   */
+  private record Delta(Map<String, String> added, Set<String> removed, boolean whole) {}
+
+  private record Departed(String node, Map<String, String> held, long at) {}
 
   /** One xDS stream that carries CDS. */
   private final class Stream {
     String node;
-    /** What this Envoy holds; null while unknown. */
-    Set<String> held;
+    /** What this Envoy holds, by worker name to its cluster's resource version; null while unknown. */
+    Map<String, String> held;
     final LinkedHashMap<String, Delta> pending = new LinkedHashMap<>();
 
     void sent(String nonce, Delta d) {
@@ -327,7 +366,7 @@ public final class EnvoyClusters {
     }
 
     /** What the Envoy holds once it accepts the response {@code nonce}; null if that response is unknown. */
-    Set<String> acknowledged(String nonce) {
+    Map<String, String> acknowledged(String nonce) {
       if (!pending.containsKey(nonce)) {
         return null;
       }
@@ -339,15 +378,15 @@ public final class EnvoyClusters {
         d = e.getKey().equals(nonce) ? e.getValue() : null;
       }
       if (d.whole()) {
-        return d.added();
+        return Map.copyOf(d.added());
       }
-      Set<String> next = new HashSet<>(held == null ? Set.of() : held);
-      next.addAll(d.added());
-      next.removeAll(d.removed());
-      return Set.copyOf(next);
+      Map<String, String> next = new HashMap<>(held == null ? Map.of() : held);
+      next.putAll(d.added());
+      next.keySet().removeAll(d.removed());
+      return Map.copyOf(next);
     }
 
-    void hold(Set<String> clusters) {
+    void hold(Map<String, String> clusters) {
       boolean first = held == null;
       held = clusters;
       if (first && node != null) {

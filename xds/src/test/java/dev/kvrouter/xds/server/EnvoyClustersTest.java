@@ -39,6 +39,10 @@ class EnvoyClustersTest {
     for (String n : names) {
       ws.add(w(n));
     }
+    return publish(ws);
+  }
+
+  private Snapshot publish(List<Worker> ws) {
     WorkerSet fleet = new WorkerSet(++fleetVersion, ws);
     Snapshot s = ClusterSnapshots.snapshot(fleet);
     envoys.published(fleet, s);
@@ -191,16 +195,16 @@ class EnvoyClustersTest {
 
   @Test
   void deltaStreamsAddAndRemoveWhatTheyAcknowledge() {
-    publish("a", "b");
+    Snapshot ab = publish("a", "b");
     envoys.opened(1, "");
     // A reconnect: Envoy names the resources it has
     envoys.deltaRequest(1, DeltaDiscoveryRequest.newBuilder().setTypeUrl(CDS)
         .setNode(Node.newBuilder().setId("kvrouter-envoy"))
-        .putInitialResourceVersions(Worker.clusterName("a"), "x").build());
+        .putInitialResourceVersions(Worker.clusterName("a"), resourceVersion(ab, "a")).build());
     assertThat(holds("a")).isTrue();
     assertThat(holds("b")).isFalse();
     envoys.deltaResponse(1, DeltaDiscoveryResponse.newBuilder().setTypeUrl(CDS).setNonce("d1")
-        .addResources(Resource.newBuilder().setName(Worker.clusterName("b"))).build());
+        .addResources(resource(ab, "b")).build());
     assertThat(holds("b")).isFalse();
     envoys.deltaRequest(1, DeltaDiscoveryRequest.newBuilder().setTypeUrl(CDS).setResponseNonce("d1").build());
     assertThat(holds("a")).isTrue();
@@ -222,5 +226,54 @@ class EnvoyClustersTest {
     envoys.response(1, DiscoveryResponse.newBuilder().setTypeUrl(eds).setNonce("e1").build());
     envoys.request(1, DiscoveryRequest.newBuilder().setTypeUrl(eds).setResponseNonce("e1").build());
     assertThat(holds("a")).isTrue();
+  }
+
+  /**
+   * A worker that moves (same name, new address) is routed to by its name: until Envoy accepts the new cluster it
+   * sends the worker's requests to the old address. Held means holding the cluster as last published.
+   */
+  @Test
+  void aWorkerWhoseClusterChangedIsHeldOnceTheEnvoyAcceptsTheNewOne() {
+    Snapshot one = publish("a");
+    connect(1, "");
+    ack(1, one, send(1, one));
+    assertThat(holds("a")).isTrue();
+    Snapshot moved = publish(List.of(Worker.simple("a", "10.0.9.9", 8000, "m")));
+    String nonce = send(1, moved);
+    assertThat(holds("a")).as("the Envoy still sends a's requests to its old address").isFalse();
+    ack(1, moved, nonce);
+    assertThat(holds("a")).isTrue();
+  }
+
+  @Test
+  void aDeltaStreamHoldsAChangedClusterOnceItAcceptsTheNewVersion() {
+    Snapshot one = publish("a");
+    envoys.opened(1, "");
+    envoys.deltaRequest(1, DeltaDiscoveryRequest.newBuilder().setTypeUrl(CDS)
+        .setNode(Node.newBuilder().setId("kvrouter-envoy"))
+        .putInitialResourceVersions(Worker.clusterName("a"), resourceVersion(one, "a")).build());
+    assertThat(holds("a")).as("a reconnect naming the version published here").isTrue();
+    Snapshot moved = publish(List.of(Worker.simple("a", "10.0.9.9", 8000, "m")));
+    envoys.deltaResponse(1, DeltaDiscoveryResponse.newBuilder().setTypeUrl(CDS).setNonce("d1")
+        .addResources(resource(moved, "a")).build());
+    assertThat(holds("a")).isFalse();
+    envoys.deltaRequest(1, DeltaDiscoveryRequest.newBuilder().setTypeUrl(CDS).setResponseNonce("d1").build());
+    assertThat(holds("a")).isTrue();
+
+    envoys.opened(2, "");
+    envoys.deltaRequest(2, DeltaDiscoveryRequest.newBuilder().setTypeUrl(CDS)
+        .putInitialResourceVersions(Worker.clusterName("a"), resourceVersion(one, "a")).build());
+    assertThat(holds("a")).as("a second Envoy that reconnects with a's old cluster").isFalse();
+  }
+
+  /** The version java-control-plane gives worker {@code name}'s cluster in {@code s}, as delta responses carry it. */
+  private static String resourceVersion(Snapshot s, String name) {
+    return s.clusters().versionedResources().get(Worker.clusterName(name)).version();
+  }
+
+  /** Worker {@code name}'s cluster as a delta response carries it. */
+  private static Resource resource(Snapshot s, String name) {
+    return Resource.newBuilder().setName(Worker.clusterName(name)).setVersion(resourceVersion(s, name))
+        .setResource(Any.pack(s.clusters().resources().get(Worker.clusterName(name)))).build();
   }
 }
