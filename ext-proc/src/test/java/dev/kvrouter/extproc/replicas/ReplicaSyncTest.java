@@ -579,6 +579,30 @@ class ReplicaSyncTest {
   }
 
   /**
+   * A replica running code of before the Envoys message serves its Envoys' xDS and never tells the others what they
+   * hold: those Envoys are unknown here and hold nothing back (routing to them as before the message), while the
+   * replica is a peer for everything else it sends, and this replica's own Envoys still have their say.
+   */
+  @Test
+  void aReplicaThatNeverSendsItsEnvoysViewHoldsNothingBack() {
+    Replica old = new Replica(1); // heartbeats and reservations, never an Envoys message
+    Replica b = new Replica(2, true);
+    old.sync.heartbeat();
+    old.ledger.reserve(W, 100, new long[] {1, 2}, 1);
+    old.deliverTo(b);
+    assertThat(b.sync.peerCount()).isEqualTo(1);
+    assertThat(b.sync.copies()).isEqualTo(1);
+    assertThat(b.gate.missing(FLEET)).isEmpty();
+    assertThat(b.gate.peersKnowingEnvoys()).isZero();
+    b.envoysHold(1, "w1", "w2");
+    assertThat(b.gate.missing(FLEET)).containsExactly("w3", "w4");
+    now.addAndGet(TimeUnit.SECONDS.toNanos(4));
+    assertThat(b.sync.expireSilent()).isEqualTo(1);
+    assertThat(b.gate.missing(FLEET)).as("the old replica's silence changes nothing of the gate").containsExactly("w3",
+        "w4");
+  }
+
+  /**
    * The view is sent when it changes, and that message may be lost or go to a replica not listening yet: a replica
    * heard for the first time is sent it with what is in flight, and every heartbeat carries it again.
    */
