@@ -390,9 +390,12 @@ public final class EnvoyClusters {
       boolean first = held == null;
       held = clusters;
       if (first && node != null) {
-        // This Envoy is back, or another with its node id: one remembered record of that id has a live stream now.
+        // This Envoy is back, naming what it had: one remembered record of that id and holding has a live stream now.
+        // Not one holding otherwise: Envoys share a node id (envoy.yaml's), and one that starts while another is
+        // cut off is not that one; a restarted Envoy's record lasts its minute.
         for (Iterator<Departed> it = departed.iterator(); it.hasNext(); ) {
-          if (node.equals(it.next().node())) {
+          Departed d = it.next();
+          if (node.equals(d.node()) && clusters.equals(d.held())) {
             it.remove();
             break;
           }
