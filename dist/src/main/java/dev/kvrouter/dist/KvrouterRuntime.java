@@ -394,6 +394,9 @@ public final class KvrouterRuntime implements AutoCloseable {
   private void shareEnvoysView() {
     var rc = config.replicas();
     if (rc.bind().isEmpty()) {
+      log.warn("xDS server without replicas.bind: routers in ext-proc mode hear nothing of what its Envoys hold and "
+          + "route to a new worker as soon as they read workers.yaml, before Envoy has its cluster (docs/routing.md, "
+          + "\"A new worker joins once Envoy has it\")");
       return;
     }
     EnvoyClusters own = xds.envoyClusters();

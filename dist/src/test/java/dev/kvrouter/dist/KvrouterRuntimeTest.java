@@ -2,6 +2,11 @@ package dev.kvrouter.dist;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+
 import dev.kvrouter.extproc.load.LoadLedger;
 import dev.kvrouter.extproc.replicas.ReplicaSync;
 import dev.kvrouter.extproc.replicas.ZmqReplicaLink;
@@ -34,6 +39,7 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 
 class KvrouterRuntimeTest {
@@ -188,6 +194,28 @@ class KvrouterRuntimeTest {
       assertThat(rt.ledger()).isNull();
       assertThat(rt.extProc()).isNull();
       assertThat(rt.metricsText()).doesNotContain("kvrouter_ledger_reservations");
+    }
+  }
+
+  /**
+   * The {@code xds} mode without {@code replicas:}: the routers, in {@code ext-proc} mode, hear nothing of what its
+   * Envoys hold and route to a new worker the moment they read workers.yaml, a 503 until Envoy has it. The start
+   * says so, since nothing else would.
+   */
+  @Test
+  void anXdsProcessWithoutReplicasSaysTheRoutersCannotGateOnItsEnvoys(@TempDir Path dir) throws Exception {
+    oneWorker(dir);
+    KvrouterConfig cfg = KvrouterConfig.parse("server: {xds_port: " + freePort() + ", admin_port: " + freePort()
+        + "}\n", "t");
+    Logger logger = (Logger) LoggerFactory.getLogger(KvrouterRuntime.class);
+    ListAppender<ILoggingEvent> logs = new ListAppender<>();
+    logs.start();
+    logger.addAppender(logs);
+    try (KvrouterRuntime rt = KvrouterRuntime.start(cfg, dir, KvrouterRuntime.Mode.XDS)) {
+      assertThat(logs.list).filteredOn(e -> e.getLevel() == Level.WARN).extracting(ILoggingEvent::getFormattedMessage)
+          .anySatisfy(m -> assertThat(m).contains("replicas.bind").contains("ext-proc"));
+    } finally {
+      logger.detachAppender(logs);
     }
   }
 
