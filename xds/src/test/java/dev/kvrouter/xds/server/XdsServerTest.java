@@ -7,6 +7,8 @@ import dev.kvrouter.xds.registry.WorkerRegistry;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.ManagedChannel;
@@ -136,34 +138,77 @@ class XdsServerTest {
    */
   @Test
   void aNewWorkerIsHeldOnceTheEnvoyAcknowledgesIt() throws Exception {
+    withWorkerA((fleet, envoys, ch) -> {
+      LinkedBlockingQueue<DiscoveryResponse> got = new LinkedBlockingQueue<>();
+      StreamObserver<DiscoveryRequest> req = ads(ch, got);
+      DiscoveryResponse first = subscribe(req, got);
+      req.onNext(DiscoveryRequest.newBuilder().setTypeUrl(CDS).setVersionInfo(first.getVersionInfo())
+          .setResponseNonce(first.getNonce()).build());
+      awaitMissing(envoys, List.of());
+
+      fleet.replace(List.of(Worker.simple("a", "10.0.0.1", 8000, "m"), Worker.simple("b", "10.0.0.2", 8000, "m")));
+      DiscoveryResponse second = got.poll(3, TimeUnit.SECONDS);
+      assertThat(second).isNotNull();
+      assertThat(clusterNames(second)).contains("kvrouter_worker_b");
+      assertThat(envoys.missingWorkers()).containsExactly("b");
+      assertThat(envoys.holds(fleet.current().get("b"))).isFalse();
+      req.onNext(DiscoveryRequest.newBuilder().setTypeUrl(CDS).setVersionInfo(second.getVersionInfo())
+          .setResponseNonce(second.getNonce()).build());
+      awaitMissing(envoys, List.of());
+      assertThat(envoys.holds(fleet.current().get("b"))).isTrue();
+      req.onCompleted();
+    });
+  }
+
+  /**
+   * The same over delta ADS (envoy-original-dst.yaml), for a worker that moves: java-control-plane sends its changed
+   * cluster with a new resource version, and the worker is held again once the Envoy acknowledges that response.
+   */
+  @Test
+  void aMovedWorkerIsHeldOnceADeltaEnvoyAcknowledgesItsNewCluster() throws Exception {
+    withWorkerA((fleet, envoys, ch) -> {
+      LinkedBlockingQueue<DeltaDiscoveryResponse> got = new LinkedBlockingQueue<>();
+      StreamObserver<DeltaDiscoveryRequest> req = AggregatedDiscoveryServiceGrpc.newStub(ch)
+          .deltaAggregatedResources(new StreamObserver<>() {
+            @Override public void onNext(DeltaDiscoveryResponse r) { got.add(r); }
+            @Override public void onError(Throwable t) {}
+            @Override public void onCompleted() {}
+          });
+      req.onNext(DeltaDiscoveryRequest.newBuilder().setNode(Node.newBuilder().setId("envoy-1")).setTypeUrl(CDS)
+          .build());
+      DeltaDiscoveryResponse first = got.poll(3, TimeUnit.SECONDS);
+      assertThat(first).isNotNull();
+      req.onNext(DeltaDiscoveryRequest.newBuilder().setTypeUrl(CDS).setResponseNonce(first.getNonce()).build());
+      awaitMissing(envoys, List.of());
+
+      fleet.replace(List.of(Worker.simple("a", "10.0.9.9", 8000, "m")));
+      DeltaDiscoveryResponse moved = got.poll(3, TimeUnit.SECONDS);
+      assertThat(moved).isNotNull();
+      assertThat(moved.getResourcesList()).extracting(r -> r.getName()).contains("kvrouter_worker_a");
+      awaitMissing(envoys, List.of("a"));
+      req.onNext(DeltaDiscoveryRequest.newBuilder().setTypeUrl(CDS).setResponseNonce(moved.getNonce()).build());
+      awaitMissing(envoys, List.of());
+      req.onCompleted();
+    });
+  }
+
+  /** Runs {@code body} against an xDS server serving worker a, over a channel to it. */
+  private static void withWorkerA(WithServer body) throws Exception {
     WorkerRegistry fleet = new WorkerRegistry();
     fleet.replace(List.of(Worker.simple("a", "10.0.0.1", 8000, "m")));
     try (XdsServer s = new XdsServer(fleet).start("127.0.0.1", 0)) {
-      EnvoyClusters envoys = s.envoyClusters();
       ManagedChannel ch = NettyChannelBuilder.forAddress("127.0.0.1", s.port()).usePlaintext().build();
       try {
-        LinkedBlockingQueue<DiscoveryResponse> got = new LinkedBlockingQueue<>();
-        StreamObserver<DiscoveryRequest> req = ads(ch, got);
-        DiscoveryResponse first = subscribe(req, got);
-        req.onNext(DiscoveryRequest.newBuilder().setTypeUrl(CDS).setVersionInfo(first.getVersionInfo())
-            .setResponseNonce(first.getNonce()).build());
-        awaitMissing(envoys, List.of());
-
-        fleet.replace(List.of(Worker.simple("a", "10.0.0.1", 8000, "m"), Worker.simple("b", "10.0.0.2", 8000, "m")));
-        DiscoveryResponse second = got.poll(3, TimeUnit.SECONDS);
-        assertThat(second).isNotNull();
-        assertThat(clusterNames(second)).contains("kvrouter_worker_b");
-        assertThat(envoys.missingWorkers()).containsExactly("b");
-        assertThat(envoys.holds(fleet.current().get("b"))).isFalse();
-        req.onNext(DiscoveryRequest.newBuilder().setTypeUrl(CDS).setVersionInfo(second.getVersionInfo())
-            .setResponseNonce(second.getNonce()).build());
-        awaitMissing(envoys, List.of());
-        assertThat(envoys.holds(fleet.current().get("b"))).isTrue();
-        req.onCompleted();
+        body.run(fleet, s.envoyClusters(), ch);
       } finally {
         ch.shutdownNow();
       }
     }
+  }
+
+  @FunctionalInterface
+  private interface WithServer {
+    void run(WorkerRegistry fleet, EnvoyClusters envoys, ManagedChannel ch) throws Exception;
   }
 
   private static void awaitMissing(EnvoyClusters envoys, List<String> expected) throws InterruptedException {
