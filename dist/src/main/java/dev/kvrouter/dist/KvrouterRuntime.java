@@ -217,6 +217,11 @@ public final class KvrouterRuntime implements AutoCloseable {
       EnvoyClusters own = xds == null ? null : xds.envoyClusters();
       envoyGate = new EnvoyGate(own == null ? null : own::holding, registry::current);
       overlaps = startReplicas(overlaps); // before the request path and the router take the overlaps
+      if (own == null && config.replicas().bind().isEmpty()) {
+        log.warn("ext_proc without an xDS server or replicas.bind: this router hears nothing of what the Envoys hold "
+            + "and routes to a new worker as soon as it reads workers.yaml, before Envoy has its cluster "
+            + "(docs/routing.md, \"A new worker joins once Envoy has it\")");
+      }
       if (own != null) {
         EnvoyGate gate = envoyGate;
         ReplicaSync sync = replicaSync;

@@ -198,22 +198,28 @@ class KvrouterRuntimeTest {
   }
 
   /**
-   * The {@code xds} mode without {@code replicas:}: the routers, in {@code ext-proc} mode, hear nothing of what its
-   * Envoys hold and route to a new worker the moment they read workers.yaml, a 503 until Envoy has it. The start
-   * says so, since nothing else would.
+   * The split deployment without {@code replicas:}: the routers, in {@code ext-proc} mode, hear nothing of what the
+   * Envoys on the {@code xds} process hold and route to a new worker the moment they read workers.yaml, a 503 until
+   * Envoy has it. Each start says so, since nothing else would.
    */
   @Test
-  void anXdsProcessWithoutReplicasSaysTheRoutersCannotGateOnItsEnvoys(@TempDir Path dir) throws Exception {
+  void theSplitModesWithoutReplicasSayTheRoutersCannotGateOnTheEnvoys(@TempDir Path dir) throws Exception {
     oneWorker(dir);
-    KvrouterConfig cfg = KvrouterConfig.parse("server: {xds_port: " + freePort() + ", admin_port: " + freePort()
-        + "}\n", "t");
     Logger logger = (Logger) LoggerFactory.getLogger(KvrouterRuntime.class);
     ListAppender<ILoggingEvent> logs = new ListAppender<>();
     logs.start();
     logger.addAppender(logs);
-    try (KvrouterRuntime rt = KvrouterRuntime.start(cfg, dir, KvrouterRuntime.Mode.XDS)) {
-      assertThat(logs.list).filteredOn(e -> e.getLevel() == Level.WARN).extracting(ILoggingEvent::getFormattedMessage)
-          .anySatisfy(m -> assertThat(m).contains("replicas.bind").contains("ext-proc"));
+    try {
+      for (KvrouterRuntime.Mode mode : List.of(KvrouterRuntime.Mode.XDS, KvrouterRuntime.Mode.EXT_PROC)) {
+        logs.list.clear();
+        KvrouterConfig cfg = KvrouterConfig.parse("server: {ext_proc_port: " + freePort() + ", xds_port: "
+            + freePort() + ", admin_port: " + freePort() + "}\nrouting: {scrape: {enabled: false}}\n", "t");
+        try (KvrouterRuntime rt = KvrouterRuntime.start(cfg, dir, mode)) {
+          assertThat(logs.list).as(mode.toString()).filteredOn(e -> e.getLevel() == Level.WARN)
+              .extracting(ILoggingEvent::getFormattedMessage)
+              .anySatisfy(m -> assertThat(m).contains("replicas.bind").contains("workers.yaml"));
+        }
+      }
     } finally {
       logger.detachAppender(logs);
     }
