@@ -287,6 +287,9 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
         long now = System.nanoTime();
         if (now - nextBeat >= 0) {
           sync.heartbeat();
+          // what the peers sent while this thread was held up (a pause, a slow heartbeat) first: that time was not
+          // their silence
+          backlog |= receive(sub);
           sync.expireSilent();
           nextBeat = now + HEARTBEAT_NANOS;
         }
@@ -297,25 +300,8 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
           poller.poll(waitMillis);
         }
         // read on every wake, not only when the poll flags the socket: one non-blocking receive, and nothing left
-        // waiting on how JeroMQ reports a socket's readiness. At most a batch a round: peers sending faster than
-        // this thread applies kept it reading, and it neither sent what requests queued nor heartbeated, so the
-        // others dropped this replica as silent
-        backlog = false;
-        int received = 0;
-        for (byte[] m; (m = sub.recv(ZMQ.DONTWAIT)) != null; ) {
-          backlog = ++received == RECEIVE_BATCH;
-          try {
-            sync.apply(m);
-          } catch (RuntimeException e) {
-            // one message must not end the only thread that hears and tells the other replicas
-            if (failedMessages++ == 0) {
-              log.warn("a message from another router replica failed to apply: {}", e.toString());
-            }
-          }
-          if (backlog) {
-            break;
-          }
-        }
+        // waiting on how JeroMQ reports a socket's readiness
+        backlog = receive(sub);
       }
       // what was queued before close (the releases of the last requests) goes out too: the others would count it
       // until the peer timeout; close lingers for it
@@ -333,6 +319,27 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
       poller.close();
     }
   }
+
+  /**
+   * Applies the messages waiting in {@code sub}, at most a batch: peers sending faster than this thread applies kept
+   * it reading, and it neither sent what requests queued nor heartbeated, so the others dropped this replica as
+   * silent. Returns whether the batch filled (more may wait). Link thread.
+   */
+  private boolean receive(ZMQ.Socket sub) {
+    int received = 0;
+    for (byte[] m; received < RECEIVE_BATCH && (m = sub.recv(ZMQ.DONTWAIT)) != null; received++) {
+      try {
+        sync.apply(m);
+      } catch (RuntimeException e) {
+        // one message must not end the only thread that hears and tells the other replicas
+        if (failedMessages++ == 0) {
+          log.warn("a message from another router replica failed to apply: {}", e.toString());
+        }
+      }
+    }
+    return received == RECEIVE_BATCH;
+  }
+
 
   /** Connects to the endpoints new in {@code want} and disconnects from those gone since {@code followed}. */
   private static void follow(ZMQ.Socket sub, Set<String> followed, Set<String> want) {

@@ -6,9 +6,12 @@ import dev.kvrouter.extproc.load.LoadLedger;
 import dev.kvrouter.extproc.load.Reservation;
 import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.index.WorkerId;
+import dev.kvrouter.xds.registry.WorkerSet;
+import dev.kvrouter.xds.server.EnvoyClusters;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
@@ -146,6 +149,43 @@ class ZmqReplicaLinkTest {
         a.close();
         await("their releases arrive", () -> ledgerB.liveReservations() == 0);
         assertThat(syncB.peerCount()).as("well within the peer timeout").isEqualTo(1);
+      }
+    }
+  }
+
+  /**
+   * This replica's own link thread held up (a GC pause, a slow heartbeat) is not the peers' silence: their messages
+   * wait in its socket meanwhile, and are read before it judges who went silent. Judged first, every peer was
+   * dropped, its copies released and its Envoys' view forgotten, then heard again as new a moment later.
+   */
+  @Test
+  void aPeerIsNotDroppedForWhatThisReplicaSpentHeldUp() throws Exception {
+    AtomicBoolean holdUp = new AtomicBoolean();
+    EnvoyGate gate = new EnvoyGate(() -> {
+      if (holdUp.getAndSet(false)) {
+        try {
+          Thread.sleep(4_000); // twice the peer timeout; the peer heartbeats every second meanwhile
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      return EnvoyClusters.Holding.NONE;
+    }, WorkerSet::empty);
+    try (ZmqReplicaLink a = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of(), 1024)) {
+      ReplicaSync syncA = new ReplicaSync(1, new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000),
+          PrefixOverlapSource.NONE, a, System::nanoTime, TimeUnit.SECONDS.toNanos(2));
+      a.start(syncA);
+      try (ZmqReplicaLink b = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of("tcp://127.0.0.1:" + a.port()),
+          1024)) {
+        ReplicaSync syncB = new ReplicaSync(2, new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000),
+            PrefixOverlapSource.NONE, b, System::nanoTime, TimeUnit.SECONDS.toNanos(2), gate);
+        b.start(syncB);
+        await("B hears A", () -> syncB.peerCount() == 1);
+        holdUp.set(true); // B's next heartbeat reads its Envoys' view, and its thread stops there
+        await("B's heartbeat held up", () -> !holdUp.get());
+        Thread.sleep(5_000);
+        assertThat(syncB.peerCount()).isEqualTo(1);
+        assertThat(syncB.peersLost()).as("A spoke all along").isZero();
       }
     }
   }
