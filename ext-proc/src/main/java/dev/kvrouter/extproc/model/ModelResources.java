@@ -10,9 +10,9 @@ package dev.kvrouter.extproc.model;
  */
 public interface ModelResources extends AutoCloseable {
 
-  /** Where this model's chat template puts a Messages request's inline system messages. */
-  default InlineSystemMode inlineSystem() {
-    return InlineSystemMode.PRESERVE;
+  /** How this model's chat template renders a Messages request where vLLM probes the template to decide. */
+  default MessagesDialect messagesDialect() {
+    return MessagesDialect.DEFAULT;
   }
 
   /** Releases native or cached memory when the registry drops this instance. Never throws. */

@@ -1,6 +1,7 @@
 package dev.kvrouter.extproc.pipeline;
 
 import dev.kvrouter.extproc.model.InlineSystemMode;
+import dev.kvrouter.extproc.model.MessagesDialect;
 import dev.kvrouter.extproc.model.ModelFiles;
 import dev.kvrouter.extproc.model.ModelResources;
 import dev.kvrouter.extproc.model.ModelResourcesLoader;
@@ -35,7 +36,7 @@ public final class PipelineResources implements ModelResources {
   private final VllmChatRenderer chat;
   private final VllmChatRenderer chatWithTools;
   private final MediaExpander media;
-  private final InlineSystemMode inlineSystem;
+  private final MessagesDialect messages;
 
   public PipelineResources(Tokenizer tokenizer, VllmChatRenderer chat, VllmChatRenderer chatWithTools,
       MediaExpander media) {
@@ -43,19 +44,19 @@ public final class PipelineResources implements ModelResources {
     this.chat = chat;
     this.chatWithTools = chatWithTools == null ? chat : chatWithTools;
     this.media = media;
-    InlineSystemProbe.Result probed = InlineSystemProbe.probe(this.chatWithTools, tokenizer);
-    this.inlineSystem = probed.mode();
+    MessagesDialectProbe.Result probed = MessagesDialectProbe.probe(chat, this.chatWithTools, tokenizer);
+    this.messages = probed.dialect();
     if (chat != null) {
-      log.info("Messages API inline system messages {}: {}",
-          probed.mode() == InlineSystemMode.PRESERVE ? "kept in place" : "folded into adjacent turns",
-          probed.reason());
+      log.info("Messages API inline system messages {}: {}; disabled thinking sends reasoning_effort {}",
+          messages.inlineSystem() == InlineSystemMode.PRESERVE ? "kept in place" : "folded into adjacent turns",
+          probed.reason(), messages.disabledThinkingEffort());
     }
   }
 
   /** Probed once at load, as vLLM probes its renderer on the first Messages request. */
   @Override
-  public InlineSystemMode inlineSystem() {
-    return inlineSystem;
+  public MessagesDialect messagesDialect() {
+    return messages;
   }
 
   /** The model's media expansion, or null when media requests are routed by load. */

@@ -6,7 +6,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
-import dev.kvrouter.extproc.model.InlineSystemMode;
+import dev.kvrouter.extproc.model.MessagesDialect;
 import dev.kvrouter.extproc.request.InferenceRequest.Kind;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -65,16 +65,16 @@ public final class RequestBodyParser {
   }
 
   public InferenceRequest parse(Kind kind, byte[] body, int length) throws BadRequest {
-    return parse(kind, body, length, model -> InlineSystemMode.PRESERVE);
+    return parse(kind, body, length, model -> MessagesDialect.DEFAULT);
   }
 
   /**
-   * @param inlineSystem for a Messages API request, where its model's chat template puts inline system messages
-   *     (vLLM decides it per renderer); unused for the other kinds
+   * @param dialect for a Messages API request, what vLLM's probes of its model's chat template decide (where inline
+   *     system messages go, the effort for disabled thinking); unused for the other kinds
    */
   public InferenceRequest parse(Kind kind, byte[] body, int length,
-      Function<String, InlineSystemMode> inlineSystem) throws BadRequest {
-    Fields f = new Fields(kind, body, length, inlineSystem);
+      Function<String, MessagesDialect> dialect) throws BadRequest {
+    Fields f = new Fields(kind, body, length, dialect);
     CacheSaltSites sites;
     try (JsonParser p = JSON.createParser(body, 0, length)) {
       if (p.nextToken() != JsonToken.START_OBJECT) {
@@ -168,13 +168,13 @@ public final class RequestBodyParser {
     Object system;
     Object thinking;
     Object outputConfig;
-    final Function<String, InlineSystemMode> inlineSystem;
+    final Function<String, MessagesDialect> dialect;
 
-    Fields(Kind kind, byte[] body, int length, Function<String, InlineSystemMode> inlineSystem) {
+    Fields(Kind kind, byte[] body, int length, Function<String, MessagesDialect> dialect) {
       this.kind = kind;
       this.body = body;
       this.length = length;
-      this.inlineSystem = inlineSystem;
+      this.dialect = dialect;
     }
 
     void read(String name, JsonParser p) throws IOException, BadRequest {
@@ -386,14 +386,17 @@ public final class RequestBodyParser {
     /**
      * The chat prompt vLLM renders for an Anthropic Messages request ({@code to_chat_completion_request}): messages
      * from {@link MessagesInput}, tools from {@link Tools#messages}, {@code chat_template_kwargs} as sent, and the
-     * reasoning effort of {@code output_config.effort}, which {@code thinking: {"type": "disabled"}} overrides with
-     * "none". The result is a chat request, tokenized as chat's (no special tokens added: the template has them).
+     * reasoning effort of {@code output_config.effort}, which {@code thinking: {"type": "disabled"}} overrides with the
+     * model's disabled-thinking effort. The result is a chat request as vLLM's current chat path builds its template
+     * kwargs ({@code build_chat_params}: an effort turns {@code enable_thinking} on, off for "none", unless the client
+     * set it), tokenized as chat's (no special tokens added: the template has them).
      */
     private ChatPrompt messagesPrompt(String model) throws BadRequest {
       if (!anthropicMessagesPresent) {
         throw bad("`messages` is required", "messages");
       }
-      MessagesInput.Converted conv = MessagesInput.convert(system, anthropicMessages, inlineSystem.apply(model));
+      MessagesDialect d = dialect.apply(model);
+      MessagesInput.Converted conv = MessagesInput.convert(system, anthropicMessages, d.inlineSystem());
       messagesUnreproducible = conv.unreproducible();
       Tools.Normalized t = Tools.messages(tools, toolChoice);
       String effort = null;
@@ -413,12 +416,22 @@ public final class RequestBodyParser {
           throw bad("`thinking.type` must be one of enabled, disabled, adaptive", "thinking.type");
         }
         if (type.equals("disabled")) {
-          // vLLM probes whether the template honours "none" and sends "low" where it does not
-          effort = "none";
+          effort = d.disabledThinkingEffort();
         }
       }
-      return new ChatPrompt(conv.messages(), t.tools(), t.toolChoice(), null, true, false,
-          mapOrNull(chatTemplateKwargs, "chat_template_kwargs"), effort, null, false, null, null, null);
+      Map<String, Object> kwargs = thinkingFromEffort(mapOrNull(chatTemplateKwargs, "chat_template_kwargs"), effort);
+      return new ChatPrompt(conv.messages(), t.tools(), t.toolChoice(), null, true, false, kwargs, effort, null, false,
+          null, null, null);
+    }
+
+    /** {@code build_chat_params}: a reasoning effort turns thinking on (off for "none") unless the client set it. */
+    private static Map<String, Object> thinkingFromEffort(Map<String, Object> kwargs, String effort) {
+      if (effort == null || kwargs != null && kwargs.containsKey("enable_thinking")) {
+        return kwargs;
+      }
+      Map<String, Object> out = new LinkedHashMap<>(kwargs == null ? Map.of() : kwargs);
+      out.put("enable_thinking", !effort.equals("none"));
+      return Collections.unmodifiableMap(out);
     }
 
     /**
@@ -444,13 +457,7 @@ public final class RequestBodyParser {
       }
       String effort = reasoning == null ? null : stringOrNull(((Map<?, ?>) reasoning).get("effort"),
           "reasoning.effort");
-      Map<String, Object> kwargs = mapOrNull(chatTemplateKwargs, "chat_template_kwargs");
-      if (effort != null && (kwargs == null || !kwargs.containsKey("enable_thinking"))) {
-        // build_chat_params: a reasoning effort turns thinking on (off for "none") unless the client set it
-        kwargs = new LinkedHashMap<>(kwargs == null ? Map.of() : kwargs);
-        kwargs.put("enable_thinking", !effort.equals("none"));
-        kwargs = Collections.unmodifiableMap(kwargs);
-      }
+      Map<String, Object> kwargs = thinkingFromEffort(mapOrNull(chatTemplateKwargs, "chat_template_kwargs"), effort);
       Integer truncate;
       if (!truncationPresent || "disabled".equals(truncation)) {
         truncate = null;

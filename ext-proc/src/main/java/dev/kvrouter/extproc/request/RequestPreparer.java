@@ -1,6 +1,7 @@
 package dev.kvrouter.extproc.request;
 
 import dev.kvrouter.extproc.model.InlineSystemMode;
+import dev.kvrouter.extproc.model.MessagesDialect;
 import dev.kvrouter.extproc.model.ModelRegistry;
 import dev.kvrouter.extproc.model.ModelResources;
 import dev.kvrouter.extproc.model.ModelResolution;
@@ -42,13 +43,12 @@ public final class RequestPreparer {
         TenantIsolation.defaults(), System::nanoTime);
   }
 
-  /** The configured placement of a Messages request's inline system messages, else the probe's. */
-  private static InlineSystemMode inlineSystem(ModelResolution model) {
+  /** What the model's probes found, with the configured placement of inline system messages over the probe's. */
+  private static MessagesDialect messagesDialect(ModelResolution model) {
+    MessagesDialect probed = model.resources(ModelResources.class).map(ModelResources::messagesDialect)
+        .orElse(MessagesDialect.DEFAULT);
     InlineSystemMode configured = model.spec() == null ? null : model.spec().inlineSystemOverride();
-    if (configured != null) {
-      return configured;
-    }
-    return model.resources(ModelResources.class).map(ModelResources::inlineSystem).orElse(InlineSystemMode.PRESERVE);
+    return configured == null ? probed : probed.withInlineSystem(configured);
   }
 
   /**
@@ -57,7 +57,7 @@ public final class RequestPreparer {
    */
   public PreparedRequest prepare(Kind kind, byte[] body, int length, String tenant) throws BadRequest {
     long start = nanoTime.getAsLong();
-    InferenceRequest request = parser.parse(kind, body, length, name -> inlineSystem(models.resolve(name)));
+    InferenceRequest request = parser.parse(kind, body, length, name -> messagesDialect(models.resolve(name)));
     ModelResolution model = models.resolve(request.model());
     String salt = tenancy.effectiveSalt(model.shareAcrossTenants(), tenant, request.cacheSalt());
     if (salt != null && !salt.equals(request.cacheSalt()) && !request.saltSites().known()) {

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvrouter.extproc.model.InlineSystemMode;
+import dev.kvrouter.extproc.model.MessagesDialect;
 import dev.kvrouter.extproc.model.ModelRegistry;
 import dev.kvrouter.extproc.request.InferenceRequest;
 import dev.kvrouter.extproc.request.PreparedRequest;
@@ -130,7 +131,8 @@ class PromptPipelineGoldenTest {
    * renderer probe picks on the real tokenizer and template, rendered by transformers. Covers Claude Code's billing
    * header and inline system reminders (after tool results, between a tool use and its result, at the end), leading
    * system messages, thinking, tool use and results, tools and tool choice, effort and disabled thinking; Qwen3 and
-   * Llama 3.1 keep inline system messages in place, DeepSeek V3 folds them.
+   * Llama 3.1 keep inline system messages in place, DeepSeek V3 folds them; disabled thinking sends "none" to Qwen3
+   * (whose template honours it, through enable_thinking) and "low" to the others.
    */
   @ParameterizedTest
   @ValueSource(strings = {"qwen3", "llama3_1", "deepseek_v3"})
@@ -139,9 +141,12 @@ class PromptPipelineGoldenTest {
     try (InputStream in = getClass().getResourceAsStream("/fixtures/templates/messages_" + model + ".json")) {
       fixture = JSON.readTree(in);
     }
-    InlineSystemMode expected = InlineSystemMode.valueOf(fixture.get("inline_system").asText().toUpperCase());
-    assertThat(perToken.resolve(model).resources(PipelineResources.class).orElseThrow().inlineSystem())
-        .as(model + ": " + fixture.get("probe_reason").asText()).isEqualTo(expected);
+    MessagesDialect probed = perToken.resolve(model).resources(PipelineResources.class).orElseThrow()
+        .messagesDialect();
+    assertThat(probed.inlineSystem()).as(model + ": " + fixture.get("probe_reason").asText())
+        .isEqualTo(InlineSystemMode.valueOf(fixture.get("inline_system").asText().toUpperCase()));
+    assertThat(probed.disabledThinkingEffort()).as(model + ": the effort for disabled thinking")
+        .isEqualTo(fixture.get("disabled_thinking_effort").asText());
     List<String> mismatches = new ArrayList<>();
     int checked = checkRequests(fixture, mismatches);
     assertThat(mismatches).as(model).isEmpty();

@@ -3,6 +3,7 @@ package dev.kvrouter.extproc.request;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvrouter.extproc.model.InlineSystemMode;
+import dev.kvrouter.extproc.model.MessagesDialect;
 import dev.kvrouter.extproc.request.InferenceRequest.Kind;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -17,7 +18,8 @@ class MessagesInputTest {
 
   private static InferenceRequest parse(String fields, InlineSystemMode mode) throws Exception {
     byte[] b = ("{\"model\":\"m\",\"max_tokens\":16," + fields + "}").getBytes(StandardCharsets.UTF_8);
-    return new RequestBodyParser().parse(Kind.MESSAGES, b, b.length, m -> mode);
+    MessagesDialect dialect = MessagesDialect.DEFAULT.withInlineSystem(mode);
+    return new RequestBodyParser().parse(Kind.MESSAGES, b, b.length, m -> dialect);
   }
 
   private static List<Map<String, Object>> messages(String fields, InlineSystemMode mode) throws Exception {
@@ -96,7 +98,8 @@ class MessagesInputTest {
         + "\"data\":\"x\"},{\"type\":\"text\",\"text\":\"ok\"},"
         + "{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"f\",\"input\":{\"a\":1}}]},"
         + "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t1\",\"content\":"
-        + "[{\"type\":\"text\",\"text\":\"l1\"},{\"type\":\"text\",\"text\":\"l2\"}]},{\"type\":\"text\",\"text\":\"go\"}]}]",
+        + "[{\"type\":\"text\",\"text\":\"l1\"},{\"type\":\"text\",\"text\":\"l2\"}]},"
+        + "{\"type\":\"text\",\"text\":\"go\"}]}]",
         InlineSystemMode.PRESERVE);
     assertThat(out).hasSize(3);
     assertThat(out.get(0)).containsEntry("reasoning", "hm").containsEntry("content", "ok");
@@ -118,10 +121,27 @@ class MessagesInputTest {
     Map<?, ?> fn = (Map<?, ?>) chat.tools().get(0).get("function");
     assertThat(fn.get("name")).isEqualTo("f");
     assertThat(fn.get("parameters")).isEqualTo(Map.of("properties", Map.of(), "type", "object"));
-    assertThat(parse("\"messages\":[],\"thinking\":{\"type\":\"disabled\"},\"output_config\":{\"effort\":\"high\"}",
-        InlineSystemMode.PRESERVE).chat().reasoningEffort()).isEqualTo("none");
+    assertThat(chat.chatTemplateKwargs()).as("an effort turns thinking on").containsEntry("enable_thinking", true);
+    ChatPrompt disabled = parse("\"messages\":[],\"thinking\":{\"type\":\"disabled\"},"
+        + "\"output_config\":{\"effort\":\"high\"}", InlineSystemMode.PRESERVE).chat();
+    assertThat(disabled.reasoningEffort()).isEqualTo("none");
+    assertThat(disabled.chatTemplateKwargs()).containsEntry("enable_thinking", false);
+    assertThat(parse("\"messages\":[],\"thinking\":{\"type\":\"disabled\"},"
+        + "\"chat_template_kwargs\":{\"enable_thinking\":true}", InlineSystemMode.PRESERVE).chat()
+        .chatTemplateKwargs()).as("the client's own switch stays").containsEntry("enable_thinking", true);
     assertThat(parse("\"messages\":[],\"tools\":[{\"name\":\"f\",\"input_schema\":{}}]", InlineSystemMode.PRESERVE)
         .chat().toolChoice()).as("tools without a choice").isEqualTo("auto");
+  }
+
+  /** A template that ignores "none" gets vLLM's "low" for disabled thinking, as the model's probe decided. */
+  @Test
+  void disabledThinkingSendsTheProbedEffort() throws Exception {
+    byte[] b = "{\"model\":\"m\",\"max_tokens\":16,\"messages\":[],\"thinking\":{\"type\":\"disabled\"}}"
+        .getBytes(StandardCharsets.UTF_8);
+    ChatPrompt chat = new RequestBodyParser().parse(Kind.MESSAGES, b, b.length,
+        m -> new MessagesDialect(InlineSystemMode.PRESERVE, "low")).chat();
+    assertThat(chat.reasoningEffort()).isEqualTo("low");
+    assertThat(chat.chatTemplateKwargs()).containsEntry("enable_thinking", true);
   }
 
   /** An image is not hashed on this path: the request is routed by load, with the reason. */

@@ -1,6 +1,7 @@
 package dev.kvrouter.extproc.pipeline;
 
 import dev.kvrouter.extproc.model.InlineSystemMode;
+import dev.kvrouter.extproc.model.MessagesDialect;
 import dev.kvrouter.extproc.template.ChatRequestFields;
 import dev.kvrouter.extproc.template.VllmChatRenderer;
 import dev.kvrouter.extproc.tokenize.Segment;
@@ -14,16 +15,21 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Decides a model's {@link InlineSystemMode} the way vLLM does when {@code --anthropic-inline-system} is left at
- * {@code auto} (vllm/entrypoints/anthropic/inline_system.py, {@code _Prober}): render three small conversations with
- * and without an inline system message, and keep such messages in place only if the template renders each one as a
- * distinct system turn that changes nothing else in the prompt.
+ * Decides a model's {@link MessagesDialect} the way vLLM probes its renderer for the Messages API.
+ *
+ * <p>Inline system messages, when {@code --anthropic-inline-system} is left at {@code auto}
+ * (vllm/entrypoints/anthropic/inline_system.py, {@code _Prober}): render three small conversations with and without
+ * an inline system message, and keep such messages in place only if the template renders each one as a distinct
+ * system turn that changes nothing else in the prompt.
+ *
+ * <p>The effort for disabled thinking ({@code AnthropicServingMessages._probe_disabled_thinking_effort}): "none",
+ * unless the template refuses it or renders it as it renders one of the efforts, then "low".
  *
  * <p>vLLM compares token ids and decodes them; here the insertion is found on token ids the same way, and what vLLM
  * reads from decoded text is read from the rendered text (the probe's words are plain ASCII, so the two agree), with
  * the added tokens the tokenizer finds in that text standing for its special ids.
  */
-final class InlineSystemProbe {
+final class MessagesDialectProbe {
 
   // each text starts and ends with its own word, so the inserted segment starts exactly at the inserted message
   private static final String SYS0 = "Alpha leading instructions";
@@ -34,8 +40,8 @@ final class InlineSystemProbe {
   private static final String REASONING = "Foxtrot prior reasoning";
   private static final String TOOL_CALL_ID = "probe0001";
 
-  /** The outcome and vLLM's wording of why, for the log. */
-  record Result(InlineSystemMode mode, String reason) {}
+  /** The outcome and vLLM's wording of why inline system messages go where they go, for the log. */
+  record Result(MessagesDialect dialect, String reason) {}
 
   private record Case(String name, List<Map<String, Object>> messages, int index) {}
 
@@ -49,21 +55,57 @@ final class InlineSystemProbe {
   private final VllmChatRenderer renderer;
   private final Tokenizer tokenizer;
 
-  private InlineSystemProbe(VllmChatRenderer renderer, Tokenizer tokenizer) {
+  private MessagesDialectProbe(VllmChatRenderer renderer, Tokenizer tokenizer) {
     this.renderer = renderer;
     this.tokenizer = tokenizer;
   }
 
+  /** Efforts a Messages request may carry ({@code AnthropicEffort}), in vLLM's order. */
+  private static final String[] EFFORTS = {"low", "medium", "high", "xhigh", "max"};
+
+  /**
+   * The model's dialect: the inline-system probe on {@code withTools} (the probe renders a tool), the effort probe on
+   * {@code plain}; both null without a chat template.
+   */
+  static Result probe(VllmChatRenderer plain, VllmChatRenderer withTools, Tokenizer tokenizer) {
+    Result inline = inlineSystem(withTools, tokenizer);
+    String effort = plain == null ? "none" : new MessagesDialectProbe(plain, tokenizer).disabledThinkingEffort();
+    return new Result(new MessagesDialect(inline.dialect().inlineSystem(), effort), inline.reason());
+  }
+
+  /** The effort sent for disabled thinking: "low" where "none" renders as an effort does, or not at all. */
+  private String disabledThinkingEffort() {
+    Rendered none = renderUser("none");
+    if (none == null) {
+      return "low";
+    }
+    for (String effort : EFFORTS) {
+      Rendered r = renderUser(effort);
+      if (r != null && Arrays.equals(r.ids(), none.ids()) && r.text().equals(none.text())) {
+        return "low";
+      }
+    }
+    return "none";
+  }
+
+  private Rendered renderUser(String effort) {
+    return render(List.of(message("user", "Hi")), null, effort);
+  }
+
   /** The mode for {@code renderer}'s template (the one requests with tools use, as the probe renders a tool). */
-  static Result probe(VllmChatRenderer renderer, Tokenizer tokenizer) {
+  static Result inlineSystem(VllmChatRenderer renderer, Tokenizer tokenizer) {
     if (renderer == null) {
-      return new Result(InlineSystemMode.FOLD, "the model has no chat template");
+      return fold("the model has no chat template");
     }
     try {
-      return new InlineSystemProbe(renderer, tokenizer).run();
+      return new MessagesDialectProbe(renderer, tokenizer).run();
     } catch (RuntimeException e) {
-      return new Result(InlineSystemMode.FOLD, "the probe failed: " + e.getClass().getSimpleName());
+      return fold("the probe failed: " + e.getClass().getSimpleName());
     }
+  }
+
+  private static Result fold(String reason) {
+    return new Result(MessagesDialect.DEFAULT.withInlineSystem(InlineSystemMode.FOLD), reason);
   }
 
   private Result run() {
@@ -92,14 +134,14 @@ final class InlineSystemProbe {
       for (int i = 0; i < cases.size(); i++) {
         String reason = check(cases.get(i), bases.get(i), effort);
         if (reason != null) {
-          return new Result(InlineSystemMode.FOLD, reason + " (reasoning_effort=" + effort + ")");
+          return fold(reason + " (reasoning_effort=" + effort + ")");
         }
       }
     }
     if (evaluated == null) {
-      return new Result(InlineSystemMode.FOLD, "the probe conversations could not be rendered");
+      return fold("the probe conversations could not be rendered");
     }
-    return new Result(InlineSystemMode.PRESERVE, "the renderer marks them as distinct system turns");
+    return new Result(MessagesDialect.DEFAULT, "the renderer marks them as distinct system turns");
   }
 
   /** Why an inline system message is unsafe to keep in place in this case, or null. */
@@ -203,10 +245,19 @@ final class InlineSystemProbe {
   }
 
   private Rendered render(List<Map<String, Object>> messages, String effort) {
+    return render(messages, List.of(tool()), effort);
+  }
+
+  /**
+   * The prompt of a chat request with {@code reasoning_effort} set, as vLLM's current chat path builds its kwargs
+   * ({@code build_chat_params}: the effort also turns {@code enable_thinking} on, off for "none").
+   */
+  private Rendered render(List<Map<String, Object>> messages, List<Map<String, Object>> tools, String effort) {
     try {
       // the preprocessing rewrites messages (tool-call arguments): each render gets its own copies
-      String text = renderer.render(new ChatRequestFields(copy(messages), List.of(tool()), null, true, false, null,
-          null, effort));
+      Map<String, Object> kwargs = effort == null ? null : Map.of("enable_thinking", !effort.equals("none"));
+      String text = renderer.render(new ChatRequestFields(copy(messages), tools, null, true, false, null, kwargs,
+          effort));
       return new Rendered(tokenizer.encode(text, false), text);
     } catch (RuntimeException e) {
       return null; // vLLM: "Inline system probe render failed"
