@@ -8,10 +8,11 @@ import java.util.List;
 /**
  * A validated OpenAI request, reduced to what the simulated engine needs.
  *
- * @param kind the endpoint: {@code /v1/completions}, {@code /v1/chat/completions} or {@code /v1/responses}
+ * @param kind the endpoint: {@code /v1/completions}, {@code /v1/chat/completions}, {@code /v1/responses} or
+ *     {@code /v1/messages}
  * @param model the {@code model} field as sent (reported back in responses)
  * @param adapter the LoRA adapter when {@code model} names one, else {@code null}
- * @param prompts token ids of each prompt (completions may batch several; chat and responses have one)
+ * @param prompts token ids of each prompt (completions may batch several; the chat-like endpoints have one)
  * @param maxTokens tokens to generate per prompt
  * @param stream SSE streaming
  * @param includeUsage {@code stream_options.include_usage}
@@ -25,12 +26,16 @@ import java.util.List;
 record ApiRequest(Kind kind, String model, String adapter, List<int[]> prompts, int maxTokens, boolean stream,
     boolean includeUsage, String cacheSalt, long seed, boolean seeded, List<MediaSpan> media, ObjectNode response) {
 
-  /** A chat completion (not a Responses request, whose prompt is also a chat). */
+  /** A chat completion (not a Responses or Messages request, whose prompts are also chats). */
   boolean chat() {
     return kind == Kind.CHAT;
   }
 
   boolean responses() {
     return kind == Kind.RESPONSES;
+  }
+
+  boolean messages() {
+    return kind == Kind.MESSAGES;
   }
 }

@@ -17,10 +17,12 @@ import java.util.HexFormat;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Function;
 
 /**
- * Parses and validates {@code /v1/completions}, {@code /v1/chat/completions} and {@code /v1/responses} bodies the
- * way vLLM's OpenAI server does, as far as the simulated engine is concerned. Thread-safe.
+ * Parses and validates {@code /v1/completions}, {@code /v1/chat/completions}, {@code /v1/responses} and
+ * {@code /v1/messages} bodies the way vLLM's OpenAI server does, as far as the simulated engine is concerned.
+ * Thread-safe.
  */
 final class ApiRequestParser {
 
@@ -74,6 +76,9 @@ final class ApiRequestParser {
     boolean stream = bool(root, "stream", false);
     if (kind == Kind.RESPONSES) {
       return responses(root, model, adapter, stream);
+    }
+    if (kind == Kind.MESSAGES) {
+      return messages(root, model, adapter, stream);
     }
     JsonNode so = root.get("stream_options");
     boolean includeUsage = false;
@@ -140,15 +145,7 @@ final class ApiRequestParser {
     int maxTokens = maxTokens(root.get("max_output_tokens"), "max_output_tokens", DEFAULT_CHAT_MAX_TOKENS);
     String salt = cacheSalt(root);
     JsonNode sd = seed(root);
-    PromptEncoder.ChatTokens prompt;
-    try {
-      prompt = encoder.encodeResponsesPrompt(root);
-    } catch (PromptEncoder.BadInput e) {
-      throw ApiException.badRequest(e.getMessage(), "input");
-    } catch (PromptEncoder.Unsupported e) {
-      throw new ApiException(new OpenAiError(501, "NotImplementedError", "not_implemented", e.getMessage(),
-          "input"));
-    }
+    PromptEncoder.ChatTokens prompt = encoded(encoder::encodeResponsesPrompt, root, "input");
     ObjectNode r = JSON.createObjectNode();
     r.put("id", id);
     r.put("created_at", 0L);
@@ -178,6 +175,21 @@ final class ApiRequestParser {
     echo(r, root, "user", null);
     return new ApiRequest(Kind.RESPONSES, model, adapter, List.of(prompt.tokens()), maxTokens, stream, false, salt,
         sd == null ? 0 : sd.asLong(), sd != null, prompt.media(), r);
+  }
+
+  /**
+   * A {@code /v1/messages} request as vLLM's {@code AnthropicServingMessages} takes it: converted into a chat request
+   * by the router's own conversion. {@code max_tokens}, which Anthropic's model requires (a pydantic 400 in vLLM),
+   * defaults as for chat, as this worker is lenient about lengths everywhere and the router does not require it
+   * either. The Anthropic model has no {@code seed} (vLLM drops undeclared fields), so none is read;
+   * {@code cache_salt} is passed on as vLLM's conversion does.
+   */
+  private ApiRequest messages(JsonNode root, String model, String adapter, boolean stream) throws ApiException {
+    int maxTokens = maxTokens(root.get("max_tokens"), "max_tokens", DEFAULT_CHAT_MAX_TOKENS);
+    String salt = cacheSalt(root);
+    PromptEncoder.ChatTokens prompt = encoded(encoder::encodeMessagesPrompt, root, "messages");
+    return new ApiRequest(Kind.MESSAGES, model, adapter, List.of(prompt.tokens()), maxTokens, stream, false, salt,
+        0, false, prompt.media(), null);
   }
 
   /** {@code field} of the request into the response, or {@code dflt} (JSON null when null) when not given. */
@@ -224,13 +236,19 @@ final class ApiRequestParser {
     if (messages == null || !messages.isArray() || messages.isEmpty()) {
       throw ApiException.badRequest("`messages` must be a non-empty list", "messages");
     }
+    return encoded(encoder::encodeChatPrompt, root, "messages");
+  }
+
+  /** A chat-like prompt: the encoder's refusals are vLLM's 400s, what it cannot reproduce a 501 naming why. */
+  private static PromptEncoder.ChatTokens encoded(Function<JsonNode, PromptEncoder.ChatTokens> encode, JsonNode root,
+      String param) throws ApiException {
     try {
-      return encoder.encodeChatPrompt(root);
+      return encode.apply(root);
     } catch (PromptEncoder.BadInput e) {
-      throw ApiException.badRequest(e.getMessage(), "messages");
+      throw ApiException.badRequest(e.getMessage(), param);
     } catch (PromptEncoder.Unsupported e) {
       throw new ApiException(new OpenAiError(501, "NotImplementedError", "not_implemented", e.getMessage(),
-          "messages"));
+          param));
     }
   }
 

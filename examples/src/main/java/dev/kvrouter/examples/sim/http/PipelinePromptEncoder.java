@@ -159,6 +159,22 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
     return prompt(parsed);
   }
 
+  /**
+   * The router's own conversion ({@link RequestBodyParser} with {@link InferenceRequest.Kind#MESSAGES}), with inline
+   * system messages placed as the model's template wants them: the mode the router's probe found for these very
+   * resources, which is what vLLM's {@code --anthropic-inline-system auto} decides. A request with an image is
+   * refused rather than guessed, as the router does not reproduce its prompt.
+   */
+  @Override
+  public ChatTokens encodeMessagesPrompt(JsonNode request) {
+    InferenceRequest parsed = parse(InferenceRequest.Kind.MESSAGES, request);
+    if (InferenceRequest.MESSAGES_MEDIA.equals(parsed.unreproducible())) {
+      throw new Unsupported("the simulated worker cannot serve this Messages input (" + parsed.unreproducible()
+          + ")");
+    }
+    return prompt(parsed);
+  }
+
   private InferenceRequest parse(InferenceRequest.Kind kind, JsonNode request) {
     byte[] body;
     try {
@@ -167,11 +183,12 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
       throw new Unsupported("request cannot be re-encoded: " + e.getMessage());
     }
     try {
-      return parser.parse(kind, body, body.length);
+      return parser.parse(kind, body, body.length, m -> resources.inlineSystem());
     } catch (RequestBodyParser.BadRequest e) {
-      // the router's Responses refusals are vLLM's own 400s (malformed items, a prompt template, encrypted reasoning)
-      throw kind == InferenceRequest.Kind.RESPONSES ? new BadInput(e.error().message())
-          : new Unsupported(e.error().message());
+      // the router's Responses and Messages refusals are vLLM's own 400s (malformed items or blocks, a prompt
+      // template, encrypted reasoning)
+      throw kind == InferenceRequest.Kind.CHAT ? new Unsupported(e.error().message())
+          : new BadInput(e.error().message());
     }
   }
 

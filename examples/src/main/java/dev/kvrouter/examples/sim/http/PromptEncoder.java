@@ -52,6 +52,18 @@ public interface PromptEncoder {
   }
 
   /**
+   * The chat prompt of a {@code /v1/messages} (Anthropic Messages API) request, as vLLM's
+   * {@code to_chat_completion_request} converts it, then templated and tokenized like {@link #encodeChatPrompt}.
+   *
+   * @throws Unsupported if this encoder cannot render chat templates, or the prompt cannot be known from the body
+   *     (images, which the router's conversion does not reproduce)
+   * @throws BadInput for a body vLLM refuses
+   */
+  default ChatTokens encodeMessagesPrompt(JsonNode request) {
+    throw new Unsupported("this worker has no tokenizer or chat template: the Messages API needs one");
+  }
+
+  /**
    * The model's side of scripted chat answers: the answer text's tokens, then the template's end-of-turn token.
    *
    * @throws Unsupported when this encoder renders no chat

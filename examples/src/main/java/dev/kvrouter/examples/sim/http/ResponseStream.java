@@ -62,6 +62,8 @@ final class ResponseStream {
   private final LongConsumer firstChunk;
   /** A {@code /v1/responses} answer's events and object; null for the other endpoints. */
   private final ResponsesEvents responses;
+  /** A {@code /v1/messages} answer's events and message; null for the other endpoints. */
+  private final MessagesEvents messages;
   private final ConcurrentLinkedQueue<Object> inbox = new ConcurrentLinkedQueue<>();
   private final AtomicBoolean draining = new AtomicBoolean();
 
@@ -107,6 +109,8 @@ final class ResponseStream {
     this.receivedNanos = receivedNanos;
     this.firstChunk = firstChunk;
     this.responses = request.responses() ? new ResponsesEvents(request.response(), created) : null;
+    this.messages = request.messages()
+        ? new MessagesEvents(id, request.model(), request.prompts().get(0).length) : null;
     this.text = new StringBuilder[engineIds.length];
     this.ended = new boolean[engineIds.length];
     for (int i = 0; i < text.length; i++) {
@@ -197,6 +201,8 @@ final class ResponseStream {
       if (request.stream()) {
         if (responses != null) {
           responses.delta(body, text(t));
+        } else if (messages != null) {
+          messages.delta(body, text(t));
         } else {
           if (request.chat() && !roleSent) {
             writeRoleChunks();
@@ -318,6 +324,12 @@ final class ResponseStream {
         exchange.close();
         return;
       }
+      if (messages != null) {
+        messages.completed(body, cut, promptTokens, completionTokens, cachedTokens);
+        body.flush();
+        exchange.close();
+        return;
+      }
       if (request.includeUsage()) {
         JsonGenerator g = chunkStart();
         g.writeArrayFieldStart("choices");
@@ -332,6 +344,10 @@ final class ResponseStream {
     }
     if (responses != null) {
       sendJson(responses.response(text[0].toString(), cut, promptTokens, completionTokens, cachedTokens));
+      return;
+    }
+    if (messages != null) {
+      sendJson(messages.response(text[0].toString(), cut, promptTokens, completionTokens, cachedTokens));
       return;
     }
     chunk.reset();
@@ -391,12 +407,21 @@ final class ResponseStream {
     abortRemaining();
     OpenAiError error = error(failure);
     if (body == null) {
+      if (messages != null) {
+        // vLLM's Messages handler translates the chat handler's error into Anthropic's shape
+        SimHttpServer.sendJson(exchange, error.status(), MessagesEvents.errorBody(error), servedBy);
+        return;
+      }
       SimHttpServer.sendError(exchange, error, servedBy);
       return;
     }
     // Headers are out: report the failure in the stream, as vLLM does, then end it.
-    if (responses != null) {
-      responses.error(body, error);
+    if (responses != null || messages != null) {
+      if (responses != null) {
+        responses.error(body, error);
+      } else {
+        messages.error(body, error);
+      }
       body.flush();
       exchange.close();
       return;

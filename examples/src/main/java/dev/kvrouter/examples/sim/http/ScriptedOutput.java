@@ -81,6 +81,11 @@ public record ScriptedOutput(TokenSpace space) {
       }
 
       @Override
+      public ChatTokens encodeMessagesPrompt(JsonNode request) {
+        return encoder.encodeMessagesPrompt(request);
+      }
+
+      @Override
       public String tokenText(int tokenId) {
         return "token_id:" + tokenId;
       }

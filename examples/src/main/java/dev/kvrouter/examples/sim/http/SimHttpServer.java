@@ -42,8 +42,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The OpenAI-compatible HTTP front of one simulated vLLM worker ({@code com.sun.net.httpserver}).
  *
- * <p>Endpoints: {@code POST /v1/completions}, {@code POST /v1/chat/completions}, {@code POST /v1/responses}
- * (streaming SSE or not; Responses as vLLM's non-Harmony path answers them, {@link ResponsesEvents}),
+ * <p>Endpoints: {@code POST /v1/completions}, {@code POST /v1/chat/completions}, {@code POST /v1/responses},
+ * {@code POST /v1/messages} (streaming SSE or not; Responses as vLLM's non-Harmony path answers them,
+ * {@link ResponsesEvents}; Anthropic Messages as vLLM's {@code AnthropicServingMessages}, {@link MessagesEvents}),
  * {@code GET /v1/models}, {@code GET /health}, {@code GET /metrics} (vLLM metric names),
  * {@code POST /reset_prefix_cache}, and the simulator's admin endpoints {@code GET|POST /admin/faults} and
  * {@code GET /admin/stats}. Every response carries {@code x-kvrouter-served-by: <worker name>}.
@@ -195,6 +196,7 @@ public final class SimHttpServer implements AutoCloseable {
         case "/v1/completions" -> post(ex, method, () -> generate(ex, Kind.COMPLETIONS));
         case "/v1/chat/completions" -> post(ex, method, () -> generate(ex, Kind.CHAT));
         case "/v1/responses" -> post(ex, method, () -> generate(ex, Kind.RESPONSES));
+        case "/v1/messages" -> post(ex, method, () -> messages(ex));
         case "/v1/models" -> get(ex, method, () -> models(ex));
         case "/health" -> get(ex, method, () -> health(ex));
         case "/metrics" -> get(ex, method, () -> metrics(ex));
@@ -232,6 +234,21 @@ public final class SimHttpServer implements AutoCloseable {
     a.run();
   }
 
+  /**
+   * vLLM answers a Messages request's validation errors (400) as FastAPI's handler does, in OpenAI's shape, and
+   * every error of its handler (an unknown model, an engine that is down) in Anthropic's.
+   */
+  private void messages(HttpExchange ex) throws IOException, ApiException {
+    try {
+      generate(ex, Kind.MESSAGES);
+    } catch (ApiException e) {
+      if (e.error().status() == 400) {
+        throw e;
+      }
+      sendJson(ex, e.error().status(), MessagesEvents.errorBody(e.error()), name);
+    }
+  }
+
   private void generate(HttpExchange ex, Kind kind) throws IOException, ApiException {
     long received = System.nanoTime();
     byte[] body = readBody(ex);
@@ -244,8 +261,10 @@ public final class SimHttpServer implements AutoCloseable {
     long seq = requestCounter.incrementAndGet();
     String clientId = ex.getRequestHeaders().getFirst("x-request-id");
     String base = clientId != null && REQUEST_ID.matcher(clientId).matches() ? clientId : name + "-" + seq;
-    // a Responses answer's id is the request's request_id, as vLLM's ResponsesResponse.from_request makes it
-    String id = req.responses() ? req.response().get("id").asText() : (chat ? "chatcmpl-" : "cmpl-") + base;
+    // a Responses answer's id is the request's request_id, as vLLM's ResponsesResponse.from_request makes it; a
+    // Messages answer's is the chat completion's it was converted into
+    String id = req.responses() ? req.response().get("id").asText()
+        : (chat || req.messages() ? "chatcmpl-" : "cmpl-") + base;
     List<int[]> prompts = req.prompts();
     RequestSpec[] specs = new RequestSpec[prompts.size()];
     String[] engineIds = new String[prompts.size()];
@@ -573,7 +592,7 @@ public final class SimHttpServer implements AutoCloseable {
     }
   }
 
-  private static void sendJson(HttpExchange ex, int status, byte[] body, String servedBy) throws IOException {
+  static void sendJson(HttpExchange ex, int status, byte[] body, String servedBy) throws IOException {
     send(ex, status, body, "application/json", servedBy);
   }
 

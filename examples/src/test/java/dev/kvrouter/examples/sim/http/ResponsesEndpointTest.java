@@ -6,25 +6,14 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.kvrouter.examples.sim.engine.EngineConfig;
-import dev.kvrouter.examples.sim.fleet.SimWorker;
-import dev.kvrouter.examples.sim.timing.Presets;
 import dev.kvrouter.extproc.decision.UsageScanner;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * {@code POST /v1/responses} on one simulated worker over real HTTP (Qwen3's tokenizer and chat template): the
@@ -34,45 +23,19 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(90)
 class ResponsesEndpointTest {
 
-  private static final ObjectMapper JSON = new ObjectMapper();
-  private static final HttpClient CLIENT = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
-  private static final int BS = 16;
+  private static final ObjectMapper JSON = QwenHttpWorker.JSON;
+  private static final int BS = QwenHttpWorker.BS;
   private static final String INSTRUCTIONS = "You are a careful assistant who answers questions about prefix caching "
       + "in large language model serving systems, briefly and precisely.";
-  private static TestEncoders encoders;
-  private static ExecutorService writer;
-  private static SimWorker worker;
-  private static String model;
-
-  @BeforeAll
-  static void start() throws Exception {
-    encoders = new TestEncoders();
-    writer = Executors.newFixedThreadPool(2);
-    // Qwen3's ids go past the Llama preset's vocabulary: not checked
-    EngineConfig config = EngineConfig.fromPreset(Presets.LLAMA_3_1_8B_H100, BS).numGpuBlocks(2048).seed(3)
-        .vocabSize(0).build();
-    model = config.model();
-    worker = SimWorker.start(new SimWorker.Spec("w-resp", config, Presets.LLAMA_3_1_8B_H100.timingModel(), null,
-        "127.0.0.1", 0, null, null, null), encoders.get("qwen3"), writer);
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    worker.close();
-    writer.shutdownNow();
-    writer.awaitTermination(5, TimeUnit.SECONDS);
-    encoders.close();
-  }
+  @RegisterExtension
+  static final QwenHttpWorker worker = new QwenHttpWorker("w-resp", 3);
 
   private static HttpResponse<String> post(String path, JsonNode body) throws Exception {
-    return CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + worker.httpPort() + path))
-        .timeout(Duration.ofSeconds(30)).header("content-type", "application/json")
-        .POST(HttpRequest.BodyPublishers.ofByteArray(JSON.writeValueAsBytes(body))).build(),
-        HttpResponse.BodyHandlers.ofString());
+    return worker.post(path, body);
   }
 
   private static ObjectNode request(String requestId, int maxOutput, JsonNode input) {
-    ObjectNode b = JSON.createObjectNode().put("model", model).put("instructions", INSTRUCTIONS)
+    ObjectNode b = JSON.createObjectNode().put("model", worker.model()).put("instructions", INSTRUCTIONS)
         .put("max_output_tokens", maxOutput);
     if (requestId != null) {
       b.put("request_id", requestId);
@@ -98,22 +61,10 @@ class ResponsesEndpointTest {
     return response.path("output").path(0).path("content").path(0).path("text").asText();
   }
 
-  private static long metric(String name) throws Exception {
-    String page = CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + worker.httpPort()
-        + "/metrics")).GET().build(), HttpResponse.BodyHandlers.ofString()).body();
-    String prefix = name + "{engine=\"0\",model_name=\"" + model + "\"} ";
-    for (String line : page.split("\n")) {
-      if (line.startsWith(prefix)) {
-        return (long) Double.parseDouble(line.substring(prefix.length()));
-      }
-    }
-    throw new AssertionError("no " + name + " on /metrics");
-  }
-
   @Test
   void notStreamedAnswerIsVllmsResponseObjectWithTheRequestsIdAndTheChatPromptsTokens() throws Exception {
     ArrayNode input = JSON.createArrayNode().add(user("What does a prefix cache keep between requests?"));
-    long promptBefore = metric("vllm:prompt_tokens_total");
+    long promptBefore = worker.metric("vllm:prompt_tokens_total");
     HttpResponse<String> r = post("/v1/responses", request("resp_unit-1", 5, input));
     assertThat(r.statusCode()).isEqualTo(200);
     assertThat(r.headers().firstValue("content-type")).hasValue("application/json");
@@ -121,7 +72,7 @@ class ResponsesEndpointTest {
     JsonNode resp = JSON.readTree(r.body());
     assertThat(resp.path("id").asText()).isEqualTo("resp_unit-1");
     assertThat(resp.path("object").asText()).isEqualTo("response");
-    assertThat(resp.path("model").asText()).isEqualTo(model);
+    assertThat(resp.path("model").asText()).isEqualTo(worker.model());
     assertThat(resp.path("created_at").asLong()).isPositive();
     assertThat(resp.path("instructions").asText()).isEqualTo(INSTRUCTIONS);
     assertThat(resp.path("max_output_tokens").asInt()).isEqualTo(5);
@@ -137,7 +88,7 @@ class ResponsesEndpointTest {
     assertThat(text(resp)).isNotBlank();
 
     // the prompt is the chat one: instructions as the system message, the input item as the user's
-    ObjectNode chat = JSON.createObjectNode().put("model", model).put("max_tokens", 1);
+    ObjectNode chat = JSON.createObjectNode().put("model", worker.model()).put("max_tokens", 1);
     chat.putArray("messages").add(JSON.createObjectNode().put("role", "system").put("content", INSTRUCTIONS))
         .add(JSON.createObjectNode().put("role", "user").put("content",
             "What does a prefix cache keep between requests?"));
@@ -150,7 +101,7 @@ class ResponsesEndpointTest {
     assertThat(usage.path("output_tokens_details").path("reasoning_tokens").asInt()).isZero();
     assertThat(usage.path("input_tokens_details").has("cached_tokens")).isTrue();
     // vLLM's counters count it as they count chat (this request and the chat one)
-    assertThat(metric("vllm:prompt_tokens_total") - promptBefore).isEqualTo(2L * chatPrompt);
+    assertThat(worker.metric("vllm:prompt_tokens_total") - promptBefore).isEqualTo(2L * chatPrompt);
 
     UsageScanner scanner = new UsageScanner();
     byte[] bytes = r.body().getBytes(StandardCharsets.UTF_8);
@@ -161,7 +112,7 @@ class ResponsesEndpointTest {
 
   @Test
   void aSecondTurnResendingTheFirstIsServedFromThePrefixCache() throws Exception {
-    PipelinePromptEncoder encoder = encoders.get("qwen3");
+    PipelinePromptEncoder encoder = worker.encoder();
     ArrayNode input1 = JSON.createArrayNode().add(user("Explain block hashing for a paged KV cache, turn one."));
     ObjectNode turn1 = request(null, 12, input1);
     JsonNode r1 = JSON.readTree(post("/v1/responses", turn1).body());
@@ -169,7 +120,7 @@ class ResponsesEndpointTest {
     ArrayNode input2 = input1.deepCopy().add(assistant(text(r1)))
         .add(user("And what happens to those blocks when the cache is full?"));
     ObjectNode turn2 = request("resp_unit-turn-2", 4, input2);
-    long hitsBefore = metric("vllm:prefix_cache_hits_total");
+    long hitsBefore = worker.metric("vllm:prefix_cache_hits_total");
     JsonNode r2 = JSON.readTree(post("/v1/responses", turn2).body());
     assertThat(r2.path("id").asText()).isEqualTo("resp_unit-turn-2");
 
@@ -186,7 +137,7 @@ class ResponsesEndpointTest {
     assertThat(common / BS * BS).isGreaterThanOrEqualTo(3 * BS);
     assertThat(cached).isGreaterThanOrEqualTo(common / BS * BS).isLessThan(p2.length);
     assertThat(cached % BS).isZero();
-    assertThat(metric("vllm:prefix_cache_hits_total") - hitsBefore).isEqualTo(cached);
+    assertThat(worker.metric("vllm:prefix_cache_hits_total") - hitsBefore).isEqualTo(cached);
   }
 
   @Test
@@ -196,19 +147,9 @@ class ResponsesEndpointTest {
     HttpResponse<String> r = post("/v1/responses", body);
     assertThat(r.statusCode()).isEqualTo(200);
     assertThat(r.headers().firstValue("content-type").orElse("")).startsWith("text/event-stream");
-    List<String> types = new ArrayList<>();
-    List<JsonNode> events = new ArrayList<>();
-    String[] frames = r.body().split("\n\n");
-    for (String frame : frames) {
-      String[] lines = frame.split("\n");
-      assertThat(lines).hasSize(2);
-      assertThat(lines[0]).startsWith("event: ");
-      assertThat(lines[1]).startsWith("data: ");
-      JsonNode e = JSON.readTree(lines[1].substring(6));
-      assertThat(e.path("type").asText()).isEqualTo(lines[0].substring(7));
-      assertThat(e.path("sequence_number").asInt()).isEqualTo(events.size());
-      types.add(lines[0].substring(7));
-      events.add(e);
+    List<JsonNode> events = QwenHttpWorker.events(r.body());
+    for (int i = 0; i < events.size(); i++) {
+      assertThat(events.get(i).path("sequence_number").asInt()).isEqualTo(i);
     }
     List<String> expected = new ArrayList<>(List.of("response.created", "response.in_progress",
         "response.output_item.added", "response.content_part.added"));
@@ -217,7 +158,7 @@ class ResponsesEndpointTest {
     }
     expected.addAll(List.of("response.output_text.done", "response.content_part.done",
         "response.output_item.done", "response.completed"));
-    assertThat(types).isEqualTo(expected);
+    assertThat(QwenHttpWorker.types(events)).isEqualTo(expected);
     assertThat(events.get(0).path("response").path("status").asText()).isEqualTo("in_progress");
     assertThat(events.get(0).path("response").path("id").asText()).isEqualTo("resp_unit-stream");
     assertThat(events.get(0).path("response").path("usage").isNull()).isTrue();
@@ -232,7 +173,7 @@ class ResponsesEndpointTest {
     assertThat(done.path("id").asText()).isEqualTo("resp_unit-stream");
     assertThat(text(done)).isEqualTo(deltas.toString());
     assertThat(done.path("usage").path("output_tokens").asInt()).isEqualTo(6);
-    int prompt = encoders.get("qwen3").encodeResponsesPrompt(body).tokens().length;
+    int prompt = worker.encoder().encodeResponsesPrompt(body).tokens().length;
     assertThat(done.path("usage").path("input_tokens").asInt()).isEqualTo(prompt);
 
     // the router's truth check reads the usage of response.completed

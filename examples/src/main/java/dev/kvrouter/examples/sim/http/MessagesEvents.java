@@ -1,0 +1,150 @@
+package dev.kvrouter.examples.sim.http;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvrouter.extproc.request.OpenAiError;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * The Anthropic Messages API's side of one {@code /v1/messages} answer, shaped as vLLM's
+ * {@code AnthropicServingMessages} converts its chat answer without a reasoning or tool parser: one {@code text}
+ * content block.
+ *
+ * <p>Not streamed: {@code messages_full_converter}'s message (serialized without its null fields). Streamed
+ * ({@code message_stream_converter} over a chat stream with continuous usage): {@code event:}/{@code data:} pairs,
+ * {@code message_start} with the first generated token (vLLM builds it from the chat stream's first chunk, which
+ * waits for the engine's first output; its usage is that chunk's, the whole prompt as input and no cache fields),
+ * {@code content_block_start} and one {@code content_block_delta} per token, then {@code content_block_stop},
+ * {@code message_delta} with the stop reason and the final usage, and {@code message_stop}. The usage is
+ * {@code _build_anthropic_usage}'s: {@code input_tokens} without the cached part, which is
+ * {@code cache_read_input_tokens} (this worker always reports cached tokens, as vLLM with prompt token details).
+ *
+ * <p>Used by one {@link ResponseStream}'s drains, which are serialized; not thread-safe.
+ */
+final class MessagesEvents {
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final byte[] SSE_END = "\n\n".getBytes(StandardCharsets.US_ASCII);
+
+  private final String id;
+  private final String model;
+  private final long promptTokens;
+  private boolean started;
+
+  /**
+   * @param id the message id (vLLM's is its chat completion's)
+   * @param promptTokens the prompt's length, which {@code message_start} reports before the engine's outcome
+   */
+  MessagesEvents(String id, String model, long promptTokens) {
+    this.id = id;
+    this.model = model;
+    this.promptTokens = promptTokens;
+  }
+
+  /** One generated token's text; {@code message_start} and the text block open with the first. */
+  void delta(OutputStream out, String delta) throws IOException {
+    start(out);
+    ObjectNode e = event("content_block_delta");
+    e.put("index", 0);
+    e.putObject("delta").put("type", "text_delta").put("text", delta);
+    send(out, e);
+  }
+
+  /** The non-streamed answer. */
+  byte[] response(String text, boolean cutByLength, long prompt, long completion, long cached) throws IOException {
+    ObjectNode m = message(cutByLength ? "max_tokens" : "end_turn", usage(prompt, completion, cached));
+    ((ArrayNode) m.get("content")).addObject().put("type", "text").put("text", text);
+    m.remove("stop_sequence"); // None, which the non-streamed answer leaves out
+    return JSON.writeValueAsBytes(m);
+  }
+
+  /** The closing events of a stream. */
+  void completed(OutputStream out, boolean cutByLength, long prompt, long completion, long cached)
+      throws IOException {
+    if (!started) {
+      // no token: vLLM's first chunk still made the message, and no block was opened
+      started = true;
+      sendMessageStart(out);
+    } else {
+      ObjectNode e = event("content_block_stop");
+      e.put("index", 0);
+      send(out, e);
+    }
+    ObjectNode e = event("message_delta");
+    e.putObject("delta").put("stop_reason", cutByLength ? "max_tokens" : "end_turn").putNull("stop_sequence");
+    e.set("usage", usage(prompt, completion, cached));
+    send(out, e);
+    send(out, event("message_stop"));
+  }
+
+  /** A failure after the headers: an {@code error} event, as vLLM's converter reports a chat stream's error. */
+  void error(OutputStream out, OpenAiError error) throws IOException {
+    ObjectNode e = event("error");
+    e.putObject("error").put("type", "internal_error").put("message", error.message());
+    send(out, e);
+  }
+
+  /** {@code translate_error_response}: an error before the headers, {@code {"type": "error", "error": ...}}. */
+  static byte[] errorBody(OpenAiError error) throws IOException {
+    ObjectNode e = event("error");
+    e.putObject("error").put("type", error.type()).put("message", error.message());
+    return JSON.writeValueAsBytes(e);
+  }
+
+  private void start(OutputStream out) throws IOException {
+    if (started) {
+      return;
+    }
+    started = true;
+    sendMessageStart(out);
+    ObjectNode e = event("content_block_start");
+    e.put("index", 0);
+    e.putObject("content_block").put("type", "text").put("text", "");
+    send(out, e);
+  }
+
+  private void sendMessageStart(OutputStream out) throws IOException {
+    ObjectNode u = JSON.createObjectNode();
+    u.put("input_tokens", promptTokens);
+    u.put("output_tokens", 0);
+    ObjectNode e = event("message_start");
+    e.set("message", message(null, u));
+    send(out, e);
+  }
+
+  /** The message in the field order of vLLM's {@code AnthropicMessagesResponse}, its content empty. */
+  private ObjectNode message(String stopReason, ObjectNode usage) {
+    ObjectNode m = JSON.createObjectNode();
+    m.put("id", id);
+    m.put("type", "message");
+    m.put("role", "assistant");
+    m.putArray("content");
+    m.put("model", model);
+    m.put("stop_reason", stopReason);
+    m.putNull("stop_sequence");
+    m.set("usage", usage);
+    return m;
+  }
+
+  /** {@code _build_anthropic_usage} of the chat usage; the engine creates no cache entries it reports. */
+  private static ObjectNode usage(long prompt, long completion, long cached) {
+    ObjectNode u = JSON.createObjectNode();
+    u.put("input_tokens", Math.max(0, prompt - cached));
+    u.put("output_tokens", completion);
+    u.put("cache_read_input_tokens", cached);
+    return u;
+  }
+
+  private static ObjectNode event(String type) {
+    return JSON.createObjectNode().put("type", type);
+  }
+
+  private static void send(OutputStream out, ObjectNode event) throws IOException {
+    out.write(("event: " + event.get("type").asText() + "\ndata: ").getBytes(StandardCharsets.US_ASCII));
+    out.write(JSON.writeValueAsBytes(event));
+    out.write(SSE_END);
+  }
+}
