@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvrouter.examples.ab.EnvoyAbStack;
-import dev.kvrouter.examples.ab.RouterMetrics;
 import dev.kvrouter.examples.sim.timing.Presets;
 import dev.kvrouter.extproc.request.ResponseIds;
 import java.net.http.HttpResponse;
@@ -48,16 +47,20 @@ class ResponsesRoutingE2eTest {
 
   RoutedChat chat;
 
-  /** Three workers; truth_check_every 1 (the stack's default), so the streamed turns' usage is read too. */
-  static EnvoyAbStack.Options fleet() throws java.io.IOException {
+  /**
+   * Three Qwen3 workers; truth_check_every 1 (the stack's default), so the streamed turns' usage is read too.
+   *
+   * @param name names the stack's temporary directory
+   */
+  static EnvoyAbStack.Options fleet(String name) throws java.io.IOException {
     return new EnvoyAbStack.Options(Stack.ROOT, 3, Presets.byId("qwen3-8b-h100"), MODEL, Stack.tokenizer("qwen3"), BS,
         4096, 13, null, false, "routing: {policy: kv_aware, scrape: {interval_ms: 100}}",
-        Files.createTempDirectory("kvrouter-e2e-responses"), 0, null, "", null, null);
+        Files.createTempDirectory("kvrouter-e2e-" + name), 0, null, "", null, null);
   }
 
   @BeforeAll
   void start() throws Exception {
-    chat = RoutedChat.start(fleet());
+    chat = RoutedChat.start(fleet("responses"));
   }
 
   @AfterAll
@@ -74,14 +77,14 @@ class ResponsesRoutingE2eTest {
   void aStatelessConversationStaysOnItsWorkerWhichServesEachTurnFromCacheAsTheRouterPredicted() throws Exception {
     ArrayNode items = RoutedChat.JSON.createArrayNode();
     String holder = null;
-    double withinBefore = truthChecks("within_block");
+    double withinBefore = chat.truthChecks("within_block");
     for (int t = 0; t < QUESTIONS.length; t++) {
       items.add(user(QUESTIONS[t]));
       boolean stream = t % 2 == 1; // both ways the router reads the usage: the object, and response.completed
       ObjectNode body = RoutedChat.JSON.createObjectNode().put("model", MODEL).put("instructions", INSTRUCTIONS)
           .put("max_output_tokens", 24).put("stream", stream);
       body.set("input", items.deepCopy());
-      Map<String, Double> storedBefore = storedBlocks();
+      Map<String, Double> storedBefore = chat.storedBlocks();
       Turn turn = send(body, stream);
 
       JsonNode decision = chat.records().decision(turn.decisionId());
@@ -106,9 +109,9 @@ class ResponsesRoutingE2eTest {
         assertThat(outcome.get("predicted_cached_tokens").asInt()).isGreaterThan(0);
       }
       items.add(assistant(turn.text()));
-      awaitStores(turn, storedBefore);
+      chat.awaitStores(turn.worker(), turn.input(), turn.cached(), turn.output(), BS, storedBefore);
     }
-    assertThat(truthChecks("within_block") - withinBefore).as("every turn's check, in the router's metrics")
+    assertThat(chat.truthChecks("within_block") - withinBefore).as("every turn's check, in the router's metrics")
         .isEqualTo(QUESTIONS.length);
   }
 
@@ -145,28 +148,5 @@ class ResponsesRoutingE2eTest {
         "completed");
     m.putArray("content").addObject().put("type", "output_text").put("text", text);
     return m;
-  }
-
-  double truthChecks(String outcome) {
-    return RouterMetrics.sum(chat.stack().routerMetrics(), "kvrouter_truth_checks_total",
-        "outcome=\"" + outcome + "\"");
-  }
-
-  Map<String, Double> storedBlocks() {
-    return MultimodalRoutingE2eTest.storedBlocks(chat.stack());
-  }
-
-  /**
-   * Waits until the router applied every block the turn's worker stored: the full blocks of its prompt and all but
-   * the last generated token (vLLM never feeds the last one back), less those it found cached. Bounded.
-   */
-  void awaitStores(Turn turn, Map<String, Double> before) throws Exception {
-    int added = (turn.input() + turn.output() - 1) / BS - turn.cached() / BS;
-    double target = before.get(turn.worker()) + added;
-    String filter = "op=\"stored\",worker=\"" + turn.worker() + "\"";
-    MultimodalRoutingE2eTest.await("the router applies the " + added + " blocks " + turn.worker() + " stored", () -> {
-      String m = chat.stack().routerMetrics();
-      return m != null && RouterMetrics.sum(m, "kvrouter_events_blocks_total", filter) >= target;
-    });
   }
 }

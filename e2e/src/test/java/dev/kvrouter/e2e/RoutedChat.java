@@ -10,6 +10,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvrouter.examples.ab.EnvoyAbStack;
 import dev.kvrouter.examples.ab.RouterLauncher;
+import dev.kvrouter.examples.ab.RouterMetrics;
 import dev.kvrouter.extproc.decision.DecisionLog;
 import java.net.http.HttpResponse;
 import java.time.Duration;
@@ -79,6 +80,31 @@ final class RoutedChat implements AutoCloseable {
     return new Reply(r.headers().firstValue("x-kvrouter-served-by").orElseThrow(),
         usage.get("prompt_tokens").asInt(), usage.get("prompt_tokens_details").get("cached_tokens").asInt(),
         r.headers().firstValue("x-kvrouter-decision").orElseThrow(), records);
+  }
+
+  /** The router's {@code kvrouter_truth_checks_total} of one outcome. */
+  double truthChecks(String outcome) {
+    return RouterMetrics.sum(stack.routerMetrics(), "kvrouter_truth_checks_total", "outcome=\"" + outcome + "\"");
+  }
+
+  /** Blocks the router applied from each worker's {@code BlockStored} events so far. */
+  Map<String, Double> storedBlocks() {
+    return MultimodalRoutingE2eTest.storedBlocks(stack);
+  }
+
+  /**
+   * Waits until the router applied every block {@code worker} stored for one request: the full blocks of its prompt
+   * and all but the last generated token (vLLM never feeds the last one back), less those it found cached. Bounded.
+   */
+  void awaitStores(String worker, int prompt, int cached, int output, int blockSize, Map<String, Double> before)
+      throws Exception {
+    int added = (prompt + output - 1) / blockSize - cached / blockSize;
+    double target = before.get(worker) + added;
+    String filter = "op=\"stored\",worker=\"" + worker + "\"";
+    MultimodalRoutingE2eTest.await("the router applies the " + added + " blocks " + worker + " stored", () -> {
+      String m = stack.routerMetrics();
+      return m != null && RouterMetrics.sum(m, "kvrouter_events_blocks_total", filter) >= target;
+    });
   }
 
   /** The candidate {@code worker} of a decision record. */
