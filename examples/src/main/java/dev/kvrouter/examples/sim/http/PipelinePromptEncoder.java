@@ -183,7 +183,7 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
       throw new Unsupported("request cannot be re-encoded: " + e.getMessage());
     }
     try {
-      return parser.parse(kind, body, body.length, m -> resources.inlineSystem());
+      return parser.parse(kind, body, body.length, m -> resources.messagesDialect());
     } catch (RequestBodyParser.BadRequest e) {
       // the router's Responses and Messages refusals are vLLM's own 400s (malformed items or blocks, a prompt
       // template, encrypted reasoning)

@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvrouter.extproc.decision.UsageScanner;
 import dev.kvrouter.extproc.model.InlineSystemMode;
+import dev.kvrouter.extproc.model.MessagesDialect;
 import dev.kvrouter.extproc.request.InferenceRequest;
 import dev.kvrouter.extproc.request.RequestBodyParser;
 import java.io.BufferedReader;
@@ -202,15 +203,17 @@ class MessagesEndpointTest {
     RequestBodyParser parser = new RequestBodyParser();
     for (String name : List.of("qwen3", "deepseek_v3")) {
       PipelinePromptEncoder encoder = worker.encoders.get(name);
-      InlineSystemMode mode = encoder.resources().inlineSystem();
-      InlineSystemMode other = mode == InlineSystemMode.FOLD ? InlineSystemMode.PRESERVE : InlineSystemMode.FOLD;
+      MessagesDialect mode = encoder.resources().messagesDialect();
+      MessagesDialect other = mode.withInlineSystem(
+          mode.inlineSystem() == InlineSystemMode.FOLD ? InlineSystemMode.PRESERVE : InlineSystemMode.FOLD);
       int[] served = encoder.encodeMessagesPrompt(body).tokens();
       assertThat(served).as(name).isEqualTo(encoder.tokens(
           parser.parse(InferenceRequest.Kind.MESSAGES, bytes, bytes.length, m -> mode)));
       assertThat(served).as(name + ": the mode matters for this body").isNotEqualTo(encoder.tokens(
           parser.parse(InferenceRequest.Kind.MESSAGES, bytes, bytes.length, m -> other)));
     }
-    assertThat(worker.encoders.get("deepseek_v3").resources().inlineSystem()).isEqualTo(InlineSystemMode.FOLD);
+    assertThat(worker.encoders.get("deepseek_v3").resources().messagesDialect().inlineSystem())
+        .isEqualTo(InlineSystemMode.FOLD);
   }
 
   @Test
