@@ -141,6 +141,12 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
         case REQUEST_HEADERS -> {
           if (headersSeen) {
             unexpected("request_headers");
+          } else if (passThrough) {
+            // The body went on unrouted before them: nothing is left to route or refuse, and Envoy waits for this
+            // answer (in FULL_DUPLEX_STREAMED mode without a timeout)
+            headersSeen = true;
+            listener.onUnexpectedMessage("request_headers");
+            send(EnvoyMessages.continueRequestHeaders());
           } else {
             onRequestHeaders(req.getRequestHeaders());
           }

@@ -467,6 +467,24 @@ class RequestStreamTest {
     assertThat(unexpected).containsExactly("request_body_before_headers");
   }
 
+  /**
+   * Headers after a body that went on unrouted without them (ExtProcStreamPropertyTest found it): the body is gone,
+   * so nothing is left to route, and the headers must be answered as they are. They were read as a request's
+   * first phase instead: in FULL_DUPLEX_STREAMED mode held for a body that had already passed, unanswered on a
+   * stream Envoy puts no timeout on.
+   */
+  @Test
+  void headersAfterABodyThatWentOnWithoutThemAreAnsweredAsTheyAre() {
+    RequestStream s = stream(1 << 20);
+    s.onNext(body(BODY, true));
+    s.onNext(headers(BodySendMode.FULL_DUPLEX_STREAMED, "POST", "/v1/chat/completions", false));
+    assertThat(sent).hasSize(2);
+    assertThat(sent.get(1).hasRequestHeaders()).isTrue();
+    assertThat(sent.get(1).getRequestHeaders().getResponse().hasHeaderMutation()).isFalse();
+    assertThat(decided).isEmpty();
+    assertThat(unexpected).containsExactly("request_body_before_headers", "request_headers");
+  }
+
   /** Round robin, running {@code during} first: something that happens while a routing thread decides. */
   record PolicyDuring(Runnable during) implements dev.kvrouter.extproc.routing.RoutingPolicy {
     @Override
