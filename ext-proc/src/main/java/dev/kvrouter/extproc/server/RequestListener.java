@@ -33,8 +33,8 @@ public interface RequestListener {
   /**
    * A message the ext_proc protocol does not allow where it came (request headers or a request body after the stream
    * had them, ignored; request headers after a body that came before them, answered as they are), or a request body
-   * before any headers (passed on unrouted); {@code message} is
-   * {@code request_headers}, {@code request_body} or {@code request_body_before_headers}.
+   * or trailers before any headers (passed on unrouted); {@code message} is {@code request_headers},
+   * {@code request_body}, {@code request_body_before_headers} or {@code request_trailers_before_headers}.
    */
   default void onUnexpectedMessage(String message) {}
 

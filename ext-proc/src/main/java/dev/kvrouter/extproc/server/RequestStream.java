@@ -164,7 +164,14 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
             onRequestBody(req.getRequestBody());
           }
         }
-        case REQUEST_TRAILERS -> onRequestTrailers(req.getRequestTrailers());
+        case REQUEST_TRAILERS -> {
+          if (!headersSeen && !passThrough) {
+            // as a body without headers: no path to route by, and no body to refuse
+            unexpected("request_trailers_before_headers");
+            passThrough = true;
+          }
+          onRequestTrailers(req.getRequestTrailers());
+        }
         case RESPONSE_HEADERS -> onResponseHeaders(req.getResponseHeaders());
         case RESPONSE_BODY -> onResponseBody(req.getResponseBody());
         case RESPONSE_TRAILERS -> send(EnvoyMessages.continueResponseTrailers());

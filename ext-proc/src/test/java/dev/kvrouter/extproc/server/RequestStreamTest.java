@@ -468,6 +468,29 @@ class RequestStreamTest {
   }
 
   /**
+   * Trailers before any headers (an Envoy with {@code request_header_mode: SKIP} and trailers sent; found by
+   * ExtProcStreamPropertyTest) carry no path, as a body without headers does: they go on unrouted. They were taken
+   * for the end of a body to route, and the empty body was refused with 400.
+   */
+  @Test
+  void trailersWithoutHeadersGoOnUnroutedAndAreCounted() {
+    RequestStream s = stream(1 << 20);
+    s.onNext(ProcessingRequest.newBuilder()
+        .setRequestTrailers(io.envoyproxy.envoy.service.ext_proc.v3.HttpTrailers.getDefaultInstance()).build());
+    assertThat(sent).hasSize(1);
+    assertThat(sent.get(0).hasRequestTrailers()).isTrue();
+    assertThat(refused).isEmpty();
+    assertThat(decided).isEmpty();
+    assertThat(unexpected).containsExactly("request_trailers_before_headers");
+
+    s.onNext(body(BODY, true)); // the stream passes through from here
+    assertThat(sent).hasSize(2);
+    assertThat(sent.get(1).hasRequestBody()).isTrue();
+    assertThat(sent.get(1).getRequestBody().getResponse().hasHeaderMutation()).isFalse();
+    assertThat(decided).isEmpty();
+  }
+
+  /**
    * Headers after a body that went on unrouted without them (ExtProcStreamPropertyTest found it): the body is gone,
    * so nothing is left to route, and the headers must be answered as they are. They were read as a request's
    * first phase instead: in FULL_DUPLEX_STREAMED mode held for a body that had already passed, unanswered on a
