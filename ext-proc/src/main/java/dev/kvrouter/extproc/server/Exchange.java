@@ -25,6 +25,12 @@ final class Exchange {
 
   private final Decision decision;
   private final AtomicInteger state = new AtomicInteger();
+  /**
+   * The response observer took it ({@link InFlight#claimByObserver}): a routing stream that sees the response phases
+   * too leaves them to the observer. Written before the claim removes the entry, so a routing stream whose own claim
+   * fails reads it set.
+   */
+  private volatile boolean observed;
 
   Exchange(Decision decision) {
     this.decision = decision;
@@ -32,6 +38,14 @@ final class Exchange {
 
   Decision decision() {
     return decision;
+  }
+
+  void observed() {
+    observed = true;
+  }
+
+  boolean isObserved() {
+    return observed;
   }
 
   /**

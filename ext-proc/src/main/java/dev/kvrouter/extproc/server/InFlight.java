@@ -107,6 +107,15 @@ public final class InFlight {
 
   /** Removes and returns the exchange of the decision with this id, or null. */
   Exchange claim(String id) {
+    return claim(id, false);
+  }
+
+  /** As {@link #claim}, by the response observer: it follows the response from here ({@link Exchange#isObserved}). */
+  Exchange claimByObserver(String id) {
+    return claim(id, true);
+  }
+
+  private Exchange claim(String id, boolean byObserver) {
     if (id == null) {
       return null;
     }
@@ -115,6 +124,9 @@ public final class InFlight {
     // claim counted. Counting after the removal let a reader catch the gap between the two (a test saw pending 0,
     // read claimed, and then the late increment landed in its own window).
     pending.asMap().computeIfPresent(id, (k, x) -> {
+      if (byObserver) {
+        x.observed();
+      }
       claimed.incrementAndGet();
       taken[0] = x;
       return null;

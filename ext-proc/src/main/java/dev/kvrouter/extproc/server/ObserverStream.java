@@ -86,7 +86,7 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
 
   private void claim(String id) {
     claimed = true;
-    exchange = inFlight.claim(id);
+    exchange = inFlight.claimByObserver(id);
     decision = exchange == null ? null : exchange.decision();
     if (exchange == null) {
       inFlight.unclaimedByObserver(id);

@@ -509,19 +509,28 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     }
   }
 
-  /** Response phases came to this stream: it, not an observer, follows the response. */
-  private void reclaim() {
-    if (handedOff) {
-      handedOff = false;
-      inFlight.claim(decision.id());
+  /**
+   * Response phases came to this stream: it follows the response, taking the decision back, unless an observer
+   * already has it (a routing filter that asks for the response phases next to the observer filter). Then the
+   * decision stays handed off: the observer follows the response, and this stream's close reports the end only if
+   * the observer left (see {@link Exchange}).
+   */
+  private boolean follows() {
+    if (decision == null) {
+      return false;
     }
+    if (handedOff && (inFlight.claim(decision.id()) != null || !exchange.isObserved())) {
+      handedOff = false; // taken back, or expired unclaimed: nobody else will end it
+    }
+    return !handedOff;
   }
 
   private void onResponseHeaders(HttpHeaders h) {
-    reclaim();
     HeaderMutation.Builder mutation = HeaderMutation.newBuilder();
     if (decision != null) {
       mutation.addSetHeaders(EnvoyMessages.header(Headers.DECISION, decision.id()));
+    }
+    if (follows()) {
       String status = EnvoyMessages.header(h, ":status");
       listener.onResponseHeaders(decision, status == null ? 0 : parseStatus(status));
       if (h.getEndOfStream()) {
@@ -532,8 +541,8 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   }
 
   private void onResponseBody(HttpBody b) {
-    reclaim();
-    if (decision != null) {
+    boolean follows = follows();
+    if (follows) {
       boolean first = !responseStarted && !b.getBody().isEmpty();
       responseStarted |= first;
       listener.onResponseBody(decision, b.getBody(), first, b.getEndOfStream());
@@ -543,7 +552,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     } else {
       send(EnvoyMessages.continueResponseBody());
     }
-    if (b.getEndOfStream() && decision != null) {
+    if (b.getEndOfStream() && follows) {
       end(false);
     }
   }

@@ -564,6 +564,36 @@ class RequestStreamTest {
         "body first=true eos=false", "body first=false eos=true", "end aborted=false", "completed");
   }
 
+  /**
+   * A routing filter that also asks for the response phases (response_header_mode left at its default, SEND) next to
+   * the observer (ExtProcStreamPropertyTest found it): the routing stream's take-back failed, the observer had the
+   * decision, and both followed the response, each ending the request (two ends, two health reports of its status,
+   * its chunks fed twice to the usage scanner from two threads at once). The routing stream now answers Envoy and
+   * leaves the response to the observer.
+   */
+  @Test
+  void responsePhasesOnTheRoutingStreamAreLeftToTheObserverThatClaimedThem() {
+    RequestStream s = stream(1 << 20);
+    s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
+    s.onNext(body(BODY, true));
+    ObserverStream obs = new ObserverStream(RequestStreamTest.collecting(new ArrayList<>()), inFlight, listener, 1);
+    HeaderMap.Builder h = HeaderMap.newBuilder().addHeaders(HeaderValue.newBuilder().setKey(":status")
+        .setRawValue(ByteString.copyFromUtf8("200")));
+    ProcessingRequest responseHeaders = ProcessingRequest.newBuilder()
+        .setResponseHeaders(HttpHeaders.newBuilder().setHeaders(h)).build();
+    obs.onNext(responseHeaders.toBuilder().setMetadataContext(io.envoyproxy.envoy.config.core.v3.Metadata.newBuilder()
+        .putFilterMetadata("envoy.lb", com.google.protobuf.Struct.newBuilder().putFields("x-kvrouter-decision",
+            com.google.protobuf.Value.newBuilder().setStringValue("req-1").build()).build())).build());
+    s.onNext(responseHeaders);
+    s.onNext(responseBody("{\"usage\":{}}", true));
+    obs.onNext(responseBody("{\"usage\":{}}", true));
+    s.onCompleted();
+    assertThat(events).containsExactly("body first=true eos=true", "end aborted=false", "completed");
+    assertThat(sent).as("Envoy's answers").extracting(ProcessingResponse::getResponseCase).containsExactly(
+        ProcessingResponse.ResponseCase.REQUEST_HEADERS, ProcessingResponse.ResponseCase.REQUEST_BODY,
+        ProcessingResponse.ResponseCase.RESPONSE_HEADERS, ProcessingResponse.ResponseCase.RESPONSE_BODY);
+  }
+
   @Test
   void theObserverClaimsByTheDecisionIdEnvoyForwardsInMetadata() {
     RequestStream s = stream(1 << 20);
