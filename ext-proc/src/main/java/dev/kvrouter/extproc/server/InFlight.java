@@ -57,8 +57,15 @@ public final class InFlight {
    */
   public static final long ORPHAN_GRACE_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(2);
 
-  /** A closed routing stream's decision and how to end its request if nobody claims it. */
-  private record Orphan(String id, long closedNanos, Runnable end) {}
+  /**
+   * A closed routing stream's exchange and how to end its request if nobody claims it. The exchange, not only its id:
+   * once claimed, the id may be registered again by a later request with the client's same x-request-id.
+   */
+  private record Orphan(Exchange exchange, long closedNanos, Runnable end) {
+    String id() {
+      return exchange.decision().id();
+    }
+  }
 
   public InFlight(long maxEntries, Duration ttl) {
     this(maxEntries, maxEntries, ttl);
@@ -107,15 +114,16 @@ public final class InFlight {
 
   /** Removes and returns the exchange of the decision with this id, or null. */
   Exchange claim(String id) {
-    return claim(id, false);
+    return claim(id, null, false);
   }
 
   /** As {@link #claim}, by the response observer: it follows the response from here ({@link Exchange#isObserved}). */
   Exchange claimByObserver(String id) {
-    return claim(id, true);
+    return claim(id, null, true);
   }
 
-  private Exchange claim(String id, boolean byObserver) {
+  /** Claims the exchange of decision {@code id} if it is {@code only} (any when null). */
+  private Exchange claim(String id, Exchange only, boolean byObserver) {
     if (id == null) {
       return null;
     }
@@ -124,6 +132,9 @@ public final class InFlight {
     // claim counted. Counting after the removal let a reader catch the gap between the two (a test saw pending 0,
     // read claimed, and then the late increment landed in its own window).
     pending.asMap().computeIfPresent(id, (k, x) -> {
+      if (only != null && x != only) {
+        return x;
+      }
       if (byObserver) {
         x.observed();
       }
@@ -135,15 +146,15 @@ public final class InFlight {
   }
 
   /**
-   * The routing stream of decision {@code id} closed at {@code nowNanos} while the decision was still unclaimed:
+   * The routing stream of {@code x} closed at {@code nowNanos} while its decision was still unclaimed:
    * {@code end} ends the request (releases its load) unless an observer claims it within the grace period of
    * {@link #endOrphans}.
    */
-  void routingClosedUnclaimed(String id, long nowNanos, Runnable end) {
-    if (pending.getIfPresent(id) == null) {
+  void routingClosedUnclaimed(Exchange x, long nowNanos, Runnable end) {
+    if (!waiting(x)) {
       return; // claimed already (an observer following the response to its end): nothing to wait for
     }
-    orphans.add(new Orphan(id, nowNanos, end));
+    orphans.add(new Orphan(x, nowNanos, end));
     orphanCount.incrementAndGet();
   }
 
@@ -168,14 +179,14 @@ public final class InFlight {
       if (!over && nowNanos - o.closedNanos() < graceNanos) {
         break;
       }
-      if (pending.getIfPresent(o.id()) != null && !closesAtTheEnd && !over) {
+      if (waiting(o.exchange()) && !closesAtTheEnd && !over) {
         // unclaimed, and nothing says yet that the exchange is over: it waits (bounded by maxOrphans), but not
         // those behind it, whose observers may have come (a long generation at the head held them all)
         continue;
       }
       it.remove();
       orphanCount.decrementAndGet();
-      if (closesAtTheEnd && claim(o.id()) != null) {
+      if (closesAtTheEnd && claim(o.id(), o.exchange(), false) != null) {
         if (observerMissing.getAndIncrement() == 0) {
           log.warn("a response observer never claimed decision {} although its exchange was over; its request "
               + "was ended when the routing stream closed, without its status or usage. Several router replicas "
@@ -189,6 +200,11 @@ public final class InFlight {
       }
     }
     return ended;
+  }
+
+  /** Whether {@code x} is still registered, unclaimed (its id may since name another request's). */
+  private boolean waiting(Exchange x) {
+    return pending.getIfPresent(x.decision().id()) == x;
   }
 
   /**

@@ -628,7 +628,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       } else {
         // The observer follows the response to its end, or has not come: a late one still claims it, one that
         // went to another replica never will (InFlight.endOrphans ends it after a grace).
-        inFlight.routingClosedUnclaimed(decision.id(), System.nanoTime(), this::endOrphan);
+        inFlight.routingClosedUnclaimed(exchange, System.nanoTime(), this::endOrphan);
       }
     } else if (decision != null) {
       end(!responseStarted && !ended);

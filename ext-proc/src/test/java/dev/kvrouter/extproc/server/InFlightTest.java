@@ -10,8 +10,33 @@ import org.junit.jupiter.api.Test;
 class InFlightTest {
 
   private static Exchange exchange(long seq) {
-    return new Exchange(new Decision(seq, "d-" + seq, "m", "round_robin", null, -1, "test", null, null, null, null,
-        0));
+    return exchange(seq, "d-" + seq);
+  }
+
+  private static Exchange exchange(long seq, String id) {
+    return new Exchange(new Decision(seq, id, "m", "round_robin", null, -1, "test", null, null, null, null, 0));
+  }
+
+  /**
+   * A client that reuses its x-request-id for the next request once the first is over (a retry): the first's
+   * orphan, claimed late by its observer, still waited in the queue under that id when the retry registered it, and
+   * the queue's round claimed the retry's decision for it (found by ExtProcStreamPropertyTest). The retry then had
+   * no end: its observer found nothing (and counted as late, which stops orphans being ended at all), and its
+   * reservation held load until the ledger's expiry.
+   */
+  @Test
+  void anOrphanLeavesANewRequestWithItsIdAlone() {
+    InFlight inFlight = new InFlight(100, Duration.ofMinutes(1));
+    java.util.List<String> ended = new java.util.ArrayList<>();
+    Exchange first = inFlight.register(exchange(1, "req-7"));
+    inFlight.routingClosedUnclaimed(first, 0, () -> ended.add("first"));
+    assertThat(inFlight.claim("req-7")).as("its observer, within the grace").isSameAs(first);
+    Exchange retry = inFlight.register(exchange(2, "req-7"));
+    assertThat(retry.decision().id()).as("the id is free again").isEqualTo("req-7");
+    assertThat(inFlight.endOrphans(10_000, 1_000)).isZero();
+    assertThat(ended).isEmpty();
+    assertThat(inFlight.claim("req-7")).as("there for the retry's observer").isSameAs(retry);
+    assertThat(inFlight.observerMissing()).isZero();
   }
 
   @Test
@@ -65,9 +90,9 @@ class InFlightTest {
     InFlight inFlight = new InFlight(100, Duration.ofMinutes(1));
     java.util.List<String> ended = new java.util.ArrayList<>();
     for (int i = 1; i <= 3; i++) {
-      inFlight.register(exchange(i));
+      Exchange x = inFlight.register(exchange(i));
       String id = "d-" + i;
-      inFlight.routingClosedUnclaimed(id, 1_000L * i, () -> ended.add(id));
+      inFlight.routingClosedUnclaimed(x, 1_000L * i, () -> ended.add(id));
     }
     assertThat(inFlight.endOrphans(1_500, 1_000)).as("no grace over yet").isZero();
     assertThat(inFlight.claim("d-2")).as("a late observer, within the grace").isNotNull();
@@ -80,9 +105,9 @@ class InFlightTest {
     assertThat(inFlight.endOrphans(20_000, 1_000)).isZero();
     inFlight.unclaimedByObserver("d-9"); // an observer for a decision of another replica: not a late one
     assertThat(inFlight.lateObservers()).isZero();
-    inFlight.register(exchange(5));
+    Exchange fifth = inFlight.register(exchange(5));
     assertThat(inFlight.claim("d-5")).isNotNull(); // its observer follows the response to its end
-    inFlight.routingClosedUnclaimed("d-5", 20_000, () -> ended.add("d-5"));
+    inFlight.routingClosedUnclaimed(fifth, 20_000, () -> ended.add("d-5"));
     assertThat(inFlight.orphansWaiting()).as("a claimed decision does not wait").isZero();
   }
 
@@ -93,12 +118,12 @@ class InFlightTest {
     InFlight inFlight = new InFlight(100, Duration.ofMinutes(1));
     java.util.List<String> ended = new java.util.ArrayList<>();
     for (int i = 1; i <= 2; i++) {
-      inFlight.register(exchange(i));
+      Exchange x = inFlight.register(exchange(i));
       String id = "d-" + i;
-      inFlight.routingClosedUnclaimed(id, 0, () -> ended.add(id));
+      inFlight.routingClosedUnclaimed(x, 0, () -> ended.add(id));
     }
-    inFlight.register(exchange(3));
-    inFlight.routingClosedUnclaimed("d-3", 5_000, () -> ended.add("d-3"));
+    Exchange third = inFlight.register(exchange(3));
+    inFlight.routingClosedUnclaimed(third, 5_000, () -> ended.add("d-3"));
     assertThat(inFlight.endOrphans(1_000, 1_000)).isEqualTo(2);
     assertThat(inFlight.claim("d-1")).isNull();
     inFlight.unclaimedByObserver("d-1");
@@ -118,9 +143,9 @@ class InFlightTest {
     assertThat(inFlight.closesAtTheEnd()).as("one race does not decide it").isTrue();
     inFlight.observerStayed();
     assertThat(inFlight.closesAtTheEnd()).isFalse();
-    inFlight.register(exchange(1));
+    Exchange x = inFlight.register(exchange(1));
     java.util.List<String> ended = new java.util.ArrayList<>();
-    inFlight.routingClosedUnclaimed("d-1", 0, () -> ended.add("d-1"));
+    inFlight.routingClosedUnclaimed(x, 0, () -> ended.add("d-1"));
     assertThat(inFlight.endOrphans(10_000, 1_000)).isZero();
     assertThat(inFlight.claim("d-1")).as("still there for its observer").isNotNull();
     assertThat(inFlight.endOrphans(20_000, 1_000)).isZero();
@@ -134,9 +159,9 @@ class InFlightTest {
     InFlight inFlight = new InFlight(100, 2, Duration.ofMinutes(1));
     java.util.List<String> ended = new java.util.ArrayList<>();
     for (int i = 1; i <= 4; i++) {
-      inFlight.register(exchange(i));
+      Exchange x = inFlight.register(exchange(i));
       String id = "d-" + i;
-      inFlight.routingClosedUnclaimed(id, 0, () -> ended.add(id));
+      inFlight.routingClosedUnclaimed(x, 0, () -> ended.add(id));
     }
     assertThat(inFlight.orphansWaiting()).isEqualTo(4);
     // only the oldest two leave the queue before their grace is over, and the queue is back to its bound
