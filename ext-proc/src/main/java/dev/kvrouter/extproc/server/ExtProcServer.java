@@ -66,6 +66,11 @@ public final class ExtProcServer implements AutoCloseable {
   }
 
   public ExtProcServer start() throws IOException {
+    return start(NettyServerBuilder.forAddress(new InetSocketAddress(options.bind(), options.port())));
+  }
+
+  /** Serves on {@code builder}'s transport: the listening socket, or an in-process one for tests. */
+  ExtProcServer start(io.grpc.ServerBuilder<?> builder) throws IOException {
     AtomicInteger n = new AtomicInteger();
     ThreadFactory tf = r -> {
       Thread t = new Thread(r, "ext-proc-" + n.incrementAndGet());
@@ -75,7 +80,7 @@ public final class ExtProcServer implements AutoCloseable {
     // Routing of large bodies runs here: a fixed pool, because routing is CPU-bound and an unbounded pool under
     // a burst only adds contention. Everything else runs inline on the event loop (see RequestStream).
     executor = new RoutingPool(Math.max(2, options.threads()), tf);
-    server = NettyServerBuilder.forAddress(new InetSocketAddress(options.bind(), options.port()))
+    server = builder
         .directExecutor()
         // BUFFERED mode sends the whole body in one message. Accept messages up to twice the body limit (envoy.yaml
         // buffers at most 16 MiB = 2 x the 8 MiB default), so an oversized body gets the router's 413 rather than
