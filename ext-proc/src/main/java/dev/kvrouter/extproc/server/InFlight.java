@@ -117,6 +117,14 @@ public final class InFlight {
     return claim(id, null, false);
   }
 
+  /**
+   * Takes back {@code x} itself, by the routing stream that registered it: once its observer claimed it, its id may
+   * name a later request with the client's same x-request-id.
+   */
+  boolean reclaim(Exchange x) {
+    return claim(x.decision().id(), x, false) != null;
+  }
+
   /** As {@link #claim}, by the response observer: it follows the response from here ({@link Exchange#isObserved}). */
   Exchange claimByObserver(String id) {
     return claim(id, null, true);

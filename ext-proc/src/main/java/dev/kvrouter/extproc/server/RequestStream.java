@@ -519,7 +519,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     if (decision == null) {
       return false;
     }
-    if (handedOff && (inFlight.claim(decision.id()) != null || !exchange.isObserved())) {
+    if (handedOff && (inFlight.reclaim(exchange) || !exchange.isObserved())) {
       handedOff = false; // taken back, or expired unclaimed: nobody else will end it
     }
     return !handedOff;
@@ -600,7 +600,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       if (exchange.exchangeEnded()) {
         listener.onObserverLeft(decision);
         end(true);
-      } else if (inFlight.claim(decision.id()) != null) {
+      } else if (inFlight.reclaim(exchange)) {
         end(true);
       }
     } else if (decision != null) {

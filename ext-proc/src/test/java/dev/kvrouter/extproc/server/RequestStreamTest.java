@@ -564,6 +564,19 @@ class RequestStreamTest {
         "body first=true eos=false", "body first=false eos=true", "end aborted=false", "completed");
   }
 
+  /** A completions request routed in BUFFERED mode, with x-request-id req-1. */
+  RequestStream routed() {
+    RequestStream s = stream(1 << 20);
+    s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
+    s.onNext(body(BODY, true));
+    return s;
+  }
+
+  /** A response observer stream, whose own messages back are not kept. */
+  ObserverStream observer() {
+    return new ObserverStream(RequestStreamTest.collecting(new ArrayList<>()), inFlight, listener, 1);
+  }
+
   /**
    * A routing filter that also asks for the response phases (response_header_mode left at its default, SEND) next to
    * the observer (ExtProcStreamPropertyTest found it): the routing stream's take-back failed, the observer had the
@@ -573,10 +586,8 @@ class RequestStreamTest {
    */
   @Test
   void responsePhasesOnTheRoutingStreamAreLeftToTheObserverThatClaimedThem() {
-    RequestStream s = stream(1 << 20);
-    s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/completions", false));
-    s.onNext(body(BODY, true));
-    ObserverStream obs = new ObserverStream(RequestStreamTest.collecting(new ArrayList<>()), inFlight, listener, 1);
+    RequestStream s = routed();
+    ObserverStream obs = observer();
     HeaderMap.Builder h = HeaderMap.newBuilder().addHeaders(HeaderValue.newBuilder().setKey(":status")
         .setRawValue(ByteString.copyFromUtf8("200")));
     ProcessingRequest responseHeaders = ProcessingRequest.newBuilder()
@@ -592,6 +603,29 @@ class RequestStreamTest {
     assertThat(sent).as("Envoy's answers").extracting(ProcessingResponse::getResponseCase).containsExactly(
         ProcessingResponse.ResponseCase.REQUEST_HEADERS, ProcessingResponse.ResponseCase.REQUEST_BODY,
         ProcessingResponse.ResponseCase.RESPONSE_HEADERS, ProcessingResponse.ResponseCase.RESPONSE_BODY);
+  }
+
+  /**
+   * A client that sends its next request with the same x-request-id while the first still streams: the first's
+   * observer has claimed it, so the id is free and the second registers under it. When the first's client then left,
+   * its routing stream claimed by id and took the second's decision: the first was ended twice (here and by its
+   * observer) and the second never. A routing stream now claims only its own exchange.
+   */
+  @Test
+  void aRoutingStreamTakesBackOnlyItsOwnDecisionWhenItsIdIsReused() {
+    RequestStream first = routed();
+    ObserverStream obs = observer();
+    HeaderMap.Builder h = HeaderMap.newBuilder().addHeaders(HeaderValue.newBuilder().setKey("x-kvrouter-decision")
+        .setRawValue(ByteString.copyFromUtf8("req-1")));
+    obs.onNext(ProcessingRequest.newBuilder().setRequestHeaders(HttpHeaders.newBuilder().setHeaders(h)).build());
+    routed();
+    assertThat(decided).extracting(dev.kvrouter.extproc.routing.Decision::id).containsExactly("req-1", "req-1");
+
+    first.onError(new io.grpc.StatusRuntimeException(io.grpc.Status.CANCELLED));
+    assertThat(events).as("the first's end is its observer's").isEmpty();
+    assertThat(inFlight.pending()).as("the second's, for its own observer").isEqualTo(1);
+    obs.onError(new io.grpc.StatusRuntimeException(io.grpc.Status.CANCELLED));
+    assertThat(events).containsExactly("end aborted=true");
   }
 
   @Test
