@@ -181,12 +181,10 @@ class InFlightTest {
     inFlight.observerStayed();
     assertThat(inFlight.closesAtTheEnd()).isFalse();
     java.util.List<String> ended = new java.util.ArrayList<>();
-    inFlight.register(exchange(0));
-    inFlight.routingClosedUnclaimed("d-0", 0, () -> ended.add("d-0"));
+    inFlight.routingClosedUnclaimed(inFlight.register(exchange(0)), 0, () -> ended.add("d-0"));
     for (int i = 1; i <= 1_000; i++) {
-      inFlight.register(exchange(i));
       String id = "d-" + i;
-      inFlight.routingClosedUnclaimed(id, i, () -> ended.add(id));
+      inFlight.routingClosedUnclaimed(inFlight.register(exchange(i)), i, () -> ended.add(id));
       assertThat(inFlight.claim(id)).as("its observer came when its response started").isNotNull();
     }
     assertThat(inFlight.endOrphans(10_000_000, 1_000)).isZero();
