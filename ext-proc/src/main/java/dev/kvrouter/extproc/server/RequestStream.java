@@ -187,12 +187,14 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   }
 
   /**
-   * Envoy sends each request phase once, so this is another client or an Envoy bug. Ignored: acting on it would route
-   * the request twice (a second decision nobody ends) or re-read a body a routing thread is reading.
+   * Envoy sends each request phase once, and headers first, so this is another client, an Envoy configured to skip
+   * the headers, or an Envoy bug. Ignored: acting on it would route the request twice (a second decision nobody ends)
+   * or re-read a body a routing thread is reading.
    */
   private void unexpected(String message) {
     listener.onUnexpectedMessage(message);
-    log.warn("request {}: ignoring ext_proc {} after the stream already had it", requestId, message);
+    log.warn("request {}: ignoring ext_proc {} {}", requestId, message,
+        message.endsWith("_before_headers") ? "(no request headers came first)" : "after the stream already had it");
   }
 
   private void onRequestHeaders(HttpHeaders h) {
