@@ -59,7 +59,7 @@ public record KvrouterConfig(
     models = models == null ? List.of() : java.util.Collections.unmodifiableList(new ArrayList<>(models));
     workers = workers == null ? new Workers(null, null) : workers;
     routing = routing == null ? new Routing(null, null, null, null, null, null, null, null) : routing;
-    tenancy = tenancy == null ? new Tenancy(null, false, null, null, null) : tenancy;
+    tenancy = tenancy == null ? new Tenancy(null, false, null, null, null, false) : tenancy;
     limits = limits == null ? new Limits(null, null, null) : limits;
     observability = observability == null ? new Observability(null, null, null) : observability;
     replicas = replicas == null ? new Replicas(null, null, null, null, null) : replicas;
@@ -268,9 +268,11 @@ public record KvrouterConfig(
    * @param secretEnv environment variable holding that secret, instead of a file
    * @param passThroughPaths POST paths the router does not route that a request with a tenant may still reach the
    *     engine on, unsalted; a tenant's POST to any other such path is refused (docs/request-path.md, "Tenancy")
+   * @param saltMessagesApi route and salt a tenant's {@code /v1/messages} like chat (every worker's vLLM declares
+   *     {@code cache_salt} on its Anthropic request model); false (default): refuse it with 404
    */
   public record Tenancy(String header, boolean shareAcrossTenants, String secretFile, String secretEnv,
-      List<String> passThroughPaths) {
+      List<String> passThroughPaths, boolean saltMessagesApi) {
     public Tenancy {
       header = header == null ? "x-tenant-id" : header.toLowerCase(Locale.ROOT);
       passThroughPaths = passThroughPaths == null ? ExtProcOptions.DEFAULT_TENANT_PASS_THROUGH_PATHS

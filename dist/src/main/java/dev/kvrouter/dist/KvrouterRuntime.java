@@ -254,7 +254,7 @@ public final class KvrouterRuntime implements AutoCloseable {
               ? BodySendMode.FULL_DUPLEX_STREAMED
               : BodySendMode.STREAMED,
           config.limits().retryAfterSeconds(), Runtime.getRuntime().availableProcessors(), 16 * 1024,
-          config.observability().truthCheckEvery(), Set.copyOf(t.passThroughPaths()));
+          config.observability().truthCheckEvery(), Set.copyOf(t.passThroughPaths()), t.saltMessagesApi());
       Router router = routing(overlaps);
       BodyBudget bodies = new BodyBudget(config.limits().bufferedBodyBudget(Runtime.getRuntime().maxMemory()));
       log.info("request bodies held at once: at most {} MiB (limits.max_buffered_body_bytes)",

@@ -22,6 +22,9 @@ import java.util.Set;
  * @param tenantPassThroughPaths POST paths (as {@link #passThroughPathError} accepts them) a request with a tenant
  *     may reach the engine on without the router's salt rewrite; a tenant's POST to any other path the router does
  *     not route is refused with 404 (default {@link #DEFAULT_TENANT_PASS_THROUGH_PATHS})
+ * @param saltMessagesApi whether a tenant's Anthropic Messages request ({@code /v1/messages}) is routed and salted
+ *     like chat (every worker's vLLM declares {@code cache_salt} on its Anthropic request model) or refused with 404
+ *     (default: an engine whose model lacks the field drops the salt without a word)
  */
 public record ExtProcOptions(
     String bind,
@@ -34,7 +37,8 @@ public record ExtProcOptions(
     int threads,
     int inlineRoutingMaxBytes,
     int truthCheckEvery,
-    Set<String> tenantPassThroughPaths) {
+    Set<String> tenantPassThroughPaths,
+    boolean saltMessagesApi) {
 
   public static final int DEFAULT_PORT = 9002;
   public static final int DEFAULT_TRUTH_CHECK_EVERY = 16;
@@ -44,6 +48,14 @@ public record ExtProcOptions(
 
   public ExtProcOptions {
     tenantPassThroughPaths = Set.copyOf(tenantPassThroughPaths);
+  }
+
+  /** Tenants' Messages requests refused. */
+  public ExtProcOptions(String bind, int port, int maxBodyBytes, String tenantHeader,
+      BodySendMode defaultRequestBodyMode, BodySendMode defaultResponseBodyMode, int retryAfterSeconds, int threads,
+      int inlineRoutingMaxBytes, int truthCheckEvery, Set<String> tenantPassThroughPaths) {
+    this(bind, port, maxBodyBytes, tenantHeader, defaultRequestBodyMode, defaultResponseBodyMode, retryAfterSeconds,
+        threads, inlineRoutingMaxBytes, truthCheckEvery, tenantPassThroughPaths, false);
   }
 
   /** With the default tenant pass-through paths. */

@@ -235,10 +235,10 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       return;
     }
     boolean tenanted = tenant != null && !tenant.isEmpty();
-    if (kind == InferenceRequest.Kind.MESSAGES && tenanted) {
+    if (kind == InferenceRequest.Kind.MESSAGES && tenanted && !options.saltMessagesApi()) {
       // vLLM's Anthropic request model ignores fields it does not declare, and only recent versions declare
       // cache_salt: a salted body could reach an engine that drops the salt and shares the tenant's cache. Such a
-      // request is refused as any unrouted path is (until a worker can say it honours the salt).
+      // request is refused as any unrouted path is, unless the operator says every worker honours the salt.
       finish(OpenAiError.unknownUrl(method, path), "tenant_path_not_routed");
       return;
     }

@@ -187,17 +187,49 @@ class RequestStreamTenancyTest {
       String body = "{\"model\":\"m\",\"input\":[{\"role\":\"user\",\"content\":\"hi\"}],"
           + "\"max_output_tokens\":7" + (clientSalt == null ? "" : ",\"cache_salt\":\"" + clientSalt + "\"") + "}";
       s.onNext(body(body));
-      CommonResponse c = sent.get(1).getRequestBody().getResponse();
-      String forwarded = c.getBodyMutation().getBody().toStringUtf8();
-      assertThat(forwarded).as("salt %s", clientSalt).contains(tenancy.effectiveSalt(null, "acme", clientSalt));
-      if (clientSalt != null) {
-        assertThat(forwarded).doesNotContain("\"" + clientSalt + "\"");
-      }
-      assertThat(setHeaders(c)).containsEntry("x-kvrouter-cluster", "kvrouter_worker_a");
+      forwardedWithAcmesSalt(clientSalt);
       assertThat(decisions.get(0).fallback()).isEqualTo("no_tokenization");
       // no model registry here, so the prompt is not tokenized: the model's own fallback
       assertThat(decisions.get(0).detail().promptUnavailable()).isEqualTo("unknown_model");
       assertThat(decisions.get(0).detail().expectedOutputTokens()).as("max_output_tokens").isEqualTo(7);
+    }
+  }
+
+  /** The body forwarded to worker a carries acme's effective salt, never the client's own. */
+  private void forwardedWithAcmesSalt(String clientSalt) {
+    CommonResponse c = sent.get(1).getRequestBody().getResponse();
+    String forwarded = c.getBodyMutation().getBody().toStringUtf8();
+    assertThat(forwarded).as("salt %s", clientSalt).contains(tenancy.effectiveSalt(null, "acme", clientSalt));
+    if (clientSalt != null) {
+      assertThat(forwarded).doesNotContain("\"" + clientSalt + "\"");
+    }
+    assertThat(setHeaders(c)).containsEntry("x-kvrouter-cluster", "kvrouter_worker_a");
+  }
+
+  /**
+   * With {@code tenancy.salt_messages_api} (every worker's vLLM declares {@code cache_salt} on its Anthropic request
+   * model), a tenant's Messages request is routed like chat, with the tenant's effective salt in the body whatever the
+   * client sent; without it, the 404 of {@link #aTenantsPostToAPathTheRouterDoesNotRouteIsRefusedUnlessItMayPassThrough}.
+   */
+  @Test
+  void aTenantsMessagesRequestIsSaltedWhenTheWorkersHonourIt() {
+    ExtProcOptions o = ExtProcOptions.defaults();
+    ExtProcOptions salting = new ExtProcOptions(o.bind(), 0, 1 << 22, "x-tenant-id", BodySendMode.BUFFERED,
+        BodySendMode.STREAMED, 1, 1, 1 << 22, 1, o.tenantPassThroughPaths(), true);
+    for (String clientSalt : new String[] {null, "client"}) {
+      sent.clear();
+      decisions.clear();
+      RequestStream s = new RequestStream(out, new RequestPath(preparer, null, router, new RequestListener() {
+        @Override
+        public void onDecision(Decision d) {
+          decisions.add(d);
+        }
+      }), salting, Runnable::run, new InFlight(100, java.time.Duration.ofMinutes(1)));
+      s.onNext(headers(BodySendMode.BUFFERED, "POST", "/v1/messages", "acme"));
+      s.onNext(body("{\"model\":\"m\",\"max_tokens\":7,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"
+          + (clientSalt == null ? "" : ",\"cache_salt\":\"" + clientSalt + "\"") + "}"));
+      forwardedWithAcmesSalt(clientSalt);
+      assertThat(decisions).hasSize(1);
     }
   }
 
