@@ -161,7 +161,9 @@ final class Tools {
       }
       Map<String, Object> parameters = new LinkedHashMap<>();
       schema.forEach((k, v) -> parameters.put((String) k, v));
-      parameters.putIfAbsent("type", "object");
+      if (!parameters.containsKey("type")) {
+        parameters.put("type", "object"); // validate_input_schema: only a schema without the key; a null type stays
+      }
       Map<String, Object> fn = new LinkedHashMap<>();
       fn.put("name", tool.get("name"));
       fn.put("description", tool.get("description"));

@@ -133,6 +133,21 @@ class MessagesInputTest {
         .chat().toolChoice()).as("tools without a choice").isEqualTo("auto");
   }
 
+  /**
+   * AnthropicTool.validate_input_schema adds {@code "type": "object"} only to a schema without the key: a null type
+   * reaches the template as null (found by messages_random.py).
+   */
+  @Test
+  void anInputSchemaWithANullTypeKeepsIt() throws Exception {
+    ChatPrompt chat = parse("\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],"
+        + "\"tools\":[{\"name\":\"f\",\"input_schema\":{\"type\":null,\"properties\":{}}}]",
+        InlineSystemMode.PRESERVE).chat();
+    Map<?, ?> parameters = (Map<?, ?>) ((Map<?, ?>) chat.tools().get(0).get("function")).get("parameters");
+    assertThat(parameters.containsKey("type")).isTrue();
+    assertThat(parameters.get("type")).isNull();
+    assertThat(parameters.keySet()).hasToString("[type, properties]");
+  }
+
   /** A template that ignores "none" gets vLLM's "low" for disabled thinking, as the model's probe decided. */
   @Test
   void disabledThinkingSendsTheProbedEffort() throws Exception {
