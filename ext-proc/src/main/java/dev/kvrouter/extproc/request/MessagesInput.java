@@ -186,7 +186,8 @@ final class MessagesInput {
   /** {@code normalize_inline_system}'s result: text for the system prompt, and the messages left. */
   private record Normalized(String leading, List<Message> messages) {}
 
-  private static Normalized normalizeInlineSystem(Object system, List<Message> messages, InlineSystemMode mode) {
+  private static Normalized normalizeInlineSystem(Object system, List<Message> messages, InlineSystemMode mode)
+      throws BadRequest {
     if (messages.stream().noneMatch(m -> m.role().equals("system"))) {
       return new Normalized("", messages);
     }
@@ -290,7 +291,7 @@ final class MessagesInput {
    * result (its other blocks become the user message that follows the tool messages, so no turn is added).
    */
   @SuppressWarnings("unchecked")
-  private static Message appendToUser(Message m, String text) {
+  private static Message appendToUser(Message m, String text) throws BadRequest {
     if (m.content() instanceof List<?> blocks && !blocks.isEmpty()
         && blocks.stream().allMatch(b -> "tool_result".equals(((Map<?, ?>) b).get("type")))) {
       Map<String, Object> last = new LinkedHashMap<>((Map<String, Object>) blocks.get(blocks.size() - 1));
@@ -316,7 +317,7 @@ final class MessagesInput {
    * blocks), merging into an adjacent text block rather than adding one, since some templates concatenate text blocks
    * without a separator.
    */
-  private static Object addText(Object content, String text, boolean atEnd) {
+  private static Object addText(Object content, String text, boolean atEnd) throws BadRequest {
     if (content == null || content instanceof String) {
       String s = content == null ? "" : (String) content;
       return atEnd ? join(s, text) : join(text, s);
@@ -326,8 +327,12 @@ final class MessagesInput {
     if (!items.isEmpty() && "text".equals(((Map<?, ?>) items.get(end)).get("type"))) {
       @SuppressWarnings("unchecked")
       Map<String, Object> item = new LinkedHashMap<>((Map<String, Object>) items.get(end));
-      String old = item.get("text") instanceof String s ? s : "";
-      item.put("text", atEnd ? join(old, text) : join(text, old));
+      // `text or ""`: a tool result's item is an unchecked dict, and _join fails on a truthy non-string (a 500)
+      Object old = PythonValues.truthy(item.get("text")) ? item.get("text") : "";
+      if (!(old instanceof String)) {
+        throw RequestBodyParser.bad("a tool result's text must be a string", "messages");
+      }
+      item.put("text", atEnd ? join((String) old, text) : join(text, (String) old));
       items.set(end, Collections.unmodifiableMap(item));
     } else {
       items.add(atEnd ? items.size() : 0, textPart(text));

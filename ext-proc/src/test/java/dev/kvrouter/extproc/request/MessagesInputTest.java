@@ -159,6 +159,22 @@ class MessagesInputTest {
     assertThat(chat.chatTemplateKwargs()).containsEntry("enable_thinking", true);
   }
 
+  /**
+   * Folding a system message onto a tool result joins it to the last item's {@code text or ""}: a truthy non-string
+   * there fails vLLM's {@code _join} (a 500), so the router has no prompt either; a falsy one reads as "" (found by
+   * messages_random.py).
+   */
+  @Test
+  void foldingOntoAToolResultWithNonStringTextFailsAsInVllm() throws Exception {
+    String body = "\"system\":\"S\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\","
+        + "\"tool_use_id\":\"t\",\"content\":[{\"type\":\"text\",\"text\":%s}]}]},"
+        + "{\"role\":\"system\",\"content\":\"R\"}]";
+    assertThat(Refusals.of(() -> parse(body.formatted("5"), InlineSystemMode.FOLD), body).param())
+        .isEqualTo("messages");
+    assertThat(messages(body.formatted("0"), InlineSystemMode.FOLD).get(1))
+        .isEqualTo(Map.of("role", "tool", "tool_call_id", "t", "content", "R"));
+  }
+
   /** An image is not hashed on this path: the request is routed by load, with the reason. */
   @Test
   void anImageLeavesThePromptUnreproduced() throws Exception {
