@@ -11,6 +11,7 @@ import dev.kvrouter.extproc.model.MessagesDialect;
 import dev.kvrouter.extproc.model.ModelRegistry;
 import dev.kvrouter.extproc.request.InferenceRequest;
 import dev.kvrouter.extproc.request.PreparedRequest;
+import dev.kvrouter.extproc.request.RequestBodyParser;
 import dev.kvrouter.extproc.request.RequestPreparer;
 import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.index.block.BlockHasher;
@@ -151,6 +152,83 @@ class PromptPipelineGoldenTest {
     int checked = checkRequests(fixture, mismatches);
     assertThat(mismatches).as(model).isEmpty();
     assertThat(checked).as("messages bodies checked for " + model).isGreaterThanOrEqualTo(7);
+  }
+
+  /**
+   * Seeded random {@code /v1/messages} bodies (scripts/fixtures/messages_random.py, a few hundred per model): system
+   * strings and blocks with billing headers and empty blocks, leading and inline system messages anywhere, every
+   * block type, tool results of every shape on user and assistant, tools, tool choice, efforts, thinking modes and
+   * {@code chat_template_kwargs}, converted by the same transcription of vLLM as the hand-written bodies and rendered
+   * by the real template. Each must reach vLLM's ids token for token; a body whose conversion or render raises there
+   * (an empty conversation) must leave the router without a prompt, and one with an image must be routed by load.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"qwen3", "llama3_1", "deepseek_v3"})
+  void randomMessagesBodiesHashLikeVllmPrefill(String model) throws Exception {
+    JsonNode fixture = randomMessages().path("models").path(model);
+    MessagesDialect probed = perToken.resolve(model).resources(PipelineResources.class).orElseThrow()
+        .messagesDialect();
+    assertThat(probed.inlineSystem())
+        .isEqualTo(InlineSystemMode.valueOf(fixture.get("inline_system").asText().toUpperCase()));
+    List<String> mismatches = new ArrayList<>();
+    int matched = 0;
+    int refused = 0;
+    int media = 0;
+    int i = 0;
+    for (JsonNode c : fixture.path("bodies")) {
+      String name = model + "#" + i++;
+      byte[] body = c.get("body").toString().getBytes(StandardCharsets.UTF_8);
+      PreparedRequest prepared;
+      try {
+        prepared = perTokenPreparer.prepare(InferenceRequest.Kind.MESSAGES, body, body.length, null);
+      } catch (RequestBodyParser.BadRequest e) {
+        if (c.has("error")) {
+          refused++;
+        } else {
+          mismatches.add(name + ": refused (" + e.getMessage() + ")");
+        }
+        continue;
+      }
+      PromptPipeline.Outcome out = pipeline.run(prepared);
+      if (c.has("media")) {
+        if (out.prompt() == null && InferenceRequest.MESSAGES_MEDIA.equals(out.unavailable())) {
+          media++;
+        } else {
+          mismatches.add(name + ": an image body came out " + (out.prompt() == null ? out.unavailable() : "hashed"));
+        }
+      } else if (c.has("error")) {
+        if (out.prompt() == null) {
+          refused++;
+        } else {
+          mismatches.add(name + ": a prompt where vLLM fails with " + c.get("error"));
+        }
+      } else {
+        int[] ids = JSON.convertValue(c.get("ids"), int[].class);
+        long[] expected = BlockHasher.hashFullBlocks(prepared.scope().namespace().rootSeed(), ids, ids.length, 1);
+        if (out.prompt() == null) {
+          mismatches.add(name + ": no prompt (" + out.unavailable() + ")");
+        } else if (!java.util.Arrays.equals(out.prompt().blockHashes(), expected)) {
+          mismatches.add(name + ": " + out.prompt().tokens() + " tokens vs " + ids.length + ", ids differ from token "
+              + firstDifference(out.prompt().blockHashes(), expected));
+        } else {
+          matched++;
+        }
+      }
+    }
+    assertThat(mismatches).as(model).isEmpty();
+    assertThat(matched).as("random bodies matched for " + model).isGreaterThanOrEqualTo(250);
+    assertThat(media).as("image bodies routed by load for " + model).isGreaterThanOrEqualTo(2);
+  }
+
+  private JsonNode randomMessages;
+
+  private JsonNode randomMessages() throws java.io.IOException {
+    if (randomMessages == null) {
+      try (InputStream in = getClass().getResourceAsStream("/fixtures/templates/messages_random.json")) {
+        randomMessages = JSON.readTree(in);
+      }
+    }
+    return randomMessages;
   }
 
   private int checkRequests(JsonNode fixture, List<String> mismatches) throws Exception {
