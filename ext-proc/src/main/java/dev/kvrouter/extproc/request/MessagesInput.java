@@ -159,7 +159,12 @@ final class MessagesInput {
           }
           texts.add((String) t);
         } else if ("image".equals(type)) {
-          media[0] = true;
+          // _convert_image_source_to_url gives every source a URL (a data: URL by default) but a "url" one without
+          // its url, which adds no image
+          Object src = item.containsKey("source") ? item.get("source") : Map.of();
+          if (!(src instanceof Map<?, ?> s && "url".equals(s.get("type")) && !PythonValues.truthy(s.get("url")))) {
+            media[0] = true;
+          }
         } else if ("tool_reference".equals(type)) {
           Object name = PythonValues.truthy(item.get("tool_name")) ? item.get("tool_name") : item.get("name");
           if (PythonValues.truthy(name)) {

@@ -184,6 +184,26 @@ class MessagesInputTest {
     assertThat(r.unreproducible()).isEqualTo(InferenceRequest.MESSAGES_MEDIA);
   }
 
+  /**
+   * In a tool result, vLLM's {@code _convert_image_source_to_url} turns every image source into a URL (a data: URL
+   * when it is not a "url" one, even empty) except a "url" source without its url, which adds no image: that result
+   * is text only and hashed (found by messages_random.py).
+   */
+  @Test
+  void aToolResultImageIsMediaUnlessItsUrlSourceHasNoUrl() throws Exception {
+    String body = "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t\","
+        + "\"content\":[{\"type\":\"text\",\"text\":\"out\"},{\"type\":\"image\"%s}]}]}]";
+    for (String src : new String[] {",\"source\":{\"type\":\"url\",\"url\":\"\"}", ",\"source\":{\"type\":\"url\"}"}) {
+      assertThat(messages(body.formatted(src), InlineSystemMode.PRESERVE)).as(src)
+          .containsExactly(Map.of("role", "tool", "tool_call_id", "t", "content", "out"));
+    }
+    for (String src : new String[] {",\"source\":{\"type\":\"url\",\"url\":\"http://x/y.png\"}", ",\"source\":{}",
+        ""}) {
+      assertThat(parse(body.formatted(src), InlineSystemMode.PRESERVE).unreproducible()).as(src)
+          .isEqualTo(InferenceRequest.MESSAGES_MEDIA);
+    }
+  }
+
   /** What pydantic's request models refuse is a 400 naming the field. */
   @Test
   void malformedRequestsAreRefusedNamingTheField() {
