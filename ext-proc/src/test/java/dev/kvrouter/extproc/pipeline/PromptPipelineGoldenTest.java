@@ -190,17 +190,17 @@ class PromptPipelineGoldenTest {
         continue;
       }
       PromptPipeline.Outcome out = pipeline.run(prepared);
-      if (c.has("media")) {
-        if (out.prompt() == null && InferenceRequest.MESSAGES_MEDIA.equals(out.unavailable())) {
-          media++;
-        } else {
-          mismatches.add(name + ": an image body came out " + (out.prompt() == null ? out.unavailable() : "hashed"));
-        }
-      } else if (c.has("error")) {
+      if (c.has("error")) {
         if (out.prompt() == null) {
           refused++;
         } else {
           mismatches.add(name + ": a prompt where vLLM fails with " + c.get("error"));
+        }
+      } else if (c.has("media")) {
+        if (out.prompt() == null && InferenceRequest.MESSAGES_MEDIA.equals(out.unavailable())) {
+          media++;
+        } else {
+          mismatches.add(name + ": an image body came out " + (out.prompt() == null ? out.unavailable() : "hashed"));
         }
       } else {
         int[] ids = JSON.convertValue(c.get("ids"), int[].class);
@@ -217,6 +217,7 @@ class PromptPipelineGoldenTest {
     }
     assertThat(mismatches).as(model).isEmpty();
     assertThat(matched).as("random bodies matched for " + model).isGreaterThanOrEqualTo(250);
+    assertThat(refused).as("bodies vLLM fails on, left without a prompt, for " + model).isPositive();
     assertThat(media).as("image bodies routed by load for " + model).isGreaterThanOrEqualTo(2);
   }
 
