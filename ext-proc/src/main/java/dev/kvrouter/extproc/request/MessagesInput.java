@@ -27,7 +27,11 @@ final class MessagesInput {
 
   private static final Set<String> BLOCK_TYPES = Set.of("text", "image", "tool_use", "tool_result", "tool_reference",
       "thinking", "redacted_thinking");
-  /** Roles recent Claude Code versions send that vLLM maps to {@code user} before validating. */
+  /**
+   * Roles Claude Code 2.1.154+ sends, read as {@code user} as vLLM's open PR 44737 maps them. vLLM main (a8c3bdb)
+   * still refuses them (400); accepting them only hashes a request such a worker refuses, while refusing them would
+   * turn away Claude Code in front of a worker that has the mapping.
+   */
   private static final Map<String, String> ROLE_ALIASES = Map.of("ctx", "user", "msg", "user");
 
   /**
