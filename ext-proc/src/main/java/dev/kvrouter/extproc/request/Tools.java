@@ -124,7 +124,8 @@ final class Tools {
    * An Anthropic Messages request's {@code tools} and {@code tool_choice} as vLLM's {@code _convert_tools} and
    * {@code _convert_tool_choice} hand them to the chat path: each {@code AnthropicTool} (a name, an object
    * {@code input_schema} given {@code "type": "object"} when it has no type) becomes a chat function tool with
-   * {@code name, description, parameters, strict, defer_loading}; {@code auto}, {@code any}, {@code none} and
+   * {@code name, description, parameters}, and {@code strict} and {@code defer_loading} when set (vLLM main's dump);
+   * {@code auto}, {@code any}, {@code none} and
    * {@code tool} become "auto", "required", "none" and a named function, and tools without a choice get "auto". The
    * chat request's own tool checks are not run (vLLM assigns both after building it).
    */
@@ -150,7 +151,7 @@ final class Tools {
     if (!(tools instanceof List<?> list)) {
       throw RequestBodyParser.bad("`tools` must be a list", "tools");
     }
-    List<Object> chat = new ArrayList<>(list.size());
+    List<Map<String, Object>> chat = new ArrayList<>(list.size());
     for (int i = 0; i < list.size(); i++) {
       String at = "tools[" + i + "]";
       if (!(list.get(i) instanceof Map<?, ?> tool) || !(tool.get("name") instanceof String)) {
@@ -164,18 +165,29 @@ final class Tools {
       if (!parameters.containsKey("type")) {
         parameters.put("type", "object"); // validate_input_schema: only a schema without the key; a null type stays
       }
+      if (tool.get("description") != null && !(tool.get("description") instanceof String)) {
+        throw RequestBodyParser.bad("`" + at + ".description` must be a string", at + ".description");
+      }
+      // vLLM main's FunctionDefinition (generate/base/protocol.py) dumps name, description and parameters, and strict
+      // and defer_loading only when set; the chat path of 0.33.0 (Tools.dump) kept every key, nulls included
       Map<String, Object> fn = new LinkedHashMap<>();
       fn.put("name", tool.get("name"));
       fn.put("description", tool.get("description"));
       fn.put("parameters", Collections.unmodifiableMap(parameters));
-      fn.put("strict", laxBoolOrNull(tool.get("strict"), at + ".strict"));
-      fn.put("defer_loading", laxBoolOrNull(tool.get("defer_loading"), at + ".defer_loading"));
+      Boolean strict = laxBoolOrNull(tool.get("strict"), at + ".strict");
+      if (strict != null) {
+        fn.put("strict", strict);
+      }
+      Boolean deferLoading = laxBoolOrNull(tool.get("defer_loading"), at + ".defer_loading");
+      if (deferLoading != null) {
+        fn.put("defer_loading", deferLoading);
+      }
       Map<String, Object> t = new LinkedHashMap<>();
       t.put("type", "function");
-      t.put("function", fn);
-      chat.add(t);
+      t.put("function", Collections.unmodifiableMap(fn));
+      chat.add(Collections.unmodifiableMap(t));
     }
-    return new Normalized(dump(chat), chatChoice == null ? "auto" : chatChoice);
+    return new Normalized(Collections.unmodifiableList(chat), chatChoice == null ? "auto" : chatChoice);
   }
 
   private static Boolean laxBoolOrNull(Object v, String at) throws BadRequest {
