@@ -168,24 +168,9 @@ final class Tools {
       if (tool.get("description") != null && !(tool.get("description") instanceof String)) {
         throw RequestBodyParser.bad("`" + at + ".description` must be a string", at + ".description");
       }
-      // vLLM main's FunctionDefinition (generate/base/protocol.py) dumps name, description and parameters, and strict
-      // and defer_loading only when set; the chat path of 0.33.0 (Tools.dump) kept every key, nulls included
-      Map<String, Object> fn = new LinkedHashMap<>();
-      fn.put("name", tool.get("name"));
-      fn.put("description", tool.get("description"));
-      fn.put("parameters", Collections.unmodifiableMap(parameters));
-      Boolean strict = laxBoolOrNull(tool.get("strict"), at + ".strict");
-      if (strict != null) {
-        fn.put("strict", strict);
-      }
-      Boolean deferLoading = laxBoolOrNull(tool.get("defer_loading"), at + ".defer_loading");
-      if (deferLoading != null) {
-        fn.put("defer_loading", deferLoading);
-      }
-      Map<String, Object> t = new LinkedHashMap<>();
-      t.put("type", "function");
-      t.put("function", Collections.unmodifiableMap(fn));
-      chat.add(Collections.unmodifiableMap(t));
+      chat.add(functionTool(tool.get("name"), tool.get("description"), Collections.unmodifiableMap(parameters),
+          laxBoolOrNull(tool.get("strict"), at + ".strict"),
+          laxBoolOrNull(tool.get("defer_loading"), at + ".defer_loading")));
     }
     return new Normalized(Collections.unmodifiableList(chat), chatChoice == null ? "auto" : chatChoice);
   }
@@ -230,17 +215,29 @@ final class Tools {
         sdk.put(k, b);
       }
     }
-    extras(tool, sdk, declared);
-    if (namespace != null) {
-      sdk.put("name", namespace + ResponsesInput.NAMESPACE_SEPARATOR + name);
-    }
-    sdk.remove("type");
-    // FunctionDefinition.model_validate(...).model_dump(): its fields first, then the rest in order
+    String flat = namespace == null ? name : namespace + ResponsesInput.NAMESPACE_SEPARATOR + name;
+    return functionTool(flat, description, sdk.get("parameters"), (Boolean) sdk.get("strict"),
+        (Boolean) sdk.get("defer_loading"));
+  }
+
+  /**
+   * A chat function tool as vLLM main's {@code FunctionDefinition} dumps it (generate/base/protocol.py, which both its
+   * Responses and its Anthropic conversions validate their tools into): name, description and parameters, then
+   * {@code strict} and {@code defer_loading} only when set; any other key dropped. The chat path of 0.33.0
+   * ({@link #dump}) kept every key, nulls included.
+   */
+  private static Map<String, Object> functionTool(Object name, Object description, Object parameters,
+      Boolean strict, Boolean deferLoading) {
     Map<String, Object> f = new LinkedHashMap<>();
-    f.put("name", sdk.get("name"));
+    f.put("name", name);
     f.put("description", description);
-    f.put("parameters", sdk.get("parameters"));
-    extras(sdk, f, "name", "description", "parameters");
+    f.put("parameters", parameters);
+    if (strict != null) {
+      f.put("strict", strict);
+    }
+    if (deferLoading != null) {
+      f.put("defer_loading", deferLoading);
+    }
     Map<String, Object> t = new LinkedHashMap<>();
     t.put("type", "function");
     t.put("function", Collections.unmodifiableMap(f));
