@@ -107,7 +107,7 @@ public final class ChatFront implements AutoCloseable {
    */
   public Function<WorkloadRequest, PromptIds> engineIds(Workload w, String model) {
     Map<WorkloadRequest, PromptIds> memo = new IdentityHashMap<>();
-    return r -> r.prompt().format() != Prompt.Format.CHAT ? w.promptIds(r)
+    return r -> !r.prompt().format().templated() ? w.promptIds(r)
         : memo.computeIfAbsent(r, x -> {
           PromptEncoder.ChatTokens t = encoder.prompt(parse(w, x, model));
           return new PromptIds(t.tokens(), t.media());
@@ -151,10 +151,15 @@ public final class ChatFront implements AutoCloseable {
   private InferenceRequest parse(Workload w, WorkloadRequest r, String model) {
     byte[] body = RequestBodies.body(w, r, model);
     try {
-      return preparer.prepare(InferenceRequest.Kind.CHAT, body, body.length, null).request();
+      return preparer.prepare(kind(r.prompt()), body, body.length, null).request();
     } catch (RequestBodyParser.BadRequest e) {
       throw new IllegalStateException(e.error().toString(), e);
     }
+  }
+
+  /** The router's path for a templated prompt's body: vLLM's Messages conversion, or chat. */
+  static InferenceRequest.Kind kind(Prompt p) {
+    return p.format() == Prompt.Format.MESSAGES ? InferenceRequest.Kind.MESSAGES : InferenceRequest.Kind.CHAT;
   }
 
   @Override

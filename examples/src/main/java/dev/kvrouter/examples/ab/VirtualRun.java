@@ -201,6 +201,12 @@ public final class VirtualRun {
       throw new IllegalArgumentException(workload.name() + " sends images: it needs the request path of a multimodal "
           + "model (a ChatFront loaded with the model's multimodal spec and VirtualSetup.withMultimodal)");
     }
+    if (chat == null && !workload.requests().isEmpty()
+        && workload.requests().get(0).prompt().format() == Prompt.Format.MESSAGES) {
+      // the stand-in ids know nothing of the tools and system blocks vLLM's conversion renders ahead of the history
+      throw new IllegalArgumentException(workload.name() + " sends Messages API bodies: it needs the router's request "
+          + "path (--tokenizer)");
+    }
     this.records = new DecisionLog(decisionRecords == null ? line -> {} : decisionRecords, javaClock, 16,
         decisionRecords != null);
     int n = setup.workers();
@@ -520,11 +526,12 @@ public final class VirtualRun {
     List<MediaSpan> media = List.of();
     RouteRequest rr;
     PromptPipeline.Outcome prompt = null;
-    if (chat != null && r.prompt().format() == Prompt.Format.CHAT) {
-      byte[] body = RequestBodies.body(workload, r, r.prompt().withAnswersCut(receivedShort), setup.model());
+    if (chat != null && r.prompt().format().templated()) {
+      Prompt sent = r.prompt().withAnswersCut(receivedShort);
+      byte[] body = RequestBodies.body(workload, r, sent, setup.model());
       PreparedRequest prepared;
       try {
-        prepared = chat.preparer().prepare(InferenceRequest.Kind.CHAT, body, body.length, null);
+        prepared = chat.preparer().prepare(ChatFront.kind(sent), body, body.length, null);
       } catch (RequestBodyParser.BadRequest e) {
         throw new IllegalStateException("the workload produced a request the router refuses: " + e.error(), e);
       }

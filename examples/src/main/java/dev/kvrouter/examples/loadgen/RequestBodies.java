@@ -2,14 +2,20 @@ package dev.kvrouter.examples.loadgen;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
+import dev.kvrouter.examples.workload.AgentTools;
 import dev.kvrouter.examples.workload.ChatMessage;
+import dev.kvrouter.examples.workload.ChatText;
 import dev.kvrouter.examples.workload.ImagePart;
+import dev.kvrouter.examples.workload.Message;
 import dev.kvrouter.examples.workload.Prompt;
+import dev.kvrouter.examples.workload.Segment;
+import dev.kvrouter.examples.workload.TokenSpace;
 import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadRequest;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -18,18 +24,24 @@ import java.util.Map;
  * {@code ignore_eos} (a vLLM extension) makes the engine generate exactly {@code max_tokens}, as the trace
  * asks; temperature 0 keeps real engines deterministic. A chat message with images is sent as content parts: each
  * image an {@code image_url} part (with the client's {@code uuid} beside it when it has one), then the text.
+ * Messages prompts go to Anthropic's {@code /v1/messages} as Claude Code sends them ({@link #messages}).
  */
 public final class RequestBodies {
 
   static final String COMPLETIONS = "/v1/completions";
   static final String CHAT = "/v1/chat/completions";
+  static final String MESSAGES = "/v1/messages";
 
   private static final JsonFactory JSON = new JsonFactory();
 
   private RequestBodies() {}
 
   static String path(WorkloadRequest r) {
-    return r.prompt().format() == Prompt.Format.CHAT ? CHAT : COMPLETIONS;
+    return switch (r.prompt().format()) {
+      case CHAT -> CHAT;
+      case MESSAGES -> MESSAGES;
+      case TOKENS -> COMPLETIONS;
+    };
   }
 
   /** The JSON body the load generator sends for {@code r} (also what the virtual-time A/B parses). */
@@ -46,6 +58,9 @@ public final class RequestBodies {
    */
   public static byte[] body(Workload w, WorkloadRequest r, Prompt prompt, String model) {
     ByteArrayOutputStream out = new ByteArrayOutputStream(256 + prompt.contentLength() * 7);
+    if (prompt.format() == Prompt.Format.MESSAGES) {
+      return messages(w, r, prompt, model, out);
+    }
     try (JsonGenerator g = JSON.createGenerator(out)) {
       g.writeStartObject();
       g.writeStringField("model", model);
@@ -108,5 +123,139 @@ public final class RequestBodies {
       throw new UncheckedIOException(e);
     }
     return out.toByteArray();
+  }
+
+  /**
+   * A Claude Code request: {@code system} as text blocks (the attribution block whose hash changes per request, the
+   * identity line, then the leading system message, marked as a cache breakpoint), the workload's tools, and the
+   * history as blocks: an assistant message's first segment is its text and its second a {@code tool_use} input, a
+   * {@code tool} message becomes the {@code tool_result} opening the next user message, and a later system message
+   * an inline {@code role: system} reminder. The newest user block carries the breakpoint Claude Code moves every
+   * turn. No seed (Anthropic's request has none) and no {@code ignore_eos}: vLLM drops fields its model does not
+   * declare.
+   */
+  private static byte[] messages(Workload w, WorkloadRequest r, Prompt prompt, String model, ByteArrayOutputStream out) {
+    TokenSpace space = w.tokenSpace();
+    List<AgentTools.Tool> tools = w.agentTools();
+    List<Message> ms = prompt.messages();
+    int lastUser = -1;
+    for (int i = 0; i < ms.size(); i++) {
+      if (ms.get(i).role().equals("user")) {
+        lastUser = i;
+      }
+    }
+    try (JsonGenerator g = JSON.createGenerator(out)) {
+      g.writeStartObject();
+      g.writeStringField("model", model);
+      g.writeNumberField("max_tokens", r.outputTokens());
+      g.writeArrayFieldStart("system");
+      textBlock(g, AgentTools.billingHeader(w.seed(), r), false);
+      boolean leading = ms.get(0).role().equals("system");
+      textBlock(g, AgentTools.IDENTITY, !leading);
+      if (leading) {
+        textBlock(g, ChatText.render(ms.get(0).segments(), space), true);
+      }
+      g.writeEndArray();
+      g.writeArrayFieldStart("messages");
+      String toolUse = null;
+      String toolResult = null;
+      for (int i = leading ? 1 : 0; i < ms.size(); i++) {
+        Message m = ms.get(i);
+        switch (m.role()) {
+          case "tool" -> toolResult = ChatText.render(m.segments(), space);
+          case "system" -> {
+            g.writeStartObject();
+            g.writeStringField("role", "system");
+            g.writeStringField("content", "<system-reminder>\n" + ChatText.render(m.segments(), space)
+                + "\n</system-reminder>");
+            g.writeEndObject();
+          }
+          case "assistant" -> {
+            g.writeStartObject();
+            g.writeStringField("role", "assistant");
+            g.writeArrayFieldStart("content");
+            textBlock(g, ChatText.render(m.segments().subList(0, 1), space), false);
+            if (m.segments().size() > 1) {
+              Segment input = m.segments().get(1);
+              AgentTools.Tool tool = AgentTools.toolFor(tools, input);
+              toolUse = AgentTools.toolUseId(input);
+              g.writeStartObject();
+              g.writeStringField("type", "tool_use");
+              g.writeStringField("id", toolUse);
+              g.writeStringField("name", tool.name());
+              g.writeObjectFieldStart("input");
+              g.writeStringField(tool.params().get(0).name(), ChatText.render(List.of(input), space));
+              g.writeEndObject();
+              g.writeEndObject();
+            }
+            g.writeEndArray();
+            g.writeEndObject();
+          }
+          default -> {
+            g.writeStartObject();
+            g.writeStringField("role", m.role());
+            g.writeArrayFieldStart("content");
+            if (toolResult != null && toolUse != null) {
+              g.writeStartObject();
+              g.writeStringField("type", "tool_result");
+              g.writeStringField("tool_use_id", toolUse);
+              g.writeStringField("content", toolResult);
+              g.writeEndObject();
+            }
+            toolResult = null;
+            textBlock(g, ChatText.render(m.segments(), space), i == lastUser);
+            g.writeEndArray();
+            g.writeEndObject();
+          }
+        }
+      }
+      g.writeEndArray();
+      g.writeArrayFieldStart("tools");
+      for (AgentTools.Tool t : tools) {
+        g.writeStartObject();
+        g.writeStringField("name", t.name());
+        g.writeStringField("description", t.description());
+        g.writeObjectFieldStart("input_schema");
+        g.writeStringField("type", "object");
+        g.writeObjectFieldStart("properties");
+        for (AgentTools.Param p : t.params()) {
+          g.writeObjectFieldStart(p.name());
+          g.writeStringField("type", p.type());
+          if (p.type().equals("array")) {
+            g.writeObjectFieldStart("items");
+            g.writeStringField("type", "string");
+            g.writeEndObject();
+          }
+          g.writeStringField("description", p.description());
+          g.writeEndObject();
+        }
+        g.writeEndObject();
+        g.writeArrayFieldStart("required");
+        g.writeString(t.params().get(0).name());
+        g.writeEndArray();
+        g.writeBooleanField("additionalProperties", false);
+        g.writeStringField("$schema", "http://json-schema.org/draft-07/schema#");
+        g.writeEndObject();
+        g.writeEndObject();
+      }
+      g.writeEndArray();
+      g.writeBooleanField("stream", true);
+      g.writeEndObject();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return out.toByteArray();
+  }
+
+  private static void textBlock(JsonGenerator g, String text, boolean breakpoint) throws IOException {
+    g.writeStartObject();
+    g.writeStringField("type", "text");
+    g.writeStringField("text", text);
+    if (breakpoint) {
+      g.writeObjectFieldStart("cache_control");
+      g.writeStringField("type", "ephemeral");
+      g.writeEndObject();
+    }
+    g.writeEndObject();
   }
 }

@@ -86,7 +86,7 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
     this.sentNanos = sentNanos;
     this.itl = itl;
     this.onFinish = onFinish;
-    boolean chat = request.prompt().format() == Prompt.Format.CHAT;
+    boolean chat = request.prompt().format().templated();
     this.answerIds = request.answer() == null || chat ? null : new int[request.answer().length()];
     this.answerText = request.answer() == null || !chat ? null : new StringBuilder();
     // the script's words are short: far more than its text, far less than a runaway stream
@@ -244,6 +244,10 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
       errorDetail = truncate(o.path("error").path("message").asText(o.path("message").asText("")));
       return;
     }
+    if (o.has("type")) {
+      messagesEvent(o, now);
+      return;
+    }
     for (JsonNode c : o.path("choices")) {
       JsonNode text = c.has("delta") ? c.path("delta").path("content") : c.path("text");
       if (text.isTextual() && !text.asText().isEmpty()) {
@@ -263,6 +267,35 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
       completionTokens = u.path("completion_tokens").asInt(-1);
       JsonNode cached = u.path("prompt_tokens_details").path("cached_tokens");
       cachedTokens = cached.isNumber() ? cached.asInt() : -1;
+    }
+  }
+
+  /**
+   * An Anthropic Messages stream's event: text deltas are the content, {@code message_delta} carries the final
+   * usage (input without the cached part, beside it the cache read), {@code message_stop} ends it as {@code [DONE]}
+   * ends an OpenAI stream.
+   */
+  private void messagesEvent(JsonNode o, long now) {
+    switch (o.path("type").asText()) {
+      case "content_block_delta" -> {
+        JsonNode text = o.path("delta").path("text");
+        if (text.isTextual() && !text.asText().isEmpty()) {
+          content(now);
+        }
+      }
+      case "message_delta" -> {
+        JsonNode u = o.path("usage");
+        if (u.isObject() && u.has("input_tokens")) {
+          int read = u.path("cache_read_input_tokens").asInt(0);
+          promptTokens = u.path("input_tokens").asInt() + read + u.path("cache_creation_input_tokens").asInt(0);
+          cachedTokens = u.has("cache_read_input_tokens") ? read : -1;
+          completionTokens = u.path("output_tokens").asInt(-1);
+        }
+      }
+      case "message_stop" -> sawDone = true;
+      default -> {
+        // message_start (its usage is the prompt before the engine's outcome), block starts and stops, pings
+      }
     }
   }
 

@@ -47,9 +47,17 @@ import java.util.List;
  * lognormal per-conversation prefix with average 1,000 and max 5,000, 12-18 messages, i.e. 6-9 user turns, of
  * 120-160 tokens, answers of 80-120).
  *
+ * <p>{@code format=messages} sends each turn to Anthropic's {@code /v1/messages} as Claude Code does (fresh answers
+ * only, since that API carries no seed to script them): {@code system} blocks (the per-request attribution block,
+ * Claude Code's identity line, the shared system prompt), {@code tools} tools ({@link AgentTools}, descriptions of
+ * {@code tool_text} words), and the history as blocks: each answer is its text then a {@code tool_use}, and each
+ * later user message opens with that tool's {@code tool_result} of {@code result} tokens before the user's text; an
+ * inline {@code system} reminder of {@code reminder} tokens follows every user message and stays in the history.
+ *
  * <p>Options: {@code seed=1 sessions=60 rate=2 arrival=poisson turns=2..8 think=8 system=256 context=0
- * context_max=5000 user=32..256 output=32..256 format=chat vocab=1000..128000 answers=model|fresh
- * loop=closed|open enable_thinking=true|false}.
+ * context_max=5000 user=32..256 output=32..256 format=chat|tokens|messages vocab=1000..128000 answers=model|fresh
+ * loop=closed|open enable_thinking=true|false}; with {@code format=messages} also {@code tools=12 tool_text=160
+ * result=64..1024 reminder=48}.
  */
 public final class MultiTurnChatWorkload {
 
@@ -69,7 +77,8 @@ public final class MultiTurnChatWorkload {
     int contextMax = o.intValue("context_max", 5000);
     IntRange user = o.range("user", new IntRange(32, 256));
     IntRange output = o.range("output", new IntRange(32, 256));
-    Prompt.Format format = o.format(Prompt.Format.CHAT);
+    Prompt.Format format = o.format(Prompt.Format.CHAT, true);
+    boolean agent = format == Prompt.Format.MESSAGES;
     TokenSpace space = o.tokenSpace();
     String answers = o.string("answers", format == Prompt.Format.TOKENS ? "model" : "fresh");
     boolean model = switch (answers) {
@@ -87,7 +96,19 @@ public final class MultiTurnChatWorkload {
     if (!List.of("default", "true", "false").contains(thinking)) {
       throw new IllegalArgumentException(NAME + ": enable_thinking must be true or false, was " + thinking);
     }
+    int tools = agent ? o.intValue("tools", 12) : 0;
+    int toolText = agent ? o.intValue("tool_text", 160) : 0;
+    IntRange result = agent ? o.range("result", new IntRange(64, 1024)) : null;
+    int reminder = agent ? o.intValue("reminder", 48) : 0;
     o.rejectUnknown(NAME);
+    if (agent && model) {
+      throw new IllegalArgumentException(NAME + ": format=messages resends fresh answers: Anthropic's request has no "
+          + "seed to script the model's answer with (vLLM drops it)");
+    }
+    if (agent && (tools < 1 || tools > AgentTools.max() || toolText < 0 || reminder < 0)) {
+      throw new IllegalArgumentException(NAME + ": tools must be 1.." + AgentTools.max()
+          + ", tool_text and reminder >= 0");
+    }
     if (!thinking.equals("default") && format != Prompt.Format.CHAT) {
       throw new IllegalArgumentException(NAME + ": enable_thinking is a chat template argument; it needs format=chat");
     }
@@ -118,19 +139,37 @@ public final class MultiTurnChatWorkload {
         if (k > 0) {
           t += Math.round(rng.nextExponential(think * 1e6));
         }
+        if (agent && k > 0) {
+          // the result of the tool the previous answer called, which opens the next user message
+          history.add(Message.of("tool", new Segment(Rng.derive(seed, 15, s, k), Math.max(1, result.draw(rng)))));
+        }
         Segment said = new Segment(Rng.derive(seed, 11, s, k), Math.max(1, user.draw(rng)));
         history.add(k == 0 && sessionContext > 0
             ? Message.of("user", new Segment(Rng.derive(seed, 13, s), sessionContext), said)
             : Message.of("user", said));
+        if (agent && reminder > 0) {
+          // Claude Code's inline system reminder, appended on every turn and kept in the history after it
+          history.add(Message.of("system", new Segment(Rng.derive(seed, 16, s, k), reminder)));
+        }
         int answer = Math.max(1, output.draw(rng));
-        Prompt p = format == Prompt.Format.CHAT ? Prompt.chat(history) : Prompt.tokens(flatten(history));
+        Prompt p = switch (format) {
+          case CHAT -> Prompt.chat(history);
+          case MESSAGES -> Prompt.anthropic(history);
+          case TOKENS -> Prompt.tokens(flatten(history));
+        };
         // the same segment either way: with model answers the engine generates it, with fresh ones nobody does
         Segment reply = new Segment(Rng.derive(seed, 12, s, k), answer);
         String id = NAME + "-" + s + "-" + k;
         out.add(new WorkloadRequest(0, id, t, "session-" + s, p, answer, model ? reply : null,
             closed && k > 0 ? previous : null));
         previous = id;
-        history.add(Message.of("assistant", reply));
+        if (agent) {
+          // the answer's text, then a tool_use whose input is a quarter of what the model generated
+          Segment input = new Segment(Rng.derive(seed, 14, s, k), Math.max(1, answer / 4));
+          history.add(Message.of("assistant", new Segment(reply.seed(), Math.max(1, answer - input.length())), input));
+        } else {
+          history.add(Message.of("assistant", reply));
+        }
       }
     }
     return new Workload(NAME, o.effective(), space, out);

@@ -8,21 +8,29 @@ import java.util.Objects;
 /**
  * What a request sends, as segments: {@link Format#TOKENS} prompts go to {@code /v1/completions} as token ids
  * (the concatenation of every segment); {@link Format#CHAT} prompts go to {@code /v1/chat/completions} as
- * messages whose text is rendered from their segments ({@link ChatText}).
+ * messages whose text is rendered from their segments ({@link ChatText}); {@link Format#MESSAGES} prompts go to
+ * Anthropic's {@code /v1/messages} as a coding agent sends them ({@link AgentTools}).
  */
 public record Prompt(Format format, List<Message> messages) {
 
   /** How the prompt is sent. */
   public enum Format {
     TOKENS,
-    CHAT;
+    CHAT,
+    MESSAGES;
 
     public static Format parse(String s) {
       return switch (s.trim().toLowerCase(java.util.Locale.ROOT)) {
         case "tokens", "completions" -> TOKENS;
         case "chat" -> CHAT;
-        default -> throw new IllegalArgumentException("format must be tokens or chat, was " + s);
+        case "messages" -> MESSAGES;
+        default -> throw new IllegalArgumentException("format must be tokens, chat or messages, was " + s);
       };
+    }
+
+    /** Text the engine renders with the model's chat template (both chat APIs), not token ids. */
+    public boolean templated() {
+      return this != TOKENS;
     }
   }
 
@@ -46,6 +54,17 @@ public record Prompt(Format format, List<Message> messages) {
       Objects.requireNonNull(m.role(), "chat messages need a role");
     }
     return new Prompt(Format.CHAT, messages);
+  }
+
+  /**
+   * An Anthropic Messages prompt ({@link AgentTools#writeBody} says how the roles become blocks): a leading system
+   * message is the top-level {@code system}, a {@code tool} message the tool result opening the next user message.
+   */
+  public static Prompt anthropic(List<Message> messages) {
+    for (Message m : messages) {
+      Objects.requireNonNull(m.role(), "messages need a role");
+    }
+    return new Prompt(Format.MESSAGES, messages);
   }
 
   /**

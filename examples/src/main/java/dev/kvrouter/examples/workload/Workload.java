@@ -33,6 +33,8 @@ public final class Workload {
   private final boolean scriptsAnswers;
   private final boolean hasImages;
   private final Map<Integer, IdealReuse> idealByBlockSize = new ConcurrentHashMap<>();
+  /** Rendered once: every Messages request resends the same list. */
+  private volatile List<AgentTools.Tool> agentTools;
 
   /**
    * @param name what the workload is, e.g. {@code system-prompt}
@@ -109,7 +111,7 @@ public final class Workload {
 
   /** {@link #promptIds(WorkloadRequest)} of a prompt of this workload. */
   public PromptIds promptIds(Prompt p) {
-    boolean chat = p.format() == Prompt.Format.CHAT;
+    boolean chat = p.format().templated();
     // chat: role and end marker per message, and the generation prompt's assistant marker
     int n = p.contentLength() + (chat ? 2 * p.messages().size() + 1 : 0) + p.imageCount() * ImagePart.STAND_IN_TOKENS;
     int[] t = new int[n];
@@ -150,7 +152,7 @@ public final class Workload {
       return null;
     }
     int[] answer = tokenSpace.tokens(r.answer());
-    if (r.prompt().format() != Prompt.Format.CHAT) {
+    if (!r.prompt().format().templated()) {
       return answer;
     }
     int[] t = java.util.Arrays.copyOf(answer, answer.length + 1);
@@ -163,9 +165,32 @@ public final class Workload {
     return hasImages;
   }
 
-  /** Whether its prompts are chat messages (sent to {@code /v1/chat/completions}). */
+  /**
+   * Whether its prompts are chat messages (sent to {@code /v1/chat/completions}, or to {@code /v1/messages}: both
+   * rendered by the chat template).
+   */
   public boolean chatPrompts() {
-    return !requests.isEmpty() && requests.get(0).prompt().format() == Prompt.Format.CHAT;
+    return !requests.isEmpty() && requests.get(0).prompt().format().templated();
+  }
+
+  /**
+   * The tools its Messages requests list ({@link AgentTools#tools}, from the workload's {@code seed}, {@code tools}
+   * and {@code tool_text}).
+   */
+  public List<AgentTools.Tool> agentTools() {
+    List<AgentTools.Tool> t = agentTools;
+    if (t == null) {
+      t = AgentTools.tools(seed(), Integer.parseInt(String.valueOf(params.get("tools"))),
+          Integer.parseInt(String.valueOf(params.get("tool_text"))), tokenSpace);
+      agentTools = t;
+    }
+    return t;
+  }
+
+  /** The {@code seed} parameter (1, the generators' default, when it has none). */
+  public long seed() {
+    Object v = params.get("seed");
+    return v == null ? 1 : Long.parseLong(v.toString());
   }
 
   /** Whether any request scripts its answer, i.e. later prompts resend the model's own output. */
@@ -175,7 +200,7 @@ public final class Workload {
 
   /** The chat messages of a chat prompt, text rendered by {@link ChatText}. */
   public List<ChatMessage> chatMessages(WorkloadRequest r) {
-    if (r.prompt().format() != Prompt.Format.CHAT) {
+    if (!r.prompt().format().templated()) {
       throw new IllegalArgumentException(r.id() + " is a token prompt, not chat");
     }
     return chatMessages(r.prompt());
@@ -186,7 +211,7 @@ public final class Workload {
    * client received: a scripted answer's message is its text ({@link ChatAnswers#text}), as the client keeps it.
    */
   public List<ChatMessage> chatMessages(Prompt p) {
-    if (p.format() != Prompt.Format.CHAT) {
+    if (!p.format().templated()) {
       throw new IllegalArgumentException("a token prompt, not chat");
     }
     List<ChatMessage> out = new ArrayList<>(p.messages().size());

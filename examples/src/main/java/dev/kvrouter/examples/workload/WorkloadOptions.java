@@ -74,8 +74,16 @@ public final class WorkloadOptions {
     return t;
   }
 
+  /** {@code tokens} or {@code chat}: only {@link #format(Prompt.Format, boolean)} callers build Messages prompts. */
   public Prompt.Format format(Prompt.Format def) {
+    return format(def, false);
+  }
+
+  public Prompt.Format format(Prompt.Format def, boolean messages) {
     Prompt.Format f = given.containsKey("format") ? Prompt.Format.parse(given.get("format")) : def;
+    if (f == Prompt.Format.MESSAGES && !messages) {
+      throw new IllegalArgumentException("format=messages is for multi-turn sessions only");
+    }
     effective.put("format", f.name().toLowerCase(Locale.ROOT));
     return f;
   }

@@ -75,6 +75,40 @@ class StreamingExchangeTest {
   }
 
   @Test
+  void anAnthropicStreamIsTimedAtItsTextDeltasAndReadFromMessageDeltaUsage() {
+    StreamingExchange ex = exchange(200, Map.of("x-kvrouter-served-by", List.of("w2")));
+    // vLLM's converter sends message_start with the first token, its usage the whole prompt as input
+    at(30, ex, "event: message_start", "data: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\","
+        + "\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":40,\"output_tokens\":0}}}", "",
+        "event: content_block_start", "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":"
+        + "{\"type\":\"text\",\"text\":\"\"}}", "",
+        "event: content_block_delta", "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+        + "{\"type\":\"text_delta\",\"text\":\" a\"}}", "");
+    at(50, ex, "event: content_block_delta", "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+        + "{\"type\":\"text_delta\",\"text\":\" b\"}}", "");
+    at(51, ex, "event: content_block_stop", "data: {\"type\":\"content_block_stop\",\"index\":0}", "",
+        "event: message_delta", "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\","
+        + "\"stop_sequence\":null},\"usage\":{\"input_tokens\":8,\"output_tokens\":2,\"cache_read_input_tokens\":32}}",
+        "");
+    at(52, ex, "event: message_stop", "data: {\"type\":\"message_stop\"}", "");
+    ex.onComplete();
+    assertThat(done.get()).isEqualTo(new RequestRecord(3, "req-3", "s", 500, 2_000, 30_000, 52_000, 200, null, "w2",
+        null, 40, 32, 2, 2, 20_000));
+
+    StreamingExchange cut = exchange(200, Map.of());
+    at(10, cut, "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}",
+        "");
+    cut.onComplete();
+    assertThat(done.get().error()).as("no message_stop").isEqualTo("incomplete");
+    StreamingExchange err = exchange(200, Map.of());
+    at(10, err, "event: error", "data: {\"type\":\"error\",\"error\":{\"type\":\"internal_error\",\"message\":\"died\"}}",
+        "");
+    err.onComplete();
+    assertThat(done.get().error()).isEqualTo("stream_error");
+    assertThat(err.errorDetail()).isEqualTo("died");
+  }
+
+  @Test
   void aStreamWithoutDoneIsIncompleteAndAnErrorEventIsAStreamError() {
     StreamingExchange ex = exchange(200, Map.of());
     at(10, ex, "data: {\"choices\":[{\"index\":0,\"text\":\" a\"}]}", "");

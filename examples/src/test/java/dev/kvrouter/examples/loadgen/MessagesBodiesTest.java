@@ -1,0 +1,205 @@
+package dev.kvrouter.examples.loadgen;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.kvrouter.examples.ab.ChatFront;
+import dev.kvrouter.examples.ab.VirtualOutcome;
+import dev.kvrouter.examples.ab.VirtualRun;
+import dev.kvrouter.examples.ab.VirtualSetup;
+import dev.kvrouter.examples.report.RequestRecord;
+import dev.kvrouter.examples.sim.testing.Fixtures;
+import dev.kvrouter.examples.sim.timing.Presets;
+import dev.kvrouter.examples.workload.PromptIds;
+import dev.kvrouter.examples.workload.Workload;
+import dev.kvrouter.examples.workload.WorkloadCatalog;
+import dev.kvrouter.examples.workload.WorkloadRequest;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/**
+ * {@code multi-turn:format=messages}: the bodies are Claude Code's {@code /v1/messages} requests, and under the
+ * router's own Messages conversion (Qwen3's template, which keeps inline system messages in place) every turn renders
+ * as an extension of the previous turn's prompt, the per-request attribution block and the moving cache breakpoint
+ * notwithstanding.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class MessagesBodiesTest {
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final String SPEC = "multi-turn:format=messages,sessions=6,rate=2,turns=3..5,think=2,system=300,"
+      + "user=8..24,output=16..48,result=32..96,seed=9";
+  private static final VirtualSetup SETUP = VirtualSetup.defaults().withPreset(Presets.QWEN3_8B_H100).withWorkers(4)
+      .withNumGpuBlocks(8192);
+
+  private ChatFront chat;
+
+  @BeforeAll
+  void load() throws Exception {
+    chat = ChatFront.load(SETUP.model(), Fixtures.tokenizer("qwen3"), SETUP.blockSize(), null);
+  }
+
+  @AfterAll
+  void close() {
+    if (chat != null) {
+      chat.close();
+    }
+  }
+
+  @Test
+  void aLaterTurnIsAClaudeCodeRequest() throws Exception {
+    Workload w = WorkloadCatalog.create(SPEC);
+    WorkloadRequest r = sessionTurns(w).values().stream().filter(t -> t.size() >= 3).findFirst().orElseThrow().get(2);
+    assertThat(RequestBodies.path(r)).isEqualTo("/v1/messages");
+    JsonNode b = JSON.readTree(RequestBodies.body(w, r, "m"));
+    assertThat(b.path("stream").asBoolean()).isTrue();
+    assertThat(b.path("max_tokens").asInt()).isEqualTo(r.outputTokens());
+    assertThat(b.has("seed") || b.has("ignore_eos") || b.has("stream_options")).as("not Anthropic's").isFalse();
+
+    JsonNode system = b.get("system");
+    assertThat(system).hasSize(3);
+    assertThat(system.get(0).path("text").asText()).startsWith("x-anthropic-billing-header: ").contains("; cch=");
+    assertThat(system.get(1).path("text").asText()).startsWith("You are Claude Code");
+    assertThat(system.get(2).path("cache_control").path("type").asText()).isEqualTo("ephemeral");
+    WorkloadRequest other = w.requests().get(r.index() == 0 ? 1 : 0);
+    assertThat(JSON.readTree(RequestBodies.body(w, other, "m")).get("system").get(0))
+        .as("the attribution hash changes per request").isNotEqualTo(system.get(0));
+
+    JsonNode tools = b.get("tools");
+    assertThat(tools).hasSize(12);
+    Set<String> names = new HashSet<>();
+    for (JsonNode t : tools) {
+      names.add(t.path("name").asText());
+      JsonNode schema = t.get("input_schema");
+      assertThat(schema.path("type").asText()).isEqualTo("object");
+      assertThat(schema.path("properties").has(schema.path("required").get(0).asText())).isTrue();
+      assertThat(t.path("description").asText().split(" ").length).isGreaterThan(160);
+    }
+    assertThat(names).hasSize(12).contains("Bash", "Read", "Edit", "Grep");
+    assertThat(JSON.readTree(RequestBodies.body(w, other, "m")).get("tools")).as("one tool list for all").isEqualTo(tools);
+
+    // turn 2: user, reminder, assistant, user (tool result + text), reminder, assistant, user, reminder
+    JsonNode ms = b.get("messages");
+    List<String> roles = new ArrayList<>();
+    ms.forEach(m -> roles.add(m.path("role").asText()));
+    assertThat(roles).containsExactly("user", "system", "assistant", "user", "system", "assistant", "user", "system");
+    for (int k = 0; k < 3; k++) {
+      JsonNode reminder = ms.get(3 * k + 1).path("content");
+      assertThat(reminder.asText()).startsWith("<system-reminder>\n").endsWith("\n</system-reminder>");
+    }
+    String previousToolUse = null;
+    int breakpoints = 0;
+    for (JsonNode m : ms) {
+      JsonNode content = m.path("content");
+      if (m.path("role").asText().equals("assistant")) {
+        assertThat(content).hasSize(2);
+        assertThat(content.get(0).path("type").asText()).isEqualTo("text");
+        JsonNode use = content.get(1);
+        assertThat(use.path("type").asText()).isEqualTo("tool_use");
+        assertThat(use.path("id").asText()).startsWith("toolu_");
+        assertThat(names).contains(use.path("name").asText());
+        assertThat(use.path("input").size()).isOne();
+        previousToolUse = use.path("id").asText();
+      } else if (m.path("role").asText().equals("user")) {
+        JsonNode last = content.get(content.size() - 1);
+        assertThat(last.path("type").asText()).isEqualTo("text");
+        breakpoints += last.has("cache_control") ? 1 : 0;
+        if (previousToolUse == null) {
+          assertThat(content).hasSize(1);
+        } else {
+          assertThat(content).hasSize(2);
+          assertThat(content.get(0).path("type").asText()).isEqualTo("tool_result");
+          assertThat(content.get(0).path("tool_use_id").asText()).isEqualTo(previousToolUse);
+        }
+      }
+    }
+    assertThat(breakpoints).as("only the newest user block").isOne();
+    assertThat(ms.get(6).path("content").get(1).has("cache_control")).isTrue();
+  }
+
+  @Test
+  void eachTurnRendersAsAnExtensionOfThePreviousTurnsPromptUnderTheRoutersConversion() {
+    Workload w = WorkloadCatalog.create(SPEC);
+    Function<WorkloadRequest, PromptIds> ids = chat.engineIds(w, SETUP.model());
+    int extended = 0;
+    for (List<WorkloadRequest> turns : sessionTurns(w).values()) {
+      int[] previous = null;
+      for (WorkloadRequest r : turns) {
+        int[] t = ids.apply(r).tokens();
+        if (previous == null) {
+          // system prompt, identity line and the tools ahead of the first question: a few thousand tokens
+          assertThat(t.length).as(r.id()).isBetween(3_000, 6_000);
+        } else {
+          assertThat(t.length).isGreaterThan(previous.length);
+          assertThat(java.util.Arrays.copyOf(t, previous.length)).as(r.id() + " extends the previous turn")
+              .isEqualTo(previous);
+          extended++;
+        }
+        previous = t;
+      }
+    }
+    assertThat(extended).isGreaterThanOrEqualTo(12);
+  }
+
+  @Test
+  void virtualTimeRoutesThemThroughTheMessagesPathAndKeepsSessionsOnTheirCache() {
+    Workload w = WorkloadCatalog.create(SPEC);
+    VirtualOutcome o = VirtualRun.run(w, "kv_aware", SETUP, chat);
+    assertThat(o.fallbacks()).as("every prompt converted, none routed by load").isEmpty();
+    Map<String, RequestRecord> byId = new HashMap<>();
+    o.data().requests().forEach(x -> byId.put(x.requestId(), x));
+    Function<WorkloadRequest, PromptIds> ids = chat.engineIds(w, SETUP.model());
+    int later = 0;
+    for (List<WorkloadRequest> turns : sessionTurns(w).values()) {
+      for (int k = 0; k < turns.size(); k++) {
+        RequestRecord cur = byId.get(turns.get(k).id());
+        assertThat(cur.error()).as(cur.requestId()).isNull();
+        assertThat(cur.promptTokens()).isEqualTo(ids.apply(turns.get(k)).tokens().length);
+        if (k > 0) {
+          later++;
+          RequestRecord prev = byId.get(turns.get(k - 1).id());
+          assertThat(cur.servedBy()).as(cur.requestId()).isEqualTo(prev.servedBy());
+          // the previous prompt's full blocks (fresh answers: the generated ones are not resent)
+          assertThat(cur.cachedTokens()).as(cur.requestId())
+              .isGreaterThanOrEqualTo((prev.promptTokens() - 1) / SETUP.blockSize() * SETUP.blockSize());
+        }
+      }
+    }
+    assertThat(later).isGreaterThanOrEqualTo(12);
+  }
+
+  @Test
+  void messagesIsForMultiTurnSessionsWithFreshAnswers() {
+    assertThatThrownBy(() -> WorkloadCatalog.create("unique:format=messages"))
+        .hasMessageContaining("multi-turn sessions only");
+    assertThatThrownBy(() -> WorkloadCatalog.create("multi-turn:format=messages,answers=model"))
+        .hasMessageContaining("no seed");
+    assertThatThrownBy(() -> WorkloadCatalog.create("multi-turn:format=chat,tools=4"))
+        .hasMessageContaining("unknown option");
+    assertThatThrownBy(() -> WorkloadCatalog.create("multi-turn:format=messages,tools=17"))
+        .hasMessageContaining("tools must be");
+    assertThatThrownBy(() -> VirtualRun.run(WorkloadCatalog.create(SPEC), "kv_aware", SETUP, null))
+        .hasMessageContaining("--tokenizer");
+  }
+
+  private static Map<String, List<WorkloadRequest>> sessionTurns(Workload w) {
+    Map<String, List<WorkloadRequest>> m = new java.util.LinkedHashMap<>();
+    for (WorkloadRequest r : w.requests()) {
+      m.computeIfAbsent(r.sessionId(), s -> new ArrayList<>()).add(r);
+    }
+    m.values().forEach(l -> l.sort(java.util.Comparator.comparingInt(x -> Integer.parseInt(
+        x.id().substring(x.id().lastIndexOf('-') + 1)))));
+    return m;
+  }
+}
