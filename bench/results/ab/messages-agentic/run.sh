@@ -1,0 +1,28 @@
+#!/bin/bash
+# Claude Code's shape over the Anthropic Messages API (multi-turn:format=messages; docs/loadgen.md): a 2,500-token
+# system prompt and 12 tools (about 3.7k tokens) shared by every session, 6-12 turns each resending the history as
+# blocks (answer text + tool_use, tool_result of 128-1536 tokens + a short user text, an inline system reminder per
+# turn), the next turn 2 s (mean, the tool's run) after the answer (closed loop), fresh answers. Qwen3-8B on H100s
+# (its template keeps inline system messages in place), the router's own Messages conversion in both runs.
+# Run from the repository root after `mvn -q -B -o -ntp -pl dist -am package -DskipTests`.
+#  virtual/: round-robin's capacity searched on this workload, then the A/B at rho 0.9, same seed for every policy.
+#  envoy/:   a shortened run through real Envoy, 3 policies, at a light session rate: rho 0.9 is 26 req/s of 5k-25k
+#            token prompts, which the router and 8 simulated workers, tokenizing in real time on this 2-vCPU box,
+#            could not keep up with.
+set -euo pipefail
+JAR=${JAR:-dist/target/kvrouter.jar}
+OUT=${OUT:-bench/results/ab/messages-agentic}
+SHAPE=system=2500,turns=6..12,think=2,user=16..64,output=32..256,result=128..1536,loop=closed
+uptime > $OUT/load-virtual.txt
+flock /tmp/kvrouter-bench.lock java -Xmx6g -cp $JAR dev.kvrouter.examples.ab.VirtualAb --workers 8 \
+  --preset qwen3-8b-h100 --tokenizer .cache/tokenizers/qwen3 --saturate 0.9 \
+  --policies kv_aware,round_robin,least_load,cache_only \
+  --workload "multi-turn:format=messages,sessions=300,rate=2,$SHAPE" --out $OUT/virtual 2>&1 | tee $OUT/virtual.log
+if [ "${ENVOY:-1}" = 1 ]; then
+  uptime > $OUT/load-envoy.txt
+  flock /tmp/kvrouter-bench.lock java -Dkvrouter.root=$PWD -cp $JAR dev.kvrouter.examples.ab.EnvoyAb \
+    --workers 8 --preset qwen3-8b-h100 --tokenizer .cache/tokenizers/qwen3 \
+    --workload "multi-turn:format=messages,sessions=${SESSIONS:-20},rate=${RATE:-0.5},$SHAPE" \
+    --policies kv_aware,round_robin,least_load --warmup 60 --max-seconds ${MAX_SECONDS:-120} --out $OUT/envoy 2>&1 | tee $OUT/envoy.log
+  uptime >> $OUT/load-envoy.txt
+fi
