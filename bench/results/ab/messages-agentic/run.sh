@@ -18,6 +18,14 @@ flock /tmp/kvrouter-bench.lock java -Xmx6g -cp $JAR dev.kvrouter.examples.ab.Vir
   --preset qwen3-8b-h100 --tokenizer .cache/tokenizers/qwen3 --saturate 0.9 \
   --policies kv_aware,round_robin,least_load,cache_only \
   --workload "multi-turn:format=messages,sessions=300,rate=2,$SHAPE" --out $OUT/virtual 2>&1 | tee $OUT/virtual.log
+# seeds 2 and 3 at seed 1's rho 0.9 operating point (virtual/saturation.json), no search
+for s in ${SEEDS:-2 3}; do
+  flock /tmp/kvrouter-bench.lock java -Xmx6g -cp $JAR dev.kvrouter.examples.ab.VirtualAb --workers 8 \
+    --preset qwen3-8b-h100 --tokenizer .cache/tokenizers/qwen3 --seed $s \
+    --policies kv_aware,round_robin,least_load,cache_only \
+    --workload "multi-turn:format=messages,sessions=465,rate=3.099,$SHAPE,seed=$s" --out $OUT/virtual-seed$s \
+    2>&1 | tee $OUT/virtual-seed$s.log
+done
 if [ "${ENVOY:-1}" = 1 ]; then
   uptime > $OUT/load-envoy.txt
   flock /tmp/kvrouter-bench.lock java -Dkvrouter.root=$PWD -cp $JAR dev.kvrouter.examples.ab.EnvoyAb \
