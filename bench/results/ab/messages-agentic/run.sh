@@ -23,7 +23,7 @@ for s in ${SEEDS:-2 3}; do
   flock /tmp/kvrouter-bench.lock java -Xmx6g -cp $JAR dev.kvrouter.examples.ab.VirtualAb --workers 8 \
     --preset qwen3-8b-h100 --tokenizer .cache/tokenizers/qwen3 --seed $s \
     --policies kv_aware,round_robin,least_load,cache_only \
-    --workload "multi-turn:format=messages,sessions=465,rate=3.099,$SHAPE,seed=$s" --out $OUT/virtual-seed$s \
+    --workload "multi-turn:format=messages,sessions=461,rate=3.073,$SHAPE,seed=$s" --out $OUT/virtual-seed$s \
     2>&1 | tee $OUT/virtual-seed$s.log
 done
 if [ "${ENVOY:-1}" = 1 ]; then
