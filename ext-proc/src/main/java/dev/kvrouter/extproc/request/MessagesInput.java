@@ -403,8 +403,8 @@ final class MessagesInput {
       if (!(list.get(i) instanceof Map<?, ?> m)) {
         throw RequestBodyParser.bad("`" + at + "` must be an object", at);
       }
-      Object role = m.get("role");
-      role = ROLE_ALIASES.getOrDefault(role, role instanceof String r ? r : "");
+      // Map.of's lookups throw on null: a message without a role is the client's 400, not the router's 500
+      Object role = m.get("role") instanceof String r ? ROLE_ALIASES.getOrDefault(r, r) : null;
       if (!"user".equals(role) && !"assistant".equals(role) && !"system".equals(role)) {
         throw RequestBodyParser.bad("`" + at + ".role` must be one of user, assistant, system", at + ".role");
       }

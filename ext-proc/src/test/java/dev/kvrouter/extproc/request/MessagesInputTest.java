@@ -209,6 +209,8 @@ class MessagesInputTest {
   void malformedRequestsAreRefusedNamingTheField() {
     assertThat(error("\"system\":\"s\"").param()).isEqualTo("messages");
     assertThat(error("\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]").param()).isEqualTo("messages[0].role");
+    assertThat(error("\"messages\":[{\"content\":\"x\"}]").param()).as("no role (was a 500: Map.of looked null up)")
+        .isEqualTo("messages[0].role");
     assertThat(error("\"messages\":[{\"role\":\"user\",\"content\":5}]").param()).isEqualTo("messages[0].content");
     assertThat(error("\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"video\"}]}]").param())
         .isEqualTo("messages[0].content[0].type");
