@@ -57,7 +57,8 @@ class ModelsAndTenancyConfigTest {
 
   @Test
   void tenantPassThroughPathsDefaultToTheTokenizerEndpointsAndAreValidated() {
-    assertThat(KvrouterConfig.defaults().tenancy().passThroughPaths()).containsExactly("/tokenize", "/detokenize");
+    assertThat(KvrouterConfig.defaults().tenancy().passThroughPaths()).containsExactly("/tokenize", "/detokenize",
+        "/v1/messages/count_tokens");
     assertThat(KvrouterConfig.parse("tenancy: {pass_through_paths: [/v1/embeddings]}", "k.yaml").tenancy()
         .passThroughPaths()).containsExactly("/v1/embeddings");
     assertThatThrownBy(() -> KvrouterConfig.parse("tenancy: {pass_through_paths: [/v1/responses]}", "k.yaml"))

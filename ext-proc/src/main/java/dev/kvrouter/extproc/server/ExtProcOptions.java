@@ -43,8 +43,12 @@ public record ExtProcOptions(
   public static final int DEFAULT_PORT = 9002;
   public static final int DEFAULT_TRUTH_CHECK_EVERY = 16;
 
-  /** vLLM's tokenizer endpoints: they read a prompt but never touch the KV cache, so no salt is needed. */
-  public static final List<String> DEFAULT_TENANT_PASS_THROUGH_PATHS = List.of("/tokenize", "/detokenize");
+  /**
+   * vLLM's tokenizer endpoints and the Messages API's token count (which Claude Code calls between turns): they read
+   * a prompt but never touch the KV cache, so no salt is needed.
+   */
+  public static final List<String> DEFAULT_TENANT_PASS_THROUGH_PATHS = List.of("/tokenize", "/detokenize",
+      "/v1/messages/count_tokens");
 
   public ExtProcOptions {
     tenantPassThroughPaths = Set.copyOf(tenantPassThroughPaths);
