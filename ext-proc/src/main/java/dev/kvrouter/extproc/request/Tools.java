@@ -94,7 +94,7 @@ final class Tools {
         names.add(tool.get("name")); // check_tool_usage: any tool's name, a custom tool's too
       }
       if (type.equals("function")) {
-        out.add(chatTool(tool, at, null, "name", "parameters", "strict", "type", "defer_loading", "description"));
+        out.add(chatTool(tool, at, null));
       } else if (type.equals("namespace")) {
         if (!(tool.get("name") instanceof String ns) || !(tool.get("description") instanceof String)
             || !(tool.get("tools") instanceof List<?> inner)) {
@@ -109,7 +109,7 @@ final class Tools {
           names.add(fn.get("name"));
           names.add(ns + ResponsesInput.NAMESPACE_SEPARATOR + fn.get("name"));
           if ("function".equals(fn.get("type"))) {
-            out.add(chatTool(fn, in, ns, "name", "type", "defer_loading", "description", "parameters", "strict"));
+            out.add(chatTool(fn, in, ns));
           }
         }
       }
@@ -165,16 +165,23 @@ final class Tools {
       if (!parameters.containsKey("type")) {
         parameters.put("type", "object"); // validate_input_schema: only a schema without the key; a null type stays
       }
-      if (tool.get("description") != null && !(tool.get("description") instanceof String)) {
-        throw RequestBodyParser.bad("`" + at + ".description` must be a string", at + ".description");
-      }
-      chat.add(functionTool(tool.get("name"), tool.get("description"), Collections.unmodifiableMap(parameters),
+      chat.add(functionTool(tool.get("name"), description(tool, at), Collections.unmodifiableMap(parameters),
           laxBoolOrNull(tool.get("strict"), at + ".strict"),
           laxBoolOrNull(tool.get("defer_loading"), at + ".defer_loading")));
     }
     return new Normalized(Collections.unmodifiableList(chat), chatChoice == null ? "auto" : chatChoice);
   }
 
+  /** A tool's optional {@code description}: a string or absent. */
+  private static String description(Map<?, ?> tool, String at) throws BadRequest {
+    Object d = tool.get("description");
+    if (d != null && !(d instanceof String)) {
+      throw RequestBodyParser.bad("`" + at + ".description` must be a string", at + ".description");
+    }
+    return (String) d;
+  }
+
+  /** An SDK model's {@code Optional[bool]}: the dump holds what pydantic's lax bool made of the value. */
   private static Boolean laxBoolOrNull(Object v, String at) throws BadRequest {
     if (v == null) {
       return null;
@@ -186,39 +193,25 @@ final class Tools {
     return b;
   }
 
-  /** One function tool, dumped by its SDK model ({@code declared} order), then re-dumped as a chat tool. */
-  private static Map<String, Object> chatTool(Map<?, ?> tool, String at, String namespace, String... declared)
-      throws BadRequest {
+  /**
+   * One Responses function tool (a namespace's flattened to {@code namespace__name}) as the chat tool vLLM renders:
+   * what {@link #functionTool} keeps of its SDK model's dump, {@code strict} and {@code defer_loading} as pydantic's
+   * lax bool read them.
+   */
+  private static Map<String, Object> chatTool(Map<?, ?> tool, String at, String namespace) throws BadRequest {
     if (!(tool.get("name") instanceof String name)) {
       throw RequestBodyParser.bad("`" + at + ".name` must be a string", at + ".name");
     }
-    Object description = tool.get("description");
-    if (description != null && !(description instanceof String)) {
-      throw RequestBodyParser.bad("`" + at + ".description` must be a string", at + ".description");
-    }
+    Object description = description(tool, at);
     Object parameters = tool.get("parameters");
     if (parameters != null && !(parameters instanceof Map)) {
       throw RequestBodyParser.bad("`" + at + ".parameters` must be an object", at + ".parameters");
     }
-    Map<String, Object> sdk = new LinkedHashMap<>();
-    for (String k : declared) {
-      sdk.put(k, tool.get(k));
-    }
-    for (String k : new String[] {"strict", "defer_loading"}) {
-      // Optional[bool]: the dump holds what pydantic's lax bool made of the value, not the value
-      Object raw = sdk.get(k);
-      if (raw != null) {
-        Boolean b = PythonValues.laxBool(raw);
-        if (b == null) {
-          throw RequestBodyParser.bad("`" + at + "." + k + "` must be a boolean", at + "." + k);
-        }
-        sdk.put(k, b);
-      }
-    }
     String flat = namespace == null ? name : namespace + ResponsesInput.NAMESPACE_SEPARATOR + name;
-    return functionTool(flat, description, sdk.get("parameters"), (Boolean) sdk.get("strict"),
-        (Boolean) sdk.get("defer_loading"));
+    return functionTool(flat, description, parameters, laxBoolOrNull(tool.get("strict"), at + ".strict"),
+        laxBoolOrNull(tool.get("defer_loading"), at + ".defer_loading"));
   }
+
 
   /**
    * A chat function tool as vLLM main's {@code FunctionDefinition} dumps it (generate/base/protocol.py, which both its
@@ -284,11 +277,7 @@ final class Tools {
       if (!(fn.get("name") instanceof String)) {
         throw RequestBodyParser.bad("`" + at + ".function.name` must be a string", at + ".function.name");
       }
-      Object description = fn.get("description");
-      if (description != null && !(description instanceof String)) {
-        throw RequestBodyParser.bad("`" + at + ".function.description` must be a string",
-            at + ".function.description");
-      }
+      Object description = description(fn, at + ".function");
       Object parameters = fn.get("parameters");
       if (parameters != null && !(parameters instanceof Map)) {
         throw RequestBodyParser.bad("`" + at + ".function.parameters` must be an object",
