@@ -63,7 +63,7 @@ class PromptPipelineGoldenTest {
   @ParameterizedTest
   @ValueSource(strings = {"qwen3", "llama3_1", "deepseek_v3", "gemma3"})
   void chatBodiesHashLikeTransformersTokenIds(String model) throws Exception {
-    JsonNode fixture = fixture(model);
+    JsonNode fixture = fixture("tokenizer_" + model);
     int checked = 0;
     List<String> mismatches = new ArrayList<>();
     for (JsonNode c : fixture.path("cases")) {
@@ -101,7 +101,7 @@ class PromptPipelineGoldenTest {
   @ValueSource(strings = {"qwen3", "llama3_1", "deepseek_v3", "gemma3"})
   void requestBodiesHashLikeVllmPrefill(String model) throws Exception {
     List<String> mismatches = new ArrayList<>();
-    int checked = checkRequests(fixture(model), mismatches);
+    int checked = checkRequests(fixture("tokenizer_" + model), mismatches);
     assertThat(mismatches).as(model).isEmpty();
     assertThat(checked).as("request bodies checked for " + model).isGreaterThanOrEqualTo(4);
   }
@@ -116,10 +116,7 @@ class PromptPipelineGoldenTest {
   @ParameterizedTest
   @ValueSource(strings = {"qwen3"})
   void responsesBodiesHashLikeVllmPrefill(String model) throws Exception {
-    JsonNode fixture;
-    try (InputStream in = getClass().getResourceAsStream("/fixtures/templates/responses_" + model + ".json")) {
-      fixture = JSON.readTree(in);
-    }
+    JsonNode fixture = fixture("responses_" + model);
     List<String> mismatches = new ArrayList<>();
     int checked = checkRequests(fixture, mismatches);
     assertThat(mismatches).as(model).isEmpty();
@@ -138,14 +135,8 @@ class PromptPipelineGoldenTest {
   @ParameterizedTest
   @ValueSource(strings = {"qwen3", "llama3_1", "deepseek_v3"})
   void messagesBodiesHashLikeVllmPrefill(String model) throws Exception {
-    JsonNode fixture;
-    try (InputStream in = getClass().getResourceAsStream("/fixtures/templates/messages_" + model + ".json")) {
-      fixture = JSON.readTree(in);
-    }
-    MessagesDialect probed = perToken.resolve(model).resources(PipelineResources.class).orElseThrow()
-        .messagesDialect();
-    assertThat(probed.inlineSystem()).as(model + ": " + fixture.get("probe_reason").asText())
-        .isEqualTo(InlineSystemMode.valueOf(fixture.get("inline_system").asText().toUpperCase()));
+    JsonNode fixture = fixture("messages_" + model);
+    MessagesDialect probed = probedAsFixtureSays(model, fixture);
     assertThat(probed.disabledThinkingEffort()).as(model + ": the effort for disabled thinking")
         .isEqualTo(fixture.get("disabled_thinking_effort").asText());
     List<String> mismatches = new ArrayList<>();
@@ -166,10 +157,7 @@ class PromptPipelineGoldenTest {
   @ValueSource(strings = {"qwen3", "llama3_1", "deepseek_v3"})
   void randomMessagesBodiesHashLikeVllmPrefill(String model) throws Exception {
     JsonNode fixture = randomMessages().path("models").path(model);
-    MessagesDialect probed = perToken.resolve(model).resources(PipelineResources.class).orElseThrow()
-        .messagesDialect();
-    assertThat(probed.inlineSystem())
-        .isEqualTo(InlineSystemMode.valueOf(fixture.get("inline_system").asText().toUpperCase()));
+    probedAsFixtureSays(model, fixture);
     List<String> mismatches = new ArrayList<>();
     int matched = 0;
     int refused = 0;
@@ -203,15 +191,11 @@ class PromptPipelineGoldenTest {
           mismatches.add(name + ": an image body came out " + (out.prompt() == null ? out.unavailable() : "hashed"));
         }
       } else {
-        int[] ids = JSON.convertValue(c.get("ids"), int[].class);
-        long[] expected = BlockHasher.hashFullBlocks(prepared.scope().namespace().rootSeed(), ids, ids.length, 1);
-        if (out.prompt() == null) {
-          mismatches.add(name + ": no prompt (" + out.unavailable() + ")");
-        } else if (!java.util.Arrays.equals(out.prompt().blockHashes(), expected)) {
-          mismatches.add(name + ": " + out.prompt().tokens() + " tokens vs " + ids.length + ", ids differ from token "
-              + firstDifference(out.prompt().blockHashes(), expected));
-        } else {
+        String why = idsMismatch(prepared, out, c.get("ids"));
+        if (why == null) {
           matched++;
+        } else {
+          mismatches.add(name + ": " + why);
         }
       }
     }
@@ -225,9 +209,7 @@ class PromptPipelineGoldenTest {
 
   private JsonNode randomMessages() throws java.io.IOException {
     if (randomMessages == null) {
-      try (InputStream in = getClass().getResourceAsStream("/fixtures/templates/messages_random.json")) {
-        randomMessages = JSON.readTree(in);
-      }
+      randomMessages = fixture("messages_random");
     }
     return randomMessages;
   }
@@ -243,24 +225,46 @@ class PromptPipelineGoldenTest {
         default -> InferenceRequest.Kind.COMPLETIONS;
       };
       PreparedRequest prepared = perTokenPreparer.prepare(kind, body, body.length, null);
-      PromptPipeline.Outcome out = pipeline.run(prepared);
-      int[] ids = JSON.convertValue(c.get("ids"), int[].class);
-      long[] expected = BlockHasher.hashFullBlocks(prepared.scope().namespace().rootSeed(), ids, ids.length, 1);
-      String name = c.get("name").asText();
-      if (out.prompt() == null) {
-        mismatches.add(name + ": no prompt (" + out.unavailable() + ")");
-      } else if (out.prompt().tokens() != ids.length) {
-        mismatches.add(name + ": " + out.prompt().tokens() + " tokens vs " + ids.length);
-      } else if (!java.util.Arrays.equals(out.prompt().blockHashes(), expected)) {
-        mismatches.add(name + ": ids differ from token " + firstDifference(out.prompt().blockHashes(), expected));
+      String why = idsMismatch(prepared, pipeline.run(prepared), c.get("ids"));
+      if (why != null) {
+        mismatches.add(c.get("name").asText() + ": " + why);
       }
       checked++;
     }
     return checked;
   }
 
-  private JsonNode fixture(String model) throws java.io.IOException {
-    try (InputStream in = getClass().getResourceAsStream("/fixtures/templates/tokenizer_" + model + ".json")) {
+  /**
+   * Why the prompt the router hashed is not the one of vLLM's {@code ids} (one token per block, so every token is
+   * compared), or null when they match.
+   */
+  private static String idsMismatch(PreparedRequest prepared, PromptPipeline.Outcome out, JsonNode idsNode) {
+    int[] ids = JSON.convertValue(idsNode, int[].class);
+    long[] expected = BlockHasher.hashFullBlocks(prepared.scope().namespace().rootSeed(), ids, ids.length, 1);
+    if (out.prompt() == null) {
+      return "no prompt (" + out.unavailable() + ")";
+    }
+    if (out.prompt().tokens() != ids.length) {
+      return out.prompt().tokens() + " tokens vs " + ids.length + ", ids differ from token "
+          + firstDifference(out.prompt().blockHashes(), expected);
+    }
+    if (!java.util.Arrays.equals(out.prompt().blockHashes(), expected)) {
+      return "ids differ from token " + firstDifference(out.prompt().blockHashes(), expected);
+    }
+    return null;
+  }
+
+  /** The model's probed Messages dialect, whose inline-system placement must be the one the fixture was made with. */
+  private MessagesDialect probedAsFixtureSays(String model, JsonNode fixture) {
+    MessagesDialect probed = perToken.resolve(model).resources(PipelineResources.class).orElseThrow()
+        .messagesDialect();
+    assertThat(probed.inlineSystem()).as(model + ": " + fixture.path("probe_reason").asText())
+        .isEqualTo(InlineSystemMode.valueOf(fixture.get("inline_system").asText().toUpperCase()));
+    return probed;
+  }
+
+  private JsonNode fixture(String name) throws java.io.IOException {
+    try (InputStream in = getClass().getResourceAsStream("/fixtures/templates/" + name + ".json")) {
       return JSON.readTree(in);
     }
   }
