@@ -21,6 +21,7 @@ import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -123,7 +124,17 @@ class ImageQaAbE2eTest {
       }
       int[] kv = imageHits(records.get(uuid + "/kv_aware"), preImage);
       int[] roundRobin = imageHits(records.get(uuid + "/round_robin"), preImage);
-      assertThat(roundRobin[0]).as(uuid + ": round-robin's image hits within the bound").isLessThanOrEqualTo(rrBound);
+      // the bound above assumes the router sees the requests in arrival order; on a loaded box one can overtake the
+      // one 100 ms before it and round-robin deals the rest differently (15 hits against a bound of 14 once in CI).
+      // What holds whatever the order: a request finds its image cached only on a worker an earlier one carried the
+      // same image to
+      assertThat(roundRobin[0]).as(uuid + ": round-robin's image hits within its workers' repeats")
+          .isLessThanOrEqualTo(sameWorkerRepeats(records.get(uuid + "/round_robin"), images));
+      // and it dealt them round-robin, in whatever order it saw them: one counter, so each worker an equal share
+      Map<String, Integer> dealt = new HashMap<>();
+      records.get(uuid + "/round_robin").forEach(r -> dealt.merge(r.servedBy(), 1, Integer::sum));
+      assertThat(dealt).as(uuid + ": round-robin's deal").hasSize(WORKERS)
+          .allSatisfy((worker, n) -> assertThat(n).isEqualTo(images.size() / WORKERS));
       assertThat(kv[0]).as(uuid + ": kv_aware's image hits (round-robin at most %d)\n%s", rrBound, log)
           .isGreaterThan(rrBound);
       assertThat(kv[1]).as(uuid + ": image tokens served from cache").isGreaterThan(roundRobin[1]);
@@ -173,6 +184,18 @@ class ImageQaAbE2eTest {
    * Requests whose image was sent earlier by a request of the same residue mod {@code workers}: the most
    * round-robin can find cached, whatever worker it starts with.
    */
+  /**
+   * Requests whose worker (as it served them) had been sent their image before: for each worker and image, all but
+   * one.
+   */
+  static int sameWorkerRepeats(List<RequestRecord> records, List<String> images) {
+    Map<String, Integer> perWorkerImage = new HashMap<>();
+    for (RequestRecord r : records) {
+      perWorkerImage.merge(r.servedBy() + "\u0000" + images.get(r.index()), 1, Integer::sum);
+    }
+    return perWorkerImage.values().stream().mapToInt(n -> n - 1).sum();
+  }
+
   static int roundRobinImageHitBound(List<String> images, int workers) {
     List<Set<String>> seen = new ArrayList<>();
     for (int k = 0; k < workers; k++) {
