@@ -128,7 +128,7 @@ public record KvrouterConfig(
     public Routing {
       policy = policy == null ? "kv_aware" : policy;
       weights = weights == null ? new RoutingWeights(null, null, null, null, null, null, null, null, null, null,
-          null, null, null, null, null, null, null, null, null, null) : weights;
+          null, null, null, null, null, null, null, null, null, null, null) : weights;
       busy = busy == null ? new Busy(null, null, null, null, null) : busy;
       load = load == null ? new Load(null, null, null, null, null, null, null) : load;
       scrape = scrape == null ? new Scrape(null, null, null, null, null, null) : scrape;
@@ -160,7 +160,8 @@ public record KvrouterConfig(
       Double newPrefillEvictionWeight,
       Double evictionShareFull,
       Double hotPrefixRelief,
-      Double stepTokens) {
+      Double stepTokens,
+      Double newPrefillIdleRelief) {
     public RoutingWeights {
       // every default is Weights.DEFAULTS', read from there so the file and the code cannot disagree
       Weights d = Weights.DEFAULTS;
@@ -185,6 +186,7 @@ public record KvrouterConfig(
       evictionShareFull = evictionShareFull == null ? d.evictionShareFull() : evictionShareFull;
       hotPrefixRelief = hotPrefixRelief == null ? d.hotPrefixRelief() : hotPrefixRelief;
       stepTokens = stepTokens == null ? d.stepTokens() : stepTokens;
+      newPrefillIdleRelief = newPrefillIdleRelief == null ? d.newPrefillIdleRelief() : newPrefillIdleRelief;
     }
   }
 

@@ -23,6 +23,8 @@ import java.util.List;
  *                + new_prefill_queue_weight x min(1, mean active_prefill_blocks / prompt_blocks)
  *                + new_prefill_eviction_weight x min(1, eviction_share / eviction_share_full)
  *   hot_excess = min(1, max(0, prefix_heat x owners - 1))   (0 for a prefix one worker can serve alone)
+ *   (per candidate, with new_prefill_idle_relief r: new_weight - r x idle^2 x the new_prefill_weight part,
+ *    idle = max(0, 1 - in-flight requests / the candidates' mean), 1 on an idle fleet)
  * </pre>
  *
  * <p>With Dynamo's weights (credits 1 / 0.75 / 0.25, scales 1, no decay, no request weight, no new-prefill term) a
@@ -40,6 +42,12 @@ import java.util.List;
  * waits for its first token: behind more prefill than one step takes, it waits through several steps, each
  * reading every running sequence. That keeps a prefix's holder with a cold prompt queued from looking cheaper
  * than an idle worker merely because fewer requests decode there.
+ *
+ * <p>{@code new_prefill_idle_relief} prices the fleet compute a recomputed block takes by where it is taken: a
+ * worker running far fewer requests than the fleet's mean has compute nobody else is queued for, so a copy made
+ * there delays no one. Off by default: it buys end-to-end latency where holders pile up decodes at a light load
+ * (coding-agent sessions) with some first-token tail on conversations and best-of-N at light loads
+ * (docs/routing.md).
  *
  * <p>Pure functions of their inputs; allocation-free.
  */
@@ -83,7 +91,8 @@ public final class CostModel {
         minPrefill = Math.min(minPrefill, candidates.get(i).load.prefillTokens());
       }
     }
-    double newWeight = w.newPrefillWeight() * (1 - w.hotPrefixRelief() * Math.min(1, Math.max(0, hotExcess)));
+    double baseNew = w.newPrefillWeight() * (1 - w.hotPrefixRelief() * Math.min(1, Math.max(0, hotExcess)));
+    double newWeight = baseNew;
     if (w.newPrefillQueueWeight() > 0 && shape.promptBlocks() > 0 && !candidates.isEmpty()) {
       double queued = 0;
       for (int i = 0; i < candidates.size(); i++) {
@@ -95,9 +104,23 @@ public final class CostModel {
     if (w.newPrefillEvictionWeight() > 0 && evictionShare > 0) {
       newWeight += w.newPrefillEvictionWeight() * Math.min(1.0, evictionShare / w.evictionShareFull());
     }
+    double meanRequests = 0;
+    if (w.newPrefillIdleRelief() > 0 && !candidates.isEmpty()) {
+      for (int i = 0; i < candidates.size(); i++) {
+        meanRequests += candidates.get(i).load.requests();
+      }
+      meanRequests /= candidates.size();
+    }
     for (int i = 0; i < candidates.size(); i++) {
       Candidate c = candidates.get(i);
       Overlap o = c.overlap;
+      double candidateNew = newWeight;
+      if (w.newPrefillIdleRelief() > 0) {
+        // squared: a worker just under the mean gets almost none of it. Linear relief moved sessions off their
+        // holders at rho 0.9 too (coding-agent TTFT p99 147 -> 162 ms against 151 squared)
+        double idle = meanRequests <= 0 ? 1 : Math.max(0, 1 - c.load.requests() / meanRequests);
+        candidateNew -= baseNew * w.newPrefillIdleRelief() * idle * idle;
+      }
       double gpuCredit = w.gpuCredit();
       if (w.overlapCreditDecay() > 0 && shape.promptBlocks() > 0) {
         double excess = (c.load.prefillTokens() - minPrefill) / b;
@@ -121,7 +144,7 @@ public final class CostModel {
       double added = Math.max(shape.promptBlocks() - credit, 0);
       double steps = w.stepTokens() > 0 ? Math.max(1, prefill * b / w.stepTokens()) : 1;
       c.readSteps = steps;
-      c.cost = cost(prefill, added, newWeight, decode, read * steps, c.load.requests(), w, weight);
+      c.cost = cost(prefill, added, candidateNew, decode, read * steps, c.load.requests(), w, weight);
       c.loadCost = cost(activePrefill, 0, c.load.decodeBlocks(), c.load.contextBlocks(), c.load.requests(), w,
           weight);
       c.scored = true;

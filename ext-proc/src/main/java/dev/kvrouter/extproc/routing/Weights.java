@@ -53,6 +53,10 @@ import java.util.Locale;
  *     worker with a long prefill queued reads its running sequences through every one of those steps. 0 = off
  *     (one step, the default): it buys the TTFT tail of workloads whose holders queue cold prompts longer than a
  *     step with some TPOT and cache (docs/routing.md)
+ * @param newPrefillIdleRelief the part of {@code new_prefill_weight} (after {@code hot_prefix_relief}) lifted off a
+ *     candidate in proportion to the square of its idle share, {@code max(0, 1 - its in-flight requests / the
+ *     candidates' mean)}: a copy made on a worker the fleet leaves idle takes compute no one waits for, and spares
+ *     the holder the decodes that pile up on it at a light load. In [0, 1]; 0 = off (the default)
  */
 public record Weights(
     double gpuCredit,
@@ -74,7 +78,8 @@ public record Weights(
     double newPrefillEvictionWeight,
     double evictionShareFull,
     double hotPrefixRelief,
-    double stepTokens) {
+    double stepTokens,
+    double newPrefillIdleRelief) {
 
   /**
    * kvrouter's defaults: Dynamo's, but {@code new_prefill_weight} 1, which keeps best-of-N siblings and
@@ -90,11 +95,11 @@ public record Weights(
    * there costs more than computing it elsewhere (docs/routing.md has the A/B behind all five).
    */
   public static final Weights DEFAULTS = new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.1, 0.0, 1.0, 0.1, 0.0, false,
-      32, 1.1, 0.0, 0.0, 8.0, 0.05, 1.0, 0.0);
+      32, 1.1, 0.0, 0.0, 8.0, 0.05, 1.0, 0.0, 0.0);
 
   /** Dynamo's published defaults exactly (anchors §1.1): {@code new_prefill_weight} 0. */
   public static final Weights DYNAMO = new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, false,
-      32, 1.1, 0.0, 0.0, 0.0, 0.05, 0.0, 0.0);
+      32, 1.1, 0.0, 0.0, 0.0, 0.05, 0.0, 0.0, 0.0);
 
   /** Every key accepted in configuration and in {@code x-kvrouter-weights}. */
   public static final List<String> KEYS = List.of("gpu_credit", "cpu_credit", "disk_credit", "predicted_credit",
@@ -102,7 +107,7 @@ public record Weights(
       "new_prefill_weight", "decode_read_weight", "temperature",
       "imbalance_gate", "imbalance_abs", "imbalance_rel", "new_prefill_queue_weight",
       "bounded_load", "new_prefill_eviction_weight", "eviction_share_full", "hot_prefix_relief",
-      "step_tokens");
+      "step_tokens", "new_prefill_idle_relief");
 
   /** Longest {@code x-kvrouter-weights} value read. */
   static final int MAX_HEADER = 1024;
@@ -139,6 +144,10 @@ public record Weights(
       throw new IllegalArgumentException("hot_prefix_relief must be in [0, 1], was " + hotPrefixRelief);
     }
     check("step_tokens", stepTokens);
+    check("new_prefill_idle_relief", newPrefillIdleRelief);
+    if (newPrefillIdleRelief > 1) {
+      throw new IllegalArgumentException("new_prefill_idle_relief must be in [0, 1], was " + newPrefillIdleRelief);
+    }
   }
 
   private static void check(String key, double v) {
@@ -164,7 +173,7 @@ public record Weights(
       return new Weights(gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
           decodeLoadScale, activeRequestWeight, newPrefillWeight, decodeReadWeight, temperature, b, imbalanceAbs,
           imbalanceRel, newPrefillQueueWeight, boundedLoad, newPrefillEvictionWeight, evictionShareFull,
-          hotPrefixRelief, stepTokens);
+          hotPrefixRelief, stepTokens, newPrefillIdleRelief);
     }
     double d;
     try {
@@ -180,14 +189,14 @@ public record Weights(
     double[] f = {gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
         decodeLoadScale, activeRequestWeight, newPrefillWeight, decodeReadWeight, temperature, 0, imbalanceAbs,
         imbalanceRel, newPrefillQueueWeight, boundedLoad, newPrefillEvictionWeight, evictionShareFull,
-        hotPrefixRelief, stepTokens};
+        hotPrefixRelief, stepTokens, newPrefillIdleRelief};
     int i = KEYS.indexOf(key);
     if (i < 0 || key.equals("imbalance_gate")) {
       throw new IllegalArgumentException("unknown weight `" + key + "` (known: " + String.join(", ", KEYS) + ")");
     }
     f[i] = d;
     return new Weights(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], imbalanceGate, f[12],
-        f[13], f[14], f[15], f[16], f[17], f[18], f[19]);
+        f[13], f[14], f[15], f[16], f[17], f[18], f[19], f[20]);
   }
 
   /**

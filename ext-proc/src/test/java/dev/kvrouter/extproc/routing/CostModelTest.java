@@ -159,6 +159,50 @@ class CostModelTest {
     assertThat(evicting.get(1).cost()).isCloseTo(95.0, within(1e-9));
   }
 
+  /**
+   * A 10-block prompt; w1 holds 8 of it, has 10 blocks queued and runs 4 requests; w2, w3 and w4 hold nothing,
+   * queue nothing and run 0, 1 and 3 requests (the mean is 2).
+   */
+  static List<Candidate> holderAndThreeLoads() {
+    return List.of(cand("w1", gpu(8), load(160, 0, 4)), cand("w2", gpu(0), load(0, 0, 0)),
+        cand("w3", gpu(0), load(0, 0, 1)), cand("w4", gpu(0), load(0, 0, 3)));
+  }
+
+  @Test
+  void theIdleReliefLiftsTheRecomputeChargeOffWorkersTheFleetLeavesIdle() {
+    // Decode 0.5 x 10 = 5 everywhere. Off (the default): w1 (10 + 2) + 2 + 5 = 19, the others 10 + 10 + 5 = 25
+    List<Candidate> off = holderAndThreeLoads();
+    CostModel.score(off, MEMORY_ONLY, prompt(10), 0);
+    assertThat(off.stream().map(Candidate::cost).toList()).containsExactly(19.0, 25.0, 25.0, 25.0);
+    // Relief 1: w1 above the mean keeps its charge (19); idle w2 loses it (10 + 0 + 5 = 15: the copy on the idle
+    // worker now wins); w3, at half the mean, loses (1 - 1/2)^2 = 1/4 of it (10 + 7.5 + 5 = 22.5); w4 none (25)
+    Weights w = MEMORY_ONLY.with("new_prefill_idle_relief", 1);
+    List<Candidate> on = holderAndThreeLoads();
+    CostModel.score(on, w, prompt(10), 0);
+    assertThat(on.get(0).cost()).isCloseTo(19.0, within(1e-9));
+    assertThat(on.get(1).cost()).isCloseTo(15.0, within(1e-9));
+    assertThat(on.get(2).cost()).isCloseTo(22.5, within(1e-9));
+    assertThat(on.get(3).cost()).isCloseTo(25.0, within(1e-9));
+    // Half the relief: w2 charged 0.5, 10 + 5 + 5 = 20
+    List<Candidate> half = holderAndThreeLoads();
+    CostModel.score(half, MEMORY_ONLY.with("new_prefill_idle_relief", 0.5), prompt(10), 0);
+    assertThat(half.get(1).cost()).isCloseTo(20.0, within(1e-9));
+    // The eviction charge is about cache, not compute, and stays: a full share charges 1 + 8 = 9, w2 keeps 8 of it,
+    // 10 + 80 + 5 = 95
+    List<Candidate> evicting = holderAndThreeLoads();
+    CostModel.score(evicting, w, prompt(10), 0.05);
+    assertThat(evicting.get(1).cost()).isCloseTo(95.0, within(1e-9));
+    // A prefix hot enough for hot_prefix_relief has no base charge left to lift: w2 15 either way
+    List<Candidate> hot = holderAndThreeLoads();
+    CostModel.score(hot, w, prompt(10), 0, 1);
+    assertThat(hot.get(1).cost()).isCloseTo(15.0, within(1e-9));
+    // A fleet with nothing in flight is idle everywhere: the holder is relieved too, 12 + 0 + 5 = 17
+    List<Candidate> quiet = List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
+    CostModel.score(quiet, w, prompt(10), 0);
+    assertThat(quiet.get(0).cost()).isCloseTo(17.0, within(1e-9));
+    assertThat(quiet.get(1).cost()).isCloseTo(15.0, within(1e-9));
+  }
+
   @Test
   void withAStepBudgetTheReadTermCountsEveryStepTheFirstTokenWaits() {
     // 10-block prompt. h holds 6 of it with a cold 20-block prompt queued and light decoding (20 held, 20 read); i

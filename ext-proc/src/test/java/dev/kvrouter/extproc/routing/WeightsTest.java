@@ -84,6 +84,10 @@ class WeightsTest {
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("hot_prefix_relief=1.5"))
         .hasMessageContaining("hot_prefix_relief").hasMessageContaining("[0, 1]");
     assertThat(Weights.DEFAULTS.withOverrides("hot_prefix_relief=0.5").hotPrefixRelief()).isEqualTo(0.5);
+    assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("new_prefill_idle_relief=1.01"))
+        .hasMessageContaining("new_prefill_idle_relief").hasMessageContaining("[0, 1]");
+    assertThat(Weights.DEFAULTS.newPrefillIdleRelief()).isZero();
+    assertThat(Weights.DEFAULTS.withOverrides("new_prefill_idle_relief=1").newPrefillIdleRelief()).isEqualTo(1.0);
     // the step budget is off unless set, and set per request like the rest
     assertThat(Weights.DEFAULTS.stepTokens()).isZero();
     assertThat(Weights.DEFAULTS.withOverrides("step_tokens=8192").stepTokens()).isEqualTo(8192.0);
