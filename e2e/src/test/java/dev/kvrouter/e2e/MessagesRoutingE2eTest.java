@@ -152,8 +152,10 @@ class MessagesRoutingE2eTest {
           + "\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}],\"cache_salt\":\"client-picked-salt\"}";
       HttpResponse<String> refused = tenanted.post("/v1/messages", body, Map.of("x-test-tenant", "acme"));
       assertThat(refused.statusCode()).as(refused.body()).isEqualTo(404);
-      assertThat(RoutedChat.JSON.readTree(refused.body()).path("error").path("code").asText())
-          .isEqualTo("unknown_url");
+      // in the Anthropic SDKs' shape, as vLLM's Anthropic handler writes its 404
+      var error = RoutedChat.JSON.readTree(refused.body());
+      assertThat(error.path("type").asText()).as(refused.body()).isEqualTo("error");
+      assertThat(error.path("error").path("type").asText()).as(refused.body()).isEqualTo("NotFoundError");
       assertThat(refused.headers().firstValue(FakeWorker.SERVED_BY)).as("no worker reached").isEmpty();
       HttpResponse<String> untenanted = tenanted.post("/v1/messages", body, Map.of());
       assertThat(untenanted.headers().firstValue(FakeWorker.SERVED_BY)).as("without a tenant it is routed")

@@ -3,6 +3,7 @@ package dev.kvrouter.extproc.server;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.Struct;
 import com.google.protobuf.Value;
+import dev.kvrouter.extproc.request.ErrorShape;
 import dev.kvrouter.extproc.request.OpenAiError;
 import dev.kvrouter.xds.registry.Worker;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;
@@ -113,7 +114,8 @@ final class EnvoyMessages {
         .build();
   }
 
-  static ProcessingResponse immediate(OpenAiError error, String decisionId, Map<String, String> extraHeaders) {
+  static ProcessingResponse immediate(OpenAiError error, ErrorShape shape, String decisionId,
+      Map<String, String> extraHeaders) {
     HeaderMutation.Builder headers = HeaderMutation.newBuilder()
         .addSetHeaders(header("content-type", "application/json"));
     if (decisionId != null) {
@@ -124,7 +126,7 @@ final class EnvoyMessages {
         .setImmediateResponse(ImmediateResponse.newBuilder()
             .setStatus(HttpStatus.newBuilder().setCodeValue(error.status()))
             .setHeaders(headers)
-            .setBody(ByteString.copyFromUtf8(error.toJson()))
+            .setBody(ByteString.copyFromUtf8(shape.body(error)))
             .setDetails("kvrouter_" + error.code()))
         .build();
   }

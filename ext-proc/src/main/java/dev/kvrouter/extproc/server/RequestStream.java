@@ -4,6 +4,7 @@ import com.google.protobuf.ByteString;
 import com.google.protobuf.UnsafeByteOperations;
 import dev.kvrouter.extproc.request.InferenceRequest;
 import dev.kvrouter.extproc.pipeline.PromptPipeline;
+import dev.kvrouter.extproc.request.ErrorShape;
 import dev.kvrouter.extproc.request.OpenAiError;
 import dev.kvrouter.extproc.request.PreparedRequest;
 import dev.kvrouter.extproc.request.RequestBodyParser;
@@ -78,6 +79,8 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   private BodySendMode requestBodyMode;
   private BodySendMode responseBodyMode;
   private InferenceRequest.Kind kind;
+  /** How the router's own answers are written for this request's API (OpenAI's until the path is known). */
+  private ErrorShape errorShape = ErrorShape.OPENAI;
   private boolean passThrough;
   private String requestId;
   private String tenant;
@@ -205,6 +208,9 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     }
     String method = EnvoyMessages.header(h, ":method");
     String path = EnvoyMessages.header(h, ":path");
+    String normalized = normalizedPath(path);
+    // before any refusal below: a Messages client gets each of them in the shape its SDK parses
+    errorShape = ErrorShape.forPath(normalized);
     requestId = EnvoyMessages.header(h, Headers.REQUEST_ID);
     if (requestId == null || requestId.isEmpty()) {
       requestId = UUID.randomUUID().toString();
@@ -220,7 +226,6 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     }
     policyOverride = EnvoyMessages.header(h, Headers.POLICY);
     weightsOverride = EnvoyMessages.header(h, Headers.WEIGHTS);
-    String normalized = normalizedPath(path);
     kind = kindOf(method, normalized);
     boolean fullDuplex = requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED;
     String storedId = storedResponseId(method, normalized);
@@ -567,7 +572,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     if (decision == null) {
       listener.onRefused(reason); // a decision's own rejection is counted with the decision
     }
-    send(EnvoyMessages.immediate(error, requestId, error.status() == 429
+    send(EnvoyMessages.immediate(error, errorShape, requestId, error.status() == 429
         ? Map.of("retry-after", Integer.toString(options.retryAfterSeconds()))
         : Map.of()));
     if (log.isDebugEnabled()) {

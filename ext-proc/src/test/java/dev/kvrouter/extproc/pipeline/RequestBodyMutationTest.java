@@ -8,7 +8,9 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvrouter.extproc.model.ModelRegistry;
+import dev.kvrouter.extproc.request.ErrorShape;
 import dev.kvrouter.extproc.request.InferenceRequest;
+import dev.kvrouter.extproc.request.OpenAiError;
 import dev.kvrouter.extproc.request.PreparedRequest;
 import dev.kvrouter.extproc.request.RequestBodyParser;
 import dev.kvrouter.extproc.request.RequestPreparer;
@@ -30,7 +32,8 @@ import org.junit.jupiter.params.provider.EnumSource;
  * the pipeline's catch-all {@code tokenizer_error}: the Messages and Responses conversions read untyped JSON trees, so
  * a cast or a null lookup they did not guard fails there. Seeded mutations of a Claude-Code-like Messages body and of
  * chat and Responses bodies of the same shape, through the real Qwen3 (keeps inline system messages) and DeepSeek V3
- * (folds them) templates. It found a Messages message without a role answered with a 500.
+ * (folds them) templates. It found a Messages message without a role answered with a 500. Each refusal must also be
+ * written in the shape the body's API client parses (Anthropic's error object for a Messages body).
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class RequestBodyMutationTest {
@@ -77,6 +80,10 @@ class RequestBodyMutationTest {
         prepared = preparer.prepare(kind, bytes, bytes.length, null);
       } catch (RequestBodyParser.BadRequest expected) {
         refused++;
+        String shape = refusalShapeProblem(kind, expected.error());
+        if (shape != null) {
+          failures.add("#" + i + " refusal: " + shape);
+        }
         continue;
       } catch (RuntimeException ex) {
         failures.add("#" + i + " parse: " + ex);
@@ -93,6 +100,24 @@ class RequestBodyMutationTest {
     // the mutations must exercise both outcomes, or the test says nothing
     assertThat(refused).as("refused").isGreaterThan(MUTANTS / 10);
     assertThat(prompts).as("prepared into a prompt").isGreaterThan(MUTANTS / 10);
+  }
+
+  /**
+   * Why the 400 a client of {@code kind}'s API gets is not in the shape its SDK parses (Anthropic's for a Messages
+   * body, OpenAI's otherwise), or null.
+   */
+  private static String refusalShapeProblem(InferenceRequest.Kind kind, OpenAiError error) throws Exception {
+    String path = switch (kind) {
+      case MESSAGES -> "/v1/messages";
+      case RESPONSES -> "/v1/responses";
+      default -> "/v1/chat/completions";
+    };
+    JsonNode body = JSON.readTree(ErrorShape.forPath(path).body(error));
+    boolean ok = error.status() == 400 && (kind == InferenceRequest.Kind.MESSAGES
+        ? body.path("type").asText().equals("error") && body.path("error").path("type").asText()
+            .equals("BadRequestError") && body.path("error").path("message").isTextual()
+        : body.path("error").path("type").asText().equals("invalid_request_error"));
+    return ok ? null : error.status() + " " + body;
   }
 
   private static ObjectNode body(InferenceRequest.Kind kind, String model) throws Exception {
