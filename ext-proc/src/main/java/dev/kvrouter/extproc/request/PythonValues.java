@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.regex.Pattern;
 
 /**
  * The value semantics vLLM applies to a request, so the router accepts and rejects what the engine does: Python
@@ -66,6 +67,39 @@ final class PythonValues {
     if (v instanceof String s) {
       String k = s.toLowerCase(Locale.ROOT);
       return TRUE_STRINGS.contains(k) ? Boolean.TRUE : FALSE_STRINGS.contains(k) ? Boolean.FALSE : null;
+    }
+    return null;
+  }
+
+  /** The strings pydantic's lax {@code int} reads: digits, single underscores between them, a zero fraction. */
+  private static final Pattern INT_STRING = Pattern.compile("[+-]?[0-9]+(?:_[0-9]+)*(?:\\.0+)?");
+
+  /**
+   * Pydantic v2's lax {@code int}, exactly, for a field whose value decides whether vLLM accepts the request: booleans,
+   * integers of any size, integral floats under 2^63 in magnitude, and {@link #INT_STRING} strings with surrounding
+   * whitespace. Returns null when pydantic would refuse the value (null included). Verified against pydantic by
+   * {@code scripts/fixtures/messages_validation.py}.
+   */
+  static BigInteger pydanticInt(Object v) {
+    if (v instanceof Boolean b) {
+      return b ? BigInteger.ONE : BigInteger.ZERO;
+    }
+    if (v instanceof Long l) {
+      return BigInteger.valueOf(l);
+    }
+    if (v instanceof BigInteger b) {
+      return b;
+    }
+    if (v instanceof Double d) {
+      return d == Math.rint(d) && Math.abs(d) < 0x1p63 ? BigInteger.valueOf(d.longValue()) : null;
+    }
+    if (v instanceof String s) {
+      String t = s.strip();
+      if (!INT_STRING.matcher(t).matches()) {
+        return null;
+      }
+      int dot = t.indexOf('.');
+      return new BigInteger((dot < 0 ? t : t.substring(0, dot)).replace("_", ""));
     }
     return null;
   }

@@ -9,6 +9,7 @@ import com.fasterxml.jackson.core.json.JsonReadFeature;
 import dev.kvrouter.extproc.model.MessagesDialect;
 import dev.kvrouter.extproc.request.InferenceRequest.Kind;
 import java.io.IOException;
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -27,7 +28,9 @@ import java.util.function.Function;
  * the engine would reject about the fields it consumes into the prompt or the cache identity, and accepts what
  * the engine accepts: pydantic's lax booleans, Python truthiness in vLLM's cross-field checks, Python's JSON
  * number and duplicate-key semantics. Fields the router only estimates with ({@code max_tokens}, {@code n}, ...)
- * never cause a rejection; the engine validates them. Error messages never quote the body.
+ * never cause a rejection; the engine validates them. The Messages API is the exception ({@link MessagesRequestCheck}):
+ * its request model requires {@code max_tokens} and types every top-level field, so such a 400 does not depend on
+ * the worker. Error messages never quote the body.
  *
  * <p>Thread-safe and stateless; one instance serves every stream.
  */
@@ -168,6 +171,7 @@ public final class RequestBodyParser {
     Object system;
     Object thinking;
     Object outputConfig;
+    final Map<String, Object> messagesCheckedOnly = new LinkedHashMap<>();
     final Function<String, MessagesDialect> dialect;
 
     Fields(Kind kind, byte[] body, int length, Function<String, MessagesDialect> dialect) {
@@ -292,7 +296,13 @@ public final class RequestBodyParser {
         case "reasoning_effort" -> reasoningEffort = readIf(chat, p, v);
         case "chat_template" -> chatTemplate = readIf(chat, p, v);
         case "mm_processor_kwargs" -> mmProcessorKwargs = readIf(chat || responses, p, v);
-        default -> p.skipChildren();
+        default -> {
+          if (anthropic && MessagesRequestCheck.CHECKED_ONLY.contains(name)) {
+            messagesCheckedOnly.put(name, JsonValues.read(p, v));
+          } else {
+            p.skipChildren();
+          }
+        }
       }
     }
 
@@ -395,6 +405,7 @@ public final class RequestBodyParser {
       if (!anthropicMessagesPresent) {
         throw bad("`messages` is required", "messages");
       }
+      BigInteger max = MessagesRequestCheck.maxTokens(maxTokensPresent, maxTokens);
       MessagesDialect d = dialect.apply(model);
       MessagesInput.Converted conv = MessagesInput.convert(system, anthropicMessages, d.inlineSystem());
       messagesUnreproducible = conv.unreproducible();
@@ -409,16 +420,13 @@ public final class RequestBodyParser {
           throw bad("`output_config.effort` must be one of low, medium, high, xhigh, max", "output_config.effort");
         }
         effort = (String) e;
+        MessagesRequestCheck.outputFormat(oc);
       }
-      if (thinking != null) {
-        if (!(thinking instanceof Map<?, ?> th) || !(th.get("type") instanceof String type)
-            || !Set.of("enabled", "disabled", "adaptive").contains(type)) {
-          throw bad("`thinking.type` must be one of enabled, disabled, adaptive", "thinking.type");
-        }
-        if (type.equals("disabled")) {
-          effort = d.disabledThinkingEffort();
-        }
+      if ("disabled".equals(MessagesRequestCheck.thinking(thinking, max))) {
+        effort = d.disabledThinkingEffort();
       }
+      MessagesRequestCheck.stream(stream);
+      MessagesRequestCheck.checkedOnly(messagesCheckedOnly);
       Map<String, Object> kwargs = thinkingFromEffort(mapOrNull(chatTemplateKwargs, "chat_template_kwargs"), effort);
       return new ChatPrompt(conv.messages(), t.tools(), t.toolChoice(), null, true, false, kwargs, effort, null, false,
           null, null, null);

@@ -136,6 +136,10 @@ final class Tools {
           || !Set.of("auto", "any", "tool", "none").contains(type)) {
         throw RequestBodyParser.bad("`tool_choice.type` must be one of auto, any, tool, none", "tool_choice.type");
       }
+      if (c.get("name") != null && !(c.get("name") instanceof String)) {
+        throw RequestBodyParser.bad("`tool_choice.name` must be a string", "tool_choice.name");
+      }
+      laxBoolOrNull(c.get("disable_parallel_tool_use"), "tool_choice.disable_parallel_tool_use");
       if (type.equals("tool")) {
         if (!(c.get("name") instanceof String name) || name.isEmpty()) {
           throw RequestBodyParser.bad("tool_choice.name is required when type is 'tool'", "tool_choice.name");

@@ -146,7 +146,7 @@ class RequestBodyMutationTest {
           """.formatted(model));
     }
     return (ObjectNode) JSON.readTree("""
-        {"model": "%s", "max_tokens": 256, "stream": true,
+        {"model": "%s", "max_tokens": 4096, "stream": true,
          "system": [{"type": "text", "text": "x-anthropic-billing-header: cch=1;"},
                     {"type": "text", "text": "You are a coding agent.", "cache_control": {"type": "ephemeral"}}],
          "tools": [{"name": "read", "description": "Read a file", "input_schema": {"type": "object",

@@ -148,6 +148,27 @@ class RequestStreamErrorShapeTest {
     assertAnthropic(spelled, "NotFoundError", "spelled");
   }
 
+  /** What vLLM's request model refuses costs no routing decision: the client gets the worker's 400 at once. */
+  @Test
+  void aBodyVllmRefusesIsAnsweredWithoutADecision() throws Exception {
+    List<String> decided = new ArrayList<>();
+    RequestStream s = new RequestStream(RequestStreamTest.collecting(sent), RequestPath.of(router,
+        new RequestListener() {
+          @Override
+          public void onDecision(dev.kvrouter.extproc.routing.Decision d) {
+            decided.add(d.id());
+          }
+        }), ExtProcOptions.defaults(), Runnable::run, new InFlight(100, java.time.Duration.ofMinutes(1)));
+    ImmediateResponse r = answer(s, "/v1/messages", null,
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+            + "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024}}");
+    assertThat(r.getStatus().getCodeValue()).isEqualTo(400);
+    assertAnthropic(r, "BadRequestError", "no max_tokens");
+    assertThat(JSON.readTree(r.getBody().toStringUtf8()).path("error").path("message").asText())
+        .contains("max_tokens");
+    assertThat(decided).isEmpty();
+  }
+
   private static void assertAnthropic(ImmediateResponse r, String type, String what) throws Exception {
     JsonNode body = JSON.readTree(r.getBody().toStringUtf8());
     assertThat(body.path("type").asText()).as(what).isEqualTo("error");

@@ -179,9 +179,8 @@ final class ApiRequestParser {
 
   /**
    * A {@code /v1/messages} request as vLLM's {@code AnthropicServingMessages} takes it: converted into a chat request
-   * by the router's own conversion. {@code max_tokens}, which Anthropic's model requires (a pydantic 400 in vLLM),
-   * defaults as for chat, as this worker is lenient about lengths everywhere and the router does not require it
-   * either. The Anthropic model has no {@code seed} (vLLM drops undeclared fields), so none is read;
+   * by the router's own conversion, which also refuses what vLLM's Anthropic request model refuses (a missing or
+   * non-positive {@code max_tokens}, a bad {@code thinking}, ...: 400). The Anthropic model has no {@code seed} (vLLM drops undeclared fields), so none is read;
    * {@code cache_salt} is passed on as vLLM's conversion does.
    */
   private ApiRequest messages(JsonNode root, String model, String adapter, boolean stream) throws ApiException {
