@@ -52,13 +52,33 @@ public final class RequestPreparer {
   }
 
   /**
+   * One request's model, resolved once: a Messages body needs it while it is parsed (its dialect) and every body
+   * after (its namespace). Resolving twice counted a fallback twice and could read two states of a loading model.
+   */
+  private final class ResolvedOnce {
+    private ModelResolution model;
+
+    MessagesDialect dialect(String name) {
+      return messagesDialect(model(name));
+    }
+
+    ModelResolution model(String name) {
+      if (model == null || !model.requested().equals(name)) {
+        model = models.resolve(name);
+      }
+      return model;
+    }
+  }
+
+  /**
    * @param tenant the trusted tenant header value, or null
    * @throws BadRequest for a body the engine would reject, or one whose salt cannot be rewritten
    */
   public PreparedRequest prepare(Kind kind, byte[] body, int length, String tenant) throws BadRequest {
     long start = nanoTime.getAsLong();
-    InferenceRequest request = parser.parse(kind, body, length, name -> messagesDialect(models.resolve(name)));
-    ModelResolution model = models.resolve(request.model());
+    ResolvedOnce once = new ResolvedOnce();
+    InferenceRequest request = parser.parse(kind, body, length, once::dialect);
+    ModelResolution model = once.model(request.model());
     String salt = tenancy.effectiveSalt(model.shareAcrossTenants(), tenant, request.cacheSalt());
     if (salt != null && !salt.equals(request.cacheSalt()) && !request.saltSites().known()) {
       // Jackson reports no byte offsets for UTF-16/32 bodies; refusing beats forwarding an unsalted body.

@@ -65,6 +65,31 @@ class RequestPreparerTest {
         .extracting(m -> m.get("role")).containsExactly("system", "user", "system");
   }
 
+  /**
+   * A Messages body needs its model while it is parsed (the inline-system dialect) and after (the namespace): one
+   * resolution serves both, so its fallback is counted once, as a chat request's is, and the dialect and the scope
+   * come from the same state of a model whose resources are loading.
+   */
+  @Test
+  void aMessagesRequestResolvesItsModelOnce() throws Exception {
+    SimpleMeterRegistry meters = new SimpleMeterRegistry();
+    ModelRegistry counted = ModelRegistry.create(List.of(new ModelSpec("base", null, null, null, null, null, null,
+        null)), Path.of("."), ModelResourcesLoader.NONE, Runnable::run, System::nanoTime, meters);
+    RequestPreparer p = new RequestPreparer(counted, tenancy, System::nanoTime);
+    byte[] messages = "{\"model\":\"who/knows\",\"max_tokens\":8,\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]}"
+        .getBytes(StandardCharsets.UTF_8);
+    byte[] chat = body("who/knows", "").getBytes(StandardCharsets.UTF_8);
+    for (int i = 0; i < 3; i++) {
+      assertThat(p.prepare(Kind.MESSAGES, messages, messages.length, null).scope().fallback())
+          .isEqualTo("unknown_model");
+    }
+    double afterMessages = meters.get("kvrouter.model.fallback").tag("reason", "unknown_model").counter().count();
+    p.prepare(Kind.CHAT, chat, chat.length, null);
+    double afterChat = meters.get("kvrouter.model.fallback").tag("reason", "unknown_model").counter().count();
+    assertThat(afterMessages).as("three Messages requests").isEqualTo(3.0);
+    assertThat(afterChat - afterMessages).as("a chat request").isEqualTo(1.0);
+  }
+
   @Test
   void withoutTenantOrSaltNothingIsRewritten() throws Exception {
     PreparedRequest p = prepare(body("base", ""), null);
