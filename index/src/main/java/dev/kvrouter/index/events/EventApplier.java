@@ -91,6 +91,8 @@ public final class EventApplier {
   private long touched;
   /** For batches handed over as records ({@link #apply(EventBatch)}). */
   private EventBuffer records;
+  /** Whether a store of another block size was logged ({@link #otherBlockSize}): once per follow. */
+  private boolean otherBlockSizeLogged;
 
   public EventApplier(WorkerView view, String model, int blockSize, WorkerEventHealth health) {
     this.view = Objects.requireNonNull(view, "view");
@@ -177,6 +179,23 @@ public final class EventApplier {
     touched += sink;
   }
 
+  /**
+   * A store of a block size other than the one configured for the worker: skipped and counted, and logged once, as
+   * it is a configuration mismatch that skips every store of the worker, so that its cache is never credited, and
+   * nothing else would show it.
+   */
+  private void otherBlockSize(int engineBlockSize) {
+    health.inc(EventCounter.SKIPPED_BLOCK_SIZE);
+    if (!otherBlockSizeLogged) {
+      otherBlockSizeLogged = true;
+      org.slf4j.LoggerFactory.getLogger(EventApplier.class).warn(
+          "{}: its KV events have block_size {} but the router expects {} (its workers.yaml block_size, else its"
+              + " model's block_size in kvrouter.yaml): every such event is skipped (kvrouter_events_skipped_total"
+              + "{reason=\"block_size\"}) and its cache is never credited; set its block_size to the engine's"
+              + " (vLLM --block-size)", health.id(), engineBlockSize, blockSize);
+    }
+  }
+
   /** Returns false only for an unknown parent. */
   private boolean stored(EventBuffer s, int e) {
     if ("REMOTE".equalsIgnoreCase(s.locality(e))) {
@@ -211,7 +230,7 @@ public final class EventApplier {
       return tokenless(engine, first, n, tier);
     }
     if (s.blockSize(e) != blockSize) {
-      health.inc(EventCounter.SKIPPED_BLOCK_SIZE);
+      otherBlockSize(s.blockSize(e));
       return true;
     }
     if (tokenCount != n * blockSize) {

@@ -2,6 +2,10 @@ package dev.kvrouter.index.events;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import dev.kvrouter.index.IndexConfig;
 import dev.kvrouter.index.KvIndex;
 import dev.kvrouter.index.PrefixMatches;
@@ -21,6 +25,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 
 /** Events in, router identities out: the index must answer requests hashed the way the request path hashes. */
 class EventApplierTest {
@@ -183,6 +188,32 @@ class EventApplierTest {
     assertThat(apply(BlockStored.of(new long[] {601}, 999L, t, BS, "GPU"))).isEqualTo(1);
     assertThat(h.count(EventCounter.UNKNOWN_PARENT)).isEqualTo(1);
     assertThat(view.size()).isZero();
+  }
+
+  /**
+   * A worker whose engine runs another block size than workers.yaml says has every store skipped: its cache is never
+   * credited. That is a configuration mistake the operator must fix, so the first such store says so in the log,
+   * naming the worker and both sizes; later ones are only counted.
+   */
+  @Test
+  void anotherBlockSizeIsLoggedOnceWithTheFix() {
+    Logger logger = (Logger) LoggerFactory.getLogger(EventApplier.class);
+    ListAppender<ILoggingEvent> logs = new ListAppender<>();
+    logs.start();
+    logger.addAppender(logs);
+    try {
+      apply(BlockStored.of(new long[] {1}, null, tokens(32, 1), 32, "GPU"));
+      apply(BlockStored.of(new long[] {2}, null, tokens(32, 2), 32, "GPU"));
+      apply(BlockStored.of(new long[] {3}, null, tokens(BS, 3), BS, "GPU"));
+    } finally {
+      logger.detachAppender(logs);
+    }
+    assertThat(h.count(EventCounter.SKIPPED_BLOCK_SIZE)).isEqualTo(2);
+    assertThat(view.size()).isEqualTo(1);
+    assertThat(logs.list).filteredOn(e -> e.getLevel() == Level.WARN).singleElement()
+        .extracting(ILoggingEvent::getFormattedMessage).satisfies(m -> assertThat(m)
+            .startsWith("w1: ").contains("block_size 32").contains("expects 16").contains("workers.yaml block_size")
+            .contains("vLLM --block-size").contains("kvrouter_events_skipped_total{reason=\"block_size\"}"));
   }
 
   @Test
