@@ -80,6 +80,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     CompletableFuture<?> inFlight;
     long startedNanos;
     boolean warnedNoMetrics;
+    boolean warnedPrefixCachingOff;
     /** Left the fleet: what its last scrape finds says nothing about a worker the router still routes to. */
     volatile boolean departed;
     /** Set once the server has not answered a filtered request usefully; read by the next round's sender. */
@@ -379,6 +380,9 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     if (closed) {
       return; // closed while this scrape read its page
     }
+    if (engines.values().stream().anyMatch(e -> e.prefixCaching == Boolean.FALSE)) {
+      warnPrefixCachingOff(w);
+    }
     int dp = w.dpSize();
     Map<Integer, VllmMetricsParser.Engine> byRank = new HashMap<>();
     VllmMetricsParser.Engine unlabeled = engines.get(-1);
@@ -424,6 +428,23 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     if (s != null && !s.warnedNoMetrics) {
       s.warnedNoMetrics = true;
       log.info("worker {} exposes no load metrics ({}); routing on the router's own ledger for it", w.name(), why);
+    }
+  }
+
+  /**
+   * An engine without prefix caching reuses no prefix and publishes no KV events, while the router still credits it
+   * with each prefix it routed there ({@code events.predicted_ttl_ms}): repeats gather on a worker that recomputes
+   * them, and only the truth check's {@code over} would hint at why. Said once per worker.
+   */
+  private void warnPrefixCachingOff(Worker w) {
+    State s = states.get(w.name());
+    if (s != null && !s.warnedPrefixCachingOff) {
+      s.warnedPrefixCachingOff = true;
+      log.warn("worker {} runs without prefix caching (vllm:cache_config_info enable_prefix_caching=\"False\" at {}):"
+          + " it reuses no cached prefix and publishes no KV events, yet the router credits it with the prefixes it"
+          + " routes there for a while (events.predicted_ttl_ms; approximate_ttl_ms without events), so repeats"
+          + " gather on a worker that recomputes them; start vLLM with prefix caching on (its default: drop"
+          + " --no-enable-prefix-caching)", w.name(), w.effectiveMetricsUrl());
     }
   }
 

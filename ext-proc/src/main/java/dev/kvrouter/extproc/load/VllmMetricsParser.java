@@ -11,9 +11,9 @@ import java.util.TreeMap;
  *
  * <p>Understood series (others, including every histogram, are skipped after reading only their name):
  * vLLM {@code vllm:num_requests_running}, {@code vllm:num_requests_waiting}, {@code vllm:kv_cache_usage_perc}
- * (older {@code vllm:gpu_cache_usage_perc}), {@code vllm:cache_config_info{num_gpu_blocks}}; SGLang
- * {@code sglang:num_running_reqs}, {@code sglang:num_queue_reqs}, {@code sglang:token_usage}. Series are
- * grouped by the {@code engine} label (vLLM's data-parallel rank); series without it go to engine -1. Several
+ * (older {@code vllm:gpu_cache_usage_perc}), {@code vllm:cache_config_info{num_gpu_blocks,
+ * enable_prefix_caching}}; SGLang {@code sglang:num_running_reqs}, {@code sglang:num_queue_reqs},
+ * {@code sglang:token_usage}. Series are grouped by the {@code engine} label (vLLM's data-parallel rank); series without it go to engine -1. Several
  * series of one engine (one per served model name) add up; usage and capacity take the maximum. A sample that is
  * not a finite number (NaN, an infinity) is skipped, as is a malformed line.
  *
@@ -32,6 +32,8 @@ public final class VllmMetricsParser {
     double waiting = Double.NaN;
     double kvUsage = Double.NaN;
     long numGpuBlocks;
+    /** {@code vllm:cache_config_info{enable_prefix_caching}}; null when not reported; off wins over on. */
+    Boolean prefixCaching;
 
     public double running() {
       return running;
@@ -47,6 +49,11 @@ public final class VllmMetricsParser {
 
     public long numGpuBlocks() {
       return numGpuBlocks;
+    }
+
+    /** Whether the engine caches prefixes, as its cache config says; null when it does not say. */
+    public Boolean prefixCaching() {
+      return prefixCaching;
     }
 
     public boolean hasLoad() {
@@ -145,6 +152,7 @@ public final class VllmMetricsParser {
     }
     int engine = -1;
     long numGpuBlocks = 0;
+    Boolean prefixCaching = null;
     int p = nameEnd;
     if (p < n && line[p] == '{') {
       p++;
@@ -177,6 +185,8 @@ public final class VllmMetricsParser {
           engine = parseInt(v.toString(), -1);
         } else if (key.equals("num_gpu_blocks")) {
           numGpuBlocks = Math.max(0, parseInt(v.toString(), 0));
+        } else if (key.equals("enable_prefix_caching")) {
+          prefixCaching = parseBool(v.toString()); // Python's str(bool): True, False
         }
         while (p < n && (line[p] == ',' || line[p] == ' ')) {
           p++;
@@ -209,7 +219,12 @@ public final class VllmMetricsParser {
       case RUNNING -> e.running = Double.isNaN(e.running) ? value : e.running + value;
       case WAITING -> e.waiting = Double.isNaN(e.waiting) ? value : e.waiting + value;
       case USAGE -> e.kvUsage = Double.isNaN(e.kvUsage) ? value : Math.max(e.kvUsage, value);
-      case CONFIG -> e.numGpuBlocks = Math.max(e.numGpuBlocks, numGpuBlocks);
+      case CONFIG -> {
+        e.numGpuBlocks = Math.max(e.numGpuBlocks, numGpuBlocks);
+        if (prefixCaching != null && e.prefixCaching != Boolean.FALSE) {
+          e.prefixCaching = prefixCaching;
+        }
+      }
     }
   }
 
@@ -218,6 +233,11 @@ public final class VllmMetricsParser {
       return null; // cheap reject: histogram series are longer than any wanted name
     }
     return KINDS.get(new String(line, 0, nameEnd, StandardCharsets.US_ASCII));
+  }
+
+  private static Boolean parseBool(String s) {
+    String t = s.trim();
+    return t.equalsIgnoreCase("true") ? Boolean.TRUE : t.equalsIgnoreCase("false") ? Boolean.FALSE : null;
   }
 
   private static int parseInt(String s, int dflt) {

@@ -2,6 +2,10 @@ package dev.kvrouter.extproc.load;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import com.sun.net.httpserver.HttpServer;
 import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.xds.registry.Worker;
@@ -25,6 +29,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 
 /** Scrapes real HTTP endpoints on loopback serving the golden engine pages. */
 class MetricsScraperTest {
@@ -147,6 +152,38 @@ class MetricsScraperTest {
     assertThat(scraper.scraped(new WorkerId("sg", 0)).running()).isEqualTo(3.5);
     assertThat(scraper.scraped(new WorkerId("sg", 1)).waiting()).isEqualTo(1.0);
     assertThat(scraper.counts()[0]).isEqualTo(3);
+  }
+
+  /**
+   * A vLLM started without prefix caching reuses nothing and publishes no events, while the router keeps crediting
+   * it with the prefixes it routes there: its cache config says so, and the router's log says it once, by name.
+   */
+  @Test
+  void aWorkerWithoutPrefixCachingIsToldOnce() throws Exception {
+    byte[] off = new String(VllmMetricsParserTest.fixture("vllm_single.prom"), StandardCharsets.UTF_8)
+        .replace("enable_prefix_caching=\"True\"", "enable_prefix_caching=\"False\"").getBytes(StandardCharsets.UTF_8);
+    server.createContext("/nocache", ex -> {
+      ex.sendResponseHeaders(200, off.length);
+      ex.getResponseBody().write(off);
+      ex.close();
+    });
+    registry.replace(List.of(worker("off", 1, url("nocache")), worker("on", 1, url("vllm_single.prom"))));
+    Logger logger = (Logger) LoggerFactory.getLogger(MetricsScraper.class);
+    ListAppender<ILoggingEvent> logs = new ListAppender<>();
+    logs.start();
+    logger.addAppender(logs);
+    try {
+      for (int round = 0; round < 3; round++) {
+        scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+      }
+    } finally {
+      logger.detachAppender(logs);
+    }
+    assertThat(scraper.scraped(WorkerId.of("off")).running()).isEqualTo(3.0); // still balanced on its load
+    assertThat(logs.list).filteredOn(e -> e.getLevel() == Level.WARN).singleElement()
+        .extracting(ILoggingEvent::getFormattedMessage).satisfies(m -> assertThat(m)
+            .startsWith("worker off runs without prefix caching").contains(url("nocache"))
+            .contains("--no-enable-prefix-caching"));
   }
 
   @Test

@@ -40,6 +40,19 @@ class VllmMetricsParserTest {
     assertThat(e.get(0).waiting()).isEqualTo(2.0);
     assertThat(e.get(0).kvUsage()).isEqualTo(0.4375);
     assertThat(e.get(0).numGpuBlocks()).isEqualTo(2048);
+    assertThat(e.get(0).prefixCaching()).isTrue();
+  }
+
+  /** vLLM's cache config says whether the engine caches prefixes at all (Python's str of a bool); off wins. */
+  @Test
+  void prefixCachingIsReadFromTheCacheConfig() {
+    String on = "vllm:cache_config_info{block_size=\"16\",enable_prefix_caching=\"True\",num_gpu_blocks=\"64\"} 1.0\n";
+    String off = on.replace("\"True\"", "\"False\"");
+    String running = "vllm:num_requests_running{model_name=\"m\"} 1\n";
+    assertThat(parse((running + on).getBytes(StandardCharsets.UTF_8), 5).get(-1).prefixCaching()).isTrue();
+    assertThat(parse((running + off).getBytes(StandardCharsets.UTF_8), 5).get(-1).prefixCaching()).isFalse();
+    assertThat(parse((off + on).getBytes(StandardCharsets.UTF_8), 5).get(-1).prefixCaching()).isFalse();
+    assertThat(parse(running.getBytes(StandardCharsets.UTF_8), 5).get(-1).prefixCaching()).isNull();
   }
 
   /**
