@@ -478,13 +478,18 @@ public final class KvrouterRuntime implements AutoCloseable {
     LoadMetrics loadMetrics = new LoadMetrics(metrics, ledger, health, scraper);
     DecisionMetrics decisionMetrics = new DecisionMetrics(metrics);
     LoadLedger l = ledger;
+    ModelRegistry configured = models;
     fleetListener = fleet -> {
       List<WorkerId> ids = new ArrayList<>();
       Set<String> names = new HashSet<>();
+      Set<String> served = new HashSet<>();
       for (Worker w : fleet.all()) {
         ids.addAll(w.cacheOwners());
         names.add(w.name());
+        served.add(w.model());
+        served.addAll(w.adapters());
       }
+      configured.fleetServes(served);
       l.retain(new HashSet<>(ids));
       health.retain(names);
       loadMetrics.fleetChanged(fleet);

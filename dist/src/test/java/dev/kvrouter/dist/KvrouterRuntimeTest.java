@@ -8,6 +8,7 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 
 import dev.kvrouter.extproc.load.LoadLedger;
+import dev.kvrouter.extproc.model.ModelRegistry;
 import dev.kvrouter.extproc.replicas.ReplicaSync;
 import dev.kvrouter.extproc.replicas.ZmqReplicaLink;
 import dev.kvrouter.extproc.routing.PrefixOverlapSource;
@@ -194,6 +195,37 @@ class KvrouterRuntimeTest {
       assertThat(rt.ledger()).isNull();
       assertThat(rt.extProc()).isNull();
       assertThat(rt.metricsText()).doesNotContain("kvrouter_ledger_reservations");
+    }
+  }
+
+  /**
+   * The README's start ({@code cp kvrouter.example.yaml kvrouter.yaml}, then workers.yaml) leaves {@code models: []},
+   * so every request of the fleet's model is routed by load alone. The start says so once per name the workers serve
+   * that no model or adapter entry lists, and is quiet for what is listed.
+   */
+  @Test
+  void aServedModelMissingFromModelsIsToldOnce(@TempDir Path dir) throws Exception {
+    Files.writeString(dir.resolve("workers.yaml"), "workers:\n"
+        + "  - {name: a, address: 127.0.0.1, port: 1, model: m, adapters: [sql-lora]}\n"
+        + "  - {name: b, address: 127.0.0.1, port: 2, model: other}\n");
+    Logger logger = (Logger) LoggerFactory.getLogger(ModelRegistry.class);
+    ListAppender<ILoggingEvent> logs = new ListAppender<>();
+    logs.start();
+    logger.addAppender(logs);
+    try {
+      KvrouterConfig cfg = KvrouterConfig.parse("server: {ext_proc_port: " + freePort() + ", xds_port: "
+          + freePort() + ", admin_port: " + freePort() + "}\nrouting: {scrape: {enabled: false}}\n"
+          + "models: [{name: m}]\n", "t");
+      try (KvrouterRuntime rt = KvrouterRuntime.start(cfg, dir, KvrouterRuntime.Mode.ALL)) {
+        rt.models().fleetServes(List.of("m", "other", "sql-lora")); // a later fleet version: nothing new to tell
+        assertThat(logs.list).filteredOn(e -> e.getLevel() == Level.WARN)
+            .extracting(ILoggingEvent::getFormattedMessage)
+            .satisfiesExactly(
+                m -> assertThat(m).startsWith("workers serve other but").contains("routed by load alone"),
+                m -> assertThat(m).startsWith("workers serve sql-lora but").contains("add it with its tokenizer"));
+      }
+    } finally {
+      logger.detachAppender(logs);
     }
   }
 

@@ -5,9 +5,12 @@ import io.micrometer.core.instrument.MeterRegistry;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
@@ -50,6 +53,8 @@ public final class ModelRegistry implements AutoCloseable {
   private final LongSupplier nanoTime;
   private final MeterRegistry meters;
   private final Map<String, Counter> counters = new ConcurrentHashMap<>();
+  /** Names the fleet serves that are not configured, each logged once ({@link #fleetServes}). */
+  private final Set<String> toldUnconfigured = ConcurrentHashMap.newKeySet();
   private volatile boolean closed;
 
   private final class Entry {
@@ -204,6 +209,23 @@ public final class ModelRegistry implements AutoCloseable {
       s = e.state.get();
     }
     return s;
+  }
+
+  /**
+   * Tells the operator, once per name, about a model or adapter the fleet serves that is not configured: every one
+   * of its requests is routed by load alone ({@code unknown_model}), without KV-cache affinity, which a router
+   * started from the example configuration ({@code models: []}) would otherwise do in silence.
+   *
+   * @param served the names the workers serve: their {@code model} and {@code adapters}
+   */
+  public void fleetServes(Collection<String> served) {
+    for (String name : new TreeSet<>(served)) {
+      if (!models.containsKey(name) && !adapters.containsKey(name) && toldUnconfigured.add(name)) {
+        log.warn("workers serve {} but kvrouter.yaml's models: does not list it (as a model or one of its adapters):"
+            + " its requests are routed by load alone, without KV-cache affinity (prompt_unavailable=unknown_model);"
+            + " add it with its tokenizer (docs/configuration.md, \"models\")", name);
+      }
+    }
   }
 
   /** The configured models, in configuration order. */
