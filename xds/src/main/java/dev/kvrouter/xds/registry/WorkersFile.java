@@ -207,8 +207,8 @@ public final class WorkersFile {
         String replay = text(ev, "replay_endpoint", at + ".events", errors, false);
         String topic = text(ev, "topic", at + ".events", errors, false);
         boolean bind = bool(ev, "bind", at + ".events", errors);
-        endpoint(endpoint, "endpoint", dpSize, at + ".events", errors);
-        endpoint(replay, "replay_endpoint", dpSize, at + ".events", errors);
+        endpoint(endpoint, "endpoint", dpSize, !bind, at + ".events", errors);
+        endpoint(replay, "replay_endpoint", dpSize, true, at + ".events", errors); // the engine binds its replay
         if (endpoint != null) {
           events = new Worker.EventEndpoint(endpoint, replay, topic, bind);
         }
@@ -227,8 +227,14 @@ public final class WorkersFile {
    * Rank r of a data-parallel worker publishes on the endpoint offset by r (ZmqFrames.offsetEndpoint), which the
    * runtime computes when it subscribes. An endpoint it cannot offset, or whose ports run past 65535, must fail
    * here with the file's other errors: at runtime it would only surface inside the fleet listener.
+   *
+   * <p>An endpoint the router connects to must name the engine's host: {@code tcp://*:5557}, copied from vLLM's
+   * {@code --kv-events-config} (where {@code *} tells the engine to bind every interface), reaches the router's own
+   * host, so an engine elsewhere was never heard from and nothing said why.
+   *
+   * @param connects whether the router connects to the endpoint (it binds only {@code endpoint} with {@code bind})
    */
-  private static void endpoint(String e, String key, int dpSize, String at, List<String> errors) {
+  private static void endpoint(String e, String key, int dpSize, boolean connects, String at, List<String> errors) {
     if (e == null) {
       return;
     }
@@ -247,6 +253,12 @@ public final class WorkersFile {
       if (host.indexOf(':') >= 0 && !(host.startsWith("[") && host.endsWith("]"))) {
         // ZMQ, like a URL, reads an unbracketed IPv6 host's last group as the port
         errors.add(at + "." + key + ": `" + e + "`: an IPv6 host must be in brackets, e.g. tcp://[fd00::5]:5557");
+        return;
+      }
+      if (connects && host.equals("*")) {
+        errors.add(at + "." + key + ": `" + e + "`: `*` is the engine's bind address (vLLM's --kv-events-config),"
+            + " but the router connects here: name the engine's host, e.g. tcp://10.0.0.5:" + port
+            + (key.equals("endpoint") ? " (or set bind: true if the engine connects to the router)" : ""));
         return;
       }
       if (port + dpSize - 1 > 65535) {

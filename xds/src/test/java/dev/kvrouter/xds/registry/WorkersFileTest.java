@@ -106,12 +106,32 @@ class WorkersFileTest {
     for (String ep : new String[] {"tcp://10.0.0.5:5557", "tcp://[::1]:5557", "tcp://*:5557", "inproc://kv",
         "ipc:///tmp/kv"}) {
       int dp = ep.startsWith("ipc") ? 1 : 3;
-      Worker w = WorkersFile.parse(worker("    dp_size: " + dp + "\n    events: {endpoint: \"" + ep + "\"}\n"),
-          "w.yaml").get(0);
+      String bind = ep.contains("*") ? ", bind: true" : ""; // a wildcard host is for binding only
+      Worker w = WorkersFile.parse(worker("    dp_size: " + dp + "\n    events: {endpoint: \"" + ep + "\"" + bind
+          + "}\n"), "w.yaml").get(0);
       for (WorkerId id : w.cacheOwners()) {
         assertThat(ZmqFrames.offsetEndpoint(w.events().endpoint(), id.dpRank())).as(ep).isNotBlank();
       }
     }
+  }
+
+  /**
+   * vLLM's --kv-events-config binds {@code tcp://*:5557}; copied into workers.yaml, where the router connects, it
+   * reached the router's own host, so an engine on another host was never heard from, silently. Where the router
+   * binds ({@code bind: true}) the wildcard is what it means.
+   */
+  @Test
+  void aWildcardHostIsRefusedWhereTheRouterConnects() {
+    assertThatThrownBy(() -> WorkersFile.parse(worker("    events: {endpoint: \"tcp://*:5557\"}\n"), "w.yaml"))
+        .isInstanceOf(WorkersFile.InvalidWorkersFile.class)
+        .hasMessageContaining("w.yaml: workers[0].events.endpoint: `tcp://*:5557`: `*` is the engine's bind address")
+        .hasMessageContaining("name the engine's host, e.g. tcp://10.0.0.5:5557 (or set bind: true");
+    assertThatThrownBy(() -> WorkersFile.parse(worker("    events: {endpoint: \"tcp://*:5557\", bind: true,"
+        + " replay_endpoint: \"tcp://*:5558\"}\n"), "w.yaml"))
+        .hasMessageContaining("workers[0].events.replay_endpoint: `tcp://*:5558`: `*` is the engine's bind address")
+        .hasMessageNotContaining("events.endpoint:");
+    assertThat(WorkersFile.parse(worker("    events: {endpoint: \"tcp://*:5557\", bind: true}\n"), "w.yaml")
+        .get(0).events().endpoint()).isEqualTo("tcp://*:5557");
   }
 
   @Test
