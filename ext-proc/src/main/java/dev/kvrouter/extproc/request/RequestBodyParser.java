@@ -46,6 +46,30 @@ public final class RequestBodyParser {
 
   private static final Set<String> MESSAGES_EFFORTS = Set.of("low", "medium", "high", "xhigh", "max");
 
+  /**
+   * The top-level {@code model} string of a JSON object body, read without building it (other members are skipped);
+   * null when the body is not such an object, has no string {@code model}, or is malformed. For requests the router
+   * does not route, which it only steers to their model's pool.
+   */
+  public static String modelOf(java.io.InputStream body) {
+    try (JsonParser p = JSON.createParser(body)) {
+      if (p.nextToken() != JsonToken.START_OBJECT) {
+        return null;
+      }
+      while (p.nextToken() == JsonToken.FIELD_NAME) {
+        String name = p.currentName();
+        JsonToken value = p.nextToken();
+        if ("model".equals(name)) {
+          return value == JsonToken.VALUE_STRING ? p.getText() : null;
+        }
+        p.skipChildren();
+      }
+      return null;
+    } catch (java.io.IOException | RuntimeException e) {
+      return null; // not JSON, too deep: the engine answers it as it would anyway
+    }
+  }
+
   private static final String PROMPT_SHAPES =
       "`prompt` must be a string, a list of strings, a list of token ids or a list of token-id lists";
 

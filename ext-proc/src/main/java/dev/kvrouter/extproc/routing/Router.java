@@ -9,6 +9,7 @@ import dev.kvrouter.extproc.request.ResponseIds;
 import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.xds.registry.Worker;
 import dev.kvrouter.xds.registry.WorkerRegistry;
+import dev.kvrouter.xds.server.ClusterSnapshots;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -131,6 +132,25 @@ public final class Router {
 
   public RoutingConfig config() {
     return config;
+  }
+
+  /**
+   * The pool cluster ({@code kvrouter_pool_<model>}, {@link ClusterSnapshots#poolCluster}) for a request the router
+   * does not route that names {@code model}, or null (no model, or no live worker serving it as its base model that
+   * Envoy holds yet: such a request keeps the default route). Envoy's default route spreads over every model's
+   * workers, so in a fleet of several models such a request (/tokenize, /v1/messages/count_tokens, /v1/embeddings)
+   * otherwise reached a worker of another model and got its 404.
+   */
+  public String poolFor(String model) {
+    if (model == null) {
+      return null;
+    }
+    for (Worker w : registry.current().forModel(model)) {
+      if (!w.draining() && inEnvoy.test(w)) {
+        return ClusterSnapshots.poolCluster(model);
+      }
+    }
+    return null;
   }
 
   /**

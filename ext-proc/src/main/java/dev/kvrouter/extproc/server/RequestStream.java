@@ -82,6 +82,8 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   /** How the router's own answers are written for this request's API (OpenAI's until the path is known). */
   private ErrorShape errorShape = ErrorShape.OPENAI;
   private boolean passThrough;
+  /** A passed-through POST whose buffered body may name a model: steered to that model's pool ({@link #toPool}). */
+  private boolean poolByModel;
   private String requestId;
   private String tenant;
   private String policyOverride;
@@ -257,6 +259,9 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     }
     if (kind == null) {
       passThrough = true; // /v1/models, /health, ...: the default route sends them to the pool
+      // a POST's model, when its body names one, picks that model's pool instead (toPool); BUFFERED only, since the
+      // body response can still set the route's header there
+      poolByModel = "POST".equals(method) && requestBodyMode == BodySendMode.BUFFERED && !h.getEndOfStream();
       send(EnvoyMessages.continueRequestHeaders());
       return;
     }
@@ -287,6 +292,11 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   private void onRequestBody(HttpBody b) {
     boolean fullDuplex = requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED;
     if (passThrough) {
+      if (poolByModel) {
+        poolByModel = false; // BUFFERED: the whole body is this one message
+        toPool(b.getBody());
+        return;
+      }
       send(fullDuplex
           ? EnvoyMessages.streamedRequestBody(b.getBody(), b.getEndOfStream())
           : EnvoyMessages.continueRequestBody());
@@ -315,6 +325,45 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
       return;
     }
     send(EnvoyMessages.continueRequestTrailers());
+  }
+
+  /**
+   * Sends a request the router does not route on to the pool of the model its body names ({@link Router#poolFor}),
+   * or on to the default route (every model's workers) when it names none the fleet serves. Reading a large body for
+   * its model goes to a routing thread, as routing does; trailers that arrive meanwhile wait for the answer.
+   */
+  private void toPool(ByteString requestBody) {
+    if (requestBody.size() <= options.inlineRoutingMaxBytes()) {
+      send(poolResponse(requestBody));
+      return;
+    }
+    routing = true;
+    routingExecutor.execute(() -> {
+      ProcessingResponse r = poolResponse(requestBody);
+      synchronized (this) {
+        routing = false;
+        if (aborted || finished) {
+          return;
+        }
+        try {
+          send(r);
+          if (pendingTrailers != null) {
+            pendingTrailers = null;
+            send(EnvoyMessages.continueRequestTrailers());
+          }
+        } catch (RuntimeException e) {
+          log.debug("request {} ended while its model was read: {}", requestId, e.toString());
+        }
+      }
+    });
+  }
+
+  private ProcessingResponse poolResponse(ByteString requestBody) {
+    String pool = requestBody.size() > options.maxBodyBytes() ? null
+        : router.poolFor(RequestBodyParser.modelOf(requestBody.newInput()));
+    return pool == null ? EnvoyMessages.continueRequestBody() : EnvoyMessages.routeOnBufferedBody(
+        HeaderMutation.newBuilder().addSetHeaders(EnvoyMessages.header(Headers.CLUSTER, pool)).build(),
+        com.google.protobuf.Struct.getDefaultInstance());
   }
 
   private boolean append(ByteString chunk) {

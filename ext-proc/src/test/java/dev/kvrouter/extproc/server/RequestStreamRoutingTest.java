@@ -26,10 +26,14 @@ class RequestStreamRoutingTest {
   final List<ProcessingResponse> sent = new ArrayList<>();
   final List<Decision> decisions = new ArrayList<>();
 
-  RequestStream stream(List<Worker> fleet) {
+  static Router router(List<Worker> fleet) {
     WorkerRegistry registry = new WorkerRegistry();
     registry.replace(fleet);
-    Router router = Router.builder(registry).build();
+    return Router.builder(registry).build();
+  }
+
+  RequestStream stream(List<Worker> fleet) {
+    Router router = router(fleet);
     StreamObserver<ProcessingResponse> out = RequestStreamTest.collecting(sent);
     RequestListener l = new RequestListener() {
       @Override
@@ -78,6 +82,54 @@ class RequestStreamRoutingTest {
     assertThat(d.fallback()).isEqualTo("invalid_weights_override,no_tokenization");
     // without tokens the body size stands in for the prompt length in the load reservation
     assertThat(d.detail().promptTokens()).isEqualTo(BODY.length() / 4);
+  }
+
+  /**
+   * Envoy's default route spreads over every model's workers, so in a fleet of two models a request the router does
+   * not route (/tokenize, /v1/messages/count_tokens, /v1/embeddings) reached the other model's worker half the time
+   * and got its 404. Its body's model now picks that model's pool; a model no worker serves, a body without one, and
+   * one that is not JSON keep the default route. A large body is read on a routing thread, as routing is.
+   */
+  @Test
+  void aRequestTheRouterDoesNotRouteGoesToThePoolOfItsModel() {
+    List<Worker> fleet = List.of(Worker.simple("a", "10.0.0.1", 8000, "m"),
+        Worker.simple("b", "10.0.0.2", 8000, "Org/Other_Model"));
+    String pad = "\"messages\":[{\"role\":\"user\",\"content\":\"" + "x".repeat(2000) + "\"}],";
+    Map<String, String> cases = new java.util.LinkedHashMap<>();
+    cases.put("{" + pad + "\"model\":\"Org/Other_Model\"}", "kvrouter_pool_org_other_model_");
+    cases.put("{\"model\":\"m\",\"prompt\":\"hi\"}", "kvrouter_pool_m");
+    cases.put("{\"model\":\"nobody-serves-it\"}", null);
+    cases.put("{\"prompt\":\"hi\"}", null);
+    cases.put("not json", null);
+    for (Map.Entry<String, String> c : cases.entrySet()) {
+      for (int inline : new int[] {1 << 20, 16}) {
+        sent.clear();
+        List<Runnable> queued = new ArrayList<>();
+        ExtProcOptions o = ExtProcOptions.defaults();
+        RequestStream s = new RequestStream(RequestStreamTest.collecting(sent), RequestPath.of(router(fleet), null),
+            new ExtProcOptions(o.bind(), 0, 1 << 20, o.tenantHeader(), BodySendMode.BUFFERED, BodySendMode.STREAMED,
+                1, 1, inline, 1), queued::add, new InFlight(100, java.time.Duration.ofMinutes(1)));
+        s.onNext(headers(Map.of(":path", "/v1/messages/count_tokens")));
+        s.onNext(body(c.getKey()));
+        assertThat(queued).as("read off the event loop past the inline bound: %s", c.getKey())
+            .hasSize(c.getKey().length() > inline ? 1 : 0);
+        queued.forEach(Runnable::run);
+        assertThat(sent).hasSize(2);
+        assertThat(sent.get(0).hasRequestHeaders()).isTrue();
+        assertThat(sent.get(1).hasRequestBody()).isTrue();
+        String cluster = setHeaders(sent.get(1)).get("x-kvrouter-cluster");
+        if (c.getValue() == null) {
+          assertThat(cluster).as(c.getKey()).isNull();
+          assertThat(sent.get(1).getRequestBody().getResponse().getClearRouteCache()).isFalse();
+        } else {
+          assertThat(cluster).as(c.getKey()).startsWith(c.getValue())
+              .isEqualTo(dev.kvrouter.xds.server.ClusterSnapshots.poolCluster(c.getValue().endsWith("_")
+                  ? "Org/Other_Model" : "m"));
+          assertThat(sent.get(1).getRequestBody().getResponse().getClearRouteCache()).isTrue();
+        }
+      }
+    }
+    assertThat(decisions).isEmpty();
   }
 
   @Test
