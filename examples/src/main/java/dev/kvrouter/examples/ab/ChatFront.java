@@ -116,8 +116,9 @@ public final class ChatFront implements AutoCloseable {
 
   /**
    * Each request's generated tokens as the workers generate them when its answer is scripted (null otherwise), for
-   * the ideals: a chat answer is the answer text's tokens then the end-of-turn token ({@link ChatAnswers}), computed
-   * once per request on first use; a token answer is the workload's script ({@link Workload#answerTokens}).
+   * the ideals: a chat answer is the answer text's tokens then the end-of-turn token ({@link ChatAnswers}) as far as
+   * {@code max_tokens} lets the model go ({@link WorkloadRequest#generated}), computed once per request on first use;
+   * a token answer is the workload's script ({@link Workload#answerTokens}).
    *
    * <p>The function is not thread-safe (its memo is a plain map): one thread per function.
    */
@@ -127,7 +128,7 @@ public final class ChatFront implements AutoCloseable {
     }
     ChatAnswers a = encoder.chatAnswers(w.tokenSpace());
     Map<WorkloadRequest, int[]> memo = new IdentityHashMap<>();
-    return r -> r.answer() == null ? null : memo.computeIfAbsent(r, x -> a.tokens(x.answer()));
+    return r -> r.answer() == null ? null : memo.computeIfAbsent(r, x -> x.generated(a.tokens(x.answer())));
   }
 
   /**

@@ -168,10 +168,14 @@ public final class VirtualRun {
   private final ChatAnswers chatAnswers;
   /**
    * Whether scripted chat answers are generated from {@link #chatScripts}: with the tokenizer ({@link #chatAnswers})
-   * or as the token stand-in's answer ({@link Workload#answerTokens}: the answer, then the end marker).
+   * or as the token stand-in's answer ({@link Workload#answerTokens}: the answer, its end marker cut by
+   * {@code max_tokens}).
    */
   private final boolean chatScripted;
-  /** The generated tokens of scripted chat answers in flight, by answer seed: the engines' output model reads them. */
+  /**
+   * Scripted chat answers in flight as the model would emit them, by answer seed: the engines' output model reads
+   * them, as far as {@code max_tokens} lets it ({@link WorkloadRequest#generated}).
+   */
   private final Map<Long, int[]> chatScripts = new HashMap<>();
   private long fellBack;
   /** Sum and count of the eviction share the router's decisions with block hashes used. */
@@ -501,8 +505,8 @@ public final class VirtualRun {
     }
     int[] script = chatScripted ? chatScripts.remove(r.answer().seed()) : null;
     if (script != null && chatAnswers == null) {
-      // the stand-in: one token per answer token, then the end marker
-      int kept = tokens >= script.length - 1 ? r.answer().length() : tokens;
+      // the stand-in: one token per answer token
+      int kept = Math.min(tokens, r.answer().length());
       if (kept < r.answer().length()) {
         receivedShort.put(r.answer().seed(), kept);
       }
@@ -586,8 +590,10 @@ public final class VirtualRun {
     // a scripted chat answer as the model emits it: the answer text's tokens, then its end-of-turn token
     int[] chatScript = !chatScripted || r.answer() == null ? null
         : chatAnswers != null ? chatAnswers.tokens(r.answer()) : workload.answerTokens(r);
-    // what the engine generates and caches after the prompt, for the breakdown's ideals
-    int[] generated = breakdown == null ? null : chatScript != null ? chatScript : workload.answerTokens(r);
+    // what the engine generates and caches after the prompt (the script as far as max_tokens lets it), for the
+    // breakdown's ideals
+    int[] generated = breakdown == null ? null
+        : chatScript != null ? r.generated(chatScript) : workload.answerTokens(r);
     if (!d.routed()) {
       if (breakdown != null) {
         breakdown.decided(engineIds, generated, -1, routerLead, 0, engines);
@@ -598,9 +604,10 @@ public final class VirtualRun {
     int w = indexOf.get(d.chosen().name());
     int outputTokens = r.outputTokens();
     if (chatScript != null) {
-      // the model stops at its end-of-turn token, after the answer text's tokens
+      // the model ends its turn after the answer text's tokens unless max_tokens cuts it first (as the load
+      // generator's max_tokens, the answer's words, always does: the worker behind HTTP cuts it there too)
       chatScripts.put(r.answer().seed(), chatScript);
-      outputTokens = chatScript.length;
+      outputTokens = r.generated(chatScript).length;
     }
     RequestSpec spec = new RequestSpec(r.id(), tokens, outputTokens, null, null,
         r.answer() != null ? r.answer().seed() : r.index(), media);

@@ -157,7 +157,7 @@ public final class Workload {
     }
     int[] t = java.util.Arrays.copyOf(answer, answer.length + 1);
     t[answer.length] = END_OF_MESSAGE;
-    return t;
+    return r.generated(t);
   }
 
   /** Whether any request sends images (then it needs a multimodal model's request path to be served). */

@@ -48,6 +48,18 @@ public record WorkloadRequest(int index, String id, long arrivalMicros, String s
     this(index, id, arrivalMicros, sessionId, prompt, outputTokens, null, null);
   }
 
+  /**
+   * What an engine generates of {@code script} (the tokens the model would emit, a chat answer's ending with its end
+   * of turn) under this request's {@code max_tokens}: all of it when it fits, else its first {@code outputTokens},
+   * as vLLM's stop check cuts a model that would say more ({@code finish_reason: "length"}). A scripted chat answer
+   * of {@code outputTokens} words is at least one token longer (its end of turn), so it is always cut there: the
+   * request sends {@code ignore_eos} and {@code max_tokens} as a benchmark client does, and vLLM would generate
+   * exactly {@code max_tokens}.
+   */
+  public int[] generated(int[] script) {
+    return script.length <= outputTokens ? script : java.util.Arrays.copyOf(script, outputTokens);
+  }
+
   WorkloadRequest withIndex(int i, long arrival) {
     return new WorkloadRequest(i, id, arrival, sessionId, prompt, outputTokens, answer, after);
   }

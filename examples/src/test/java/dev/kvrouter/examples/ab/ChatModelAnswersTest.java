@@ -20,7 +20,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Chat conversations that resend the model's own answer as text ({@code multi-turn:format=chat,answers=model}):
- * the engine generates the tokens of the scripted answer text and the template's end-of-turn token, the client
+ * the engine generates the tokens of the scripted answer text, cut before the template's end-of-turn token by the
+ * request's {@code max_tokens} (the answer's words) as vLLM cuts it, the client
  * resends the text as the assistant message, closed loop, and the next prompt is the re-rendered history. With
  * Llama 3.1's template the answer's decode-filled blocks are hit on the next turn; with Qwen3's under
  * {@code enable_thinking=false} none are, because the history drops the generation prompt's empty think block.
@@ -46,8 +47,9 @@ class ChatModelAnswersTest {
       for (WorkloadRequest r : w.requests()) {
         RequestRecord cur = byId.get(r.id());
         assertThat(cur.error()).as(r.id()).isNull();
-        // the model emitted the answer text's tokens and its end of turn
-        assertThat(cur.completionTokens()).as(r.id()).isEqualTo(answers.tokens(r.answer()).length);
+        // the model emitted the answer text's tokens, its end of turn cut by max_tokens (the answer's words)
+        assertThat(cur.completionTokens()).as(r.id()).isEqualTo(r.outputTokens())
+            .isEqualTo(r.generated(answers.tokens(r.answer())).length);
         if (r.after() == null) {
           continue;
         }
@@ -68,9 +70,14 @@ class ChatModelAnswersTest {
       }
       assertThat(later).isGreaterThan(60);
       assertThat(sameWorker).isGreaterThan(later * 3 / 4);
-      assertThat(o.data().sessions().answersResentShort()).isZero();
+      // an answer whose text takes more tokens than its words (a first word Llama's tokenizer splits) loses its last
+      // word to max_tokens, as vLLM would cut it, and the client resends the words it received
+      long cutAnswers = w.requests().stream().filter(r -> w.requests().stream()
+          .anyMatch(n -> r.id().equals(n.after())) && answers.tokens(r.answer()).length - 1 > r.outputTokens())
+          .count();
+      assertThat(o.data().sessions().answersResentShort()).isEqualTo(cutAnswers).isLessThan(later / 10);
       AnswerReuse a = AnswerReuse.compute(w.requests(), chat.engineIds(w, setup.model()),
-          r -> answers.tokens(r.answer()), BLOCK, r -> byId.get(r.id()).cachedTokens());
+          r -> r.generated(answers.tokens(r.answer())), BLOCK, r -> byId.get(r.id()).cachedTokens());
       assertThat(a.keptShare()).isEqualTo(1.0);
       assertThat(a.noDivergence()).isEqualTo(a.turns());
       assertThat(a.servedBlocks()).isPositive();
@@ -90,7 +97,7 @@ class ChatModelAnswersTest {
       for (WorkloadRequest r : w.requests()) {
         RequestRecord cur = byId.get(r.id());
         assertThat(cur.error()).isNull();
-        assertThat(cur.completionTokens()).isEqualTo(answers.tokens(r.answer()).length);
+        assertThat(cur.completionTokens()).isEqualTo(r.outputTokens());
         RequestRecord prev = r.after() == null ? null : byId.get(r.after());
         if (prev == null || !cur.servedBy().equals(prev.servedBy())) {
           continue;
@@ -102,7 +109,7 @@ class ChatModelAnswersTest {
       }
       assertThat(sameWorker).isGreaterThan(40);
       AnswerReuse a = AnswerReuse.compute(w.requests(), chat.engineIds(w, setup.model()),
-          r -> answers.tokens(r.answer()), BLOCK, r -> byId.get(r.id()).cachedTokens());
+          r -> r.generated(answers.tokens(r.answer())), BLOCK, r -> byId.get(r.id()).cachedTokens());
       assertThat(a.keptBlocks()).isZero();
       assertThat(a.servedBlocks()).isZero();
       assertThat(a.divergenceMin()).isEqualTo(-4);

@@ -19,12 +19,16 @@ import java.util.List;
  * @param cacheSalt vLLM's {@code cache_salt}, or {@code null}
  * @param seed the request's {@code seed}, or 0
  * @param seeded whether the request carried a {@code seed}
+ * @param ignoreEos vLLM's {@code ignore_eos}: the model's end of turn does not stop the generation
+ * @param answerWords a scripted answer's length in words ({@code vllm_xargs.answer_words}), or 0: then
+ *     {@code maxTokens} names it ({@link ScriptedChatAnswers})
  * @param media the chat prompt's media items by position (empty for text and for completions)
  * @param response for {@code /v1/responses}, the response object's fields that come from the request, in vLLM's
  *     order ({@code ResponsesResponse.from_request}), its {@code id} the request's {@code request_id}; else null
  */
 record ApiRequest(Kind kind, String model, String adapter, List<int[]> prompts, int maxTokens, boolean stream,
-    boolean includeUsage, String cacheSalt, long seed, boolean seeded, List<MediaSpan> media, ObjectNode response) {
+    boolean includeUsage, String cacheSalt, long seed, boolean seeded, boolean ignoreEos, int answerWords,
+    List<MediaSpan> media, ObjectNode response) {
 
   /** A chat completion (not a Responses or Messages request, whose prompts are also chats). */
   boolean chat() {

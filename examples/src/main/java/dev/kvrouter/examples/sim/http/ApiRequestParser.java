@@ -108,13 +108,14 @@ final class ApiRequestParser {
     String salt = cacheSalt(root);
     JsonNode sd = seed(root);
     long seed = sd == null ? 0 : sd.asLong();
+    boolean ignoreEos = bool(root, "ignore_eos", false);
     if (chat) {
       PromptEncoder.ChatTokens prompt = chatPrompt(root);
       return new ApiRequest(kind, model, adapter, List.of(prompt.tokens()), maxTokens, stream, includeUsage, salt,
-          seed, sd != null, prompt.media(), null);
+          seed, sd != null, ignoreEos, answerWords(root), prompt.media(), null);
     }
     return new ApiRequest(kind, model, adapter, completionPrompts(root.get("prompt")), maxTokens, stream,
-        includeUsage, salt, seed, sd != null, List.of(), null);
+        includeUsage, salt, seed, sd != null, ignoreEos, 0, List.of(), null);
   }
 
   /**
@@ -174,7 +175,8 @@ final class ApiRequestParser {
     r.putNull("usage");
     echo(r, root, "user", null);
     return new ApiRequest(Kind.RESPONSES, model, adapter, List.of(prompt.tokens()), maxTokens, stream, false, salt,
-        sd == null ? 0 : sd.asLong(), sd != null, prompt.media(), r);
+        sd == null ? 0 : sd.asLong(), sd != null, bool(root, "ignore_eos", false), answerWords(root), prompt.media(),
+        r);
   }
 
   /**
@@ -188,7 +190,7 @@ final class ApiRequestParser {
     String salt = cacheSalt(root);
     PromptEncoder.ChatTokens prompt = encoded(encoder::encodeMessagesPrompt, root, "messages");
     return new ApiRequest(Kind.MESSAGES, model, adapter, List.of(prompt.tokens()), maxTokens, stream, false, salt,
-        0, false, prompt.media(), null);
+        0, false, false, 0, prompt.media(), null);
   }
 
   /** {@code field} of the request into the response, or {@code dflt} (JSON null when null) when not given. */
@@ -218,6 +220,23 @@ final class ApiRequestParser {
       throw ApiException.badRequest("`seed` must be an integer", "seed");
     }
     return sd;
+  }
+
+  /**
+   * A scripted answer's length in words from {@code vllm_xargs.answer_words} (vLLM's field for custom extensions,
+   * which it accepts and hands to the sampler untouched), or 0 when not given: then {@code max_tokens} names it.
+   * It lets a client give the answer room to end before {@code max_tokens} cuts it.
+   */
+  private static int answerWords(JsonNode root) throws ApiException {
+    JsonNode x = root.get("vllm_xargs");
+    if (x == null || x.isNull()) {
+      return 0;
+    }
+    if (!x.isObject()) {
+      throw ApiException.badRequest("`vllm_xargs` must be an object", "vllm_xargs");
+    }
+    JsonNode w = x.get("answer_words");
+    return w == null || w.isNull() ? 0 : maxTokens(w, "vllm_xargs.answer_words", 0);
   }
 
   private static int maxTokens(JsonNode v, String param, int dflt) throws ApiException {

@@ -52,6 +52,8 @@ final class ResponseStream {
   private final String id;
   private final long created;
   private final String[] engineIds;
+  /** Per choice, the output length at which the model ends its turn ({@code stop}), or -1 (runs to its length). */
+  private final int[] stopsAt;
   private final PromptEncoder encoder;
   /** Per choice, the text of each generated token of a scripted chat answer (null: the encoder's token text). */
   private final CompletableFuture<String[][]> scriptedText;
@@ -71,6 +73,8 @@ final class ResponseStream {
   private final ByteArrayOutputStream chunk = new ByteArrayOutputStream(256);
   private final StringBuilder[] text;
   private final boolean[] ended;
+  /** Per choice, the tokens generated so far. */
+  private final int[] generated;
   private OutputStream body;
   private int accepted;
   /** Whether the chat role chunks went out: vLLM sends them with the first engine output, not at acceptance. */
@@ -85,22 +89,25 @@ final class ResponseStream {
   private boolean firstChunkTimed;
 
   /**
-   * @param scriptedText per choice, the text each generated token streams (a scripted chat answer, which ends at
-   *     the model's end of turn: finish reason {@code stop}), completed while the engine prefills; or null for
-   *     every token's {@code encoder} text
+   * @param stopsAt per choice, the output length at which the model ends its turn (finish reason {@code stop}), or
+   *     -1: the choice runs to {@code max_tokens} or the context length ({@code length})
+   * @param scriptedText per choice, the text each generated token of a scripted chat answer streams, completed
+   *     while the engine prefills (tokens past it stream {@code encoder}'s text); or null for every token's
+   *     {@code encoder} text
    * @param receivedNanos when the server took the request ({@link System#nanoTime()})
    * @param firstChunk given, once per streamed response, the nanoseconds from {@code receivedNanos} to the flush of
    *     its first token chunk: the server's own TTFT, which the engine's histogram leaves out (parsing,
    *     tokenizing, the hand-off to the engine thread, the writer pool)
    */
   ResponseStream(HttpExchange exchange, ApiRequest request, String id, long created, String[] engineIds,
-      PromptEncoder encoder, CompletableFuture<String[][]> scriptedText, Executor writer, Consumer<String> abort,
-      String servedBy, long receivedNanos, LongConsumer firstChunk) {
+      int[] stopsAt, PromptEncoder encoder, CompletableFuture<String[][]> scriptedText, Executor writer,
+      Consumer<String> abort, String servedBy, long receivedNanos, LongConsumer firstChunk) {
     this.exchange = exchange;
     this.request = request;
     this.id = id;
     this.created = created;
     this.engineIds = engineIds;
+    this.stopsAt = stopsAt;
     this.encoder = encoder;
     this.scriptedText = scriptedText;
     this.writer = writer;
@@ -113,6 +120,7 @@ final class ResponseStream {
         ? new MessagesEvents(id, request.model(), request.prompts().get(0).length) : null;
     this.text = new StringBuilder[engineIds.length];
     this.ended = new boolean[engineIds.length];
+    this.generated = new int[engineIds.length];
     for (int i = 0; i < text.length; i++) {
       text[i] = new StringBuilder();
     }
@@ -198,6 +206,7 @@ final class ResponseStream {
       return false;
     }
     if (e instanceof Token t) {
+      generated[t.choice()] = t.index() + 1;
       if (request.stream()) {
         if (responses != null) {
           responses.delta(body, text(t));
@@ -296,10 +305,13 @@ final class ResponseStream {
     return script != null && t.index() < script.length ? script[t.index()] : encoder.tokenText(t.tokenId());
   }
 
-  /** A scripted chat answer stops at its end-of-turn token; any other output runs to its length. */
+  /**
+   * {@code stop} when the choice ended at the model's end of turn, else {@code length}: the simulated model has no
+   * EOS of its own, and a scripted answer that did not fit in {@code max_tokens} was cut (vLLM's
+   * {@code FINISHED_LENGTH_CAPPED}).
+   */
   private String finishReason(int choice) {
-    String[][] scripts = scripts();
-    return scripts != null && scripts[choice] != null ? "stop" : "length";
+    return generated[choice] == stopsAt[choice] ? "stop" : "length";
   }
 
   /** The scripted answers' text, once computed (it always is: the server completes it); null when it failed. */

@@ -9,11 +9,17 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * A worker's scripted chat answers ({@code multi-turn:format=chat,answers=model} through HTTP): a chat request
- * whose {@code seed} names a scripted answer gets the answer {@code Segment(seed, max_tokens)} as the model emits it
- * ({@link ChatAnswers#tokens}: the answer text's tokens, then the template's end-of-turn token, where the model
- * stops), exactly what the virtual-time A/B's engines generate for that request, and the client receives its text
- * ({@link #deltas}, one piece per generated token).
+ * A worker's scripted chat answers ({@code multi-turn:format=chat,answers=model} through HTTP): a chat (or Responses)
+ * request whose {@code seed} names a scripted answer gets the answer {@code Segment(seed, words)} as the model emits
+ * it ({@link ChatAnswers#tokens}: the answer text's tokens, then the template's end-of-turn token, where the model
+ * ends its turn), exactly what the virtual-time A/B's engines generate for that request, and the client receives its
+ * text ({@link #deltas}, one piece per generated token). {@code words} is {@code vllm_xargs.answer_words} when the
+ * request gives it, else its {@code max_tokens} (what the load generator sends).
+ *
+ * <p>{@code max_tokens} caps the answer as vLLM's stop check does ({@link Generation#budget}): the model's end of
+ * turn stops it ({@code stop}) only when it comes within {@code max_tokens} and the request does not set
+ * {@code ignore_eos}; otherwise it runs to {@code max_tokens} ({@code length}). An answer named by
+ * {@code max_tokens} alone is therefore cut before its end-of-turn token, as vLLM cuts a model that would say more.
  *
  * <p>The engine's output model is a pure function of a request's output seed, and the script's length is not a
  * function of the answer seed alone, so each generation in flight gets an output seed of its own, which
@@ -31,10 +37,25 @@ public final class ScriptedChatAnswers {
    * @param tokens what the model generates (text tokens, then end of turn); the request's token budget
    * @param answer the scripted answer
    */
-  public record Generation(long outputSeed, int[] tokens, Segment answer) {}
+  public record Generation(long outputSeed, int[] tokens, Segment answer) {
+
+    /**
+     * Tokens the engine generates under {@code maxTokens}: the script when its end of turn comes within them and
+     * may stop the model, else {@code maxTokens} (vLLM checks the end of turn before the length, so a script of
+     * exactly {@code maxTokens} tokens stops; with {@code ignore_eos} the model goes on past the script).
+     */
+    public int budget(int maxTokens, boolean ignoreEos) {
+      return stops(maxTokens, ignoreEos) ? tokens.length : maxTokens;
+    }
+
+    /** Whether the model ends its turn ({@code stop}) rather than being cut at {@code maxTokens} ({@code length}). */
+    public boolean stops(int maxTokens, boolean ignoreEos) {
+      return !ignoreEos && tokens.length <= maxTokens;
+    }
+  }
 
   private final ChatAnswers answers;
-  private final Map<Long, int[]> inFlight = new ConcurrentHashMap<>();
+  private final Map<Long, Generation> inFlight = new ConcurrentHashMap<>();
   private final AtomicLong keys = new AtomicLong(Long.MIN_VALUE);
 
   private ScriptedChatAnswers(ChatAnswers answers) {
@@ -53,11 +74,18 @@ public final class ScriptedChatAnswers {
     }
   }
 
-  /** The engine's output: a generation's script by its output seed, else {@code fallback}. */
+  /**
+   * The engine's output: a generation's script by its output seed, then (past its end, under {@code ignore_eos})
+   * {@code fallback}'s tokens under the answer's seed, so they too are a function of the request; any other output
+   * seed is {@code fallback}'s.
+   */
   public OutputTokens over(OutputTokens fallback) {
     return (seed, index) -> {
-      int[] script = inFlight.get(seed);
-      return script != null ? script[Math.min(index, script.length - 1)] : fallback.tokenAt(seed, index);
+      Generation g = inFlight.get(seed);
+      if (g == null) {
+        return fallback.tokenAt(seed, index);
+      }
+      return index < g.tokens().length ? g.tokens()[index] : fallback.tokenAt(g.answer().seed(), index);
     };
   }
 
@@ -65,9 +93,9 @@ public final class ScriptedChatAnswers {
   public Generation start(long answerSeed, int words) {
     Segment answer = new Segment(answerSeed, words);
     int[] tokens = answers.tokens(answer);
-    long key = keys.getAndIncrement();
-    inFlight.put(key, tokens);
-    return new Generation(key, tokens, answer);
+    Generation g = new Generation(keys.getAndIncrement(), tokens, answer);
+    inFlight.put(g.outputSeed(), g);
+    return g;
   }
 
   /**

@@ -268,9 +268,12 @@ public final class SimHttpServer implements AutoCloseable {
     List<int[]> prompts = req.prompts();
     RequestSpec[] specs = new RequestSpec[prompts.size()];
     String[] engineIds = new String[prompts.size()];
-    // a seeded chat request of a scripted worker: the chat answer its seed names, per choice
-    boolean answer = chat && chatAnswers != null && req.seeded();
+    // a seeded chat (or Responses) request of a scripted worker: the chat answer its seed names, per choice
+    boolean answer = (chat || req.responses()) && chatAnswers != null && req.seeded();
     ScriptedChatAnswers.Generation[] answers = answer ? new ScriptedChatAnswers.Generation[specs.length] : null;
+    // per choice, the output length at which the model ends its turn (stop), or -1: it runs to max_tokens (length)
+    int[] stopsAt = new int[specs.length];
+    java.util.Arrays.fill(stopsAt, -1);
     try {
       for (int i = 0; i < specs.length; i++) {
         int[] p = prompts.get(i);
@@ -278,10 +281,12 @@ public final class SimHttpServer implements AutoCloseable {
         long outputSeed = LongHashFunction.xx3(req.seed()).hashInts(p);
         int maxTokens = req.maxTokens();
         if (answer) {
-          // the model stops at its end-of-turn token, after the answer text's tokens
-          answers[i] = chatAnswers.start(req.seed(), req.maxTokens());
+          answers[i] = chatAnswers.start(req.seed(), req.answerWords() > 0 ? req.answerWords() : req.maxTokens());
           outputSeed = answers[i].outputSeed();
-          maxTokens = answers[i].tokens().length;
+          maxTokens = answers[i].budget(req.maxTokens(), req.ignoreEos());
+          if (answers[i].stops(req.maxTokens(), req.ignoreEos())) {
+            stopsAt[i] = maxTokens;
+          }
         } else if (scripted != null) {
           outputSeed = scripted.outputSeed(req, outputSeed);
         }
@@ -298,8 +303,8 @@ public final class SimHttpServer implements AutoCloseable {
     }
     // a scripted answer's text per token is computed once the engine has the request, while it prefills
     CompletableFuture<String[][]> text = answer ? new CompletableFuture<>() : null;
-    ResponseStream rs = new ResponseStream(ex, req, id, System.currentTimeMillis() / 1000, engineIds, responseText,
-        text, writer, engine::abort, name, received, nanos -> {
+    ResponseStream rs = new ResponseStream(ex, req, id, System.currentTimeMillis() / 1000, engineIds, stopsAt,
+        responseText, text, writer, engine::abort, name, received, nanos -> {
           firstChunkNanos.add(nanos);
           firstChunks.increment();
         });

@@ -38,11 +38,18 @@ final class QwenHttpWorker implements BeforeAllCallback, AfterAllCallback {
   final TestEncoders encoders = new TestEncoders();
   private final String name;
   private final EngineConfig config;
+  private final ScriptedOutput scripted;
   private ExecutorService writer;
   private SimWorker worker;
 
   QwenHttpWorker(String name, long seed) {
+    this(name, seed, null);
+  }
+
+  /** A worker whose seeded requests get {@code scripted}'s answers ({@code --output-tokens workload}). */
+  QwenHttpWorker(String name, long seed, ScriptedOutput scripted) {
     this.name = name;
+    this.scripted = scripted;
     // Qwen3's ids go past the Llama preset's vocabulary: not checked
     this.config = EngineConfig.fromPreset(Presets.LLAMA_3_1_8B_H100, BS).numGpuBlocks(2048).seed(seed)
         .vocabSize(0).build();
@@ -52,7 +59,7 @@ final class QwenHttpWorker implements BeforeAllCallback, AfterAllCallback {
   public void beforeAll(ExtensionContext context) throws Exception {
     writer = Executors.newFixedThreadPool(2);
     worker = SimWorker.start(new SimWorker.Spec(name, config, Presets.LLAMA_3_1_8B_H100.timingModel(), null,
-        "127.0.0.1", 0, null, null, null), encoders.get("qwen3"), writer);
+        "127.0.0.1", 0, null, null, scripted), encoders.get("qwen3"), writer);
   }
 
   @Override

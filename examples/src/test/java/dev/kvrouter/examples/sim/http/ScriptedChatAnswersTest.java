@@ -39,9 +39,10 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * A scripted worker answers a seeded chat request with the scripted chat answer, over real HTTP, as the virtual-time
- * A/B's engine generates it: the text (streamed and not) is the script's, {@code completion_tokens} counts the
- * answer's tokens and the end of turn, and the KV cache holds exactly the prompt and those tokens, which the next
- * turn, resending the text, is served from. The expected figures come from the virtual path's own encoder
+ * A/B's engine generates it: the text (streamed and not) is the script's, cut with its end of turn by the load
+ * generator's {@code max_tokens} (the answer's words: {@code finish_reason: "length"}, {@code completion_tokens}
+ * exactly {@code max_tokens}), and the KV cache holds exactly the prompt and those tokens, which the next turn,
+ * resending the text, is served from. The expected figures come from the virtual path's own encoder
  * ({@link ChatFront}), loaded apart from the worker's; for each real tokenizer and chat template.
  */
 @Timeout(90)
@@ -79,6 +80,9 @@ class ScriptedChatAnswersTest {
       ChatAnswers answers = chat.encoder().chatAnswers(w.tokenSpace());
       String text = answers.text(first.answer());
       int[] script = answers.tokens(first.answer());
+      // what the model generates of it under the request's max_tokens, as the virtual-time engine does
+      int[] generated = first.generated(script);
+      assertThat(generated.length).as("cut by max_tokens").isEqualTo(first.outputTokens()).isLessThan(script.length);
       int[] prompt = chat.engineIds(w, model).apply(first).tokens();
       assertThat(script[script.length - 1]).as("end of turn").isEqualTo(endOfTurn);
 
@@ -87,9 +91,10 @@ class ScriptedChatAnswersTest {
       body.put("stream", false);
       body.remove("stream_options");
       JsonNode plain = JSON.readTree(post(worker, "/v1/chat/completions", body.toString()));
+      // each of these tokenizers encodes a word as one token: only the end of turn is cut
       assertThat(plain.path("choices").get(0).path("message").path("content").asText()).isEqualTo(text);
-      assertThat(plain.path("choices").get(0).path("finish_reason").asText()).isEqualTo("stop");
-      assertThat(plain.path("usage").path("completion_tokens").asInt()).isEqualTo(script.length);
+      assertThat(plain.path("choices").get(0).path("finish_reason").asText()).isEqualTo("length");
+      assertThat(plain.path("usage").path("completion_tokens").asInt()).isEqualTo(generated.length);
       assertThat(plain.path("usage").path("prompt_tokens").asInt()).isEqualTo(prompt.length);
 
       // streamed, as the load generator sends it: the deltas make up the text
@@ -113,16 +118,16 @@ class ScriptedChatAnswersTest {
         }
       }
       assertThat(streamed.toString()).isEqualTo(text);
-      assertThat(finish).isEqualTo("stop");
-      assertThat(usage.path("completion_tokens").asInt()).isEqualTo(script.length);
+      assertThat(finish).isEqualTo("length");
+      assertThat(usage.path("completion_tokens").asInt()).isEqualTo(generated.length);
 
-      // the KV cache holds the prompt and the script but its last token (sampled, never fed back): a token prompt
-      // that repeats them, then goes on, is served every full block of that sequence
-      int computed = prompt.length + script.length - 1;
+      // the KV cache holds the prompt and the generated tokens but the last (sampled, never fed back): a token
+      // prompt that repeats them, then goes on, is served every full block of that sequence
+      int computed = prompt.length + generated.length - 1;
       assertThat(computed / BS).as("the answer fills blocks of its own").isGreaterThan(prompt.length / BS + 1);
       int[] probe = new int[computed + 5];
       System.arraycopy(prompt, 0, probe, 0, prompt.length);
-      System.arraycopy(script, 0, probe, prompt.length, script.length - 1);
+      System.arraycopy(generated, 0, probe, prompt.length, generated.length - 1);
       java.util.Arrays.fill(probe, computed, probe.length, 1000);
       assertThat(cachedTokens(worker, probe)).isEqualTo(computed / BS * BS);
       // and only those: the same sequence with the answer's first token changed keeps the prompt's blocks alone
@@ -134,7 +139,7 @@ class ScriptedChatAnswersTest {
       JsonNode next = JSON.readTree(post(worker, "/v1/chat/completions",
           body(w, second, model)));
       int cached = next.path("usage").path("prompt_tokens_details").path("cached_tokens").asInt();
-      Function<WorkloadRequest, int[]> outputs = r -> r == first ? script : null;
+      Function<WorkloadRequest, int[]> outputs = r -> r == first ? generated : null;
       Map<WorkloadRequest, Integer> served = new HashMap<>(Map.of(first, 0, second, cached));
       AnswerReuse a = AnswerReuse.compute(List.of(first, second), chat.engineIds(w, model), outputs, BS,
           served::get);
