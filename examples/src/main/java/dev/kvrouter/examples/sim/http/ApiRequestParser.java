@@ -37,6 +37,10 @@ final class ApiRequestParser {
   private static final ObjectMapper JSON = new ObjectMapper(JsonFactory.builder()
       .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(64).build()).build());
 
+  /** The fields of vLLM's {@code AnthropicCountTokensRequest}; it ignores any other. */
+  private static final List<String> COUNT_TOKENS_FIELDS = List.of("model", "messages", "system", "tool_choice",
+      "tools", "chat_template_kwargs");
+
   private final EngineConfig config;
   private final PromptEncoder encoder;
 
@@ -47,32 +51,9 @@ final class ApiRequestParser {
 
   ApiRequest parse(Kind kind, byte[] body) throws ApiException {
     boolean chat = kind == Kind.CHAT;
-    JsonNode root;
-    try {
-      root = JSON.readTree(body);
-    } catch (JsonProcessingException e) {
-      // Jackson's message can quote the input; say only where it broke.
-      throw ApiException.badRequest("request body is not valid JSON (line " + e.getLocation().getLineNr()
-          + ", column " + e.getLocation().getColumnNr() + ")", null);
-    } catch (java.io.IOException e) {
-      throw ApiException.badRequest("request body could not be read", null);
-    }
-    if (root == null || !root.isObject()) {
-      throw ApiException.badRequest("request body must be a JSON object", null);
-    }
-    JsonNode m = root.get("model");
-    if (m == null || !m.isTextual() || m.asText().isEmpty()) {
-      throw ApiException.badRequest("you must provide a `model` string", "model");
-    }
-    String model = m.asText();
-    String adapter = null;
-    if (!model.equals(config.model())) {
-      if (!config.adapters().contains(model)) {
-        throw new ApiException(new OpenAiError(404, "NotFoundError", "model_not_found",
-            "The model `" + model + "` does not exist.", "model"));
-      }
-      adapter = model;
-    }
+    JsonNode root = object(body);
+    String model = model(root);
+    String adapter = model.equals(config.model()) ? null : model;
     boolean stream = bool(root, "stream", false);
     if (kind == Kind.RESPONSES) {
       return responses(root, model, adapter, stream);
@@ -116,6 +97,56 @@ final class ApiRequestParser {
     }
     return new ApiRequest(kind, model, adapter, completionPrompts(root.get("prompt")), maxTokens, stream,
         includeUsage, salt, seed, sd != null, ignoreEos, 0, List.of(), null);
+  }
+
+  /**
+   * The prompt length of a {@code /v1/messages/count_tokens} request, as vLLM's
+   * {@code AnthropicServingMessages.count_tokens} computes it: the body converted and rendered as a Messages request
+   * is, then tokenized, nothing generated. vLLM's count request declares only {@link #COUNT_TOKENS_FIELDS}, so the
+   * rest ({@code max_tokens}, {@code thinking}, {@code output_config}, ...) is dropped before the conversion: the
+   * count equals the {@code /v1/messages} prompt of the same body unless those change its rendering.
+   */
+  int countMessagesTokens(byte[] body) throws ApiException {
+    JsonNode root = object(body);
+    model(root);
+    ObjectNode declared = JSON.createObjectNode();
+    for (String f : COUNT_TOKENS_FIELDS) {
+      if (root.has(f)) {
+        declared.set(f, root.get(f));
+      }
+    }
+    return encoded(encoder::encodeMessagesPrompt, declared, "messages").tokens().length;
+  }
+
+  private static JsonNode object(byte[] body) throws ApiException {
+    JsonNode root;
+    try {
+      root = JSON.readTree(body);
+    } catch (JsonProcessingException e) {
+      // Jackson's message can quote the input; say only where it broke.
+      throw ApiException.badRequest("request body is not valid JSON (line " + e.getLocation().getLineNr()
+          + ", column " + e.getLocation().getColumnNr() + ")", null);
+    } catch (java.io.IOException e) {
+      throw ApiException.badRequest("request body could not be read", null);
+    }
+    if (root == null || !root.isObject()) {
+      throw ApiException.badRequest("request body must be a JSON object", null);
+    }
+    return root;
+  }
+
+  /** The served model or one of its adapters that {@code model} names; 404 for any other, as vLLM answers. */
+  private String model(JsonNode root) throws ApiException {
+    JsonNode m = root.get("model");
+    if (m == null || !m.isTextual() || m.asText().isEmpty()) {
+      throw ApiException.badRequest("you must provide a `model` string", "model");
+    }
+    String model = m.asText();
+    if (!model.equals(config.model()) && !config.adapters().contains(model)) {
+      throw new ApiException(new OpenAiError(404, "NotFoundError", "model_not_found",
+          "The model `" + model + "` does not exist.", "model"));
+    }
+    return model;
   }
 
   /**

@@ -45,6 +45,7 @@ import org.slf4j.LoggerFactory;
  * <p>Endpoints: {@code POST /v1/completions}, {@code POST /v1/chat/completions}, {@code POST /v1/responses},
  * {@code POST /v1/messages} (streaming SSE or not; Responses as vLLM's non-Harmony path answers them,
  * {@link ResponsesEvents}; Anthropic Messages as vLLM's {@code AnthropicServingMessages}, {@link MessagesEvents}),
+ * {@code POST /v1/messages/count_tokens},
  * {@code GET /v1/models}, {@code GET /health}, {@code GET /metrics} (vLLM metric names),
  * {@code POST /reset_prefix_cache}, and the simulator's admin endpoints {@code GET|POST /admin/faults} and
  * {@code GET /admin/stats}. Every response carries {@code x-kvrouter-served-by: <worker name>}.
@@ -196,7 +197,8 @@ public final class SimHttpServer implements AutoCloseable {
         case "/v1/completions" -> post(ex, method, () -> generate(ex, Kind.COMPLETIONS));
         case "/v1/chat/completions" -> post(ex, method, () -> generate(ex, Kind.CHAT));
         case "/v1/responses" -> post(ex, method, () -> generate(ex, Kind.RESPONSES));
-        case "/v1/messages" -> post(ex, method, () -> messages(ex));
+        case "/v1/messages" -> post(ex, method, () -> anthropic(ex, () -> generate(ex, Kind.MESSAGES)));
+        case "/v1/messages/count_tokens" -> post(ex, method, () -> anthropic(ex, () -> countTokens(ex)));
         case "/v1/models" -> get(ex, method, () -> models(ex));
         case "/health" -> get(ex, method, () -> health(ex));
         case "/metrics" -> get(ex, method, () -> metrics(ex));
@@ -235,18 +237,31 @@ public final class SimHttpServer implements AutoCloseable {
   }
 
   /**
-   * vLLM answers a Messages request's validation errors (400) as FastAPI's handler does, in OpenAI's shape, and
-   * every error of its handler (an unknown model, an engine that is down) in Anthropic's.
+   * vLLM answers a Messages (or count_tokens) request's validation errors (400) as FastAPI's handler does, in
+   * OpenAI's shape, and every error of its handler (an unknown model, an engine that is down) in Anthropic's.
    */
-  private void messages(HttpExchange ex) throws IOException, ApiException {
+  private void anthropic(HttpExchange ex, Action a) throws IOException, ApiException {
     try {
-      generate(ex, Kind.MESSAGES);
+      a.run();
     } catch (ApiException e) {
       if (e.error().status() == 400) {
         throw e;
       }
       sendJson(ex, e.error().status(), MessagesEvents.errorBody(e.error()), name);
     }
+  }
+
+  /**
+   * {@code POST /v1/messages/count_tokens}: the prompt's length, rendered and tokenized as for {@code /v1/messages}
+   * and never sent to the engine (vLLM's handler only renders), so it is answered while the engine restarts too.
+   * The body is vLLM's {@code AnthropicCountTokensResponse} without its null fields.
+   */
+  private void countTokens(HttpExchange ex) throws IOException, ApiException {
+    int n = parser.countMessagesTokens(readBody(ex));
+    ObjectNode root = JSON.createObjectNode();
+    root.put("input_tokens", n);
+    root.putObject("context_management").put("original_input_tokens", n);
+    sendJson(ex, 200, JSON.writeValueAsBytes(root), name);
   }
 
   private void generate(HttpExchange ex, Kind kind) throws IOException, ApiException {
