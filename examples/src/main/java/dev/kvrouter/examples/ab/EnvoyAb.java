@@ -41,7 +41,7 @@ import picocli.CommandLine.Option;
  * ({@link AbRunner}: caches reset between runs; open loop, conversations closed loop). When a workload scripts its
  * answers (multi-turn {@code answers=model}), the workers generate the answer a request's {@code seed} names
  * ({@link ScriptedOutput} over the workload's token space: token ids for {@code format=tokens}; for
- * {@code format=chat} the answer text, the model's tokens of it and its end-of-turn token in the KV cache,
+ * {@code format=chat} the answer text and the model's tokens of it, its end-of-turn token cut by {@code max_tokens},
  * {@link dev.kvrouter.examples.sim.http.ScriptedChatAnswers}), so later turns resend the model's own answer as in
  * the virtual-time A/B, and envoy.json's {@code answerReuse} says how many of the answers' blocks the next turns
  * kept and were served; other workloads run against the same workers unchanged (a request

@@ -118,7 +118,8 @@ import org.HdrHistogram.Histogram;
  * fails or stops short, later prompts of its session carry the tokens that were streamed, not the script
  * ({@link Prompt#withAnswersCut}). Chat answers with the request path ({@code multi-turn:format=chat,answers=model}
  * and a {@link ChatFront}) are text: the engine generates the tokenizer's encoding of the answer's text and the
- * template's end-of-turn token ({@link ChatAnswers}) and stops there, and the next turn resends the words received
+ * template's end-of-turn token ({@link ChatAnswers}) as far as {@code max_tokens} lets it (the end of turn is cut,
+ * {@link WorkloadRequest#generated}), and the next turn resends the words received
  * as the assistant message, rendered and tokenized again. Engines publish events at
  * the end of each step. Everything is deterministic for a seed, apart from the wall-time measurements.
  *

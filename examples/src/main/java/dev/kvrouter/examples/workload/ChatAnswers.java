@@ -9,11 +9,13 @@ import java.util.function.Function;
  * A scripted chat answer as the model emits it: the workload scripts the answer as text (the words of its
  * {@link WorkloadRequest#answer} segment, {@link ChatText}), and the model generates the tokenizer's encoding of
  * that text followed by the chat template's end-of-turn token ({@code <|im_end|>}, {@code <|eot_id|>},
- * {@code <end_of_turn>}, ...), then stops. The client receives the text (the end-of-turn token is special and not
- * streamed as text, as vLLM's {@code skip_special_tokens} default does) and resends it as the assistant message.
+ * {@code <end_of_turn>}, ...), then stops, unless {@code max_tokens} cuts it first
+ * ({@link WorkloadRequest#generated}: the load generator's always does, before the end of turn). The client
+ * receives the text (the end-of-turn token is special and not streamed as text, as vLLM's
+ * {@code skip_special_tokens} default does) and resends it as the assistant message.
  *
  * <p>The engine computes KV for every generated token but the last (the end-of-turn token is sampled and never fed
- * back), so vLLM caches the full blocks of prompt + text tokens: {@link #tokens} is what it generated, and what
+ * back), so vLLM caches the full blocks of prompt + text tokens: {@link #tokens} is what it would generate, and what
  * survives of it into the next turn is whatever the next prompt's rendering shares ({@link AnswerReuse}).
  *
  * <p>Stateless apart from its fixed inputs; thread-safe if the encoder is.

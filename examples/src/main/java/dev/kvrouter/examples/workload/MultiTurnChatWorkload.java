@@ -17,10 +17,12 @@ import java.util.List;
  *       generate exactly it (a pure function of the request, as greedy decoding is), so the worker that served turn k
  *       holds the KV of its answer when turn k+1 arrives. With {@code format=tokens} the answer is token ids and is
  *       resent token for token. With {@code format=chat} it is text (the segment's words, {@link ChatText}): the engine
- *       generates the tokenizer's encoding of that text and the template's end-of-turn token ({@link ChatAnswers}), the
- *       client receives the text and resends it as the assistant message, which the next request's chat template
- *       renders and the tokenizer re-tokenizes: what survives of the answer's cached blocks is then the template's
- *       doing ({@link AnswerReuse}). If a turn fails or is cut short, the driver resends what the client received
+ *       generates the tokenizer's encoding of that text and the template's end-of-turn token ({@link ChatAnswers})
+ *       as far as the request's {@code max_tokens} (the answer's words) lets it: the end of turn is cut, as vLLM
+ *       cuts a model at {@code max_tokens} ({@link WorkloadRequest#generated}); the client receives the text and
+ *       resends it as the assistant message, which the next request's chat template renders and the tokenizer
+ *       re-tokenizes: what survives of the answer's cached blocks is then the template's doing ({@link AnswerReuse}).
+ *       If a turn fails or is cut short, the driver resends what the client received
  *       ({@link Prompt#withAnswersCut}). Through HTTP the load generator does the same, with each request's answer seed
  *       as its OpenAI {@code seed}: simulated workers started with {@code --output-tokens workload} generate the token
  *       script from it (a worker that picks its own tokens makes the answers fresh in effect; the run's notes say
