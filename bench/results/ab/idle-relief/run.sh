@@ -22,3 +22,11 @@ done
 # the rho 0.9 suite, seeds 1-3 (about 20 min per seed and tag on 2 vCPUs)
 OUT=$OUT/suite TAGS="base:new_prefill_idle_relief=0 i1:new_prefill_idle_relief=1" SEEDS="1 2 3" EXTRA_SEEDS=" " \
   bash "$(dirname "$0")/../decode-weight-sweep/run.sh"
+# through real Envoy at the light load, relief on then off, each run beside round-robin (about 4 min each)
+SHAPE=system=2500,turns=6..12,think=2,user=16..64,output=32..256,result=128..1536,loop=closed
+for t in relief:"routing: {policy: kv_aware, weights: {new_prefill_idle_relief: 1}}" default:"routing: {policy: kv_aware}"; do
+  java -Dkvrouter.root=$PWD -cp ${JAR:-dist/target/kvrouter.jar} dev.kvrouter.examples.ab.EnvoyAb --workers 8 \
+    --preset qwen3-8b-h100 --tokenizer .cache/tokenizers/qwen3 --routing "${t#*:}" \
+    --workload "multi-turn:format=messages,sessions=20,rate=0.5,$SHAPE" --policies kv_aware,round_robin \
+    --warmup 60 --max-seconds 120 --out $OUT/envoy-${t%%:*}
+done
