@@ -115,6 +115,9 @@ final class ApiRequestParser {
         declared.set(f, root.get(f));
       }
     }
+    // vLLM builds the count's chat request without max_tokens; the Messages conversion this reuses refuses a body
+    // without one, as vLLM's Messages model does. It never reaches the rendering, so any valid value counts the same
+    declared.put("max_tokens", 1);
     return encoded(encoder::encodeMessagesPrompt, declared, "messages").tokens().length;
   }
 
