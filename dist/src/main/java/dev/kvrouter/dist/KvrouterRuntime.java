@@ -450,6 +450,20 @@ public final class KvrouterRuntime implements AutoCloseable {
             ZmqReplicaLink::queuedBytes)
         .description("bytes of the messages waiting to be sent to the other replicas (at most 128 MiB)")
         .baseUnit("bytes").register(metrics);
+    FunctionCounter.builder("kvrouter.replicas.gaps", sync, ReplicaSync::gaps)
+        .description("gaps seen in another member's message sequence numbers (messages lost on the link: a send "
+            + "queue full, a high-water mark, a reconnect); each asks that member for its whole state")
+        .register(metrics);
+    FunctionCounter.builder("kvrouter.replicas.missed", sync, ReplicaSync::missed)
+        .description("other members' messages lost on the link, as their sequence numbers tell")
+        .register(metrics);
+    FunctionCounter.builder("kvrouter.replicas.resyncs", sync, ReplicaSync::resyncs)
+        .description("whole states received after a gap: the member's copies here replaced by what it holds")
+        .register(metrics);
+    FunctionCounter.builder("kvrouter.replicas.stale.released", sync, ReplicaSync::staleReleased)
+        .description("copied reservations released because their member's whole state no longer had them (their "
+            + "release was lost), instead of at the ledger's expiry")
+        .register(metrics);
     io.micrometer.core.instrument.Gauge.builder("kvrouter.replicas.peers", sync, ReplicaSync::peerCount)
         .description("other members of the replica link heard from within replicas.peer_timeout_ms: router "
             + "replicas, and xds-mode processes that share their Envoys' view")

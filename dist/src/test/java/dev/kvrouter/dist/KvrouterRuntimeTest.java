@@ -156,6 +156,10 @@ class KvrouterRuntimeTest {
           "kvrouter_replicas_queued", // ZmqReplicaLink's send queue
           "kvrouter_replicas_queued_bytes",
           "kvrouter_replicas_peers",
+          "kvrouter_replicas_gaps_total", // not structures, but alerted on: lost messages on the replica link
+          "kvrouter_replicas_missed_total",
+          "kvrouter_replicas_resyncs_total",
+          "kvrouter_replicas_stale_released_total",
           "kvrouter_scrape_bytes_total", // what the scrapes of the workers' metrics read
           "kvrouter_scrape_whole_page_workers", // workers that did not answer the filtered scrape
           "kvrouter_events_unroutable_total", // shared bound event sockets: messages no source claims

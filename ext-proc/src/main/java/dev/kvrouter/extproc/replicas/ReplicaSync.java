@@ -40,8 +40,14 @@ import org.slf4j.LoggerFactory;
  * {@code outbox} (the transport; it must not block: the decision path calls it). Inbound: {@link #apply} copies
  * another replica's messages into this replica's ledger ({@link LoadLedger#reserveRemote}) and index; a replica
  * not heard from for {@code peerTimeoutNanos} (its messages and heartbeats stopped: it crashed, or the link is
- * down) has every copied reservation released by {@link #expireSilent}. Messages are fire-and-forget: one lost
- * reservation is a load error until the peer's timeout or the ledger's expiry, one lost release the same.
+ * down) has every copied reservation released by {@link #expireSilent}. Messages are fire-and-forget, but numbered:
+ * each ends with its sender's sequence number (from 1, per process: a restart is a new identity), given under one
+ * lock as the message is handed to the outbox, so the numbers follow the transport's order and a message it drops
+ * (its queue full) is a gap as much as one lost on the wire. A receiver that sees a gap asks that sender for its
+ * whole state ({@code RESYNC}); the sender answers with the resend a joining replica gets (below), ended by a
+ * heartbeat naming the number it began at. A receiver that heard every message of the sender since then releases
+ * each copy no message since has sent: its release was lost. Before, one lost release was a load error until the
+ * ledger's expiry (300 s).
  *
  * <p>A replica that joins late (scaled up, restarted: a new identity) learns what is already in flight: whoever
  * hears a replica for the first time sends it every worker's last turn and every reservation of its own still
@@ -63,7 +69,13 @@ import org.slf4j.LoggerFactory;
  * replica that serves xDS when that changes, with every heartbeat and to a replica heard for the first time, the
  * names within {@link #MAX_ENVOY_VIEW_BYTES}); hashes as one binary of 8-byte big-endian values, at most {@link
  * #MAX_HASHES} (so that no message exceeds {@link #MAX_MESSAGE_BYTES}). A replica of before the Envoys message
- * counts it as a kind it does not know, changes nothing and keeps routing as before. A reservation carries its decision's
+ * counts it as a kind it does not know, changes nothing and keeps routing as before. Since the sequence numbers
+ * every message has one more field, last, the sender's sequence number {@code seq}; a heartbeat is {@code [5, r,
+ * stateFrom, seq]} (stateFrom 0, or the first number of the whole state it ends), and a question is {@code [9, r,
+ * target, after, seq]} (target: the replica asked; after: the last of its numbers heard). A message with fewer fields
+ * than its kind's numbered layout is a replica of before's and has no number: applied as ever, no gap seen. Fields a
+ * later version adds go before the number. A replica of before reads each kind's fields in their places and no
+ * further, and counts a question as a kind it does not know. A reservation carries its decision's
  * prediction (the receiver records both from the one message, the prediction first); a separate prediction is
  * sent only for a decision the ledger did not account. The turn ({@link Reservation#turn()}) and the prompt's
  * size came later: a reservation without them (eight fields, from a replica of before) takes the receiver's next
@@ -89,6 +101,17 @@ public final class ReplicaSync {
   static final int SYNC_REQUEST = 6;
   static final int TURNS = 7;
   static final int ENVOYS = 8;
+  static final int RESYNC = 9;
+
+  /**
+   * Each kind's fields in a message that carries a sequence number (its last field): a message with fewer is from a
+   * replica of before the sequence numbers, and has none. Indexed by kind.
+   */
+  private static final int[] SEQUENCED_FIELDS = {0, 12, 4, 4, 6, 4, 3, 4, 5, 5};
+  /** msgpack's uint 64 with a zero value: the sequence number's place, filled in as the message is handed over. */
+  private static final byte[] SEQ_PLACE = {(byte) 0xcf, 0, 0, 0, 0, 0, 0, 0, 0};
+  /** How long a replica waits for the state it asked a peer for before asking again. */
+  static final long RESYNC_RETRY_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(2);
 
   /**
    * The largest message a replica sends, and so the most the link reads of one ({@link ZmqReplicaLink}): bounded
@@ -138,17 +161,57 @@ public final class ReplicaSync {
   private long peersLost;
   private long resent;
   private long peersRefused;
+  /** Numbers this replica's messages in the order they are handed to the outbox: held while handing one over. */
+  private final Object sequencing = new Object();
+  /** The next message's sequence number; under {@link #sequencing}. */
+  private long nextSeq = 1;
+  /** The first sequence number of the last state this replica sent whole ({@link #resendOwn}); transport thread. */
+  private long lastStateFrom;
+  private volatile long gaps;
+  private volatile long missed;
+  private volatile long resyncs;
+  private volatile long staleReleased;
+  private long duplicates;
 
-  /** Another replica as this one knows it: when it was last heard, and its reservations copied here by id. */
+  /**
+   * Another replica as this one knows it: when it was last heard, its reservations copied here by id, and where its
+   * messages' sequence numbers stand.
+   */
   private static final class Peer {
     final long id;
     long lastSeenNanos;
+    /** Whether it numbers its messages (a replica of before the sequence numbers does not). */
+    boolean sequenced;
+    /** The last sequence number heard from it. */
+    long lastSeq;
+    /** Every message of it from this number on was heard (the first heard, or the first after a gap). */
+    long heardSince;
+    /** A gap was seen and its whole state asked for, not yet received; when it was last asked. */
+    boolean resyncWanted;
+    long resyncAskedNanos;
 
     Peer(long id) {
       this.id = id;
     }
 
-    final Map<Long, Reservation> reservations = new HashMap<>();
+    final Map<Long, Copy> reservations = new HashMap<>();
+  }
+
+  /** A reservation copied from a peer, and the sequence number of the last message that sent it (0: unnumbered). */
+  private static final class Copy {
+    final Reservation r;
+    long seq;
+
+    Copy(Reservation r, long seq) {
+      this.r = r;
+      this.seq = seq;
+    }
+  }
+
+  /** What a message does to its sender's copies here, once read whole; {@code seq} its number, 0 for none. */
+  @FunctionalInterface
+  private interface Action {
+    void apply(Peer peer, long seq);
   }
 
   /**
@@ -231,7 +294,7 @@ public final class ReplicaSync {
 
   private void sendReserved(Reservation r) {
     send(packer -> {
-      packer.packArrayHeader(11).packInt(RESERVE).packLong(replica).packLong(r.id())
+      packer.packArrayHeader(12).packInt(RESERVE).packLong(replica).packLong(r.id())
           .packString(r.worker().name()).packInt(r.worker().dpRank()).packLong(r.prefillTokens())
           .packInt(r.uniqueBlocks());
       packHashes(packer, r.blockHashes());
@@ -240,11 +303,11 @@ public final class ReplicaSync {
   }
 
   private void sendPrefillDone(Reservation r) {
-    send(packer -> packer.packArrayHeader(3).packInt(PREFILL_DONE).packLong(replica).packLong(r.id()));
+    send(packer -> packer.packArrayHeader(4).packInt(PREFILL_DONE).packLong(replica).packLong(r.id()));
   }
 
   private void sendReleased(Reservation r) {
-    send(packer -> packer.packArrayHeader(3).packInt(RELEASED).packLong(replica).packLong(r.id()));
+    send(packer -> packer.packArrayHeader(4).packInt(RELEASED).packLong(replica).packLong(r.id()));
   }
 
   /**
@@ -253,21 +316,33 @@ public final class ReplicaSync {
    * left before this copy (the same queue keeps the order from here on).
    */
   private void resendOwn() {
-    sendEnvoys();
-    if (viewOnly()) {
-      return;
+    long from;
+    synchronized (sequencing) {
+      from = nextSeq;
     }
-    sendTurns();
-    ledger.forEachOwnLive(r -> {
-      sendReserved(r);
-      if (r.prefillReleased()) {
-        sendPrefillDone(r);
-      }
-      if (r.released()) {
-        sendReleased(r);
-      }
-      resent++;
-    });
+    lastStateFrom = from;
+    sendEnvoys();
+    if (!viewOnly()) {
+      sendTurns();
+      ledger.forEachOwnLive(r -> {
+        sendReserved(r);
+        if (r.prefillReleased()) {
+          sendPrefillDone(r);
+        }
+        if (r.released()) {
+          sendReleased(r);
+        }
+        resent++;
+      });
+    }
+    // every reservation held since {@code from} was sent since then (here, or on its own as it moved): one that a
+    // replica which heard all of it holds from an older message is gone here, its release lost
+    sendHeartbeat(from);
+  }
+
+  /** {@code [5, r, stateFrom, seq]}: stateFrom 0, or where the state this replica just sent whole began. */
+  private void sendHeartbeat(long stateFrom) {
+    send(packer -> packer.packArrayHeader(4).packInt(HEARTBEAT).packLong(replica).packLong(stateFrom));
   }
 
   /**
@@ -283,7 +358,7 @@ public final class ReplicaSync {
     for (int from = 0; from < all.size(); from += TURNS_PER_MESSAGE) {
       List<Map.Entry<WorkerId, Long>> part = all.subList(from, Math.min(all.size(), from + TURNS_PER_MESSAGE));
       send(packer -> {
-        packer.packArrayHeader(3).packInt(TURNS).packLong(replica).packArrayHeader(part.size() * 3);
+        packer.packArrayHeader(4).packInt(TURNS).packLong(replica).packArrayHeader(part.size() * 3);
         for (Map.Entry<WorkerId, Long> e : part) {
           packer.packString(e.getKey().name()).packInt(e.getKey().dpRank()).packLong(e.getValue());
         }
@@ -308,7 +383,7 @@ public final class ReplicaSync {
           return; // the others record it with the reservation, in one message
         }
         send(packer -> {
-          packer.packArrayHeader(5).packInt(PREDICTED).packLong(replica).packString(worker.name())
+          packer.packArrayHeader(6).packInt(PREDICTED).packLong(replica).packString(worker.name())
               .packInt(worker.dpRank());
           packHashes(packer, blockHashes);
         });
@@ -342,7 +417,7 @@ public final class ReplicaSync {
    * hold: messages get lost, and a view lost would otherwise stand until the next change.
    */
   public void heartbeat() {
-    send(packer -> packer.packArrayHeader(2).packInt(HEARTBEAT).packLong(replica));
+    sendHeartbeat(0);
     sendEnvoys();
   }
 
@@ -372,7 +447,7 @@ public final class ReplicaSync {
         names.add(b);
       }
       send(packer -> {
-        packer.packArrayHeader(4).packInt(ENVOYS).packLong(replica).packInt(view.envoys())
+        packer.packArrayHeader(5).packInt(ENVOYS).packLong(replica).packInt(view.envoys())
             .packArrayHeader(names.size());
         for (byte[] b : names) {
           packer.packRawStringHeader(b.length).writePayload(b);
@@ -389,7 +464,8 @@ public final class ReplicaSync {
    */
   public void apply(byte[] message) {
     long from;
-    Consumer<Peer> action;
+    long seq = 0;
+    Action action;
     try (MessageUnpacker unpacker = MessagePack.newDefaultUnpacker(message)) {
       Fields in = new Fields(unpacker, message.length);
       int fields = unpacker.unpackArrayHeader();
@@ -399,9 +475,19 @@ public final class ReplicaSync {
         return; // our own, looped back
       }
       action = read(kind, fields, in);
-      if (action != null && viewOnly() && kind != HEARTBEAT && kind != SYNC_REQUEST) {
+      if (action != null && fields >= SEQUENCED_FIELDS[kind]) {
+        // the sequence number is the last field: fields a later version adds come before it, skipped here
+        for (int i = SEQUENCED_FIELDS[kind]; i < fields; i++) {
+          unpacker.skipValue();
+        }
+        seq = unpacker.unpackLong();
+        if (seq <= 0) {
+          throw new IOException("sequence number " + seq);
+        }
+      }
+      if (action != null && viewOnly() && kind != HEARTBEAT && kind != SYNC_REQUEST && kind != RESYNC) {
         // read whole and checked all the same: a malformed message still makes no peer
-        action = peer -> { };
+        action = (peer, s) -> { };
       }
     } catch (IOException | RuntimeException e) {
       countMalformed(e);
@@ -424,20 +510,96 @@ public final class ReplicaSync {
       peer = new Peer(from);
       peers.put(from, peer);
       resendOwn();
-      send(packer -> packer.packArrayHeader(2).packInt(SYNC_REQUEST).packLong(replica));
+      send(packer -> packer.packArrayHeader(3).packInt(SYNC_REQUEST).packLong(replica));
     }
     peerCount = peers.size();
     peer.lastSeenNanos = nanoClock.getAsLong();
+    if (seq > 0 && !sequenced(peer, seq)) {
+      return;
+    }
     try {
-      action.accept(peer);
+      action.apply(peer, seq);
       applied++;
     } catch (RuntimeException e) {
       countMalformed(e);
     }
   }
 
+  /**
+   * Follows {@code peer}'s sequence numbers to message {@code seq}: a gap (messages lost on the way: the sender's
+   * queue full, a high-water mark, a reconnect) asks the peer for its whole state. Returns false for a message heard
+   * already (the peer followed at two addresses), not to be applied again. Transport thread.
+   */
+  private boolean sequenced(Peer peer, long seq) {
+    if (!peer.sequenced) {
+      // the first numbered message heard from it: it was new here, and asked for all it holds (apply)
+      peer.sequenced = true;
+      peer.heardSince = seq;
+    } else if (seq <= peer.lastSeq) {
+      duplicates++;
+      return false;
+    } else if (seq > peer.lastSeq + 1) {
+      long lost = seq - peer.lastSeq - 1;
+      if (gaps++ == 0) {
+        log.warn("lost {} messages of router replica {} on the link (its send queue full, a high-water mark, a "
+            + "reconnect): asking it for what it holds; kvrouter_replicas_gaps_total counts such gaps",
+            lost, Long.toHexString(peer.id));
+      } else {
+        log.debug("lost {} messages of router replica {}", lost, Long.toHexString(peer.id));
+      }
+      missed += lost;
+      peer.heardSince = seq;
+      askState(peer, seq, false);
+    }
+    peer.lastSeq = seq;
+    return true;
+  }
+
+  /**
+   * Asks {@code peer} for its whole state ({@code [9, r, peer, after, seq]}), unless asked within {@link
+   * #RESYNC_RETRY_NANOS} (or {@code immediately}); {@code after} is the last of its messages heard here: a state it began
+   * sending since answers already. Transport thread.
+   */
+  private void askState(Peer peer, long after, boolean immediately) {
+    long now = nanoClock.getAsLong();
+    if (!immediately && peer.resyncWanted && now - peer.resyncAskedNanos < RESYNC_RETRY_NANOS) {
+      return;
+    }
+    peer.resyncWanted = true;
+    peer.resyncAskedNanos = now;
+    send(packer -> packer.packArrayHeader(5).packInt(RESYNC).packLong(replica).packLong(peer.id).packLong(after));
+  }
+
+  /**
+   * {@code peer} sent what it holds whole, from its message {@code from} on: when every message of it since was heard
+   * here, a copy not sent since is one it no longer holds (its release was lost) and is released now, not at the
+   * ledger's expiry. Transport thread.
+   */
+  private void stateReceived(Peer peer, long from) {
+    if (!peer.sequenced || from < peer.heardSince) {
+      if (peer.resyncWanted) {
+        askState(peer, peer.lastSeq, true); // heard only part of it: ask again now
+      }
+      return;
+    }
+    for (Iterator<Copy> it = peer.reservations.values().iterator(); it.hasNext(); ) {
+      Copy c = it.next();
+      if (c.seq < from) {
+        if (ledger != null) {
+          ledger.release(c.r);
+        }
+        it.remove();
+        staleReleased++;
+      }
+    }
+    if (peer.resyncWanted) {
+      peer.resyncWanted = false;
+      resyncs++;
+    }
+  }
+
   /** What a message of {@code kind} does to its sender's copies here, once read whole; null for an unknown kind. */
-  private Consumer<Peer> read(int kind, int fields, Fields in) throws IOException {
+  private Action read(int kind, int fields, Fields in) throws IOException {
     MessageUnpacker u = in.unpacker;
     return switch (kind) {
       case RESERVE -> {
@@ -452,8 +614,11 @@ public final class ReplicaSync {
         if (prefill < 0 || unique < 0) {
           throw new IOException("a negative reservation");
         }
-        yield peer -> {
-          if (!peer.reservations.containsKey(id)) { // sent again for a replica that joined: applied once
+        yield (peer, seq) -> {
+          Copy held = peer.reservations.get(id);
+          if (held != null) { // sent again for a replica that joined: applied once
+            held.seq = seq;
+          } else {
             if (hashes.length > 0 && fields > 8) {
               // the prediction first: a decision here that sees the request in flight sees where its prompt
               // will be cached, not a cold prefill to avoid (two messages left a gap siblings fell through)
@@ -461,23 +626,29 @@ public final class ReplicaSync {
             }
             Reservation r = ledger.reserveRemote(worker, prefill, hashes, unique, turn, promptTokens, blockSize);
             if (r != Reservation.NONE) {
-              peer.reservations.put(id, r);
+              peer.reservations.put(id, new Copy(r, seq));
             }
           }
         };
       }
       case PREFILL_DONE -> {
         long id = u.unpackLong();
-        yield peer -> ledger.prefillDone(peer.reservations.get(id));
+        yield (peer, seq) -> {
+          Copy c = peer.reservations.get(id);
+          ledger.prefillDone(c == null ? null : c.r);
+        };
       }
       case RELEASED -> {
         long id = u.unpackLong();
-        yield peer -> ledger.release(peer.reservations.remove(id));
+        yield (peer, seq) -> {
+          Copy c = peer.reservations.remove(id);
+          ledger.release(c == null ? null : c.r);
+        };
       }
       case PREDICTED -> {
         WorkerId worker = new WorkerId(in.string(), u.unpackInt());
         long[] hashes = in.hashes();
-        yield peer -> overlaps.recordPrediction(worker, hashes);
+        yield (peer, seq) -> overlaps.recordPrediction(worker, hashes);
       }
       case TURNS -> {
         int n = u.unpackArrayHeader();
@@ -491,7 +662,7 @@ public final class ReplicaSync {
           workers[i] = new WorkerId(in.string(), u.unpackInt());
           turns[i] = u.unpackLong();
         }
-        yield peer -> {
+        yield (peer, seq) -> {
           for (int i = 0; i < workers.length; i++) {
             ledger.noteTurn(workers[i], turns[i]);
           }
@@ -509,10 +680,30 @@ public final class ReplicaSync {
           workers.add(in.string());
         }
         Holding view = new Holding(envoyCount, workers);
-        yield peer -> envoys.peer(peer.id, view);
+        yield (peer, seq) -> envoys.peer(peer.id, view);
       }
-      case HEARTBEAT -> peer -> { };
-      case SYNC_REQUEST -> peer -> resendOwn();
+      case HEARTBEAT -> {
+        long stateFrom = fields >= SEQUENCED_FIELDS[HEARTBEAT] ? u.unpackLong() : 0;
+        if (stateFrom < 0) {
+          throw new IOException("a state from " + stateFrom);
+        }
+        yield (peer, seq) -> {
+          if (stateFrom > 0) {
+            stateReceived(peer, stateFrom);
+          }
+        };
+      }
+      case SYNC_REQUEST -> (peer, seq) -> resendOwn();
+      case RESYNC -> {
+        long target = u.unpackLong();
+        long after = u.unpackLong();
+        // another's gap in this replica's messages: all it holds, unless a state begun since it asked is on its way
+        yield (peer, seq) -> {
+          if (target == replica && lastStateFrom <= after) {
+            resendOwn();
+          }
+        };
+      }
       default -> null;
     };
   }
@@ -573,10 +764,10 @@ public final class ReplicaSync {
       Peer p = e.getValue();
       // copies the ledger expired itself (their release never came): forget them, or a live peer whose
       // releases get lost would grow this map without bound
-      p.reservations.values().removeIf(Reservation::released);
+      p.reservations.values().removeIf(c -> c.r.released());
       if (now - p.lastSeenNanos > peerTimeoutNanos) {
         if (ledger != null) {
-          p.reservations.values().forEach(ledger::release);
+          p.reservations.values().forEach(c -> ledger.release(c.r));
         }
         log.warn("router replica {} silent for {} ms: released its {} copied reservations; its Envoys hold no "
             + "worker back any more", Long.toHexString(e.getKey()), peerTimeoutNanos / 1_000_000,
@@ -585,6 +776,8 @@ public final class ReplicaSync {
         envoys.forget(e.getKey());
         dropped++;
         peersLost++;
+      } else if (p.resyncWanted) {
+        askState(p, p.lastSeq, false); // the state asked for did not come whole (the question or part of it lost): again
       }
     }
     peerCount = peers.size();
@@ -625,6 +818,34 @@ public final class ReplicaSync {
     return malformed;
   }
 
+  /** Gaps seen in the other replicas' sequence numbers (messages lost on the link), since start. Transport thread. */
+  public long gaps() {
+    return gaps;
+  }
+
+  /** Messages of the other replicas lost on the link, as their sequence numbers tell, since start. Transport thread. */
+  public long missed() {
+    return missed;
+  }
+
+  /** States received whole after a gap (the peer's copies here replaced), since start. Transport thread. */
+  public long resyncs() {
+    return resyncs;
+  }
+
+  /**
+   * Copies released because their replica's state, received whole, no longer had them (their release was lost),
+   * since start. Transport thread.
+   */
+  public long staleReleased() {
+    return staleReleased;
+  }
+
+  /** Messages heard twice (a replica followed at two addresses) and applied once, since start. Transport thread. */
+  public long duplicates() {
+    return duplicates;
+  }
+
   /** Replicas dropped for silence since start. Transport thread. */
   public long peersLost() {
     return peersLost;
@@ -635,10 +856,20 @@ public final class ReplicaSync {
     void pack(MessageBufferPacker packer) throws IOException;
   }
 
+  /**
+   * Packs {@code body} (whose array header counts the sequence number too), numbers it and hands it to the outbox:
+   * numbered and handed over under one lock, so the numbers follow the outbox's order and a message the transport
+   * drops (its queue full) is a gap the others see.
+   */
   private void send(Body body) {
     try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
       body.pack(packer);
-      outbox.accept(packer.toByteArray());
+      packer.writePayload(SEQ_PLACE);
+      byte[] message = packer.toByteArray();
+      synchronized (sequencing) {
+        ByteBuffer.wrap(message, message.length - 8, 8).putLong(nextSeq++);
+        outbox.accept(message);
+      }
       sent.incrementAndGet();
     } catch (IOException e) {
       throw new UncheckedIOException(e); // an in-memory buffer does not fail

@@ -31,7 +31,7 @@ class ReplicaSyncPropertiesTest {
   static final WorkerId[] WORKERS = {WorkerId.of("w0"), WorkerId.of("w1"), new WorkerId("w2", 1)};
   static final int BS = 16;
 
-  sealed interface Op permits Reserve, FirstByte, End, Deliver {}
+  sealed interface Op permits Reserve, FirstByte, End, Deliver, Lose {}
 
   /** Replica {@code rep} sends a prompt of {@code blocks} blocks of family {@code family} to worker {@code w}. */
   record Reserve(int rep, int w, int family, int blocks, int credited) implements Op {}
@@ -43,8 +43,21 @@ class ReplicaSyncPropertiesTest {
   /** Up to {@code n} of replica {@code rep}'s messages reach the other, in order. */
   record Deliver(int rep, int n) implements Op {}
 
+  /** Up to {@code n} of replica {@code rep}'s messages are lost on the way (the link's queue full, a reconnect). */
+  record Lose(int rep, int n) implements Op {}
+
   @Provide
   Arbitrary<List<Op>> ops() {
+    return ops(0);
+  }
+
+  @Provide
+  Arbitrary<List<Op>> lossyOps() {
+    return ops(1);
+  }
+
+  /** @param lose how often (against 13 for the others) messages are lost on the way */
+  static Arbitrary<List<Op>> ops(int lose) {
     Arbitrary<Integer> rep = Arbitraries.integers().between(0, 1);
     Arbitrary<Op> reserve = Combinators.combine(rep, Arbitraries.integers().between(0, 2),
         Arbitraries.integers().between(0, 2), Arbitraries.integers().between(1, 6), Arbitraries.integers().between(0, 6))
@@ -52,9 +65,12 @@ class ReplicaSyncPropertiesTest {
     Arbitrary<Op> first = Combinators.combine(rep, Arbitraries.integers().between(0, 20)).as(FirstByte::new);
     Arbitrary<Op> end = Combinators.combine(rep, Arbitraries.integers().between(0, 20)).as(End::new);
     Arbitrary<Op> deliver = Combinators.combine(rep, Arbitraries.integers().between(0, 6)).as(Deliver::new);
-    return Arbitraries.frequencyOf(
-        Tuple.of(4, reserve), Tuple.of(2, first), Tuple.of(3, end),
-        Tuple.of(4, deliver)).list().ofMaxSize(80);
+    Arbitrary<Op> lost = Combinators.combine(rep, Arbitraries.integers().between(1, 3)).as(Lose::new);
+    return lose == 0
+        ? Arbitraries.frequencyOf(Tuple.of(4, reserve), Tuple.of(2, first), Tuple.of(3, end), Tuple.of(4, deliver))
+            .list().ofMaxSize(80)
+        : Arbitraries.frequencyOf(Tuple.of(4, reserve), Tuple.of(2, first), Tuple.of(3, end), Tuple.of(4, deliver),
+            Tuple.of(lose, lost)).list().ofMaxSize(80);
   }
 
   /** A replica: its ledger, its sync, what it sent and not yet delivered, its own requests in flight. */
@@ -97,6 +113,39 @@ class ReplicaSyncPropertiesTest {
   void replicasThatHeardEverythingAgreeOnTurnsAndReturnToZero(@ForAll("ops") List<Op> ops) {
     AtomicLong now = new AtomicLong(1_000_000_000L);
     Replica[] rs = {new Replica(1, now), new Replica(2, now)};
+    run(ops, rs);
+    quiesce(rs[0], rs[1]);
+    endAll(rs);
+  }
+
+  /**
+   * Messages lost on the way, any of them (a reservation, a release, a first byte, a state's part, a question): the
+   * gaps are seen, the states asked for and received within a few heartbeats, and the replicas then agree on turns,
+   * and return to zero once every request has ended, no copy left to the ledger's expiry.
+   */
+  @Property(tries = 300)
+  void replicasThatLoseMessagesRecoverWithinAFewHeartbeats(@ForAll("lossyOps") List<Op> ops) {
+    AtomicLong now = new AtomicLong(1_000_000_000L);
+    Replica[] rs = {new Replica(1, now), new Replica(2, now)};
+    run(ops, rs);
+    for (int round = 0; round < 3; round++) {
+      for (Replica x : rs) {
+        x.sync.heartbeat();
+      }
+      quiesce(rs[0], rs[1]);
+      now.addAndGet(ReplicaSync.RESYNC_RETRY_NANOS);
+      for (Replica x : rs) {
+        x.sync.expireSilent();
+      }
+      quiesce(rs[0], rs[1]);
+    }
+    for (Replica x : rs) {
+      assertThat(x.sync.peerCount()).isLessThanOrEqualTo(1);
+    }
+    endAll(rs);
+  }
+
+  static void run(List<Op> ops, Replica[] rs) {
     for (Op op : ops) {
       if (op instanceof Reserve r) {
         Replica x = rs[r.rep()];
@@ -118,6 +167,10 @@ class ReplicaSyncPropertiesTest {
         }
       } else if (op instanceof Deliver d) {
         rs[d.rep()].deliver(d.n(), rs[1 - d.rep()]);
+      } else if (op instanceof Lose l) {
+        for (int i = 0; i < l.n() && !rs[l.rep()].outbox.isEmpty(); i++) {
+          rs[l.rep()].outbox.poll();
+        }
       }
       for (Replica x : rs) {
         for (WorkerId w : WORKERS) {
@@ -127,7 +180,9 @@ class ReplicaSyncPropertiesTest {
         }
       }
     }
-    quiesce(rs[0], rs[1]);
+  }
+
+  static void endAll(Replica[] rs) {
     assertThat(rs[1].ledger.lastTurns()).as("every worker's last turn, on both").isEqualTo(rs[0].ledger.lastTurns());
     for (Replica x : rs) {
       for (Reservation r : List.copyOf(x.own)) {

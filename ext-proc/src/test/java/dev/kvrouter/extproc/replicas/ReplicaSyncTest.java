@@ -96,8 +96,9 @@ class ReplicaSyncTest {
     assertThat(seen.prefillTokens()).isEqualTo(4096);
     assertThat(seen.requests()).isEqualTo(1);
     assertThat(b.ledger.activePrefixBlocks(W, new long[] {11, 12, 13, 14})).as("its blocks, for sharing").isEqualTo(3);
-    assertThat(b.outbox).as("a copy is not forwarded again: B only asks the replica it just heard for its "
-        + "reservations").hasSize(1);
+    assertThat(b.outbox).as("a copy is not forwarded again: B only sends its own state (none: its end alone) and asks "
+        + "the replica it just heard for its reservations").extracting(ReplicaSyncTest::kind)
+        .containsExactly(ReplicaSync.HEARTBEAT, ReplicaSync.SYNC_REQUEST);
     b.outbox.clear();
 
     a.ledger.prefillDone(r);
@@ -112,6 +113,265 @@ class ReplicaSyncTest {
     assertThat(b.ledger.totals()).containsExactly(0, 0, 0, 0, 0);
     assertThat(b.ledger.liveReservations()).isZero();
     assertThat(b.sync.applied()).isEqualTo(3);
+  }
+
+  /** Two replicas that heard each other (each has the other's state): A's reservations are copied at B. */
+  private void introduce(Replica a, Replica b) {
+    b.sync.heartbeat();
+    b.deliverTo(a);
+    a.deliverTo(b);
+    b.deliverTo(a);
+    a.deliverTo(b);
+    assertThat(a.outbox).isEmpty();
+    assertThat(b.outbox).isEmpty();
+  }
+
+  /**
+   * A release lost on the link (the sender's queue full, a high-water mark, a reconnect) left its copy at the others
+   * until the ledger's expiry (5 minutes) or the peer's silence: the messages had no numbers and the loss went
+   * unseen. Now the next message (at the latest the next heartbeat, a second later) shows the gap, B asks A for what
+   * it holds, and the copy A no longer has is released at once.
+   */
+  @Test
+  void aReleaseLostOnTheLinkIsSeenAsAGapAndItsCopyReleasedAtOnce() {
+    Replica a = new Replica(1);
+    Replica b = new Replica(2);
+    introduce(a, b);
+    Reservation lost = a.ledger.reserve(W, 4096, new long[] {11, 12}, 2);
+    Reservation kept = a.ledger.reserve(W, 1000, new long[] {21}, 1);
+    a.deliverTo(b);
+    assertThat(b.ledger.local(W).requests()).isEqualTo(2);
+
+    a.ledger.release(lost);
+    a.outbox.clear(); // lost on the way
+    assertThat(b.ledger.local(W).requests()).as("B cannot know yet").isEqualTo(2);
+    a.sync.heartbeat();
+    a.deliverTo(b);
+    assertThat(b.sync.gaps()).isEqualTo(1);
+    assertThat(b.sync.missed()).isEqualTo(1);
+    assertThat(b.outbox).as("B asks A for its state").extracting(ReplicaSyncTest::kind)
+        .containsExactly(ReplicaSync.RESYNC);
+    b.deliverTo(a);
+    a.deliverTo(b);
+    assertThat(b.ledger.local(W).requests()).as("the lost release's copy gone, no time having passed").isEqualTo(1);
+    assertThat(b.ledger.local(W).prefillTokens()).isEqualTo(1000);
+    assertThat(b.sync.copies()).isEqualTo(1);
+    assertThat(b.sync.resyncs()).isEqualTo(1);
+    assertThat(b.sync.staleReleased()).isEqualTo(1);
+    assertThat(b.sync.malformed()).isZero();
+
+    a.ledger.release(kept);
+    a.deliverTo(b);
+    assertThat(b.ledger.liveReservations()).isZero();
+    assertThat(b.ledger.totals()).containsExactly(0, 0, 0, 0, 0);
+    assertThat(b.sync.gaps()).as("nothing lost since").isEqualTo(1);
+  }
+
+  /** A reservation or its first byte lost on the way comes with the state asked for, in its current state. */
+  @Test
+  void aLostReservationAndALostFirstByteComeWithTheStateAskedFor() {
+    Replica a = new Replica(1);
+    Replica b = new Replica(2);
+    introduce(a, b);
+    Reservation answering = a.ledger.reserve(W, 4096, new long[] {11}, 1);
+    a.deliverTo(b);
+    a.ledger.prefillDone(answering);
+    a.ledger.reserve(W, 8192, new long[] {21}, 1);
+    a.outbox.clear(); // both lost
+    a.sync.heartbeat();
+    a.deliverTo(b);
+    b.deliverTo(a);
+    a.deliverTo(b);
+    assertThat(b.ledger.local(W).requests()).isEqualTo(2);
+    assertThat(b.ledger.local(W).prefillTokens()).as("the first's prefill done, the second's pending").isEqualTo(8192);
+    assertThat(b.sync.missed()).isEqualTo(2);
+    assertThat(b.sync.staleReleased()).isZero();
+  }
+
+  /**
+   * The question lost too: B asks again after {@link ReplicaSync#RESYNC_RETRY_NANOS}, on its once-a-second round; and
+   * several gaps before the answer ask once.
+   */
+  @Test
+  void aLostQuestionIsAskedAgain() {
+    Replica a = new Replica(1);
+    Replica b = new Replica(2);
+    introduce(a, b);
+    Reservation r = a.ledger.reserve(W, 4096, new long[] {11}, 1);
+    a.deliverTo(b);
+    a.ledger.release(r);
+    a.outbox.clear();
+    a.sync.heartbeat();
+    a.deliverTo(b);
+    a.ledger.reserve(W, 5, new long[] {1}, 1);
+    a.outbox.clear();
+    a.sync.heartbeat();
+    a.deliverTo(b);
+    assertThat(b.sync.gaps()).isEqualTo(2);
+    assertThat(b.outbox).as("asked once").hasSize(1);
+    b.outbox.clear(); // the question lost
+    b.sync.expireSilent();
+    assertThat(b.outbox).as("not yet").isEmpty();
+    now.addAndGet(ReplicaSync.RESYNC_RETRY_NANOS);
+    a.sync.heartbeat(); // A is still heard
+    a.deliverTo(b);
+    b.sync.expireSilent();
+    assertThat(b.outbox).extracting(ReplicaSyncTest::kind).containsExactly(ReplicaSync.RESYNC);
+    b.deliverTo(a);
+    a.deliverTo(b);
+    assertThat(b.ledger.local(W).requests()).isEqualTo(1);
+    assertThat(b.ledger.local(W).prefillTokens()).isEqualTo(5);
+    assertThat(b.sync.resyncs()).isEqualTo(1);
+    assertThat(a.sync.gaps()).as("the lost question was a message of B's lost: A asked B for its state").isEqualTo(1);
+    b.deliverTo(a);
+    a.deliverTo(b);
+    assertThat(a.sync.resyncs()).isEqualTo(1);
+    b.sync.expireSilent();
+    a.sync.expireSilent();
+    assertThat(b.outbox).as("answered: not asked again").isEmpty();
+    assertThat(a.outbox).isEmpty();
+  }
+
+  /**
+   * A state that arrives with a gap of its own is not trusted (a copy it lacks may be in the part lost): B asks
+   * again, and the next whole one replaces what B held.
+   */
+  @Test
+  void aStateHeardInPartIsAskedForAgain() {
+    Replica a = new Replica(1);
+    Replica b = new Replica(2);
+    introduce(a, b);
+    Reservation r = a.ledger.reserve(W, 4096, new long[] {11}, 1);
+    a.ledger.reserve(W, 7, new long[] {12}, 1);
+    a.deliverTo(b);
+    a.ledger.release(r);
+    a.outbox.clear();
+    a.sync.heartbeat();
+    a.deliverTo(b);
+    b.deliverTo(a);
+    a.outbox.remove(1); // the state's reservation lost: the state's end shows the gap
+    a.deliverTo(b);
+    assertThat(b.sync.resyncs()).isZero();
+    assertThat(b.sync.copies()).as("nothing released on a state heard in part").isEqualTo(2);
+    assertThat(b.outbox).extracting(ReplicaSyncTest::kind).containsExactly(ReplicaSync.RESYNC);
+    b.deliverTo(a);
+    a.deliverTo(b);
+    assertThat(b.sync.resyncs()).isEqualTo(1);
+    assertThat(b.ledger.local(W).requests()).isEqualTo(1);
+    assertThat(b.ledger.local(W).prefillTokens()).isEqualTo(7);
+  }
+
+  /** Several replicas asking after the same loss get one state: a state begun since a question answers it. */
+  @Test
+  void questionsAStateAlreadyAnswersAreNotAnsweredAgain() {
+    Replica a = new Replica(1);
+    Replica b = new Replica(2);
+    introduce(a, b);
+    Reservation r = a.ledger.reserve(W, 4096, new long[] {11}, 1);
+    a.deliverTo(b);
+    a.ledger.release(r);
+    a.outbox.clear();
+    a.sync.heartbeat();
+    a.deliverTo(b);
+    byte[] question = b.outbox.get(0);
+    b.deliverTo(a);
+    int state = a.outbox.size();
+    assertThat(state).isPositive();
+    a.sync.apply(question); // the same question again (as a third replica's would be: it saw the same gap)
+    assertThat(a.outbox).hasSize(state);
+  }
+
+  /**
+   * A peer followed at two addresses delivers each message twice: applied once, so a reservation heard again after
+   * its release is not copied again (it stayed until the ledger's expiry).
+   */
+  @Test
+  void aMessageHeardTwiceIsAppliedOnce() {
+    Replica a = new Replica(1);
+    Replica b = new Replica(2);
+    introduce(a, b);
+    Reservation r = a.ledger.reserve(W, 4096, new long[] {11}, 1);
+    byte[] reserve = a.outbox.get(0);
+    a.deliverTo(b);
+    a.ledger.release(r);
+    a.deliverTo(b);
+    b.sync.apply(reserve);
+    assertThat(b.ledger.liveReservations()).isZero();
+    assertThat(b.sync.duplicates()).isEqualTo(1);
+    assertThat(b.sync.gaps()).isZero();
+  }
+
+  /**
+   * A replica of before the sequence numbers (a rolling upgrade) is heard as ever: its messages carry none, nothing of
+   * it is a gap, and a release of it lost still stays until the ledger's expiry or its silence (as it did between any
+   * two replicas before).
+   */
+  @Test
+  void aReplicaOfBeforeTheSequenceNumbersIsHeardAsEver() throws Exception {
+    Replica b = new Replica(2);
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(11).packInt(ReplicaSync.RESERVE).packLong(7).packLong(70).packString("w1").packInt(0)
+          .packLong(4096).packInt(1).packBinaryHeader(8).writePayload(new byte[8]).packLong(1).packLong(4096)
+          .packInt(16);
+      b.sync.apply(p.toByteArray());
+    }
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(11).packInt(ReplicaSync.RESERVE).packLong(7).packLong(71).packString("w1").packInt(0)
+          .packLong(100).packInt(1).packBinaryHeader(8).writePayload(new byte[8]).packLong(2).packLong(100)
+          .packInt(16);
+      b.sync.apply(p.toByteArray());
+    }
+    for (int i = 0; i < 2; i++) {
+      try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+        p.packArrayHeader(2).packInt(ReplicaSync.HEARTBEAT).packLong(7);
+        b.sync.apply(p.toByteArray());
+      }
+    }
+    assertThat(b.sync.copies()).isEqualTo(2);
+    try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+      p.packArrayHeader(3).packInt(ReplicaSync.RELEASED).packLong(7).packLong(71);
+      b.sync.apply(p.toByteArray());
+    }
+    assertThat(b.ledger.local(W).requests()).isEqualTo(1);
+    assertThat(b.sync.malformed()).isZero();
+    assertThat(b.sync.gaps()).isZero();
+    assertThat(b.outbox).extracting(ReplicaSyncTest::kind).as("its state and a sync request, as ever; no question")
+        .doesNotContain(ReplicaSync.RESYNC);
+  }
+
+  /**
+   * What a replica of before the sequence numbers reads of a numbered message: each kind's fields in their places,
+   * the number after them (it reads no further).
+   */
+  @Test
+  void aNumberedMessageKeepsTheFieldsWhereAReplicaOfBeforeReadsThem() throws Exception {
+    Replica a = new Replica(1);
+    a.ledger.reserve(W, 4096, new long[] {11}, 1);
+    a.sync.heartbeat();
+    assertThat(a.outbox).hasSize(2);
+    try (org.msgpack.core.MessageUnpacker u = MessagePack.newDefaultUnpacker(a.outbox.get(0))) {
+      assertThat(u.unpackArrayHeader()).isEqualTo(12);
+      assertThat(u.unpackInt()).isEqualTo(ReplicaSync.RESERVE);
+      assertThat(u.unpackLong()).isEqualTo(1);
+      u.unpackLong(); // id
+      assertThat(u.unpackString()).isEqualTo("w1");
+      assertThat(u.unpackInt()).isZero();
+      assertThat(u.unpackLong()).isEqualTo(4096);
+      assertThat(u.unpackInt()).isEqualTo(1);
+      assertThat(u.unpackBinaryHeader()).isEqualTo(8);
+      u.readPayload(8);
+      u.unpackLong(); // turn
+      u.unpackLong(); // prompt tokens
+      u.unpackInt(); // block size
+      assertThat(u.unpackLong()).as("the sequence number, last").isEqualTo(1);
+    }
+    try (org.msgpack.core.MessageUnpacker u = MessagePack.newDefaultUnpacker(a.outbox.get(1))) {
+      assertThat(u.unpackArrayHeader()).isEqualTo(4);
+      assertThat(u.unpackInt()).isEqualTo(ReplicaSync.HEARTBEAT);
+      assertThat(u.unpackLong()).isEqualTo(1);
+      assertThat(u.unpackLong()).as("no state").isZero();
+      assertThat(u.unpackLong()).isEqualTo(2);
+    }
   }
 
   @Test
@@ -466,8 +726,8 @@ class ReplicaSyncTest {
       }
     }
     assertThat(b.sync.peerCount()).isEqualTo(ReplicaSync.MAX_PEERS);
-    assertThat(b.outbox).as("the turns, the reservation and a sync request for each peer heard")
-        .hasSize(3 * ReplicaSync.MAX_PEERS);
+    assertThat(b.outbox).as("the turns, the reservation, the state's end and a sync request for each peer heard")
+        .hasSize(4 * ReplicaSync.MAX_PEERS);
     now.addAndGet(TimeUnit.SECONDS.toNanos(4));
     b.sync.expireSilent();
     Replica a = new Replica(1);
@@ -506,7 +766,7 @@ class ReplicaSyncTest {
     a.outbox.clear();
     b.sync.heartbeat();
     b.deliverTo(a); // a hears b first: sends it the turns and the reservation
-    assertThat(a.outbox).as("two of turns, the reservation, the sync request").hasSize(4).allSatisfy(m -> assertThat(m.length).isLessThan(ReplicaSync.MAX_MESSAGE_BYTES));
+    assertThat(a.outbox).as("two of turns, the reservation, the state's end, the sync request").hasSize(5).allSatisfy(m -> assertThat(m.length).isLessThan(ReplicaSync.MAX_MESSAGE_BYTES));
     a.deliverTo(b);
     assertThat(b.sync.malformed()).isZero();
     assertThat(b.ledger.lastTurns()).isEqualTo(a.ledger.lastTurns());
@@ -528,8 +788,8 @@ class ReplicaSyncTest {
     assertThat(b.gate.missing(FLEET)).containsExactly("w4");
     assertThat(b.gate.holds(worker("w1"))).isTrue();
     assertThat(b.gate.peersKnowingEnvoys()).isEqualTo(1);
-    assertThat(b.outbox).as("B serves no xDS: it only asks A for what A has").extracting(ReplicaSyncTest::kind)
-        .containsExactly(ReplicaSync.SYNC_REQUEST);
+    assertThat(b.outbox).as("B serves no xDS: it only asks A for what A has (its own state: its end alone)")
+        .extracting(ReplicaSyncTest::kind).containsExactly(ReplicaSync.HEARTBEAT, ReplicaSync.SYNC_REQUEST);
     b.outbox.clear();
 
     a.envoysHold(2, "w1", "w2", "w3", "w4");
@@ -694,7 +954,8 @@ class ReplicaSyncTest {
     router.deliverTo(xds); // its reservation, turns and sync request: the xds process hears it for the first time
     assertThat(xds.outbox).as("to a member heard for the first time, and on its sync request: the view only")
         .extracting(ReplicaSyncTest::kind)
-        .containsExactly(ReplicaSync.ENVOYS, ReplicaSync.SYNC_REQUEST, ReplicaSync.ENVOYS);
+        .containsExactly(ReplicaSync.ENVOYS, ReplicaSync.HEARTBEAT, ReplicaSync.SYNC_REQUEST, ReplicaSync.ENVOYS,
+            ReplicaSync.HEARTBEAT);
     xds.outbox.clear();
 
     xds.envoysHold(2, "w1", "w2", "w3", "w4");
@@ -733,7 +994,7 @@ class ReplicaSyncTest {
     assertThat(xds.gate.peersKnowingEnvoys()).as("a router's Envoys are the routers' to apply").isZero();
     assertThat(xds.gate.missing(FLEET)).isEmpty();
     assertThat(xds.outbox).extracting(ReplicaSyncTest::kind).containsOnly(ReplicaSync.ENVOYS,
-        ReplicaSync.SYNC_REQUEST);
+        ReplicaSync.SYNC_REQUEST, ReplicaSync.HEARTBEAT);
     try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
       p.packArrayHeader(3).packInt(ReplicaSync.TURNS).packLong(9).packArrayHeader(300_000_000).packString("w7");
       xds.sync.apply(p.toByteArray());

@@ -120,6 +120,51 @@ class ZmqReplicaLinkTest {
   }
 
   /**
+   * A release lost between the two replicas (here dropped deterministically where the link's full queue would drop
+   * it, after it was numbered) left A's reservation at B until the ledger's expiry, 5 minutes: B could not notice.
+   * Now B sees the gap at A's next message (a heartbeat, within a second), asks A for what it holds, and releases
+   * the copy A no longer has: well within the peer timeout (a minute here), so not by A's silence.
+   */
+  @Test
+  void aReleaseLostOnTheLinkIsReleasedAtTheOtherWithinSeconds() throws Exception {
+    LoadLedger ledgerA = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    LoadLedger ledgerB = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    AtomicBoolean loseReleases = new AtomicBoolean();
+    int portB = portForLater();
+    // each follows the other, as replicas do: B's question goes to A
+    try (ZmqReplicaLink a = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of("tcp://127.0.0.1:" + portB), 1024)) {
+      ReplicaSync syncA = new ReplicaSync(1, ledgerA, PrefixOverlapSource.NONE, m -> {
+        if (loseReleases.get() && m.length > 1 && m[1] == ReplicaSync.RELEASED) {
+          return; // [3, ...]: a release, lost on the way
+        }
+        a.accept(m);
+      }, System::nanoTime, TimeUnit.MINUTES.toNanos(1));
+      ledgerA.setListener(syncA.ledgerListener());
+      a.start(syncA);
+      try (ZmqReplicaLink b = new ZmqReplicaLink("tcp://127.0.0.1:" + portB, List.of("tcp://127.0.0.1:" + a.port()),
+          1024)) {
+        ReplicaSync syncB = new ReplicaSync(2, ledgerB, PrefixOverlapSource.NONE, b, System::nanoTime,
+            TimeUnit.MINUTES.toNanos(1));
+        b.start(syncB);
+        await("each hears the other", () -> syncB.peerCount() == 1 && syncA.peerCount() == 1);
+        Reservation lost = ledgerA.reserve(W, 8192, new long[] {1, 2, 3}, 4);
+        ledgerA.reserve(W, 100, new long[] {9}, 1);
+        await("A's reservations copied to B", () -> ledgerB.liveReservations() == 2);
+        loseReleases.set(true);
+        long released = System.nanoTime();
+        ledgerA.release(lost);
+        loseReleases.set(false);
+        await("B releases the copy whose release was lost", () -> ledgerB.liveReservations() == 1);
+        long tookMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - released);
+        assertThat(tookMillis).as("within a heartbeat and a round trip, not the ledger's 5 minutes").isLessThan(5_000);
+        assertThat(ledgerB.local(W).prefillTokens()).isEqualTo(100);
+        assertThat(syncB.peerCount()).as("not for A's silence").isEqualTo(1);
+        await("counted", () -> syncB.gaps() >= 1 && syncB.staleReleased() == 1 && syncB.resyncs() >= 1);
+      }
+    }
+  }
+
+  /**
    * A replica that stops tells the others of what ended just before: the releases queued when close was called were
    * left in the queue, or dropped by the sockets' zero linger, and the others counted those requests until the peer
    * timeout (here a minute).
