@@ -62,7 +62,7 @@ public record KvrouterConfig(
     tenancy = tenancy == null ? new Tenancy(null, false, null, null, null, false) : tenancy;
     limits = limits == null ? new Limits(null, null, null) : limits;
     observability = observability == null ? new Observability(null, null, null) : observability;
-    replicas = replicas == null ? new Replicas(null, null, null, null, null) : replicas;
+    replicas = replicas == null ? new Replicas(null, null, null, null, null, null) : replicas;
   }
 
   /**
@@ -70,11 +70,12 @@ public record KvrouterConfig(
    * reservations and predictions (empty: it shares nothing), {@code peers} the replicas' {@code bind} endpoints,
    * each name standing for every address it resolves to, looked up again every {@code resolveIntervalMs} (a
    * headless Service lists them all; this replica's own address is left out), docs/routing.md, "Several router
-   * replicas".
+   * replicas"; {@code curve} the link's CURVE key pair, unset by default (plain ZMTP).
    */
   public record Replicas(String bind, List<String> peers, Integer peerTimeoutMs, Integer maxQueued,
-      Integer resolveIntervalMs) {
+      Integer resolveIntervalMs, Curve curve) {
     public Replicas {
+      curve = curve == null ? new Curve(null, null) : curve;
       bind = bind == null ? "" : bind.trim();
       // not List.copyOf: a null element (`peers: [~]`) is reported by validate with its index, not thrown here
       peers = peers == null ? List.of() : Collections.unmodifiableList(new ArrayList<>(peers));
@@ -82,6 +83,19 @@ public record KvrouterConfig(
       peerTimeoutMs = peerTimeoutMs == null ? 3000 : peerTimeoutMs;
       maxQueued = maxQueued == null ? 65536 : maxQueued;
       resolveIntervalMs = resolveIntervalMs == null ? 5000 : resolveIntervalMs;
+    }
+  }
+
+  /**
+   * The replica link's CURVE authentication and encryption (docs/operations.md, "Securing the replica link"): one key
+   * pair for every member of the link, Z85 files as {@code curve_keygen} prints them, relative to kvrouter.yaml.
+   *
+   * @param secretKeyFile the link's secret key; unset (the default): no CURVE
+   * @param publicKeyFile its public key, checked against the secret key at start (optional: derived from it)
+   */
+  public record Curve(String secretKeyFile, String publicKeyFile) {
+    public boolean enabled() {
+      return secretKeyFile != null;
     }
   }
 
@@ -631,6 +645,13 @@ public record KvrouterConfig(
     }
     if (replicas.maxQueued() < 1024) {
       errors.add("replicas.max_queued: must be >= 1024");
+    }
+    Curve curve = replicas.curve();
+    if (curve.publicKeyFile() != null && curve.secretKeyFile() == null) {
+      errors.add("replicas.curve.public_key_file: set replicas.curve.secret_key_file too (the link's secret key)");
+    }
+    if (curve.enabled() && replicas.bind().isEmpty() && !removed.test("replicas.bind")) {
+      errors.add("replicas.curve: set replicas.bind too (CURVE secures the replica link, which is off without it)");
     }
     return errors;
   }

@@ -130,6 +130,8 @@ public final class KvrouterRuntime implements AutoCloseable {
   private AdminServer admin;
   private LoadLedger ledger;
   private ZmqReplicaLink replicaLink;
+  /** Where relative paths of the config resolve (kvrouter.yaml's directory); set by startServers. */
+  private Path baseDir;
   private ReplicaSync replicaSync;
   /** Which workers every Envoy known here or to another replica holds; the router reads it (null in xds mode). */
   private EnvoyGate envoyGate;
@@ -162,6 +164,7 @@ public final class KvrouterRuntime implements AutoCloseable {
   }
 
   private void startServers(Path baseDir, Mode mode) throws IOException {
+    this.baseDir = baseDir;
     var s = config.server();
     // The process's own cost beside the router's counters: heap, GC, threads and CPU, as operators of any JVM
     // service expect (jvm_*, process_*, system_*), so memory bounds and CPU starvation are visible in one place.
@@ -414,6 +417,19 @@ public final class KvrouterRuntime implements AutoCloseable {
   }
 
 
+  /** Whether {@code endpoint} ({@code tcp://<host>:<port>}) binds a loopback address only. */
+  static boolean loopback(String endpoint) {
+    String host = endpoint.substring("tcp://".length(), endpoint.lastIndexOf(':'));
+    if (host.equals("localhost") || host.equals("[::1]") || host.equals("::1")) {
+      return true;
+    }
+    try {
+      return host.matches("[0-9.]+") && java.net.InetAddress.getByName(host).isLoopbackAddress();
+    } catch (java.net.UnknownHostException e) {
+      return false;
+    }
+  }
+
   /** Makes this process's member of the replica link, given its identity, its outbox and the peer timeout. */
   @FunctionalInterface
   private interface Member {
@@ -423,8 +439,18 @@ public final class KvrouterRuntime implements AutoCloseable {
   /** Starts the replica link with {@code member} on it, and its metrics. */
   private ReplicaSync joinReplicas(Member member) {
     var rc = config.replicas();
+    dev.kvrouter.extproc.replicas.CurveKeys curve = null;
+    if (rc.curve().enabled()) {
+      // an IllegalArgumentException naming the setting and the file, never the key: kvrouter cannot start
+      curve = dev.kvrouter.extproc.replicas.CurveKeys.load(baseDir.resolve(rc.curve().secretKeyFile()),
+          rc.curve().publicKeyFile() == null ? null : baseDir.resolve(rc.curve().publicKeyFile()));
+    } else if (!loopback(rc.bind())) {
+      log.warn("replicas.bind {} is not a loopback address and replicas.curve is not set: anyone who reaches it reads "
+          + "this replica's reservations and the block hashes of its prompts, and a process at a peer's address is "
+          + "trusted with its own (docs/operations.md, \"Securing the replica link\")", rc.bind());
+    }
     replicaLink = new ZmqReplicaLink(rc.bind(), rc.peers(), rc.maxQueued(),
-        java.time.Duration.ofMillis(rc.resolveIntervalMs()));
+        java.time.Duration.ofMillis(rc.resolveIntervalMs()), curve);
     ReplicaSync sync = member.create(new java.security.SecureRandom().nextLong(), replicaLink,
         TimeUnit.MILLISECONDS.toNanos(rc.peerTimeoutMs()));
     replicaSync = sync;
@@ -450,6 +476,10 @@ public final class KvrouterRuntime implements AutoCloseable {
             ZmqReplicaLink::queuedBytes)
         .description("bytes of the messages waiting to be sent to the other replicas (at most 128 MiB)")
         .baseUnit("bytes").register(metrics);
+    FunctionCounter.builder("kvrouter.replicas.refused", replicaLink, ZmqReplicaLink::refused)
+        .description("subscribers refused by replicas.curve's handshake: they knew the link's public key but hold "
+            + "another key pair (one without CURVE or without the public key fails earlier, uncounted)")
+        .register(metrics);
     FunctionCounter.builder("kvrouter.replicas.gaps", sync, ReplicaSync::gaps)
         .description("gaps seen in another member's message sequence numbers (messages lost on the link: a send "
             + "queue full, a high-water mark, a reconnect); each asks that member for its whole state")

@@ -73,7 +73,9 @@ class ConfigurationDocsTest {
   private static final Map<String, String> DEFAULTS_IN_WORDS = Map.of(
       "tenancy.secret_file", "none=null",
       "tenancy.secret_env", "none=null",
-      "replicas.bind", "empty=\"\"");
+      "replicas.bind", "empty=\"\"",
+      "replicas.curve.secret_key_file", "none=null",
+      "replicas.curve.public_key_file", "none=null");
 
   private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
 

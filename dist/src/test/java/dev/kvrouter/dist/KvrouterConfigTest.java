@@ -116,6 +116,26 @@ class KvrouterConfigTest {
   }
 
   @Test
+  void theReplicaLinksCurveIsOffByDefaultAndNeedsASecretKeyAndTheLink() {
+    KvrouterConfig.Curve d = KvrouterConfig.defaults().replicas().curve();
+    assertThat(d.enabled()).isFalse();
+    assertThat(d.secretKeyFile()).isNull();
+    assertThat(d.publicKeyFile()).isNull();
+    KvrouterConfig.Curve c = KvrouterConfig.parse("replicas: {bind: 'tcp://0.0.0.0:5601', curve: {secret_key_file: "
+        + "curve/key, public_key_file: curve/key.pub}}\n", "k.yaml").replicas().curve();
+    assertThat(c.enabled()).isTrue();
+    assertThat(c.secretKeyFile()).isEqualTo("curve/key");
+    assertThat(c.publicKeyFile()).isEqualTo("curve/key.pub");
+    assertThatThrownBy(() -> KvrouterConfig.parse("replicas: {bind: 'tcp://0.0.0.0:5601', curve: {public_key_file: "
+        + "k.pub}}\n", "k.yaml")).hasMessageContaining("replicas.curve.public_key_file: set "
+        + "replicas.curve.secret_key_file too");
+    assertThatThrownBy(() -> KvrouterConfig.parse("replicas: {curve: {secret_key_file: k}}\n", "k.yaml"))
+        .hasMessageContaining("replicas.curve: set replicas.bind too");
+    assertThatThrownBy(() -> KvrouterConfig.parse("replicas: {bind: 'tcp://0.0.0.0:5601', curve: {secret_key: k}}\n",
+        "k.yaml")).hasMessageContaining("secret_key");
+  }
+
+  @Test
   void scrapesAskForTheRoutersGaugesOnlyUnlessTurnedOff() {
     assertThat(KvrouterConfig.defaults().routing().scrape().filter()).isTrue();
     assertThat(KvrouterConfig.parse("routing: {scrape: {filter: false}}\n", "k.yaml").routing().scrape().filter())

@@ -234,6 +234,75 @@ class KvrouterRuntimeTest {
   }
 
   /**
+   * {@code replicas.curve}: a process whose link holds the key pair is heard by a router holding it, and the keys
+   * are never logged; a key file that is not one stops the start, naming the setting and the file but not what it
+   * holds; a non-loopback bind without CURVE is warned about.
+   */
+  @Test
+  void theReplicaLinksCurveKeysAreCheckedAtStartAndNeverLogged(@TempDir Path dir) throws Exception {
+    oneWorker(dir);
+    org.zeromq.ZMQ.Curve.KeyPair pair = org.zeromq.ZMQ.Curve.generateKeyPair();
+    Files.writeString(dir.resolve("replicas.key"), "== CURVE PUBLIC KEY ==\n" + pair.publicKey
+        + "\n== CURVE SECRET KEY ==\n" + pair.secretKey + "\n");
+    Files.writeString(dir.resolve("replicas.key.pub"), pair.publicKey + "\n");
+    Files.writeString(dir.resolve("other.pub"), org.zeromq.ZMQ.Curve.generateKeyPair().publicKey + "\n");
+    Logger root = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+    ListAppender<ILoggingEvent> logs = new ListAppender<>();
+    logs.start();
+    root.addAppender(logs);
+    try {
+      int xdsLink = freePort();
+      int routerLink = freePort();
+      KvrouterConfig cfg = KvrouterConfig.parse("server: {xds_port: " + freePort() + ", admin_port: " + freePort()
+          + "}\nreplicas: {bind: 'tcp://127.0.0.1:" + xdsLink + "', peers: ['tcp://127.0.0.1:" + routerLink + "'], "
+          + "curve: {secret_key_file: replicas.key, public_key_file: replicas.key.pub}}\n", "t");
+      LoadLedger ledger = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(1), 100);
+      try (KvrouterRuntime rt = KvrouterRuntime.start(cfg, dir, KvrouterRuntime.Mode.XDS);
+          ZmqReplicaLink link = new ZmqReplicaLink("tcp://127.0.0.1:" + routerLink,
+              List.of("tcp://127.0.0.1:" + xdsLink), 1024, java.time.Duration.ofSeconds(5),
+              dev.kvrouter.extproc.replicas.CurveKeys.load(dir.resolve("replicas.key"), null))) {
+        ReplicaSync router = new ReplicaSync(7, ledger, PrefixOverlapSource.NONE, link, System::nanoTime,
+            TimeUnit.SECONDS.toNanos(3));
+        link.start(router);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (router.peerCount() == 0 || !rt.metricsText().contains("kvrouter_replicas_peers 1.0")) {
+          assertThat(System.nanoTime()).as("the router and the xds process hear each other").isLessThan(deadline);
+          Thread.sleep(10);
+        }
+        assertThat(rt.metricsText()).contains("kvrouter_replicas_refused_total 0.0");
+      }
+      for (String bad : List.of("curve: {secret_key_file: replicas.key.pub.missing}",
+          "curve: {secret_key_file: replicas.key, public_key_file: other.pub}",
+          "curve: {secret_key_file: workers.yaml}")) {
+        KvrouterConfig c = KvrouterConfig.parse("server: {xds_port: " + freePort() + ", admin_port: " + freePort()
+            + "}\nreplicas: {bind: 'tcp://127.0.0.1:" + freePort() + "', " + bad + "}\n", "t");
+        Throwable t = org.assertj.core.api.Assertions.catchThrowable(
+            () -> KvrouterRuntime.start(c, dir, KvrouterRuntime.Mode.XDS).close());
+        assertThat(t).as(bad).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("replicas.curve.");
+        assertThat(t.getMessage()).doesNotContain(pair.secretKey).doesNotContain(pair.publicKey);
+      }
+      logs.list.clear();
+      KvrouterConfig open = KvrouterConfig.parse("server: {xds_port: " + freePort() + ", admin_port: " + freePort()
+          + "}\nreplicas: {bind: 'tcp://0.0.0.0:" + freePort() + "'}\n", "t");
+      try (KvrouterRuntime rt = KvrouterRuntime.start(open, dir, KvrouterRuntime.Mode.XDS)) {
+        assertThat(logs.list).filteredOn(e -> e.getLevel() == Level.WARN)
+            .extracting(ILoggingEvent::getFormattedMessage)
+            .anySatisfy(m -> assertThat(m).contains("replicas.curve is not set"));
+      }
+    } finally {
+      root.detachAppender(logs);
+    }
+    assertThat(logs.list).extracting(ILoggingEvent::getFormattedMessage)
+        .noneSatisfy(m -> assertThat(m).contains(pair.secretKey))
+        .noneSatisfy(m -> assertThat(m).contains(pair.publicKey));
+    assertThat(KvrouterRuntime.loopback("tcp://127.0.0.1:5601")).isTrue();
+    assertThat(KvrouterRuntime.loopback("tcp://localhost:5601")).isTrue();
+    assertThat(KvrouterRuntime.loopback("tcp://0.0.0.0:5601")).isFalse();
+    assertThat(KvrouterRuntime.loopback("tcp://10.1.2.3:5601")).isFalse();
+    assertThat(KvrouterRuntime.loopback("tcp://router-b:5601")).isFalse();
+  }
+
+  /**
    * The split deployment without {@code replicas:}: the routers, in {@code ext-proc} mode, hear nothing of what the
    * Envoys on the {@code xds} process hold and route to a new worker the moment they read workers.yaml, a 503 until
    * Envoy has it. Each start says so, since nothing else would.

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.kvrouter.bench.overhead.EnvoyOverheadBench;
 import dev.kvrouter.extproc.load.LoadLedger;
 import dev.kvrouter.extproc.load.Reservation;
+import dev.kvrouter.extproc.replicas.CurveKeys;
 import dev.kvrouter.extproc.replicas.ReplicaSync;
 import dev.kvrouter.extproc.replicas.ZmqReplicaLink;
 import dev.kvrouter.extproc.routing.PrefixOverlapSource;
@@ -17,6 +18,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -28,8 +30,12 @@ import java.util.concurrent.TimeUnit;
  *
  * <pre>
  * java -cp bench/target/benchmarks.jar dev.kvrouter.bench.replicas.ReplicaLinkBench \
- *     [--idle-seconds 10] [--messages 2000] [--interval-us 5000] [--blocks 1000] [--out bench/results/replica-link.json]
+ *     [--idle-seconds 10] [--messages 2000] [--interval-us 5000] [--blocks 1000] [--curve false]
+ *     [--out bench/results/replica-link.json]
  * </pre>
+ *
+ * <p>{@code --curve true} runs both links with one generated CURVE key pair ({@code replicas.curve}). ZMQ encrypts
+ * and decrypts in its I/O threads, not the link threads: their CPU is reported apart ({@code ioThread...}).
  */
 public final class ReplicaLinkBench {
 
@@ -42,19 +48,21 @@ public final class ReplicaLinkBench {
     long intervalNanos = TimeUnit.MICROSECONDS.toNanos(Long.parseLong(opt.getOrDefault("interval-us", "5000")));
     int blocks = Integer.parseInt(opt.getOrDefault("blocks", "1000"));
     Path out = Path.of(opt.getOrDefault("out", "bench/results/replica-link.json"));
+    CurveKeys curve = Boolean.parseBoolean(opt.getOrDefault("curve", "false")) ? CurveKeys.generate() : null;
     EnvoyOverheadBench.quietLogs();
     ThreadMXBean threads = ManagementFactory.getThreadMXBean();
 
     LoadLedger ledgerA = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 100_000);
     LoadLedger ledgerB = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 100_000);
     Map<String, Object> report = new LinkedHashMap<>();
-    try (ZmqReplicaLink a = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of(), 65536)) {
+    try (ZmqReplicaLink a = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of(), 65536, Duration.ofSeconds(5),
+        curve)) {
       ReplicaSync syncA = new ReplicaSync(1, ledgerA, PrefixOverlapSource.NONE, a, System::nanoTime,
           TimeUnit.SECONDS.toNanos(3));
       ledgerA.setListener(syncA.ledgerListener());
       a.start(syncA);
       try (ZmqReplicaLink b = new ZmqReplicaLink("tcp://127.0.0.1:0", List.of("tcp://127.0.0.1:" + a.port()),
-          65536)) {
+          65536, Duration.ofSeconds(5), curve)) {
         ReplicaSync syncB = new ReplicaSync(2, ledgerB, PrefixOverlapSource.NONE, b, System::nanoTime,
             TimeUnit.SECONDS.toNanos(3));
         ledgerB.setListener(syncB.ledgerListener());
@@ -70,9 +78,11 @@ public final class ReplicaLinkBench {
         // idle: heartbeats only
         Thread.sleep(1000);
         long cpu0 = linkCpuNanos(threads);
+        long io0 = ioCpuNanos(threads);
         long t0 = System.nanoTime();
         Thread.sleep(TimeUnit.SECONDS.toMillis(idleSeconds));
         double idleMicrosPerSecond = (linkCpuNanos(threads) - cpu0) / 1e3 / ((System.nanoTime() - t0) / 1e9);
+        double idleIoMicrosPerSecond = (ioCpuNanos(threads) - io0) / 1e3 / ((System.nanoTime() - t0) / 1e9);
 
         // loaded: one reservation of a `blocks`-block prompt every interval, released right after it arrived
         long[] hashes = new long[blocks];
@@ -81,6 +91,7 @@ public final class ReplicaLinkBench {
         }
         long[] latency = new long[messages];
         long cpu1 = linkCpuNanos(threads);
+        long io1 = ioCpuNanos(threads);
         long start = System.nanoTime();
         for (int i = 0; i < messages; i++) {
           long due = start + i * intervalNanos;
@@ -97,6 +108,7 @@ public final class ReplicaLinkBench {
         }
         double loadedSeconds = (System.nanoTime() - start) / 1e9;
         long loadedCpu = linkCpuNanos(threads) - cpu1;
+        long loadedIo = ioCpuNanos(threads) - io1;
         Arrays.sort(latency);
         report.put("idleSeconds", idleSeconds);
         report.put("idleLinkCpuMicrosPerSecond", round(idleMicrosPerSecond));
@@ -111,6 +123,10 @@ public final class ReplicaLinkBench {
         report.put("loadedLinkCpuMicrosPerReservation", round(loadedCpu / 1e3 / messages));
         report.put("loadedLinkCpuShareOfACore", round(loadedCpu / 1e9 / loadedSeconds));
         report.put("dropped", a.dropped() + b.dropped());
+        report.put("curve", curve != null);
+        report.put("idleIoThreadCpuMicrosPerSecond", round(idleIoMicrosPerSecond));
+        report.put("loadedIoThreadCpuMicrosPerReservation", round(loadedIo / 1e3 / messages));
+        report.put("gaps", syncB.gaps());
       }
     }
     report.put("cpus", Runtime.getRuntime().availableProcessors());
@@ -142,6 +158,17 @@ public final class ReplicaLinkBench {
       if (info != null && info.getThreadName().startsWith("kvrouter-replicas")) {
         long t = threads.getThreadCpuTime(info.getThreadId());
         sum += Math.max(0, t);
+      }
+    }
+    return sum;
+  }
+
+  /** CPU time of ZMQ's own threads (JeroMQ's I/O and reaper threads: where CURVE encrypts and decrypts). */
+  static long ioCpuNanos(ThreadMXBean threads) {
+    long sum = 0;
+    for (var info : threads.getThreadInfo(threads.getAllThreadIds())) {
+      if (info != null && (info.getThreadName().startsWith("iothread") || info.getThreadName().startsWith("reaper"))) {
+        sum += Math.max(0, threads.getThreadCpuTime(info.getThreadId()));
       }
     }
     return sum;

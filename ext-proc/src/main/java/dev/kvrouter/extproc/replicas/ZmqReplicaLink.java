@@ -39,6 +39,13 @@ import org.zeromq.ZMQ;
  * default left a replica deaf to a peer for 30 s. Peers are names looked up again every {@code resolveEvery} on a
  * thread of their own ({@link PeerEndpoints}: a headless Service's name follows the pods as they come and go); the
  * link thread only connects to new endpoints and disconnects from gone ones.
+ *
+ * <p>With {@link CurveKeys} (kvrouter.yaml {@code replicas.curve}) the link is authenticated and encrypted by ZMQ's
+ * CURVE: the PUB socket is a CURVE server that admits only subscribers proving they hold the link's key pair (a ZAP
+ * handler on a thread of its own answers the handshakes, bound before the PUB socket is), and the SUB socket a CURVE
+ * client that trusts only publishers holding its secret key. A member without the key, or with another, completes no
+ * handshake: it neither reads this replica's messages nor gets any of its own applied here. Without it (the
+ * default) anyone who reaches the bind port reads every message, and a process at a peer's address is trusted.
  */
 public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
 
@@ -80,6 +87,14 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
   private volatile int boundPort = -1;
   /** Peer messages whose apply threw; link thread. */
   private long failedMessages;
+  /** The link's CURVE key pair; null: plain ZMTP, as before. */
+  private final CurveKeys curve;
+  /** Answers the PUB socket's ZAP requests with CURVE; null without it. */
+  private Thread zap;
+  private volatile boolean zapRunning;
+  private final AtomicLong refused = new AtomicLong();
+  /** ZMQ's fixed endpoint for the ZAP handler of a context (rfc.zeromq.org/spec:27/ZAP). */
+  static final String ZAP_ENDPOINT = "inproc://zeromq.zap.01";
 
   /**
    * @param bind where this replica publishes, e.g. {@code tcp://0.0.0.0:5601} ({@code :0} or {@code :*} picks a
@@ -96,8 +111,20 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
     this(bind, peers, queueCapacity, resolveEvery, InetAddress::getAllByName);
   }
 
+  /** @param curve the link's key pair ({@code replicas.curve}), or null for none */
+  public ZmqReplicaLink(String bind, List<String> peers, int queueCapacity, Duration resolveEvery,
+      CurveKeys curve) {
+    this(bind, peers, queueCapacity, resolveEvery, InetAddress::getAllByName, curve);
+  }
+
   /** @param dns the lookup (tests answer it themselves) */
   ZmqReplicaLink(String bind, List<String> peers, int queueCapacity, Duration resolveEvery, PeerEndpoints.Dns dns) {
+    this(bind, peers, queueCapacity, resolveEvery, dns, null);
+  }
+
+  ZmqReplicaLink(String bind, List<String> peers, int queueCapacity, Duration resolveEvery, PeerEndpoints.Dns dns,
+      CurveKeys curve) {
+    this.curve = curve;
     this.bind = bind;
     this.peers = List.copyOf(peers);
     this.queue = new ArrayBlockingQueue<>(queueCapacity);
@@ -236,10 +263,31 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
     return dropped.get();
   }
 
+  /** Whether the link is CURVE-authenticated and encrypted. */
+  public boolean curve() {
+    return curve != null;
+  }
+
+  /**
+   * Subscribers refused by the CURVE handshake (no key, or another than the link's), since start: each connection
+   * attempt counts, and ZMQ retries one every 100 ms or so.
+   */
+  public long refused() {
+    return refused.get();
+  }
+
   private void run(CountDownLatch bound, RuntimeException[] failure) {
     ZMQ.Socket sub;
     try {
+      if (curve != null) {
+        startZap(); // before the PUB socket is bound: no handshake is ever answered without it
+      }
       pub = context.createSocket(SocketType.PUB);
+      if (curve != null) {
+        pub.setZapDomain("kvrouter-replicas");
+        pub.setCurveServer(true);
+        pub.setCurveSecretKey(curve.secretKey());
+      }
       pub.setSndHWM(100_000); // a slow peer drops messages past this instead of holding memory
       pub.setLinger(0);
       pub.setHandshakeIvl(HANDSHAKE_MILLIS);
@@ -254,6 +302,11 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
       sub.setMaxMsgSize(ReplicaSync.MAX_MESSAGE_BYTES);
       sub.setLinger(0);
       sub.setHandshakeIvl(HANDSHAKE_MILLIS);
+      if (curve != null) {
+        sub.setCurveServerKey(curve.publicKey());
+        sub.setCurvePublicKey(curve.publicKey());
+        sub.setCurveSecretKey(curve.secretKey());
+      }
       sub.subscribe(new byte[0]);
     } catch (RuntimeException e) {
       failure[0] = e;
@@ -261,7 +314,8 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
       return;
     }
     bound.countDown();
-    log.info("router replicas: publishing on {}, peers {}", pub.getLastEndpoint(), peers);
+    log.info("router replicas: publishing on {}{}, peers {}", pub.getLastEndpoint(),
+        curve != null ? " (CURVE: authenticated and encrypted)" : "", peers);
     ZMQ.Poller poller = context.createPoller(2);
     poller.register(sub, ZMQ.Poller.POLLIN);
     poller.register(wake.source(), ZMQ.Poller.POLLIN);
@@ -341,6 +395,66 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
   }
 
 
+  /**
+   * Binds the context's ZAP handler and answers it on a thread of its own: a subscriber is admitted when its CURVE
+   * public key is the link's (its handshake proved it holds the secret key too), refused otherwise. Link thread,
+   * before the PUB socket exists.
+   */
+  private void startZap() {
+    ZMQ.Socket handler = context.createSocket(SocketType.REP);
+    handler.setLinger(0);
+    handler.setReceiveTimeOut(100); // to see close
+    handler.bind(ZAP_ENDPOINT);
+    zapRunning = true;
+    zap = new Thread(() -> answerZap(handler), "kvrouter-replicas-zap");
+    zap.setDaemon(true);
+    zap.start();
+  }
+
+  /**
+   * ZAP 1.0: a request is version, request id, domain, address, routing id, mechanism and the credentials (for
+   * CURVE the client's 32-byte public key); the reply version, request id, status code and text, user id and
+   * metadata. ZAP thread.
+   */
+  private void answerZap(ZMQ.Socket handler) {
+    try {
+      while (zapRunning) {
+        org.zeromq.ZMsg request = org.zeromq.ZMsg.recvMsg(handler);
+        if (request == null) {
+          continue; // the receive timeout: look at zapRunning again
+        }
+        String version = request.popString();
+        String requestId = request.popString();
+        request.popString(); // domain
+        String address = request.popString();
+        request.popString(); // routing id
+        String mechanism = request.popString();
+        org.zeromq.ZFrame key = request.pop();
+        boolean ok = "1.0".equals(version) && "CURVE".equals(mechanism) && key != null
+            && key.size() == 32 && curve.isPublicKey(key.getData());
+        if (!ok && refused.getAndIncrement() == 0) {
+          // the address only: a key is never logged
+          log.warn("router replicas: refused a subscriber from {} that does not hold replicas.curve's key pair "
+              + "(counted in kvrouter_replicas_refused_total)", address);
+        }
+        org.zeromq.ZMsg reply = new org.zeromq.ZMsg();
+        reply.add("1.0");
+        reply.add(requestId == null ? "" : requestId);
+        reply.add(ok ? "200" : "400");
+        reply.add(ok ? "OK" : "not the replica link's key");
+        reply.add("");
+        reply.add(new byte[0]);
+        reply.send(handler);
+      }
+    } catch (org.zeromq.ZMQException | zmq.ZError.CtxTerminatedException e) {
+      // the context closed: the link is stopping
+    } catch (RuntimeException e) {
+      if (zapRunning) {
+        log.error("the replica link's CURVE handler died: no subscriber is admitted any more", e);
+      }
+    }
+  }
+
   /** Connects to the endpoints new in {@code want} and disconnects from those gone since {@code followed}. */
   private static void follow(ZMQ.Socket sub, Set<String> followed, Set<String> want) {
     for (String e : followed) {
@@ -374,6 +488,16 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
     }
     // the context closes its sockets with its own linger, not theirs: what the thread sent last gets this long to leave
     context.setLinger(CLOSE_LINGER_MILLIS);
+    if (zap != null) {
+      // the link thread sends nothing more: a subscriber admitted now (were the handler's absence to admit one)
+      // would hear nothing
+      zapRunning = false;
+      try {
+        zap.join(1_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
     context.close();
     try {
       wake.sink().close();

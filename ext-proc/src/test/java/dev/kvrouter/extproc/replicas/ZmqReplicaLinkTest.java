@@ -164,6 +164,134 @@ class ZmqReplicaLinkTest {
     }
   }
 
+  /** A replica's link and its sync. */
+  record Member(ZmqReplicaLink link, ReplicaSync sync) implements AutoCloseable {
+    @Override
+    public void close() {
+      link.close();
+    }
+  }
+
+  /** Replica {@code id}'s link with {@code curve} (or none), started, following {@code peers}. */
+  static Member startedWith(long id, String bind, List<String> peers, LoadLedger ledger, CurveKeys curve)
+      throws InterruptedException {
+    ZmqReplicaLink link = new ZmqReplicaLink(bind, peers, 1024, Duration.ofSeconds(5), curve);
+    try {
+      ReplicaSync sync = new ReplicaSync(id, ledger, PrefixOverlapSource.NONE, link, System::nanoTime,
+          TimeUnit.MINUTES.toNanos(1));
+      ledger.setListener(sync.ledgerListener());
+      link.start(sync);
+      return new Member(link, sync);
+    } catch (RuntimeException | InterruptedException e) {
+      link.close();
+      throw e;
+    }
+  }
+
+  /**
+   * {@code replicas.curve}: two replicas holding the link's key pair sync as ever; a member with another pair, and
+   * one without CURVE, complete no handshake with them: neither reads their reservations nor gets its own copied
+   * there; and a subscriber that knows the link's public key but not its secret key is refused by the ZAP handler,
+   * counted, and reads nothing.
+   */
+  @Test
+  void withCurveOnlyMembersHoldingTheLinksKeysGetAnythingThrough() throws Exception {
+    CurveKeys keys = CurveKeys.generate();
+    CurveKeys other = CurveKeys.generate();
+    int portA = portForLater();
+    int portB = portForLater();
+    int portWrong = portForLater();
+    int portPlain = portForLater();
+    LoadLedger ledgerA = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    LoadLedger ledgerB = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    LoadLedger ledgerWrong = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    LoadLedger ledgerPlain = new LoadLedger(System::nanoTime, TimeUnit.MINUTES.toNanos(5), 1000);
+    String a = "tcp://127.0.0.1:" + portA;
+    try (Member memberA = startedWith(1, a, List.of("tcp://127.0.0.1:" + portB, "tcp://127.0.0.1:" + portWrong,
+            "tcp://127.0.0.1:" + portPlain), ledgerA, keys);
+        Member memberB = startedWith(2, "tcp://127.0.0.1:" + portB, List.of(a), ledgerB, keys);
+        Member wrong = startedWith(3, "tcp://127.0.0.1:" + portWrong, List.of(a), ledgerWrong, other);
+        Member plain = startedWith(4, "tcp://127.0.0.1:" + portPlain, List.of(a), ledgerPlain, null)) {
+      ZmqReplicaLink linkA = memberA.link();
+      ZmqReplicaLink linkB = memberB.link();
+      assertThat(linkA.curve()).isTrue();
+      await("A and B hear each other", () -> memberA.sync().peerCount() == 1
+          && memberB.sync().peerCount() == 1);
+      Reservation r = ledgerA.reserve(W, 8192, new long[] {1, 2, 3}, 4);
+      ledgerWrong.reserve(W, 7, new long[] {7}, 1);
+      ledgerPlain.reserve(W, 9, new long[] {9}, 1);
+      await("A's reservation copied to B", () -> ledgerB.local(W).prefillTokens() == 8192);
+      // a third stranger knows the link's public key (it is no secret) but not its secret key: the handshake gets
+      // as far as A's ZAP handler, which refuses it
+      org.zeromq.ZMQ.Curve.KeyPair own = org.zeromq.ZMQ.Curve.generateKeyPair();
+      try (org.zeromq.ZContext ctx = new org.zeromq.ZContext()) {
+        org.zeromq.ZMQ.Socket spy = ctx.createSocket(org.zeromq.SocketType.SUB);
+        spy.setCurveServerKey(keys.publicKey());
+        spy.setCurvePublicKey(org.zeromq.ZMQ.Curve.z85Decode(own.publicKey));
+        spy.setCurveSecretKey(org.zeromq.ZMQ.Curve.z85Decode(own.secretKey));
+        spy.setReceiveTimeOut(100);
+        spy.subscribe(new byte[0]);
+        spy.connect(a);
+        Thread.sleep(300); // its connection attempts
+        ledgerA.reserve(W, 5, new long[] {5}, 1);
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1500); // a heartbeat at least
+        while (System.nanoTime() < deadline) {
+          assertThat(spy.recv()).as("the spy reads nothing").isNull();
+        }
+        assertThat(linkA.refused()).as("the spy refused").isPositive();
+      }
+      assertThat(linkB.refused()).isZero();
+      ledgerA.release(r);
+      await("released, the one made while the spy listened copied", () -> ledgerB.liveReservations() == 1
+          && ledgerB.local(W).prefillTokens() == 5);
+      Thread.sleep(2_500); // heartbeats: two rounds of them, and the strangers' reconnects
+      assertThat(memberA.sync().peerCount()).as("A hears B alone").isEqualTo(1);
+      assertThat(ledgerA.liveReservations()).as("no stranger's reservation copied to A: A's own alone").isEqualTo(1);
+      assertThat(wrong.sync().peerCount()).as("the wrong key hears nothing").isZero();
+      assertThat(plain.sync().peerCount()).as("nor does a member without CURVE").isZero();
+      assertThat(ledgerWrong.liveReservations()).isEqualTo(1);
+      assertThat(ledgerPlain.liveReservations()).isEqualTo(1);
+      assertThat(memberA.sync().malformed()).isZero();
+    }
+  }
+
+  /** Keys are Z85 files (curve_keygen's) or czmq certificates, checked at start, and never shown in an error. */
+  @Test
+  void curveKeysAreCheckedAtStartAndNeverShown(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+      throws Exception {
+    org.zeromq.ZMQ.Curve.KeyPair pair = org.zeromq.ZMQ.Curve.generateKeyPair();
+    org.zeromq.ZMQ.Curve.KeyPair another = org.zeromq.ZMQ.Curve.generateKeyPair();
+    java.nio.file.Path secret = java.nio.file.Files.writeString(dir.resolve("key"), pair.secretKey + "\n");
+    java.nio.file.Path pub = java.nio.file.Files.writeString(dir.resolve("key.pub"), pair.publicKey + "\n");
+    java.nio.file.Path wrongPub = java.nio.file.Files.writeString(dir.resolve("other.pub"), another.publicKey);
+    java.nio.file.Path cert = java.nio.file.Files.writeString(dir.resolve("cert_secret"), "#   ZeroMQ CURVE **Secret** "
+        + "Certificate\ncurve\n    public-key = \"" + pair.publicKey + "\"\n    secret-key = \"" + pair.secretKey
+        + "\"\n");
+    java.nio.file.Path keygen = java.nio.file.Files.writeString(dir.resolve("keygen.txt"), "== CURVE PUBLIC KEY ==\n"
+        + pair.publicKey + "\n== CURVE SECRET KEY ==\n" + pair.secretKey + "\n");
+    java.nio.file.Path junk = java.nio.file.Files.writeString(dir.resolve("junk"), "not a key at all");
+    CurveKeys keys = CurveKeys.load(secret, pub);
+    assertThat(keys.isPublicKey(org.zeromq.ZMQ.Curve.z85Decode(pair.publicKey))).isTrue();
+    assertThat(CurveKeys.load(secret, null).isPublicKey(org.zeromq.ZMQ.Curve.z85Decode(pair.publicKey)))
+        .as("derived from the secret key").isTrue();
+    assertThat(CurveKeys.load(keygen, keygen).isPublicKey(org.zeromq.ZMQ.Curve.z85Decode(pair.publicKey)))
+        .as("curve_keygen's output as it is").isTrue();
+    assertThat(CurveKeys.load(cert, cert).isPublicKey(org.zeromq.ZMQ.Curve.z85Decode(pair.publicKey))).isTrue();
+    assertThat(keys.toString()).doesNotContain(pair.secretKey).doesNotContain(pair.publicKey);
+    for (Object[] c : new Object[][] {
+        {secret, wrongPub, "is not the public key of"},
+        {junk, null, "must hold one Z85 key"},
+        {dir.resolve("missing"), null, "cannot be read"},
+        {pub, wrongPub, "is not the public key of"}}) {
+      Throwable t = org.assertj.core.api.Assertions.catchThrowable(
+          () -> CurveKeys.load((java.nio.file.Path) c[0], (java.nio.file.Path) c[1]));
+      assertThat(t).isInstanceOf(IllegalArgumentException.class).hasMessageContaining((String) c[2])
+          .hasMessageContaining("replicas.curve.");
+      assertThat(t.getMessage()).doesNotContain(pair.secretKey).doesNotContain(pair.publicKey)
+          .doesNotContain(another.publicKey);
+    }
+  }
+
   /**
    * A replica that stops tells the others of what ended just before: the releases queued when close was called were
    * left in the queue, or dropped by the sockets' zero linger, and the others counted those requests until the peer
