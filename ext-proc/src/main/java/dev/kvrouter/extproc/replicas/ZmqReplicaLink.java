@@ -403,8 +403,7 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
   private void startZap() {
     ZMQ.Socket handler = context.createSocket(SocketType.REP);
     handler.setLinger(0);
-    handler.setReceiveTimeOut(100); // to see close
-    handler.bind(ZAP_ENDPOINT);
+    handler.bind(ZAP_ENDPOINT); // a blocking receive: woken by a request, or by close's last message
     zapRunning = true;
     zap = new Thread(() -> answerZap(handler), "kvrouter-replicas-zap");
     zap.setDaemon(true);
@@ -420,8 +419,11 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
     try {
       while (zapRunning) {
         org.zeromq.ZMsg request = org.zeromq.ZMsg.recvMsg(handler);
+        if (!zapRunning) {
+          break; // close's wake-up (or a handshake that came with it: the link sends nothing more)
+        }
         if (request == null) {
-          continue; // the receive timeout: look at zapRunning again
+          continue;
         }
         String version = request.popString();
         String requestId = request.popString();
@@ -492,10 +494,22 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
       // the link thread sends nothing more: a subscriber admitted now (were the handler's absence to admit one)
       // would hear nothing
       zapRunning = false;
+      // its blocking receive wakes on a message: one, not answered, from a socket of this thread's own
+      ZMQ.Socket stop = null;
       try {
-        zap.join(1_000);
+        stop = context.createSocket(SocketType.REQ);
+        stop.setLinger(0);
+        stop.connect(ZAP_ENDPOINT);
+        stop.send("stop", ZMQ.DONTWAIT);
+        zap.join(1_000); // before the socket goes: its message is read
+      } catch (org.zeromq.ZMQException e) {
+        // the context is going anyway
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
+      } finally {
+        if (stop != null) {
+          context.destroySocket(stop);
+        }
       }
     }
     context.close();
