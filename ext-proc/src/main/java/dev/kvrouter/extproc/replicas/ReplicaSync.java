@@ -561,6 +561,9 @@ public final class ReplicaSync {
    * sending since answers already. Transport thread.
    */
   private void askState(Peer peer, long after, boolean immediately) {
+    if (viewOnly()) {
+      return; // it keeps nothing of the others' state: the resend would be read and dropped
+    }
     long now = nanoClock.getAsLong();
     if (!immediately && peer.resyncWanted && now - peer.resyncAskedNanos < RESYNC_RETRY_NANOS) {
       return;

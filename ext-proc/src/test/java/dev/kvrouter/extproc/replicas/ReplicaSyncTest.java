@@ -167,6 +167,21 @@ class ReplicaSyncTest {
     assertThat(b.sync.gaps()).as("nothing lost since").isEqualTo(1);
   }
 
+  /** An xds process keeps nothing of the routers' load: a gap in a router's messages is counted, no state asked for. */
+  @Test
+  void anXdsProcessAsksNoRouterForItsState() {
+    Replica xds = new Replica(1, true, false);
+    Replica router = new Replica(2, true);
+    introduce(router, xds);
+    Reservation r = router.ledger.reserve(W, 10, new long[] {1}, 1);
+    router.ledger.release(r);
+    router.outbox.clear();
+    router.sync.heartbeat();
+    router.deliverTo(xds);
+    assertThat(xds.sync.gaps()).isEqualTo(1);
+    assertThat(xds.outbox).isEmpty();
+  }
+
   /** A reservation or its first byte lost on the way comes with the state asked for, in its current state. */
   @Test
   void aLostReservationAndALostFirstByteComeWithTheStateAskedFor() {
