@@ -35,7 +35,7 @@ public final class CurveKeys {
     this.secretKey = secretKey;
   }
 
-  /** A new random pair (tests, and {@code kvrouter curve-keygen}-like tooling). */
+  /** A new random pair (tests, benchmarks). */
   public static CurveKeys generate() {
     ZMQ.Curve.KeyPair pair = ZMQ.Curve.generateKeyPair();
     return fromZ85(pair.secretKey, "a generated secret key", pair.publicKey, "its public key");

@@ -269,7 +269,8 @@ public final class ZmqReplicaLink implements Consumer<byte[]>, AutoCloseable {
   }
 
   /**
-   * Subscribers refused by the CURVE handshake (no key, or another than the link's), since start: each connection
+   * Subscribers refused by the ZAP check since start: they knew the link's public key but hold another pair. One
+   * without CURVE or with another public key fails earlier in the handshake and is not counted. Each connection
    * attempt counts, and ZMQ retries one every 100 ms or so.
    */
   public long refused() {
