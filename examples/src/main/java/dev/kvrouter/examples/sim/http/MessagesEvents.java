@@ -3,6 +3,7 @@ package dev.kvrouter.examples.sim.http;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvrouter.extproc.request.ErrorShape;
 import dev.kvrouter.extproc.request.OpenAiError;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -87,11 +88,13 @@ final class MessagesEvents {
     send(out, e);
   }
 
-  /** {@code translate_error_response}: an error before the headers, {@code {"type": "error", "error": ...}}. */
-  static byte[] errorBody(OpenAiError error) throws IOException {
-    ObjectNode e = event("error");
-    e.putObject("error").put("type", error.type()).put("message", error.message());
-    return JSON.writeValueAsBytes(e);
+  /**
+   * {@code translate_error_response}: an error before the headers, {@code {"type": "error", "error": ...}} with the
+   * inner type vLLM writes for its status ({@code NotFoundError}, {@code internal_error}, ...), the router's own
+   * {@link ErrorShape#ANTHROPIC}, so a refusal reads the same whichever of the two made it.
+   */
+  static byte[] errorBody(OpenAiError error) {
+    return ErrorShape.ANTHROPIC.body(error).getBytes(StandardCharsets.UTF_8);
   }
 
   private void start(OutputStream out) throws IOException {

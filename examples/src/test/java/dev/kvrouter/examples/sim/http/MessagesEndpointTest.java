@@ -239,6 +239,7 @@ class MessagesEndpointTest {
     assertThat(unknown.statusCode()).isEqualTo(404);
     assertThat(JSON.readTree(unknown.body()).path("type").asText()).isEqualTo("error");
     assertThat(JSON.readTree(unknown.body()).path("error").path("message").asText()).contains("nope");
+    assertThat(JSON.readTree(unknown.body()).path("error").path("type").asText()).isEqualTo("NotFoundError");
     JsonNode invalid = JSON.readTree(post("/v1/messages", noMessages).body());
     assertThat(invalid.has("type")).isFalse();
     assertThat(invalid.path("error").has("param")).isTrue();
@@ -288,5 +289,7 @@ class MessagesEndpointTest {
       Thread.sleep(10);
     }
     assertThat(worker.worker().engine().isUp()).as("the engine restarted for the other tests").isTrue();
+    // checked once the engine is back, so a failure here does not fail the other tests
+    assertThat(body.path("error").path("type").asText()).as("vLLM's type for a 500").isEqualTo("internal_error");
   }
 }
