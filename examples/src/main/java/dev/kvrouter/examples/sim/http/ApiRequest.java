@@ -25,10 +25,12 @@ import java.util.List;
  * @param media the chat prompt's media items by position (empty for text and for completions)
  * @param response for {@code /v1/responses}, the response object's fields that come from the request, in vLLM's
  *     order ({@code ResponsesResponse.from_request}), its {@code id} the request's {@code request_id}; else null
+ * @param toolScript for {@code /v1/messages} on a scripted worker, the tool-call answer the request scripts in
+ *     {@code vllm_xargs} as the model generates it; else null
  */
 record ApiRequest(Kind kind, String model, String adapter, List<int[]> prompts, int maxTokens, boolean stream,
     boolean includeUsage, String cacheSalt, long seed, boolean seeded, boolean ignoreEos, int answerWords,
-    List<MediaSpan> media, ObjectNode response) {
+    List<MediaSpan> media, ObjectNode response, ToolCallScript toolScript) {
 
   /** A chat completion (not a Responses or Messages request, whose prompts are also chats). */
   boolean chat() {

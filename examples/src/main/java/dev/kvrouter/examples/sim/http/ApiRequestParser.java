@@ -11,6 +11,7 @@ import com.fasterxml.jackson.databind.node.DoubleNode;
 import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.databind.node.TextNode;
+import dev.kvrouter.examples.workload.ToolCallAnswer;
 import dev.kvrouter.extproc.request.InferenceRequest.Kind;
 import dev.kvrouter.extproc.request.OpenAiError;
 import java.util.HexFormat;
@@ -43,10 +44,17 @@ final class ApiRequestParser {
 
   private final EngineConfig config;
   private final PromptEncoder encoder;
+  /** Whether a Messages request's scripted tool-call answer is read ({@link ToolCallAnswer}); else it is ignored. */
+  private final boolean toolCallAnswers;
 
-  ApiRequestParser(EngineConfig config, PromptEncoder encoder) {
+  /**
+   * @param toolCallAnswers whether the worker generates the tool-call answers Messages requests script in
+   *     {@code vllm_xargs} (a scripted worker does; any other ignores them, as vLLM does)
+   */
+  ApiRequestParser(EngineConfig config, PromptEncoder encoder, boolean toolCallAnswers) {
     this.config = config;
     this.encoder = encoder;
+    this.toolCallAnswers = toolCallAnswers;
   }
 
   ApiRequest parse(Kind kind, byte[] body) throws ApiException {
@@ -93,10 +101,10 @@ final class ApiRequestParser {
     if (chat) {
       PromptEncoder.ChatTokens prompt = chatPrompt(root);
       return new ApiRequest(kind, model, adapter, List.of(prompt.tokens()), maxTokens, stream, includeUsage, salt,
-          seed, sd != null, ignoreEos, answerWords(root), prompt.media(), null);
+          seed, sd != null, ignoreEos, answerWords(root), prompt.media(), null, null);
     }
     return new ApiRequest(kind, model, adapter, completionPrompts(root.get("prompt")), maxTokens, stream,
-        includeUsage, salt, seed, sd != null, ignoreEos, 0, List.of(), null);
+        includeUsage, salt, seed, sd != null, ignoreEos, 0, List.of(), null, null);
   }
 
   /**
@@ -210,7 +218,7 @@ final class ApiRequestParser {
     echo(r, root, "user", null);
     return new ApiRequest(Kind.RESPONSES, model, adapter, List.of(prompt.tokens()), maxTokens, stream, false, salt,
         sd == null ? 0 : sd.asLong(), sd != null, bool(root, "ignore_eos", false), answerWords(root), prompt.media(),
-        r);
+        r, null);
   }
 
   /**
@@ -224,7 +232,18 @@ final class ApiRequestParser {
     String salt = cacheSalt(root);
     PromptEncoder.ChatTokens prompt = encoded(encoder::encodeMessagesPrompt, root, "messages");
     return new ApiRequest(Kind.MESSAGES, model, adapter, List.of(prompt.tokens()), maxTokens, stream, false, salt,
-        0, false, false, 0, prompt.media(), null);
+        0, false, false, 0, prompt.media(), null, toolCallAnswers ? toolCallScript(root) : null);
+  }
+
+  /** The tool-call answer {@code vllm_xargs} scripts, as the model generates it, or null when it scripts none. */
+  private ToolCallScript toolCallScript(JsonNode root) throws ApiException {
+    ToolCallAnswer answer;
+    try {
+      answer = ToolCallAnswer.fromXargs(root.get("vllm_xargs"));
+    } catch (IllegalArgumentException e) {
+      throw ApiException.badRequest(e.getMessage(), "vllm_xargs");
+    }
+    return answer == null ? null : encoded(r -> encoder.toolCallScript(r, answer), root, "vllm_xargs");
   }
 
   /** {@code field} of the request into the response, or {@code dflt} (JSON null when null) when not given. */
@@ -292,8 +311,7 @@ final class ApiRequestParser {
   }
 
   /** A chat-like prompt: the encoder's refusals are vLLM's 400s, what it cannot reproduce a 501 naming why. */
-  private static PromptEncoder.ChatTokens encoded(Function<JsonNode, PromptEncoder.ChatTokens> encode, JsonNode root,
-      String param) throws ApiException {
+  private static <T> T encoded(Function<JsonNode, T> encode, JsonNode root, String param) throws ApiException {
     try {
       return encode.apply(root);
     } catch (PromptEncoder.BadInput e) {

@@ -3,16 +3,20 @@ package dev.kvrouter.examples.sim.http;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvrouter.examples.workload.ToolCallAnswer;
 import dev.kvrouter.extproc.request.ErrorShape;
 import dev.kvrouter.extproc.request.OpenAiError;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
 
 /**
  * The Anthropic Messages API's side of one {@code /v1/messages} answer, shaped as vLLM's
- * {@code AnthropicServingMessages} converts its chat answer without a reasoning or tool parser: one {@code text}
- * content block.
+ * {@code AnthropicServingMessages} converts its chat answer without a reasoning parser: one {@code text} content
+ * block, then, for a scripted tool-call answer ({@link ToolCallScript}), its calls as {@code tool_use} blocks as the
+ * converter turns a tool parser's {@code tool_calls} into them ({@code stop_reason: "tool_use"}).
  *
  * <p>Not streamed: {@code messages_full_converter}'s message (serialized without its null fields). Streamed
  * ({@code message_stream_converter} over a chat stream with continuous usage): {@code event:}/{@code data:} pairs,
@@ -34,6 +38,7 @@ final class MessagesEvents {
   private final String model;
   private final long promptTokens;
   private boolean started;
+  private boolean textOpen;
 
   /**
    * @param id the message id (vLLM's is its chat completion's)
@@ -45,40 +50,101 @@ final class MessagesEvents {
     this.promptTokens = promptTokens;
   }
 
-  /** One generated token's text; {@code message_start} and the text block open with the first. */
+  /**
+   * One generated token's text; {@code message_start} goes out with the first token, the text block opens with the
+   * first text. A token without text (a tool call's, which vLLM's tool parser withholds) writes no delta, as vLLM's
+   * converter skips empty content.
+   */
   void delta(OutputStream out, String delta) throws IOException {
-    start(out);
+    if (!started) {
+      started = true;
+      sendMessageStart(out);
+    }
+    if (delta.isEmpty()) {
+      return;
+    }
+    if (!textOpen) {
+      textOpen = true;
+      ObjectNode e = event("content_block_start");
+      e.put("index", 0);
+      e.putObject("content_block").put("type", "text").put("text", "");
+      send(out, e);
+    }
     ObjectNode e = event("content_block_delta");
     e.put("index", 0);
     e.putObject("delta").put("type", "text_delta").put("text", delta);
     send(out, e);
   }
 
-  /** The non-streamed answer. */
-  byte[] response(String text, boolean cutByLength, long prompt, long completion, long cached) throws IOException {
-    ObjectNode m = message(cutByLength ? "max_tokens" : "end_turn", usage(prompt, completion, cached));
-    ((ArrayNode) m.get("content")).addObject().put("type", "text").put("text", text);
+  /**
+   * The non-streamed answer ({@code messages_full_converter}): the text block when there is text, then a
+   * {@code tool_use} block per call.
+   *
+   * @param calls the answer's tool calls, or null when it has none or they were cut off
+   */
+  byte[] response(String text, boolean cutByLength, List<ToolCallAnswer.Call> calls, long prompt, long completion,
+      long cached) throws IOException {
+    ObjectNode m = message(stopReason(cutByLength, calls), usage(prompt, completion, cached));
+    ArrayNode content = (ArrayNode) m.get("content");
+    if (!text.isEmpty() || calls == null) {
+      content.addObject().put("type", "text").put("text", text);
+    }
+    for (ToolCallAnswer.Call c : calls == null ? List.<ToolCallAnswer.Call>of() : calls) {
+      content.add(toolUse(c, c.input()));
+    }
     m.remove("stop_sequence"); // None, which the non-streamed answer leaves out
     return JSON.writeValueAsBytes(m);
   }
 
-  /** The closing events of a stream. */
-  void completed(OutputStream out, boolean cutByLength, long prompt, long completion, long cached)
-      throws IOException {
+  /**
+   * The closing events of a stream: the open text block's stop, then each tool call as vLLM's converter streams one
+   * its tool parser extracted ({@code content_block_start} with the {@code tool_use} block and empty {@code input},
+   * one {@code input_json_delta} with the arguments, {@code content_block_stop}), the stop reason and final usage.
+   *
+   * @param calls the answer's tool calls, or null when it has none or they were cut off
+   */
+  void completed(OutputStream out, boolean cutByLength, List<ToolCallAnswer.Call> calls, long prompt,
+      long completion, long cached) throws IOException {
     if (!started) {
       // no token: vLLM's first chunk still made the message, and no block was opened
       started = true;
       sendMessageStart(out);
-    } else {
+    }
+    int index = 0;
+    if (textOpen) {
       ObjectNode e = event("content_block_stop");
-      e.put("index", 0);
+      e.put("index", index++);
       send(out, e);
     }
+    for (ToolCallAnswer.Call c : calls == null ? List.<ToolCallAnswer.Call>of() : calls) {
+      ObjectNode start = event("content_block_start");
+      start.put("index", index);
+      start.set("content_block", toolUse(c, Map.of()));
+      send(out, start);
+      ObjectNode delta = event("content_block_delta");
+      delta.put("index", index);
+      delta.putObject("delta").put("type", "input_json_delta").put("partial_json", JSON.writeValueAsString(c.input()));
+      send(out, delta);
+      ObjectNode stop = event("content_block_stop");
+      stop.put("index", index++);
+      send(out, stop);
+    }
     ObjectNode e = event("message_delta");
-    e.putObject("delta").put("stop_reason", cutByLength ? "max_tokens" : "end_turn").putNull("stop_sequence");
+    e.putObject("delta").put("stop_reason", stopReason(cutByLength, calls)).putNull("stop_sequence");
     e.set("usage", usage(prompt, completion, cached));
     send(out, e);
     send(out, event("message_stop"));
+  }
+
+  /** vLLM's {@code stop_reason_map} of the chat finish reason ({@code length}, {@code tool_calls}, {@code stop}). */
+  private static String stopReason(boolean cutByLength, List<ToolCallAnswer.Call> calls) {
+    return cutByLength ? "max_tokens" : calls != null ? "tool_use" : "end_turn";
+  }
+
+  private static ObjectNode toolUse(ToolCallAnswer.Call c, Map<String, Object> input) {
+    ObjectNode b = JSON.createObjectNode().put("type", "tool_use").put("id", c.id()).put("name", c.name());
+    b.set("input", JSON.valueToTree(input));
+    return b;
   }
 
   /** A failure after the headers: an {@code error} event, as vLLM's converter reports a chat stream's error. */
@@ -95,18 +161,6 @@ final class MessagesEvents {
    */
   static byte[] errorBody(OpenAiError error) {
     return ErrorShape.ANTHROPIC.body(error).getBytes(StandardCharsets.UTF_8);
-  }
-
-  private void start(OutputStream out) throws IOException {
-    if (started) {
-      return;
-    }
-    started = true;
-    sendMessageStart(out);
-    ObjectNode e = event("content_block_start");
-    e.put("index", 0);
-    e.putObject("content_block").put("type", "text").put("text", "");
-    send(out, e);
   }
 
   private void sendMessageStart(OutputStream out) throws IOException {

@@ -2,9 +2,12 @@ package dev.kvrouter.examples.sim.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvrouter.examples.sim.engine.MediaSpan;
 import dev.kvrouter.examples.workload.ChatAnswers;
 import dev.kvrouter.examples.workload.TokenSpace;
+import dev.kvrouter.examples.workload.ToolCallAnswer;
 import dev.kvrouter.extproc.model.ModelFiles;
 import dev.kvrouter.extproc.model.ModelSpec;
 import dev.kvrouter.extproc.model.ModelSpecs;
@@ -63,6 +66,8 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
   private final RequestBodyParser parser = new RequestBodyParser();
   private final int[] outputVocabulary;
   private final Map<Integer, String> outputText;
+  /** The template's end-of-turn token, once asked for (a benign race computes it twice). */
+  private volatile Integer endOfTurn;
 
   private PipelinePromptEncoder(String model, PipelineResources resources) {
     this.model = model;
@@ -217,21 +222,7 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
     if (!items.isEmpty()) {
       checkMedia(items, chat);
     }
-    VllmChatRenderer renderer = resources.chat(chat.tools() != null && !chat.tools().isEmpty());
-    if (renderer == null) {
-      throw new Unsupported("model " + model + " has no chat template");
-    }
-    if (chat.chatTemplate() != null) {
-      throw new Unsupported("request chat templates are not accepted (vLLM needs --trust-request-chat-template)");
-    }
-    String text;
-    try {
-      text = renderer.render(new ChatRequestFields(chat.messages(), chat.tools(), chat.toolChoice(),
-          chat.addGenerationPrompt(), chat.continueFinalMessage(), chat.documents(), chat.chatTemplateKwargs(),
-          chat.reasoningEffort()));
-    } catch (TemplateException e) {
-      throw new Unsupported("chat template failed: " + e.getMessage());
-    }
+    String text = render(chat);
     if (!items.isEmpty()) {
       return expand(resources.tokenizer().encode(text, chat.addSpecialTokens()), items);
     }
@@ -242,6 +233,99 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
       throw new Unsupported("truncate_prompt_tokens with special tokens this tokenizer's post-processor hides");
     }
     return new ChatTokens(ids, List.of());
+  }
+
+  /** The chat template's rendering of {@code chat}, as the router's request path renders it. */
+  private String render(ChatPrompt chat) {
+    VllmChatRenderer renderer = resources.chat(chat.tools() != null && !chat.tools().isEmpty());
+    if (renderer == null) {
+      throw new Unsupported("model " + model + " has no chat template");
+    }
+    if (chat.chatTemplate() != null) {
+      throw new Unsupported("request chat templates are not accepted (vLLM needs --trust-request-chat-template)");
+    }
+    try {
+      return renderer.render(new ChatRequestFields(chat.messages(), chat.tools(), chat.toolChoice(),
+          chat.addGenerationPrompt(), chat.continueFinalMessage(), chat.documents(), chat.chatTemplateKwargs(),
+          chat.reasoningEffort()));
+    } catch (TemplateException e) {
+      throw new Unsupported("chat template failed: " + e.getMessage());
+    }
+  }
+
+  /**
+   * The tokens the model generates for a scripted tool-call answer: the request with the answer appended as the
+   * assistant message the client will resend (text block, then {@code tool_use} blocks) and a later user message
+   * (so the template renders the answer as history, as the next turn will), converted by the router's own Messages
+   * conversion and rendered; the generated text is what follows the prompt's rendering, through the first
+   * end-of-turn token. The text alone, rendered the same way, tells where the text ends and the calls begin.
+   */
+  @Override
+  public ToolCallScript toolCallScript(JsonNode request, ToolCallAnswer answer) {
+    String promptText = render(parse(InferenceRequest.Kind.MESSAGES, request).chat());
+    int[] tokens = answerTokens(request, promptText, answer, true);
+    int textTokens = 0;
+    if (!answer.text().isEmpty()) {
+      int[] text = answerTokens(request, promptText, answer, false);
+      // the tokens both renderings share, short of the text-only one's end of turn
+      while (textTokens < Math.min(tokens.length, text.length - 1) && tokens[textTokens] == text[textTokens]) {
+        textTokens++;
+      }
+    }
+    String[] deltas = new String[tokens.length];
+    java.util.Arrays.fill(deltas, "");
+    String text = answer.text();
+    int from = 0;
+    while (from < text.length() && textTokens > 0) {
+      int space = text.indexOf(' ', from + 1);
+      int end = space < 0 ? text.length() : space;
+      // a word arrives with the token that completes the encoding of the text up to it
+      int t = Math.min(textTokens, resources.tokenizer().encode(text.substring(0, end), false).length);
+      deltas[Math.max(0, t - 1)] += text.substring(from, end);
+      from = end;
+    }
+    return new ToolCallScript(answer, tokens, textTokens, deltas);
+  }
+
+  /** The generated tokens of {@link #toolCallScript}, with the answer's calls or without them. */
+  private int[] answerTokens(JsonNode request, String promptText, ToolCallAnswer answer, boolean calls) {
+    ObjectNode body = ((ObjectNode) request).deepCopy();
+    ArrayNode messages = body.withArray("messages");
+    ObjectNode assistant = messages.addObject().put("role", "assistant");
+    ArrayNode content = assistant.putArray("content");
+    if (!answer.text().isEmpty()) {
+      content.addObject().put("type", "text").put("text", answer.text());
+    }
+    if (calls) {
+      for (ToolCallAnswer.Call c : answer.calls()) {
+        content.addObject().put("type", "tool_use").put("id", c.id()).put("name", c.name())
+            .set("input", JSON.valueToTree(c.input()));
+      }
+    }
+    messages.addObject().put("role", "user").put("content", "Go on.");
+    body.remove("vllm_xargs");
+    String full = render(parse(InferenceRequest.Kind.MESSAGES, body).chat());
+    if (!full.startsWith(promptText)) {
+      throw new Unsupported("the chat template renders the answer's history differently from the prompt");
+    }
+    int[] after = resources.tokenizer().encode(full.substring(promptText.length()), false);
+    int eot = endOfTurn();
+    for (int i = 0; i < after.length; i++) {
+      if (after[i] == eot) {
+        return java.util.Arrays.copyOf(after, i + 1);
+      }
+    }
+    throw new Unsupported("the chat template ends the answer with no end-of-turn token");
+  }
+
+  /** {@link #endOfTurnToken}, computed once. */
+  private int endOfTurn() {
+    Integer t = endOfTurn;
+    if (t == null) {
+      t = endOfTurnToken();
+      endOfTurn = t;
+    }
+    return t;
   }
 
   /** Refuses media the model cannot take, as vLLM does (400), before any rendering. */

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.kvrouter.examples.sim.engine.MediaSpan;
 import dev.kvrouter.examples.workload.ChatAnswers;
 import dev.kvrouter.examples.workload.TokenSpace;
+import dev.kvrouter.examples.workload.ToolCallAnswer;
 import java.util.List;
 
 /**
@@ -69,6 +70,17 @@ public interface PromptEncoder {
    * @throws Unsupported when this encoder renders no chat
    */
   default ChatAnswers chatAnswers(TokenSpace space) {
+    throw new Unsupported("this encoder renders no chat template");
+  }
+
+  /**
+   * What the model generates for {@code answer} to the {@code /v1/messages} request {@code request}
+   * ({@link ToolCallScript}).
+   *
+   * @throws Unsupported when this encoder renders no chat template, or the template's rendering of the answer does
+   *     not extend the prompt's
+   */
+  default ToolCallScript toolCallScript(JsonNode request, ToolCallAnswer answer) {
     throw new Unsupported("this encoder renders no chat template");
   }
 

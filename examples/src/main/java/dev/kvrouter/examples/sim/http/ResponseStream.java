@@ -6,11 +6,13 @@ import com.sun.net.httpserver.HttpExchange;
 import dev.kvrouter.examples.sim.engine.RequestFailure;
 import dev.kvrouter.examples.sim.engine.RequestObserver;
 import dev.kvrouter.examples.sim.engine.RequestOutcome;
+import dev.kvrouter.examples.workload.ToolCallAnswer;
 import dev.kvrouter.extproc.request.OpenAiError;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -329,6 +331,9 @@ final class ResponseStream {
   private void complete() throws IOException {
     done = true;
     boolean cut = "length".equals(finishReason(0));
+    // a scripted tool-call answer that ended its turn carries its calls; cut by max_tokens it is text only
+    List<ToolCallAnswer.Call> calls = cut || request.toolScript() == null ? null
+        : request.toolScript().answer().calls();
     if (request.stream()) {
       if (responses != null) {
         responses.completed(body, cut, promptTokens, completionTokens, cachedTokens);
@@ -337,7 +342,7 @@ final class ResponseStream {
         return;
       }
       if (messages != null) {
-        messages.completed(body, cut, promptTokens, completionTokens, cachedTokens);
+        messages.completed(body, cut, calls, promptTokens, completionTokens, cachedTokens);
         body.flush();
         exchange.close();
         return;
@@ -359,7 +364,7 @@ final class ResponseStream {
       return;
     }
     if (messages != null) {
-      sendJson(messages.response(text[0].toString(), cut, promptTokens, completionTokens, cachedTokens));
+      sendJson(messages.response(text[0].toString(), cut, calls, promptTokens, completionTokens, cachedTokens));
       return;
     }
     chunk.reset();

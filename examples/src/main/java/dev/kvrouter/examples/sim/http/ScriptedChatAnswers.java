@@ -35,7 +35,7 @@ public final class ScriptedChatAnswers {
    *
    * @param outputSeed the engine request's output seed, naming the script to {@link #over}
    * @param tokens what the model generates (text tokens, then end of turn); the request's token budget
-   * @param answer the scripted answer
+   * @param answer the scripted chat answer, or null for a tool-call answer ({@link #startToolCall})
    */
   public record Generation(long outputSeed, int[] tokens, Segment answer) {
 
@@ -85,7 +85,8 @@ public final class ScriptedChatAnswers {
       if (g == null) {
         return fallback.tokenAt(seed, index);
       }
-      return index < g.tokens().length ? g.tokens()[index] : fallback.tokenAt(g.answer().seed(), index);
+      return index < g.tokens().length ? g.tokens()[index]
+          : fallback.tokenAt(g.answer() == null ? seed : g.answer().seed(), index);
     };
   }
 
@@ -94,6 +95,16 @@ public final class ScriptedChatAnswers {
     Segment answer = new Segment(answerSeed, words);
     int[] tokens = answers.tokens(answer);
     Generation g = new Generation(keys.getAndIncrement(), tokens, answer);
+    inFlight.put(g.outputSeed(), g);
+    return g;
+  }
+
+  /**
+   * Starts generating a scripted tool-call answer ({@link ToolCallScript}: the template's rendering of the answer
+   * through its end of turn); end it with {@link #finished}.
+   */
+  public Generation startToolCall(ToolCallScript script) {
+    Generation g = new Generation(keys.getAndIncrement(), script.tokens(), null);
     inFlight.put(g.outputSeed(), g);
     return g;
   }

@@ -121,10 +121,10 @@ public final class SimHttpServer implements AutoCloseable {
     this.faults = Objects.requireNonNull(faults, "faults");
     this.writer = Objects.requireNonNull(writer, "writer");
     this.options = Objects.requireNonNull(options, "options");
-    this.parser = new ApiRequestParser(engine.config(), encoder);
     this.metrics = new MetricsRenderer(engine.config(), gpuMemoryUtilization);
     this.scripted = scripted;
     this.chatAnswers = scripted == null ? null : chatAnswers;
+    this.parser = new ApiRequestParser(engine.config(), encoder, this.chatAnswers != null);
     this.responseText = scripted == null ? encoder : scripted.rendering(encoder);
   }
 
@@ -284,7 +284,10 @@ public final class SimHttpServer implements AutoCloseable {
     RequestSpec[] specs = new RequestSpec[prompts.size()];
     String[] engineIds = new String[prompts.size()];
     // a seeded chat (or Responses) request of a scripted worker: the chat answer its seed names, per choice
-    boolean answer = (chat || req.responses()) && chatAnswers != null && req.seeded();
+    boolean chatAnswer = (chat || req.responses()) && chatAnswers != null && req.seeded();
+    // a Messages request scripting a tool-call answer (read only by a scripted worker): that answer
+    ToolCallScript tool = req.toolScript();
+    boolean answer = chatAnswer || tool != null;
     ScriptedChatAnswers.Generation[] answers = answer ? new ScriptedChatAnswers.Generation[specs.length] : null;
     // per choice, the output length at which the model ends its turn (stop), or -1: it runs to max_tokens (length)
     int[] stopsAt = new int[specs.length];
@@ -296,7 +299,8 @@ public final class SimHttpServer implements AutoCloseable {
         long outputSeed = LongHashFunction.xx3(req.seed()).hashInts(p);
         int maxTokens = req.maxTokens();
         if (answer) {
-          answers[i] = chatAnswers.start(req.seed(), req.answerWords() > 0 ? req.answerWords() : req.maxTokens());
+          answers[i] = tool != null ? chatAnswers.startToolCall(tool)
+              : chatAnswers.start(req.seed(), req.answerWords() > 0 ? req.answerWords() : req.maxTokens());
           outputSeed = answers[i].outputSeed();
           maxTokens = answers[i].budget(req.maxTokens(), req.ignoreEos());
           if (answers[i].stops(req.maxTokens(), req.ignoreEos())) {
@@ -334,7 +338,7 @@ public final class SimHttpServer implements AutoCloseable {
         try {
           String[][] t = new String[answers.length][];
           for (int i = 0; i < answers.length; i++) {
-            t[i] = chatAnswers.deltas(answers[i]);
+            t[i] = tool != null ? tool.deltas() : chatAnswers.deltas(answers[i]);
           }
           text.complete(t);
         } catch (RuntimeException e) {
