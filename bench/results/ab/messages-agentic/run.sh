@@ -2,7 +2,9 @@
 # Claude Code's shape over the Anthropic Messages API (multi-turn:format=messages; docs/loadgen.md): a 2,500-token
 # system prompt and 12 tools (about 3.7k tokens) shared by every session, 6-12 turns each resending the history as
 # blocks (answer text + tool_use, tool_result of 128-1536 tokens + a short user text, an inline system reminder per
-# turn), the next turn 2 s (mean, the tool's run) after the answer (closed loop), fresh answers. Qwen3-8B on H100s
+# turn), the next turn 2 s (mean, the tool's run) after the answer (closed loop), the model's own answers (text +
+# tool_use scripted in vllm_xargs, the workload's default since 2026-12-02; the results here predate it and were run
+# with fresh answers, which answers=fresh in SHAPE selects, tool inputs now drawn from other seeds). Qwen3-8B on H100s
 # (its template keeps inline system messages in place), the router's own Messages conversion in both runs.
 # Run from the repository root after `mvn -q -B -o -ntp -pl dist -am package -DskipTests`.
 #  virtual/: round-robin's capacity searched on this workload, then the A/B at rho 0.9, same seed for every policy.

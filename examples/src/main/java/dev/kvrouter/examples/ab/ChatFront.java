@@ -1,11 +1,15 @@
 package dev.kvrouter.examples.ab;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.kvrouter.examples.loadgen.RequestBodies;
 import dev.kvrouter.examples.sim.http.PipelinePromptEncoder;
 import dev.kvrouter.examples.sim.http.PromptEncoder;
+import dev.kvrouter.examples.sim.http.ToolCallScript;
 import dev.kvrouter.examples.workload.ChatAnswers;
 import dev.kvrouter.examples.workload.Prompt;
 import dev.kvrouter.examples.workload.PromptIds;
+import dev.kvrouter.examples.workload.ToolCallAnswer;
 import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadRequest;
 import dev.kvrouter.extproc.model.ModelRegistry;
@@ -37,6 +41,8 @@ import java.util.function.Function;
  * prefills it, media keyed by the engine's identifiers, so the ideal stands beside what the workers report.
  */
 public final class ChatFront implements AutoCloseable {
+
+  private static final ObjectMapper JSON = new ObjectMapper();
 
   private final PipelinePromptEncoder encoder;
   private final ModelRegistry models;
@@ -116,19 +122,37 @@ public final class ChatFront implements AutoCloseable {
 
   /**
    * Each request's generated tokens as the workers generate them when its answer is scripted (null otherwise), for
-   * the ideals: a chat answer is the answer text's tokens then the end-of-turn token ({@link ChatAnswers}) as far as
+   * the ideals: a chat answer is the answer text's tokens then the end-of-turn token ({@link ChatAnswers}), a coding
+   * agent's the template's rendering of its text and tool call ({@link #toolCallScript}), as far as
    * {@code max_tokens} lets the model go ({@link WorkloadRequest#generated}), computed once per request on first use;
-   * a token answer is the workload's script ({@link Workload#answerTokens}).
+   * a token answer is the workload's script ({@link Workload#answerTokens}). {@code model} is the served model the
+   * bodies name.
    *
    * <p>The function is not thread-safe (its memo is a plain map): one thread per function.
    */
-  public Function<WorkloadRequest, int[]> engineAnswers(Workload w) {
+  public Function<WorkloadRequest, int[]> engineAnswers(Workload w, String model) {
     if (!w.chatPrompts() || !w.scriptsAnswers()) {
       return w::answerTokens;
     }
     ChatAnswers a = encoder.chatAnswers(w.tokenSpace());
     Map<WorkloadRequest, int[]> memo = new IdentityHashMap<>();
-    return r -> r.answer() == null ? null : memo.computeIfAbsent(r, x -> x.generated(a.tokens(x.answer())));
+    return r -> r.answer() == null ? null : memo.computeIfAbsent(r, x -> x.generated(
+        x.prompt().format() == Prompt.Format.MESSAGES ? toolCallScript(RequestBodies.body(w, x, model)).tokens()
+            : a.tokens(x.answer())));
+  }
+
+  /**
+   * The tool-call answer a Messages body scripts ({@code vllm_xargs}) as a worker generates it: the template's
+   * rendering of the answer after the prompt, through its end of turn.
+   */
+  public ToolCallScript toolCallScript(byte[] body) {
+    JsonNode json;
+    try {
+      json = JSON.readTree(body);
+    } catch (IOException e) {
+      throw new IllegalStateException("the workload produced a body that is not JSON", e);
+    }
+    return encoder.toolCallScript(json, ToolCallAnswer.fromXargs(json.get("vllm_xargs")));
   }
 
   /**

@@ -67,7 +67,7 @@ public final class EngineIdeals {
    * ({@link ChatFront#engineAnswers}: a chat answer's text tokens and end-of-turn token), each computed once.
    */
   public Function<WorkloadRequest, int[]> answers(Workload w) {
-    return answers.computeIfAbsent(w, chat::engineAnswers);
+    return answers.computeIfAbsent(w, x -> chat.engineAnswers(x, model));
   }
 
   /**

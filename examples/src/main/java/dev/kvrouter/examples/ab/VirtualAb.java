@@ -311,7 +311,7 @@ public final class VirtualAb implements Callable<Integer> {
       Function<WorkloadRequest, PromptIds> tokens = chat != null ? chat.engineIds(w, base.model()) : w::promptIds;
       // scripted chat answers are cached as the engine generated them (text tokens + end of turn), and the next
       // prompt is the re-rendered history: the ideal keeps only what the template keeps
-      Function<WorkloadRequest, int[]> answers = chat != null ? chat.engineAnswers(w) : w::answerTokens;
+      Function<WorkloadRequest, int[]> answers = chat != null ? chat.engineAnswers(w, base.model()) : w::answerTokens;
       IdealReuse ideal = chat != null && chatPrompts
           ? IdealReuse.compute(w.requests(), tokens, answers, base.blockSize(), Long.MAX_VALUE)
           : w.idealReuse(base.blockSize());

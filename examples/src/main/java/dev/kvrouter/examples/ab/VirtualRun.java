@@ -23,7 +23,10 @@ import dev.kvrouter.examples.sim.events.SequencedKvEventBatch;
 import dev.kvrouter.examples.sim.http.PromptEncoder;
 import dev.kvrouter.examples.sim.replay.VirtualFleet;
 import dev.kvrouter.examples.workload.Prompt;
+import dev.kvrouter.examples.sim.http.ToolCallScript;
+import dev.kvrouter.examples.workload.AgentAnswer;
 import dev.kvrouter.examples.workload.ChatAnswers;
+import dev.kvrouter.examples.workload.ChatText;
 import dev.kvrouter.examples.workload.PromptIds;
 import dev.kvrouter.examples.workload.SessionChain;
 import dev.kvrouter.examples.workload.Workload;
@@ -178,6 +181,8 @@ public final class VirtualRun {
    * them, as far as {@code max_tokens} lets it ({@link WorkloadRequest#generated}).
    */
   private final Map<Long, int[]> chatScripts = new HashMap<>();
+  /** Scripted tool-call answers in flight ({@code format=messages}), by answer seed: what the client receives. */
+  private final Map<Long, ToolCallScript> toolScripts = new HashMap<>();
   private long fellBack;
   /** Sum and count of the eviction share the router's decisions with block hashes used. */
   private double evictionShareSum;
@@ -505,7 +510,14 @@ public final class VirtualRun {
       return;
     }
     int[] script = chatScripted ? chatScripts.remove(r.answer().seed()) : null;
-    if (script != null && chatAnswers == null) {
+    ToolCallScript tool = toolScripts.remove(r.answer().seed());
+    if (tool != null) {
+      // a coding agent's answer: the text's words that arrived, and the call only if the answer ended its turn
+      AgentAnswer a = AgentAnswer.of(r.answer());
+      int words = tokens >= tool.textTokens() ? a.text().length()
+          : Math.max(0, ChatText.wordsHeld(tool.textReceived(tokens), a.text(), workload.tokenSpace()));
+      a.received(words, tokens >= tool.tokens().length, receivedShort);
+    } else if (script != null && chatAnswers == null) {
       // the stand-in: one token per answer token
       int kept = Math.min(tokens, r.answer().length());
       if (kept < r.answer().length()) {
@@ -531,9 +543,14 @@ public final class VirtualRun {
     List<MediaSpan> media = List.of();
     RouteRequest rr;
     PromptPipeline.Outcome prompt = null;
+    ToolCallScript tool = null;
     if (chat != null && r.prompt().format().templated()) {
       Prompt sent = r.prompt().withAnswersCut(receivedShort);
       byte[] body = RequestBodies.body(workload, r, sent, setup.model());
+      if (r.answer() != null && sent.format() == Prompt.Format.MESSAGES) {
+        tool = chat.toolCallScript(body); // the worker's work, computed before the router's clock starts
+        c0 = cpu();
+      }
       PreparedRequest prepared;
       try {
         prepared = chat.preparer().prepare(ChatFront.kind(sent), body, body.length, null);
@@ -590,6 +607,7 @@ public final class VirtualRun {
     PromptIds engineIds = breakdown == null ? null : new PromptIds(tokens, media);
     // a scripted chat answer as the model emits it: the answer text's tokens, then its end-of-turn token
     int[] chatScript = !chatScripted || r.answer() == null ? null
+        : tool != null ? tool.tokens()
         : chatAnswers != null ? chatAnswers.tokens(r.answer()) : workload.answerTokens(r);
     // what the engine generates and caches after the prompt (the script as far as max_tokens lets it), for the
     // breakdown's ideals
@@ -608,6 +626,9 @@ public final class VirtualRun {
       // the model ends its turn after the answer text's tokens unless max_tokens cuts it first (as the load
       // generator's max_tokens, the answer's words, always does: the worker behind HTTP cuts it there too)
       chatScripts.put(r.answer().seed(), chatScript);
+      if (tool != null) {
+        toolScripts.put(r.answer().seed(), tool);
+      }
       outputTokens = r.generated(chatScript).length;
     }
     RequestSpec spec = new RequestSpec(r.id(), tokens, outputTokens, null, null,

@@ -8,6 +8,7 @@ import dev.kvrouter.examples.report.RoutingOverhead;
 import dev.kvrouter.examples.report.RunData;
 import dev.kvrouter.examples.report.Sessions;
 import dev.kvrouter.examples.report.WorkerCounters;
+import dev.kvrouter.examples.workload.AgentAnswer;
 import dev.kvrouter.examples.workload.ChatText;
 import dev.kvrouter.examples.workload.Prompt;
 import dev.kvrouter.examples.workload.Segment;
@@ -362,10 +363,17 @@ public final class LoadGenerator implements AutoCloseable {
      * for it. Any thread.
      */
     private void answered(int i, int tokens) {
+      answered(i, tokens, false);
+    }
+
+    /** As {@link #answered(int, int)}; {@code call}: a coding agent's answer arrived with its tool call. */
+    private void answered(int i, int tokens, boolean call) {
       doneNanos.set(i, System.nanoTime());
       WorkloadRequest r = requests.get(i);
       int s = chain.successor(i);
-      if (s >= 0 && r.answer() != null && tokens < r.answer().length()) { // a last turn's answer is never resent
+      if (s >= 0 && r.answer() != null && r.prompt().format() == Prompt.Format.MESSAGES) {
+        AgentAnswer.of(r.answer()).received(tokens, call, receivedShort);
+      } else if (s >= 0 && r.answer() != null && tokens < r.answer().length()) { // a last answer is never resent
         receivedShort.put(r.answer().seed(), Math.max(0, tokens));
       }
       if (s >= 0 && edge.getAndSet(s, EDGE_DONE) == EDGE_HELD) {
@@ -453,13 +461,18 @@ public final class LoadGenerator implements AutoCloseable {
       WorkloadRequest r = ex.request();
       int received = rec.ok() && rec.completionTokens() >= 0 ? rec.completionTokens() : rec.contentChunks();
       String text = r.answer() == null ? null : ex.streamedAnswerText();
+      boolean agent = r.answer() != null && r.prompt().format() == Prompt.Format.MESSAGES;
+      // a coding agent's answer: its text is the answer's first words, and its call arrives whole or not at all
+      Segment scripted = agent ? AgentAnswer.of(r.answer()).text() : r.answer();
+      boolean call = false;
       if (text != null) {
         // a chat answer: the client resends the whole words it received, or the script when it got other text
-        int words = ChatText.wordsHeld(text, r.answer(), workload.tokenSpace());
+        int words = ChatText.wordsHeld(text, scripted, workload.tokenSpace());
+        call = agent && (words < 0 ? rec.ok() : ex.toolCallReceived());
         if (rec.contentChunks() > 0) {
           (words < 0 ? answersOffScript : answersAsScripted).incrementAndGet();
         }
-        received = words >= 0 ? words : rec.ok() ? r.answer().length() : 0;
+        received = words >= 0 ? words : rec.ok() ? scripted.length() : 0;
       } else if (r.answer() != null && rec.contentChunks() > 0) {
         int[] streamed = ex.streamedAnswer();
         if (streamed == null) {
@@ -471,7 +484,7 @@ public final class LoadGenerator implements AutoCloseable {
           answersOffScript.incrementAndGet();
         }
       }
-      answered(rec.index(), received);
+      answered(rec.index(), received, call);
       if (live.remove(ex)) {
         inFlight.decrementAndGet();
         permits.release();

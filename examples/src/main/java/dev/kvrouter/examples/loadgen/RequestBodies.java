@@ -2,6 +2,7 @@ package dev.kvrouter.examples.loadgen;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
+import dev.kvrouter.examples.workload.AgentAnswer;
 import dev.kvrouter.examples.workload.AgentTools;
 import dev.kvrouter.examples.workload.ChatMessage;
 import dev.kvrouter.examples.workload.ChatText;
@@ -10,6 +11,7 @@ import dev.kvrouter.examples.workload.Message;
 import dev.kvrouter.examples.workload.Prompt;
 import dev.kvrouter.examples.workload.Segment;
 import dev.kvrouter.examples.workload.TokenSpace;
+import dev.kvrouter.examples.workload.ToolCallAnswer;
 import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadRequest;
 import java.io.ByteArrayOutputStream;
@@ -132,7 +134,8 @@ public final class RequestBodies {
    * {@code tool} message becomes the {@code tool_result} opening the next user message, and a later system message
    * an inline {@code role: system} reminder. The newest user block carries the breakpoint Claude Code moves every
    * turn. No seed (Anthropic's request has none) and no {@code ignore_eos}: vLLM drops fields its model does not
-   * declare.
+   * declare. A scripted answer ({@link AgentAnswer}) travels in {@code vllm_xargs} ({@link ToolCallAnswer}), with
+   * Claude Code's {@code max_tokens} so that it ends at its tool call.
    */
   private static byte[] messages(Workload w, WorkloadRequest r, Prompt prompt, String model, ByteArrayOutputStream out) {
     TokenSpace space = w.tokenSpace();
@@ -147,7 +150,7 @@ public final class RequestBodies {
     try (JsonGenerator g = JSON.createGenerator(out)) {
       g.writeStartObject();
       g.writeStringField("model", model);
-      g.writeNumberField("max_tokens", r.outputTokens());
+      g.writeNumberField("max_tokens", r.maxTokens());
       g.writeArrayFieldStart("system");
       textBlock(g, AgentTools.billingHeader(w.seed(), r), false);
       boolean leading = ms.get(0).role().equals("system");
@@ -175,16 +178,19 @@ public final class RequestBodies {
             g.writeStringField("role", "assistant");
             g.writeArrayFieldStart("content");
             textBlock(g, ChatText.render(m.segments().subList(0, 1), space), false);
-            if (m.segments().size() > 1) {
-              Segment input = m.segments().get(1);
-              AgentTools.Tool tool = AgentTools.toolFor(tools, input);
-              toolUse = AgentTools.toolUseId(input);
+            // an input cut to nothing is a call the client never received (Prompt.withAnswersCut)
+            toolUse = null;
+            if (m.segments().size() > 1 && m.segments().get(1).length() > 0) {
+              ToolCallAnswer.Call call = AgentTools.toolCall(tools, m.segments().get(1), space);
+              toolUse = call.id();
               g.writeStartObject();
               g.writeStringField("type", "tool_use");
-              g.writeStringField("id", toolUse);
-              g.writeStringField("name", tool.name());
+              g.writeStringField("id", call.id());
+              g.writeStringField("name", call.name());
               g.writeObjectFieldStart("input");
-              g.writeStringField(tool.params().get(0).name(), ChatText.render(List.of(input), space));
+              for (Map.Entry<String, Object> e : call.input().entrySet()) {
+                g.writeObjectField(e.getKey(), e.getValue()); // strings: the generator needs no codec
+              }
               g.writeEndObject();
               g.writeEndObject();
             }
@@ -239,6 +245,12 @@ public final class RequestBodies {
         g.writeEndObject();
       }
       g.writeEndArray();
+      if (r.answer() != null) {
+        // the answer a simulated worker generates: the scripting channel vLLM ignores (ToolCallAnswer)
+        g.writeObjectFieldStart("vllm_xargs");
+        AgentAnswer.of(r.answer()).script(tools, space).writeXargs(g);
+        g.writeEndObject();
+      }
       g.writeBooleanField("stream", true);
       g.writeEndObject();
     } catch (IOException e) {

@@ -57,6 +57,8 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
   private int contentChunks;
   /** The answer's token ids as streamed ({@code token_id:<id>} texts), only for a token request that scripts one. */
   private final int[] answerIds;
+  /** A Messages answer's {@code stop_reason}, once its {@code message_delta} arrived. */
+  private String stopReason;
   /** The answer's text as streamed, only for a chat request that scripts one; bounded by {@link #maxAnswerChars}. */
   private final StringBuilder answerText;
   private final int maxAnswerChars;
@@ -254,9 +256,8 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
         content(now);
         if (answerIds != null) {
           readAnswerIds(text.asText());
-        } else if (answerText != null && answerText.length() <= maxAnswerChars) {
-          answerText.append(text.asText(), 0, Math.min(text.asText().length(),
-              maxAnswerChars + 1 - answerText.length()));
+        } else {
+          appendAnswerText(text.asText());
         }
         break;
       }
@@ -281,9 +282,11 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
         JsonNode text = o.path("delta").path("text");
         if (text.isTextual() && !text.asText().isEmpty()) {
           content(now);
+          appendAnswerText(text.asText());
         }
       }
       case "message_delta" -> {
+        stopReason = o.path("delta").path("stop_reason").asText(null);
         JsonNode u = o.path("usage");
         if (u.isObject() && u.has("input_tokens")) {
           int read = u.path("cache_read_input_tokens").asInt(0);
@@ -343,6 +346,18 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
    */
   synchronized int[] streamedAnswer() {
     return answerIds == null || answerUnreadable ? null : java.util.Arrays.copyOf(answerIds, answerIdsRead);
+  }
+
+  /** Keeps a scripted answer's streamed text, up to just past {@link #maxAnswerChars}. */
+  private void appendAnswerText(String text) {
+    if (answerText != null && answerText.length() <= maxAnswerChars) {
+      answerText.append(text, 0, Math.min(text.length(), maxAnswerChars + 1 - answerText.length()));
+    }
+  }
+
+  /** Whether a Messages answer ended with its tool call ({@code stop_reason: "tool_use"}). */
+  synchronized boolean toolCallReceived() {
+    return "tool_use".equals(stopReason);
   }
 
   /**

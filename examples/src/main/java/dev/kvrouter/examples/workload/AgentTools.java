@@ -41,6 +41,12 @@ public final class AgentTools {
       {"KillShell", "shell_id:string"},
   };
 
+  /**
+   * The {@code max_tokens} Claude Code sends: room for any answer, which ends at its own end of turn (the tool call),
+   * never at the limit.
+   */
+  public static final int MAX_TOKENS = 32000;
+
   /** The second system block, as Claude Code sends it before its prompt. */
   public static final String IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude.";
 
@@ -76,6 +82,16 @@ public final class AgentTools {
   /** The tool a {@code tool_use} with this input calls: a function of the input's seed, so resends repeat it. */
   public static Tool toolFor(List<Tool> tools, Segment input) {
     return tools.get((int) Math.floorMod(input.seed(), (long) tools.size()));
+  }
+
+  /**
+   * The {@code tool_use} an answer with this input makes: {@link #toolFor}'s tool, {@link #toolUseId}, and the input's
+   * words as the tool's first (string) parameter.
+   */
+  public static ToolCallAnswer.Call toolCall(List<Tool> tools, Segment input, TokenSpace space) {
+    Tool tool = toolFor(tools, input);
+    return new ToolCallAnswer.Call(toolUseId(input), tool.name(),
+        java.util.Map.of(tool.params().get(0).name(), ChatText.render(List.of(input), space)));
   }
 
   /** The {@code tool_use} id (and its result's {@code tool_use_id}), from the input's seed. */

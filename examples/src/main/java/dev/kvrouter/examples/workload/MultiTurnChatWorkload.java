@@ -11,7 +11,8 @@ import java.util.List;
  *
  * <p>{@code answers} says what the assistant messages resent in later turns are:
  * <ul>
- *   <li>{@code model} (the default for {@code format=tokens}): the model's own answer to the previous turn, as vLLM's
+ *   <li>{@code model} (the default for {@code format=tokens} and {@code format=messages}): the model's own answer to
+ *       the previous turn, as vLLM's
  *       multi-turn benchmark ({@code benchmark_serving_multi_turn.py}, {@code send_turn}) and every chat client keep
  *       it. Each request scripts its answer ({@link WorkloadRequest#answer}) and the driver makes the simulated engine
  *       generate exactly it (a pure function of the request, as greedy decoding is), so the worker that served turn k
@@ -49,8 +50,10 @@ import java.util.List;
  * lognormal per-conversation prefix with average 1,000 and max 5,000, 12-18 messages, i.e. 6-9 user turns, of
  * 120-160 tokens, answers of 80-120).
  *
- * <p>{@code format=messages} sends each turn to Anthropic's {@code /v1/messages} as Claude Code does (fresh answers
- * only, since that API carries no seed to script them): {@code system} blocks (the per-request attribution block,
+ * <p>{@code format=messages} sends each turn to Anthropic's {@code /v1/messages} as Claude Code does (model answers
+ * by default: each request scripts its answer, text then a {@code tool_use} ({@link AgentAnswer}), in
+ * {@code vllm_xargs}, {@link ToolCallAnswer}, with Claude Code's {@code max_tokens}; {@code answers=fresh} resends
+ * answers no engine generated): {@code system} blocks (the per-request attribution block,
  * Claude Code's identity line, the shared system prompt), {@code tools} tools ({@link AgentTools}, descriptions of
  * {@code tool_text} words), and the history as blocks: each answer is its text then a {@code tool_use}, and each
  * later user message opens with that tool's {@code tool_result} of {@code result} tokens before the user's text; an
@@ -82,7 +85,7 @@ public final class MultiTurnChatWorkload {
     Prompt.Format format = o.format(Prompt.Format.CHAT, true);
     boolean agent = format == Prompt.Format.MESSAGES;
     TokenSpace space = o.tokenSpace();
-    String answers = o.string("answers", format == Prompt.Format.TOKENS ? "model" : "fresh");
+    String answers = o.string("answers", format == Prompt.Format.CHAT ? "fresh" : "model");
     boolean model = switch (answers) {
       case "model" -> true;
       case "fresh" -> false;
@@ -103,10 +106,6 @@ public final class MultiTurnChatWorkload {
     IntRange result = agent ? o.range("result", new IntRange(64, 1024)) : null;
     int reminder = agent ? o.intValue("reminder", 48) : 0;
     o.rejectUnknown(NAME);
-    if (agent && model) {
-      throw new IllegalArgumentException(NAME + ": format=messages resends fresh answers: Anthropic's request has no "
-          + "seed to script the model's answer with (vLLM drops it)");
-    }
     if (agent && (tools < 1 || tools > AgentTools.max() || toolText < 0 || reminder < 0)) {
       throw new IllegalArgumentException(NAME + ": tools must be 1.." + AgentTools.max()
           + ", tool_text and reminder >= 0");
@@ -166,9 +165,8 @@ public final class MultiTurnChatWorkload {
             closed && k > 0 ? previous : null));
         previous = id;
         if (agent) {
-          // the answer's text, then a tool_use whose input is a quarter of what the model generated
-          Segment input = new Segment(Rng.derive(seed, 14, s, k), Math.max(1, answer / 4));
-          history.add(Message.of("assistant", new Segment(reply.seed(), Math.max(1, answer - input.length())), input));
+          // the answer's text, then a tool_use whose input is a quarter of the answer's words
+          history.add(AgentAnswer.of(reply).message());
         } else {
           history.add(Message.of("assistant", reply));
         }

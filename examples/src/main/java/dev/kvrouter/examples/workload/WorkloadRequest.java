@@ -57,7 +57,17 @@ public record WorkloadRequest(int index, String id, long arrivalMicros, String s
    * exactly {@code max_tokens}.
    */
   public int[] generated(int[] script) {
-    return script.length <= outputTokens ? script : java.util.Arrays.copyOf(script, outputTokens);
+    int max = maxTokens();
+    return script.length <= max ? script : java.util.Arrays.copyOf(script, max);
+  }
+
+  /**
+   * The {@code max_tokens} the request is sent with: {@code outputTokens}, except for a coding agent's scripted answer
+   * ({@link AgentAnswer}), which is sent with Claude Code's {@link AgentTools#MAX_TOKENS} and ends at its own end of
+   * turn: the tool call must arrive whole for the history to resend it.
+   */
+  public int maxTokens() {
+    return answer != null && prompt.format() == Prompt.Format.MESSAGES ? AgentTools.MAX_TOKENS : outputTokens;
   }
 
   WorkloadRequest withIndex(int i, long arrival) {

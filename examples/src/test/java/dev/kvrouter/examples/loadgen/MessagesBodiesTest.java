@@ -13,6 +13,7 @@ import dev.kvrouter.examples.report.RequestRecord;
 import dev.kvrouter.examples.sim.testing.Fixtures;
 import dev.kvrouter.examples.sim.timing.Presets;
 import dev.kvrouter.examples.workload.PromptIds;
+import dev.kvrouter.examples.workload.ToolCallAnswer;
 import dev.kvrouter.examples.workload.Workload;
 import dev.kvrouter.examples.workload.WorkloadCatalog;
 import dev.kvrouter.examples.workload.WorkloadRequest;
@@ -64,7 +65,7 @@ class MessagesBodiesTest {
     assertThat(RequestBodies.path(r)).isEqualTo("/v1/messages");
     JsonNode b = JSON.readTree(RequestBodies.body(w, r, "m"));
     assertThat(b.path("stream").asBoolean()).isTrue();
-    assertThat(b.path("max_tokens").asInt()).isEqualTo(r.outputTokens());
+    assertThat(b.path("max_tokens").asInt()).as("Claude Code's: the answer ends at its tool call").isEqualTo(32000);
     assertThat(b.has("seed") || b.has("ignore_eos") || b.has("stream_options")).as("not Anthropic's").isFalse();
 
     JsonNode system = b.get("system");
@@ -129,6 +130,37 @@ class MessagesBodiesTest {
   }
 
   @Test
+  void eachRequestScriptsTheToolCallAnswerTheNextTurnResends() throws Exception {
+    Workload w = WorkloadCatalog.create(SPEC);
+    int checked = 0;
+    for (List<WorkloadRequest> turns : sessionTurns(w).values()) {
+      for (int k = 0; k + 1 < turns.size(); k++) {
+        JsonNode xargs = JSON.readTree(RequestBodies.body(w, turns.get(k), "m")).get("vllm_xargs");
+        ToolCallAnswer answer = ToolCallAnswer.fromXargs(xargs);
+        assertThat(answer).as(turns.get(k).id()).isNotNull();
+        assertThat(answer.calls()).hasSize(1);
+        JsonNode ms = JSON.readTree(RequestBodies.body(w, turns.get(k + 1), "m")).get("messages");
+        JsonNode resent = null;
+        for (JsonNode m : ms) {
+          resent = m.path("role").asText().equals("assistant") ? m.path("content") : resent;
+        }
+        assertThat(resent.get(0).path("text").asText()).isEqualTo(answer.text());
+        ToolCallAnswer.Call call = answer.calls().get(0);
+        assertThat(resent.get(1).path("id").asText()).isEqualTo(call.id());
+        assertThat(resent.get(1).path("name").asText()).isEqualTo(call.name());
+        assertThat(JSON.convertValue(resent.get(1).path("input"), Map.class)).isEqualTo(call.input());
+        // the next turn's tool result answers that call
+        assertThat(ms.toString()).contains("\"tool_use_id\":\"" + call.id() + "\"");
+        checked++;
+      }
+    }
+    assertThat(checked).isGreaterThanOrEqualTo(12);
+    WorkloadRequest fresh = WorkloadCatalog.create(SPEC + ",answers=fresh").requests().get(0);
+    assertThat(fresh.answer()).isNull();
+    assertThat(JSON.readTree(RequestBodies.body(w, fresh, "m")).has("vllm_xargs")).isFalse();
+  }
+
+  @Test
   void eachTurnRendersAsAnExtensionOfThePreviousTurnsPromptUnderTheRoutersConversion() {
     Workload w = WorkloadCatalog.create(SPEC);
     Function<WorkloadRequest, PromptIds> ids = chat.engineIds(w, SETUP.model());
@@ -161,6 +193,7 @@ class MessagesBodiesTest {
     Map<String, RequestRecord> byId = new HashMap<>();
     o.data().requests().forEach(x -> byId.put(x.requestId(), x));
     Function<WorkloadRequest, PromptIds> ids = chat.engineIds(w, SETUP.model());
+    Function<WorkloadRequest, int[]> answers = chat.engineAnswers(w, SETUP.model());
     int later = 0;
     for (List<WorkloadRequest> turns : sessionTurns(w).values()) {
       for (int k = 0; k < turns.size(); k++) {
@@ -171,9 +204,11 @@ class MessagesBodiesTest {
           later++;
           RequestRecord prev = byId.get(turns.get(k - 1).id());
           assertThat(cur.servedBy()).as(cur.requestId()).isEqualTo(prev.servedBy());
-          // the previous prompt's full blocks (fresh answers: the generated ones are not resent)
-          assertThat(cur.cachedTokens()).as(cur.requestId())
-              .isGreaterThanOrEqualTo((prev.promptTokens() - 1) / SETUP.blockSize() * SETUP.blockSize());
+          // the previous prompt and the tool-call answer the engine generated (all but its end of turn, which is
+          // sampled and never fed back), which the history resends token for token: every full block of them
+          assertThat(prev.completionTokens()).isEqualTo(answers.apply(turns.get(k - 1)).length);
+          assertThat(cur.cachedTokens()).as(cur.requestId()).isGreaterThanOrEqualTo(
+              (prev.promptTokens() + prev.completionTokens() - 1) / SETUP.blockSize() * SETUP.blockSize());
         }
       }
     }
@@ -181,11 +216,12 @@ class MessagesBodiesTest {
   }
 
   @Test
-  void messagesIsForMultiTurnSessionsWithFreshAnswers() {
+  void messagesIsForMultiTurnSessionsWithModelAnswersByDefault() {
     assertThatThrownBy(() -> WorkloadCatalog.create("unique:format=messages"))
         .hasMessageContaining("multi-turn sessions only");
-    assertThatThrownBy(() -> WorkloadCatalog.create("multi-turn:format=messages,answers=model"))
-        .hasMessageContaining("no seed");
+    assertThat(WorkloadCatalog.create("multi-turn:format=messages,sessions=2").scriptsAnswers()).isTrue();
+    assertThat(WorkloadCatalog.create("multi-turn:format=messages,sessions=2,answers=fresh").scriptsAnswers())
+        .isFalse();
     assertThatThrownBy(() -> WorkloadCatalog.create("multi-turn:format=chat,tools=4"))
         .hasMessageContaining("unknown option");
     assertThatThrownBy(() -> WorkloadCatalog.create("multi-turn:format=messages,tools=17"))

@@ -15,4 +15,14 @@ import dev.kvrouter.examples.workload.ToolCallAnswer;
  * @param deltas the text each generated token streams: the text's words, each with the token that completes it
  *     ({@code ""} for the others and for every call token)
  */
-public record ToolCallScript(ToolCallAnswer answer, int[] tokens, int textTokens, String[] deltas) {}
+public record ToolCallScript(ToolCallAnswer answer, int[] tokens, int textTokens, String[] deltas) {
+
+  /** The text a client holds after the first {@code generated} tokens arrived. */
+  public String textReceived(int generated) {
+    StringBuilder b = new StringBuilder();
+    for (int i = 0; i < Math.min(generated, deltas.length); i++) {
+      b.append(deltas[i]);
+    }
+    return b.toString();
+  }
+}

@@ -31,7 +31,7 @@ class MessagesCountTokensTest {
   /** A Claude Code turn of the load generator's coding-agent workload: system blocks, tools, tool_use/tool_result. */
   private static ObjectNode claudeCodeTurn() throws Exception {
     Workload w = WorkloadCatalog.create("multi-turn:format=messages,sessions=1,turns=3,system=64,user=20..30,"
-        + "output=16..24,tools=4,tool_text=20,result=16..32,reminder=12,seed=3");
+        + "output=16..24,tools=4,tool_text=20,result=16..32,reminder=12,seed=3,answers=fresh");
     WorkloadRequest third = w.requests().get(2);
     return (ObjectNode) JSON.readTree(RequestBodies.body(w, third, worker.model()));
   }
