@@ -152,7 +152,8 @@ public final class ChatFront implements AutoCloseable {
     } catch (IOException e) {
       throw new IllegalStateException("the workload produced a body that is not JSON", e);
     }
-    return encoder.toolCallScript(json, ToolCallAnswer.fromXargs(json.get("vllm_xargs")));
+    return encoder.toolCallScript(InferenceRequest.Kind.MESSAGES, json,
+        ToolCallAnswer.fromXargs(json.get("vllm_xargs")));
   }
 
   /**

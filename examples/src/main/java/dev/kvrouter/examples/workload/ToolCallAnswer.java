@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -53,6 +54,44 @@ public record ToolCallAnswer(String text, List<Call> calls) {
     calls = List.copyOf(calls);
     if (calls.isEmpty()) {
       throw new IllegalArgumentException("a tool-call answer needs a call");
+    }
+  }
+
+  /**
+   * The calls as a chat completion's {@code tool_calls}, as vLLM's tool parsers return them: {@code id},
+   * {@code type: "function"}, {@code function: {name, arguments}}, the arguments the JSON string Python's
+   * {@code json.dumps} writes ({@code ", "} and {@code ": "} separators, non-ASCII kept).
+   */
+  public ArrayNode chatToolCalls() {
+    ArrayNode out = JSON.createArrayNode();
+    for (Call c : calls) {
+      ObjectNode call = out.addObject().put("id", c.id()).put("type", "function");
+      call.putObject("function").put("name", c.name()).put("arguments", pythonJson(c.input()));
+    }
+    return out;
+  }
+
+  /** {@code json.dumps(value, ensure_ascii=False)} of a JSON-like value (maps, lists, strings, numbers, booleans). */
+  static String pythonJson(Object value) {
+    if (value instanceof Map<?, ?> m) {
+      StringBuilder b = new StringBuilder("{");
+      for (Map.Entry<?, ?> e : m.entrySet()) {
+        b.append(b.length() > 1 ? ", " : "").append(pythonJson(String.valueOf(e.getKey()))).append(": ")
+            .append(pythonJson(e.getValue()));
+      }
+      return b.append('}').toString();
+    }
+    if (value instanceof List<?> l) {
+      StringBuilder b = new StringBuilder("[");
+      for (Object o : l) {
+        b.append(b.length() > 1 ? ", " : "").append(pythonJson(o));
+      }
+      return b.append(']').toString();
+    }
+    try {
+      return JSON.writeValueAsString(value); // strings, numbers, booleans and null as JSON writes them
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException("not a JSON value: " + value, e);
     }
   }
 

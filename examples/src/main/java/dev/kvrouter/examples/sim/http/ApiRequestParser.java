@@ -101,7 +101,7 @@ final class ApiRequestParser {
     if (chat) {
       PromptEncoder.ChatTokens prompt = chatPrompt(root);
       return new ApiRequest(kind, model, adapter, List.of(prompt.tokens()), maxTokens, stream, includeUsage, salt,
-          seed, sd != null, ignoreEos, answerWords(root), prompt.media(), null, null);
+          seed, sd != null, ignoreEos, answerWords(root), prompt.media(), null, toolCallScript(Kind.CHAT, root));
     }
     return new ApiRequest(kind, model, adapter, completionPrompts(root.get("prompt")), maxTokens, stream,
         includeUsage, salt, seed, sd != null, ignoreEos, 0, List.of(), null, null);
@@ -232,18 +232,24 @@ final class ApiRequestParser {
     String salt = cacheSalt(root);
     PromptEncoder.ChatTokens prompt = encoded(encoder::encodeMessagesPrompt, root, "messages");
     return new ApiRequest(Kind.MESSAGES, model, adapter, List.of(prompt.tokens()), maxTokens, stream, false, salt,
-        0, false, false, 0, prompt.media(), null, toolCallAnswers ? toolCallScript(root) : null);
+        0, false, false, 0, prompt.media(), null, toolCallScript(Kind.MESSAGES, root));
   }
 
-  /** The tool-call answer {@code vllm_xargs} scripts, as the model generates it, or null when it scripts none. */
-  private ToolCallScript toolCallScript(JsonNode root) throws ApiException {
+  /**
+   * The tool-call answer {@code vllm_xargs} scripts, as the model generates it, or null when it scripts none or the
+   * worker does not read scripts.
+   */
+  private ToolCallScript toolCallScript(Kind kind, JsonNode root) throws ApiException {
+    if (!toolCallAnswers) {
+      return null;
+    }
     ToolCallAnswer answer;
     try {
       answer = ToolCallAnswer.fromXargs(root.get("vllm_xargs"));
     } catch (IllegalArgumentException e) {
       throw ApiException.badRequest(e.getMessage(), "vllm_xargs");
     }
-    return answer == null ? null : encoded(r -> encoder.toolCallScript(r, answer), root, "vllm_xargs");
+    return answer == null ? null : encoded(r -> encoder.toolCallScript(kind, r, answer), root, "vllm_xargs");
   }
 
   /** {@code field} of the request into the response, or {@code dflt} (JSON null when null) when not given. */

@@ -2,8 +2,6 @@ package dev.kvrouter.examples.sim.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvrouter.examples.sim.engine.MediaSpan;
 import dev.kvrouter.examples.workload.ChatAnswers;
 import dev.kvrouter.examples.workload.TokenSpace;
@@ -254,68 +252,14 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
   }
 
   /**
-   * The tokens the model generates for a scripted tool-call answer: the request with the answer appended as the
-   * assistant message the client will resend (text block, then {@code tool_use} blocks) and a later user message
-   * (so the template renders the answer as history, as the next turn will), converted by the router's own Messages
-   * conversion and rendered; the generated text is what follows the prompt's rendering, through the first
-   * end-of-turn token. The text alone, rendered the same way, tells where the text ends and the calls begin.
+   * The tokens the model generates for a scripted tool-call answer to a {@code /v1/messages} or
+   * {@code /v1/chat/completions} request ({@link ToolCallRendering}), rendered and tokenized as the router's request
+   * path renders the history that resends it.
    */
   @Override
-  public ToolCallScript toolCallScript(JsonNode request, ToolCallAnswer answer) {
-    String promptText = render(parse(InferenceRequest.Kind.MESSAGES, request).chat());
-    int[] tokens = answerTokens(request, promptText, answer, true);
-    int textTokens = 0;
-    if (!answer.text().isEmpty()) {
-      int[] text = answerTokens(request, promptText, answer, false);
-      // the tokens both renderings share, short of the text-only one's end of turn
-      while (textTokens < Math.min(tokens.length, text.length - 1) && tokens[textTokens] == text[textTokens]) {
-        textTokens++;
-      }
-    }
-    String[] deltas = new String[tokens.length];
-    java.util.Arrays.fill(deltas, "");
-    String text = answer.text();
-    int from = 0;
-    while (from < text.length() && textTokens > 0) {
-      int space = text.indexOf(' ', from + 1);
-      int end = space < 0 ? text.length() : space;
-      // a word arrives with the token that completes the encoding of the text up to it
-      int t = Math.min(textTokens, resources.tokenizer().encode(text.substring(0, end), false).length);
-      deltas[Math.max(0, t - 1)] += text.substring(from, end);
-      from = end;
-    }
-    return new ToolCallScript(answer, tokens, textTokens, deltas);
-  }
-
-  /** The generated tokens of {@link #toolCallScript}, with the answer's calls or without them. */
-  private int[] answerTokens(JsonNode request, String promptText, ToolCallAnswer answer, boolean calls) {
-    ObjectNode body = ((ObjectNode) request).deepCopy();
-    ArrayNode messages = body.withArray("messages");
-    ObjectNode assistant = messages.addObject().put("role", "assistant");
-    ArrayNode content = assistant.putArray("content");
-    if (!answer.text().isEmpty()) {
-      content.addObject().put("type", "text").put("text", answer.text());
-    }
-    if (calls) {
-      for (ToolCallAnswer.Call c : answer.calls()) {
-        content.addObject().put("type", "tool_use").put("id", c.id()).put("name", c.name())
-            .set("input", JSON.valueToTree(c.input()));
-      }
-    }
-    messages.addObject().put("role", "user").put("content", "Go on.");
-    body.remove("vllm_xargs");
-    String full = render(parse(InferenceRequest.Kind.MESSAGES, body).chat());
-    if (!full.startsWith(promptText)) {
-      throw new Unsupported("the chat template renders the answer's history differently from the prompt");
-    }
-    int[] after = resources.tokenizer().encode(full.substring(promptText.length()), false);
-    int eot = endOfTurn();
-    for (int i = 0; i < after.length; i++) {
-      if (after[i] == eot) {
-        return java.util.Arrays.copyOf(after, i + 1);
-      }
-    }
-    throw new Unsupported("the chat template ends the answer with no end-of-turn token");
+  public ToolCallScript toolCallScript(InferenceRequest.Kind kind, JsonNode request, ToolCallAnswer answer) {
+    return new ToolCallRendering((k, body) -> render(parse(k, body).chat()),
+        text -> resources.tokenizer().encode(text, false), endOfTurn()).script(kind, request, answer);
   }
 
   /** {@link #endOfTurnToken}, computed once. */

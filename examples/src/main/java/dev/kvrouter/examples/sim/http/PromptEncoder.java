@@ -5,6 +5,7 @@ import dev.kvrouter.examples.sim.engine.MediaSpan;
 import dev.kvrouter.examples.workload.ChatAnswers;
 import dev.kvrouter.examples.workload.TokenSpace;
 import dev.kvrouter.examples.workload.ToolCallAnswer;
+import dev.kvrouter.extproc.request.InferenceRequest;
 import java.util.List;
 
 /**
@@ -74,13 +75,13 @@ public interface PromptEncoder {
   }
 
   /**
-   * What the model generates for {@code answer} to the {@code /v1/messages} request {@code request}
-   * ({@link ToolCallScript}).
+   * What the model generates for {@code answer} to {@code request}, a {@code /v1/messages} ({@code kind}
+   * {@code MESSAGES}) or {@code /v1/chat/completions} ({@code CHAT}) body ({@link ToolCallScript}).
    *
    * @throws Unsupported when this encoder renders no chat template, or the template's rendering of the answer does
    *     not extend the prompt's
    */
-  default ToolCallScript toolCallScript(JsonNode request, ToolCallAnswer answer) {
+  default ToolCallScript toolCallScript(InferenceRequest.Kind kind, JsonNode request, ToolCallAnswer answer) {
     throw new Unsupported("this encoder renders no chat template");
   }
 

@@ -218,7 +218,9 @@ final class ResponseStream {
           if (request.chat() && !roleSent) {
             writeRoleChunks();
           }
-          writeTokenChunk(t);
+          if (!withheld(t)) {
+            writeTokenChunk(t);
+          }
         }
         tokenWritten = true;
         return true;
@@ -283,7 +285,12 @@ final class ResponseStream {
     String s = text(t);
     if (request.chat()) {
       g.writeObjectFieldStart("delta");
-      g.writeStringField("content", s);
+      if (!callToken(t.index())) {
+        g.writeStringField("content", s);
+      }
+      if (t.last() && "tool_calls".equals(finishReason(t.choice()))) {
+        writeToolCalls(g, true);
+      }
       g.writeEndObject();
       g.writeNullField("logprobs");
     } else {
@@ -301,6 +308,42 @@ final class ResponseStream {
     chunkEnd(g);
   }
 
+  /** Whether generated token {@code index} belongs to a scripted answer's tool calls (not its text). */
+  private boolean callToken(int index) {
+    return request.toolScript() != null && index >= request.toolScript().textTokens();
+  }
+
+  /**
+   * A tool call's token before the last: vLLM's tool parser withholds them (no chunk) until the call parses, and
+   * the last chunk carries the calls with the finish reason.
+   */
+  private boolean withheld(Token t) {
+    return callToken(t.index()) && !t.last();
+  }
+
+  /**
+   * The scripted answer's calls as {@code tool_calls}: a stream's delta gives each its {@code index}, as vLLM's
+   * tool parsers stream them.
+   */
+  private void writeToolCalls(JsonGenerator g, boolean delta) throws IOException {
+    g.writeArrayFieldStart("tool_calls");
+    int i = 0;
+    for (com.fasterxml.jackson.databind.JsonNode c : request.toolScript().answer().chatToolCalls()) {
+      g.writeStartObject();
+      if (delta) {
+        g.writeNumberField("index", i++);
+      }
+      g.writeStringField("id", c.path("id").asText());
+      g.writeStringField("type", "function");
+      g.writeObjectFieldStart("function");
+      g.writeStringField("name", c.path("function").path("name").asText());
+      g.writeStringField("arguments", c.path("function").path("arguments").asText());
+      g.writeEndObject();
+      g.writeEndObject();
+    }
+    g.writeEndArray();
+  }
+
   private String text(Token t) {
     String[][] scripts = scripts();
     String[] script = scripts == null ? null : scripts[t.choice()];
@@ -308,12 +351,13 @@ final class ResponseStream {
   }
 
   /**
-   * {@code stop} when the choice ended at the model's end of turn, else {@code length}: the simulated model has no
-   * EOS of its own, and a scripted answer that did not fit in {@code max_tokens} was cut (vLLM's
+   * {@code stop} when the choice ended at the model's end of turn ({@code tool_calls} for a scripted tool-call
+   * answer, as vLLM reports calls its tool parser extracted), else {@code length}: the simulated model has no EOS of
+   * its own, and a scripted answer that did not fit in {@code max_tokens} was cut (vLLM's
    * {@code FINISHED_LENGTH_CAPPED}).
    */
   private String finishReason(int choice) {
-    return generated[choice] == stopsAt[choice] ? "stop" : "length";
+    return generated[choice] != stopsAt[choice] ? "length" : request.toolScript() != null ? "tool_calls" : "stop";
   }
 
   /** The scripted answers' text, once computed (it always is: the server completes it); null when it failed. */
@@ -381,7 +425,15 @@ final class ResponseStream {
         if (request.chat()) {
           g.writeObjectFieldStart("message");
           g.writeStringField("role", "assistant");
-          g.writeStringField("content", text[i].toString());
+          boolean called = "tool_calls".equals(finishReason(i));
+          if (called && text[i].length() == 0) {
+            g.writeNullField("content"); // vLLM's tool parsers return no content when nothing precedes the calls
+          } else {
+            g.writeStringField("content", text[i].toString());
+          }
+          if (called) {
+            writeToolCalls(g, false);
+          }
           g.writeEndObject();
         } else {
           g.writeStringField("text", text[i].toString());

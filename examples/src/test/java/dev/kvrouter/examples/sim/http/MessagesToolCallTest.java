@@ -1,5 +1,8 @@
 package dev.kvrouter.examples.sim.http;
 
+import static dev.kvrouter.examples.sim.http.ToolCallAnswerFixture.ok;
+import static dev.kvrouter.examples.sim.http.ToolCallAnswerFixture.okJson;
+import static dev.kvrouter.examples.sim.http.ToolCallAnswerFixture.promptAndAnswer;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -7,6 +10,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvrouter.examples.workload.TokenSpace;
+import dev.kvrouter.extproc.request.InferenceRequest;
 import java.net.http.HttpResponse;
 import java.util.Arrays;
 import java.util.List;
@@ -58,17 +62,13 @@ class MessagesToolCallTest {
     return b;
   }
 
-  private static JsonNode ok(HttpResponse<String> r) throws Exception {
-    assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
-    return JSON.readTree(r.body());
-  }
-
   @Test
   void theAnswerIsVllmsToolUseAndTheResentTurnHitsTheCacheThroughIt() throws Exception {
     ObjectNode first = turn1(32000, "Where are numbers parsed?");
     int[] prompt = worker.encoder().encodeMessagesPrompt(first).tokens();
-    ToolCallScript script = worker.encoder().toolCallScript(first, ToolCallAnswerFixture.of(first));
-    JsonNode m = ok(worker.post("/v1/messages", first));
+    ToolCallScript script = worker.encoder().toolCallScript(InferenceRequest.Kind.MESSAGES, first,
+        ToolCallAnswerFixture.of(first));
+    JsonNode m = okJson(worker.post("/v1/messages", first));
     assertThat(m.path("stop_reason").asText()).isEqualTo("tool_use");
     JsonNode content = m.path("content");
     assertThat(content).hasSize(2);
@@ -86,11 +86,10 @@ class MessagesToolCallTest {
 
     ObjectNode second = turn2(first, content);
     int[] next = worker.encoder().encodeMessagesPrompt(second).tokens();
-    int[] held = Arrays.copyOf(prompt, prompt.length + script.tokens().length);
-    System.arraycopy(script.tokens(), 0, held, prompt.length, script.tokens().length);
+    int[] held = promptAndAnswer(prompt, script);
     assertThat(Arrays.mismatch(Arrays.copyOf(next, held.length), held))
         .as("the resent history renders to the prompt plus the generated answer").isEqualTo(-1);
-    JsonNode m2 = ok(worker.post("/v1/messages", second));
+    JsonNode m2 = okJson(worker.post("/v1/messages", second));
     // the KV cache holds every generated token but the last (the end of turn is sampled, never fed back)
     int computed = prompt.length + script.tokens().length - 1;
     assertThat(m2.path("usage").path("cache_read_input_tokens").asInt())
@@ -101,7 +100,7 @@ class MessagesToolCallTest {
   @Test
   void streamedTheCallIsAToolUseBlockWithOneInputJsonDelta() throws Exception {
     ObjectNode body = turn1(32000, "Which file holds the lexer?").put("stream", true);
-    List<JsonNode> events = QwenHttpWorker.events(ok200(worker.post("/v1/messages", body)));
+    List<JsonNode> events = QwenHttpWorker.events(ok(worker.post("/v1/messages", body)));
     List<String> types = QwenHttpWorker.types(events);
     assertThat(types.get(0)).isEqualTo("message_start");
     assertThat(types.get(1)).isEqualTo("content_block_start");
@@ -131,15 +130,16 @@ class MessagesToolCallTest {
   @Test
   void cutByMaxTokensInsideTheCallTheAnswerIsItsTextAlone() throws Exception {
     ObjectNode probe = turn1(32000, "What does the tokenizer return?");
-    ToolCallScript script = worker.encoder().toolCallScript(probe, ToolCallAnswerFixture.of(probe));
+    ToolCallScript script = worker.encoder().toolCallScript(InferenceRequest.Kind.MESSAGES, probe,
+        ToolCallAnswerFixture.of(probe));
     int max = script.textTokens() + 3; // inside the <tool_call> JSON
-    JsonNode m = ok(worker.post("/v1/messages", probe.deepCopy().put("max_tokens", max)));
+    JsonNode m = okJson(worker.post("/v1/messages", probe.deepCopy().put("max_tokens", max)));
     assertThat(m.path("stop_reason").asText()).isEqualTo("max_tokens");
     assertThat(m.path("content")).hasSize(1);
     assertThat(m.path("content").get(0).path("text").asText()).isEqualTo(TEXT);
     assertThat(m.path("usage").path("output_tokens").asInt()).isEqualTo(max);
 
-    List<String> types = QwenHttpWorker.types(QwenHttpWorker.events(ok200(worker.post("/v1/messages",
+    List<String> types = QwenHttpWorker.types(QwenHttpWorker.events(ok(worker.post("/v1/messages",
         probe.deepCopy().put("max_tokens", max).put("stream", true)))));
     assertThat(types).doesNotContainSequence("content_block_stop", "content_block_start");
     assertThat(types.subList(types.size() - 3, types.size()))
@@ -151,10 +151,5 @@ class MessagesToolCallTest {
     ObjectNode body = turn1(32000, "Anything?");
     ((ObjectNode) body.get("vllm_xargs")).putArray("answer_tool_calls").add("{\"name\": \"Read\"}");
     assertThat(worker.post("/v1/messages", body).statusCode()).isEqualTo(400);
-  }
-
-  private static String ok200(HttpResponse<String> r) {
-    assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
-    return r.body();
   }
 }
