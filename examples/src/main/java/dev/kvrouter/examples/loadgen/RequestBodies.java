@@ -9,7 +9,6 @@ import dev.kvrouter.examples.workload.ChatText;
 import dev.kvrouter.examples.workload.ImagePart;
 import dev.kvrouter.examples.workload.Message;
 import dev.kvrouter.examples.workload.Prompt;
-import dev.kvrouter.examples.workload.Segment;
 import dev.kvrouter.examples.workload.TokenSpace;
 import dev.kvrouter.examples.workload.ToolCallAnswer;
 import dev.kvrouter.examples.workload.Workload;

@@ -11,7 +11,6 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvrouter.examples.workload.TokenSpace;
 import dev.kvrouter.extproc.request.InferenceRequest;
-import java.net.http.HttpResponse;
 import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
