@@ -14,7 +14,9 @@
 set -euo pipefail
 JAR=${JAR:-dist/target/kvrouter.jar}
 OUT=${OUT:-bench/results/ab/messages-agentic}
-SHAPE=system=2500,turns=6..12,think=2,user=16..64,output=32..256,result=128..1536,loop=closed
+# answers=fresh: the recorded runs' answers, which no engine generated (the workload's default is the engine's own
+# tool-call answers since 2026-12-02: SHAPE=...,answers=model; the tool inputs changed slightly with them)
+SHAPE=${SHAPE:-system=2500,turns=6..12,think=2,user=16..64,output=32..256,result=128..1536,loop=closed,answers=fresh}
 uptime > $OUT/load-virtual.txt
 flock /tmp/kvrouter-bench.lock java -Xmx6g -cp $JAR dev.kvrouter.examples.ab.VirtualAb --workers 8 \
   --preset qwen3-8b-h100 --tokenizer .cache/tokenizers/qwen3 --saturate 0.9 \
@@ -27,6 +29,14 @@ for s in ${SEEDS:-2 3}; do
     --policies kv_aware,round_robin,least_load,cache_only \
     --workload "multi-turn:format=messages,sessions=461,rate=3.073,$SHAPE,seed=$s" --out $OUT/virtual-seed$s \
     2>&1 | tee $OUT/virtual-seed$s.log
+done
+# the engine's own tool-call answers (answers=model, the workload's default since 2026-12-02), seeds 1-3 at the same
+# operating point: virtual-model-answers/
+for s in 1 2 3; do
+  flock /tmp/kvrouter-bench.lock java -Xmx6g -cp $JAR dev.kvrouter.examples.ab.VirtualAb --workers 8 --charts=false \
+    --preset qwen3-8b-h100 --tokenizer .cache/tokenizers/qwen3 --seed $s --policies kv_aware,round_robin,least_load \
+    --workload "multi-turn:format=messages,sessions=461,rate=3.073,${SHAPE%,answers=fresh},answers=model,seed=$s" \
+    --out $OUT/virtual-model-answers/seed$s
 done
 if [ "${ENVOY:-1}" = 1 ]; then
   uptime > $OUT/load-envoy.txt

@@ -6,7 +6,9 @@
 set -euo pipefail
 JAR=${JAR:-dist/target/kvrouter.jar}
 OUT=${OUT:-bench/results/ab/messages-agentic/light-load}
-SHAPE=system=2500,turns=6..12,think=2,user=16..64,output=32..256,result=128..1536,loop=closed
+# answers=fresh: the recorded runs' answers, which no engine generated (the workload's default is the engine's own
+# tool-call answers since 2026-12-02: SHAPE=...,answers=model; the tool inputs changed slightly with them)
+SHAPE=${SHAPE:-system=2500,turns=6..12,think=2,user=16..64,output=32..256,result=128..1536,loop=closed,answers=fresh}
 run() { # name, sessions, rate, policies, weights
   local w=()
   [ -n "$5" ] && w=(--weights "$5")
