@@ -20,13 +20,17 @@ import java.util.Objects;
  * <p>It travels in {@code vllm_xargs} (vLLM's field for custom extensions, declared by its chat and Anthropic
  * request models, handed to the sampler untouched, so a real vLLM ignores it): {@value #TEXT} the text, and
  * {@value #TOOL_CALLS} a list of JSON strings {@code {"id", "name", "input"}} ({@code vllm_xargs} values are strings,
- * numbers or lists of them).
+ * numbers or lists of them). {@value #REASONING}, optional, is a reasoning model's thinking before the answer: the worker
+ * generates it (the template's think block) only when the request leaves thinking on as the template sees it.
  *
+ * @param reasoning the thinking before the text ({@code ""} for none)
  * @param text the text before the calls ({@code ""} for none)
  * @param calls the tool calls, in order (at least one)
  */
-public record ToolCallAnswer(String text, List<Call> calls) {
+public record ToolCallAnswer(String reasoning, String text, List<Call> calls) {
 
+  /** The {@code vllm_xargs} key of the reasoning. */
+  public static final String REASONING = "answer_reasoning";
   /** The {@code vllm_xargs} key of the text. */
   public static final String TEXT = "answer_text";
   /** The {@code vllm_xargs} key of the tool calls. */
@@ -50,11 +54,22 @@ public record ToolCallAnswer(String text, List<Call> calls) {
   }
 
   public ToolCallAnswer {
+    Objects.requireNonNull(reasoning, "reasoning");
     Objects.requireNonNull(text, "text");
     calls = List.copyOf(calls);
     if (calls.isEmpty()) {
       throw new IllegalArgumentException("a tool-call answer needs a call");
     }
+  }
+
+  /** An answer without reasoning. */
+  public ToolCallAnswer(String text, List<Call> calls) {
+    this("", text, calls);
+  }
+
+  /** This answer with {@code reasoning} before it. */
+  public ToolCallAnswer withReasoning(String reasoning) {
+    return new ToolCallAnswer(reasoning, text, calls);
   }
 
   /**
@@ -97,6 +112,9 @@ public record ToolCallAnswer(String text, List<Call> calls) {
 
   /** Writes the two {@code vllm_xargs} fields into the object {@code g} is in. */
   public void writeXargs(JsonGenerator g) throws IOException {
+    if (!reasoning.isEmpty()) {
+      g.writeStringField(REASONING, reasoning);
+    }
     g.writeStringField(TEXT, text);
     g.writeArrayFieldStart(TOOL_CALLS);
     for (Call c : calls) {
@@ -117,11 +135,13 @@ public record ToolCallAnswer(String text, List<Call> calls) {
     if (xargs == null || !xargs.isObject() || !xargs.has(TOOL_CALLS)) {
       return null;
     }
+    JsonNode reasoning = xargs.path(REASONING);
     JsonNode text = xargs.path(TEXT);
     JsonNode list = xargs.get(TOOL_CALLS);
-    if (!(text.isMissingNode() || text.isTextual()) || !list.isArray() || list.isEmpty()) {
+    if (!(text.isMissingNode() || text.isTextual()) || !(reasoning.isMissingNode() || reasoning.isTextual())
+        || !list.isArray() || list.isEmpty()) {
       throw new IllegalArgumentException("`vllm_xargs." + TOOL_CALLS + "` must be a non-empty list of JSON strings "
-          + "and `" + TEXT + "` a string");
+          + "and `" + TEXT + "` and `" + REASONING + "` strings");
     }
     List<Call> calls = new ArrayList<>(list.size());
     for (JsonNode s : list) {
@@ -137,6 +157,6 @@ public record ToolCallAnswer(String text, List<Call> calls) {
       }
       calls.add(new Call(c.get("id").asText(), c.get("name").asText(), JSON.convertValue(c.get("input"), Map.class)));
     }
-    return new ToolCallAnswer(text.asText(""), calls);
+    return new ToolCallAnswer(reasoning.asText(""), text.asText(""), calls);
   }
 }

@@ -14,8 +14,8 @@ import java.util.Map;
 
 /**
  * The Anthropic Messages API's side of one {@code /v1/messages} answer, shaped as vLLM's
- * {@code AnthropicServingMessages} converts its chat answer without a reasoning parser: one {@code text} content
- * block, then, for a scripted tool-call answer ({@link ToolCallScript}), its calls as {@code tool_use} blocks as the
+ * {@code AnthropicServingMessages} converts its chat answer: a {@code thinking} block for a scripted answer's think
+ * block (what vLLM's reasoning parser splits off), one {@code text} content block, then, for a scripted tool-call answer ({@link ToolCallScript}), its calls as {@code tool_use} blocks as the
  * converter turns a tool parser's {@code tool_calls} into them ({@code stop_reason: "tool_use"}).
  *
  * <p>Not streamed: {@code messages_full_converter}'s message (serialized without its null fields). Streamed
@@ -38,7 +38,10 @@ final class MessagesEvents {
   private final String model;
   private final long promptTokens;
   private boolean started;
-  private boolean textOpen;
+  /** The open block's type ("thinking" or "text"), or null. */
+  private String open;
+  /** The index the next block opens at. */
+  private int blocks;
 
   /**
    * @param id the message id (vLLM's is its chat completion's)
@@ -51,11 +54,12 @@ final class MessagesEvents {
   }
 
   /**
-   * One generated token's text; {@code message_start} goes out with the first token, the text block opens with the
-   * first text. A token without text (a tool call's, which vLLM's tool parser withholds) writes no delta, as vLLM's
-   * converter skips empty content.
+   * One generated token's text; {@code message_start} goes out with the first token, a block opens with the first
+   * text of its kind (a {@code thinking} block for the think block's words, as vLLM's converter turns the reasoning
+   * parser's deltas into {@code thinking_delta}s, then a {@code text} block). A token without text (a tool call's,
+   * which vLLM's tool parser withholds) writes no delta, as vLLM's converter skips empty content.
    */
-  void delta(OutputStream out, String delta) throws IOException {
+  void delta(OutputStream out, String delta, boolean reasoning) throws IOException {
     if (!started) {
       started = true;
       sendMessageStart(out);
@@ -63,17 +67,43 @@ final class MessagesEvents {
     if (delta.isEmpty()) {
       return;
     }
-    if (!textOpen) {
-      textOpen = true;
+    String type = reasoning ? "thinking" : "text";
+    if (!type.equals(open)) {
+      closeBlock(out);
+      open = type;
       ObjectNode e = event("content_block_start");
-      e.put("index", 0);
-      e.putObject("content_block").put("type", "text").put("text", "");
+      e.put("index", blocks);
+      e.putObject("content_block").put("type", type).put(type, "");
       send(out, e);
     }
     ObjectNode e = event("content_block_delta");
-    e.put("index", 0);
-    e.putObject("delta").put("type", "text_delta").put("text", delta);
+    e.put("index", blocks);
+    e.putObject("delta").put("type", type + "_delta").put(type, delta);
     send(out, e);
+  }
+
+  /**
+   * Closes the open block: a thinking block gets its {@code signature_delta} first (vLLM's converter signs it with
+   * a random hex uuid, which no client can check).
+   */
+  private void closeBlock(OutputStream out) throws IOException {
+    if (open == null) {
+      return;
+    }
+    if (open.equals("thinking")) {
+      ObjectNode e = event("content_block_delta");
+      e.put("index", blocks);
+      e.putObject("delta").put("type", "signature_delta").put("signature", signature());
+      send(out, e);
+    }
+    ObjectNode e = event("content_block_stop");
+    e.put("index", blocks++);
+    send(out, e);
+    open = null;
+  }
+
+  private static String signature() {
+    return java.util.UUID.randomUUID().toString().replace("-", "");
   }
 
   /**
@@ -82,11 +112,14 @@ final class MessagesEvents {
    *
    * @param calls the answer's tool calls, or null when it has none or they were cut off
    */
-  byte[] response(String text, boolean cutByLength, List<ToolCallAnswer.Call> calls, long prompt, long completion,
-      long cached) throws IOException {
+  byte[] response(String reasoning, String text, boolean cutByLength, List<ToolCallAnswer.Call> calls, long prompt,
+      long completion, long cached) throws IOException {
     ObjectNode m = message(stopReason(cutByLength, calls), usage(prompt, completion, cached));
     ArrayNode content = (ArrayNode) m.get("content");
-    if (!text.isEmpty() || calls == null) {
+    if (!reasoning.isEmpty()) {
+      content.addObject().put("type", "thinking").put("thinking", reasoning).put("signature", signature());
+    }
+    if (!text.isEmpty() || (calls == null && reasoning.isEmpty())) {
       content.addObject().put("type", "text").put("text", text);
     }
     for (ToolCallAnswer.Call c : calls == null ? List.<ToolCallAnswer.Call>of() : calls) {
@@ -110,12 +143,8 @@ final class MessagesEvents {
       started = true;
       sendMessageStart(out);
     }
-    int index = 0;
-    if (textOpen) {
-      ObjectNode e = event("content_block_stop");
-      e.put("index", index++);
-      send(out, e);
-    }
+    closeBlock(out);
+    int index = blocks;
     for (ToolCallAnswer.Call c : calls == null ? List.<ToolCallAnswer.Call>of() : calls) {
       ObjectNode start = event("content_block_start");
       start.put("index", index);

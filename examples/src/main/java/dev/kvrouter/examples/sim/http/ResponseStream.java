@@ -73,6 +73,8 @@ final class ResponseStream {
 
   // Drain state: touched only inside drain(), which the draining flag serializes.
   private final ByteArrayOutputStream chunk = new ByteArrayOutputStream(256);
+  /** Per choice, a scripted answer's reasoning (its think block's words), which vLLM's reasoning parser splits off. */
+  private final StringBuilder[] reasoning;
   private final StringBuilder[] text;
   private final boolean[] ended;
   /** Per choice, the tokens generated so far. */
@@ -121,10 +123,12 @@ final class ResponseStream {
     this.messages = request.messages()
         ? new MessagesEvents(id, request.model(), request.prompts().get(0).length) : null;
     this.text = new StringBuilder[engineIds.length];
+    this.reasoning = new StringBuilder[engineIds.length];
     this.ended = new boolean[engineIds.length];
     this.generated = new int[engineIds.length];
     for (int i = 0; i < text.length; i++) {
       text[i] = new StringBuilder();
+      reasoning[i] = new StringBuilder();
     }
   }
 
@@ -213,7 +217,7 @@ final class ResponseStream {
         if (responses != null) {
           responses.delta(body, text(t));
         } else if (messages != null) {
-          messages.delta(body, text(t));
+          messages.delta(body, text(t), reasoningToken(t.index()));
         } else {
           if (request.chat() && !roleSent) {
             writeRoleChunks();
@@ -225,7 +229,7 @@ final class ResponseStream {
         tokenWritten = true;
         return true;
       }
-      text[t.choice()].append(text(t));
+      (reasoningToken(t.index()) ? reasoning : text)[t.choice()].append(text(t));
       return false;
     }
     if (e instanceof Finished f) {
@@ -285,7 +289,9 @@ final class ResponseStream {
     String s = text(t);
     if (request.chat()) {
       g.writeObjectFieldStart("delta");
-      if (!callToken(t.index())) {
+      if (reasoningToken(t.index())) {
+        g.writeStringField("reasoning", s); // vLLM's DeltaMessage field for the reasoning parser's part
+      } else if (!callToken(t.index())) {
         g.writeStringField("content", s);
       }
       if (t.last() && "tool_calls".equals(finishReason(t.choice()))) {
@@ -306,6 +312,11 @@ final class ResponseStream {
     g.writeEndObject();
     g.writeEndArray();
     chunkEnd(g);
+  }
+
+  /** Whether generated token {@code index} belongs to a scripted answer's think block. */
+  private boolean reasoningToken(int index) {
+    return request.toolScript() != null && request.toolScript().reasoning(index);
   }
 
   /** Whether generated token {@code index} belongs to a scripted answer's tool calls (not its text). */
@@ -408,7 +419,8 @@ final class ResponseStream {
       return;
     }
     if (messages != null) {
-      sendJson(messages.response(text[0].toString(), cut, calls, promptTokens, completionTokens, cachedTokens));
+      sendJson(messages.response(reasoning[0].toString(), text[0].toString(), cut, calls, promptTokens,
+          completionTokens, cachedTokens));
       return;
     }
     chunk.reset();
@@ -426,13 +438,18 @@ final class ResponseStream {
           g.writeObjectFieldStart("message");
           g.writeStringField("role", "assistant");
           boolean called = "tool_calls".equals(finishReason(i));
-          if (called && text[i].length() == 0) {
-            g.writeNullField("content"); // vLLM's tool parsers return no content when nothing precedes the calls
+          if ((called || reasoning[i].length() > 0) && text[i].length() == 0) {
+            // vLLM's tool and reasoning parsers return no content when nothing precedes the calls or follows the
+            // think block
+            g.writeNullField("content");
           } else {
             g.writeStringField("content", text[i].toString());
           }
           if (called) {
             writeToolCalls(g, false);
+          }
+          if (reasoning[i].length() > 0) {
+            g.writeStringField("reasoning", reasoning[i].toString()); // vLLM's ChatMessage.reasoning
           }
           g.writeEndObject();
         } else {

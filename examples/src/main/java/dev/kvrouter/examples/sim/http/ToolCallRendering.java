@@ -40,43 +40,123 @@ final class ToolCallRendering {
   /** The script of {@code answer} to {@code request}, a Messages or chat body. */
   ToolCallScript script(Kind kind, JsonNode request, ToolCallAnswer answer) {
     String promptText = render.apply(kind, request);
-    int[] tokens = generated(kind, request, promptText, answer, true);
-    int textTokens = 0;
-    if (!answer.text().isEmpty()) {
-      int[] text = generated(kind, request, promptText, answer, false);
-      // the tokens both renderings share, short of the text-only one's end of turn
-      while (textTokens < Math.min(tokens.length, text.length - 1) && tokens[textTokens] == text[textTokens]) {
-        textTokens++;
+    if (!answer.reasoning().isEmpty()) {
+      ToolCallScript thinking = thinking(kind, request, promptText, answer);
+      if (thinking != null) {
+        return thinking;
       }
     }
-    String[] deltas = new String[tokens.length];
-    Arrays.fill(deltas, "");
-    String text = answer.text();
-    int from = 0;
-    while (from < text.length() && textTokens > 0) {
-      int space = text.indexOf(' ', from + 1);
-      int end = space < 0 ? text.length() : space;
-      // a word arrives with the token that completes the encoding of the text up to it
-      int t = Math.min(textTokens, tokenize.apply(text.substring(0, end)).length);
-      deltas[Math.max(0, t - 1)] += text.substring(from, end);
-      from = end;
-    }
-    return new ToolCallScript(answer, tokens, textTokens, deltas);
+    // no thinking: what the model writes is the answer alone, as the history renders it; a template whose
+    // generation prompt already holds a closed (empty) think block (Qwen3 with enable_thinking false), which the
+    // history leaves out, renders it only as the last turn
+    ToolCallAnswer plain = answer.withReasoning("");
+    boolean history = generated(kind, request, promptText, plain, true, true) != null;
+    int[] tokens = required(generated(kind, request, promptText, plain, true, history));
+    int textTokens = plain.text().isEmpty() ? 0
+        : shared(tokens, required(generated(kind, request, promptText, plain, false, history)));
+    String[] deltas = emptyDeltas(tokens.length);
+    spread(deltas, "", plain.text(), 0, textTokens);
+    return new ToolCallScript(plain, tokens, 0, textTokens, deltas);
   }
 
-  /** The generated tokens, with the answer's calls or without them. */
-  private int[] generated(Kind kind, JsonNode request, String promptText, ToolCallAnswer answer, boolean calls) {
+  /**
+   * The script of an answer with reasoning when the request leaves thinking on as the template sees it: the answer
+   * rendered as the last turn, where a reasoning template keeps its think block (Qwen3 drops it from turns before
+   * the last user query), i.e. what the model writes; null when thinking is off (the rendering does not extend the
+   * prompt, as Qwen3's empty think block in the prompt does not, or has no reasoning in it).
+   */
+  private ToolCallScript thinking(Kind kind, JsonNode request, String promptText, ToolCallAnswer answer) {
+    String full = suffix(kind, request, promptText, answer, true, false);
+    if (full == null || !full.contains(answer.reasoning().strip())) {
+      return null;
+    }
+    int[] tokens = endOfTurn(tokenize.apply(full));
+    // the think block is what two answers differing only in their text share
+    String a = suffix(kind, request, promptText, new ToolCallAnswer(answer.reasoning(), "a", answer.calls()), false,
+        false);
+    String b = suffix(kind, request, promptText, new ToolCallAnswer(answer.reasoning(), "b", answer.calls()), false,
+        false);
+    int chars = 0;
+    while (a != null && b != null && chars < Math.min(a.length(), b.length()) && a.charAt(chars) == b.charAt(chars)) {
+      chars++;
+    }
+    String think = full.substring(0, chars);
+    int reasoningTokens = shared(tokens, tokenize.apply(think));
+    int textTokens = answer.text().isEmpty() ? reasoningTokens
+        : shared(tokens, required(generated(kind, request, promptText, answer, false, false)));
+    String[] deltas = emptyDeltas(tokens.length);
+    int at = think.indexOf(answer.reasoning().strip());
+    spread(deltas, think.substring(0, at), answer.reasoning().strip(), 0, reasoningTokens);
+    spread(deltas, think, answer.text(), reasoningTokens, textTokens);
+    return new ToolCallScript(answer, tokens, reasoningTokens, textTokens, deltas);
+  }
+
+  /** How many leading tokens {@code whole} and {@code part} share, short of {@code part}'s last one. */
+  private static int shared(int[] whole, int[] part) {
+    int n = 0;
+    while (n < Math.min(whole.length, part.length - 1) && whole[n] == part[n]) {
+      n++;
+    }
+    return n;
+  }
+
+  private static String[] emptyDeltas(int n) {
+    String[] deltas = new String[n];
+    Arrays.fill(deltas, "");
+    return deltas;
+  }
+
+  /**
+   * Spreads {@code text}'s words over the tokens before {@code limit}: a word arrives with the token that
+   * completes the encoding of {@code before} and the text up to it.
+   */
+  private void spread(String[] deltas, String before, String text, int floor, int limit) {
+    int from = 0;
+    while (from < text.length() && limit > 0) {
+      int space = text.indexOf(' ', from + 1);
+      int end = space < 0 ? text.length() : space;
+      int t = Math.min(limit, tokenize.apply(before + text.substring(0, end)).length);
+      deltas[Math.max(floor, t - 1)] += text.substring(from, end);
+      from = end;
+    }
+  }
+
+  private static int[] required(int[] tokens) {
+    if (tokens == null) {
+      throw new PromptEncoder.Unsupported("the chat template renders the answer's history differently from the "
+          + "prompt");
+    }
+    return tokens;
+  }
+
+  /**
+   * The generated tokens, with the answer's calls or without them, through the end of turn; null when the
+   * rendering does not extend the prompt.
+   *
+   * @param history whether the answer is rendered as history (a later user message follows) or as the last turn
+   */
+  private int[] generated(Kind kind, JsonNode request, String promptText, ToolCallAnswer answer, boolean calls,
+      boolean history) {
+    String after = suffix(kind, request, promptText, answer, calls, history);
+    return after == null ? null : endOfTurn(tokenize.apply(after));
+  }
+
+  /** The rendering after the prompt's, or null when it does not extend the prompt. */
+  private String suffix(Kind kind, JsonNode request, String promptText, ToolCallAnswer answer, boolean calls,
+      boolean history) {
     ObjectNode body = ((ObjectNode) request).deepCopy();
     body.remove("vllm_xargs");
     ArrayNode messages = body.withArray("messages");
     messages.add(kind == Kind.MESSAGES ? anthropic(answer, calls) : chat(answer, calls));
-    messages.addObject().put("role", "user").put("content", "Go on.");
-    String full = render.apply(kind, body);
-    if (!full.startsWith(promptText)) {
-      throw new PromptEncoder.Unsupported("the chat template renders the answer's history differently from the "
-          + "prompt");
+    if (history) {
+      messages.addObject().put("role", "user").put("content", "Go on.");
     }
-    int[] after = tokenize.apply(full.substring(promptText.length()));
+    String full = render.apply(kind, body);
+    return full.startsWith(promptText) ? full.substring(promptText.length()) : null;
+  }
+
+  /** {@code after} through its first end-of-turn token. */
+  private int[] endOfTurn(int[] after) {
     for (int i = 0; i < after.length; i++) {
       if (after[i] == endOfTurn) {
         return Arrays.copyOf(after, i + 1);
@@ -89,6 +169,10 @@ final class ToolCallRendering {
   private static ObjectNode anthropic(ToolCallAnswer answer, boolean calls) {
     ObjectNode assistant = JSON.createObjectNode().put("role", "assistant");
     ArrayNode content = assistant.putArray("content");
+    if (!answer.reasoning().isEmpty()) {
+      // as Claude Code resends a thinking block (the router's conversion makes it the message's reasoning)
+      content.addObject().put("type", "thinking").put("thinking", answer.reasoning()).put("signature", "sim");
+    }
     if (!answer.text().isEmpty()) {
       content.addObject().put("type", "text").put("text", answer.text());
     }
@@ -106,6 +190,9 @@ final class ToolCallRendering {
       assistant.putNull("content");
     } else {
       assistant.put("content", answer.text());
+    }
+    if (!answer.reasoning().isEmpty()) {
+      assistant.put("reasoning", answer.reasoning()); // vLLM's field, which its chat preprocessing hands on
     }
     if (calls) {
       assistant.set("tool_calls", answer.chatToolCalls());

@@ -7,7 +7,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvrouter.examples.workload.TokenSpace;
 import dev.kvrouter.extproc.request.InferenceRequest;
@@ -35,14 +34,7 @@ class MessagesToolCallTest {
 
   /** Turn 1: a Claude Code-like request with one tool, scripting a text and a Read call. */
   private static ObjectNode turn1(int maxTokens, String question) {
-    ObjectNode b = JSON.createObjectNode().put("model", worker.model()).put("max_tokens", maxTokens);
-    b.putArray("system").addObject().put("type", "text").put("text", "You are a coding agent. Read before editing.");
-    ObjectNode read = b.putArray("tools").addObject().put("name", "Read").put("description", "Reads a file.");
-    ObjectNode schema = read.putObject("input_schema").put("type", "object");
-    schema.putObject("properties").putObject("file_path").put("type", "string");
-    schema.putArray("required").add("file_path");
-    ArrayNode ms = b.putArray("messages");
-    ms.addObject().put("role", "user").putArray("content").addObject().put("type", "text").put("text", question);
+    ObjectNode b = ToolCallAnswerFixture.readTurn(worker.model(), maxTokens, question);
     ObjectNode x = b.putObject("vllm_xargs").put("answer_text", TEXT);
     x.putArray("answer_tool_calls").add("{\"id\": \"" + ID + "\", \"name\": \"Read\", \"input\": "
         + "{\"file_path\": \"src/main/java/Parser.java\"}}");
@@ -51,14 +43,7 @@ class MessagesToolCallTest {
 
   /** Turn 2: turn 1 with the answer resent as the client received it, the tool's result and a new question. */
   private static ObjectNode turn2(ObjectNode turn1, JsonNode answerContent) {
-    ObjectNode b = turn1.deepCopy().put("max_tokens", 4);
-    b.remove("vllm_xargs");
-    ArrayNode ms = b.withArray("messages");
-    ms.addObject().put("role", "assistant").set("content", answerContent);
-    ArrayNode user = ms.addObject().put("role", "user").putArray("content");
-    user.addObject().put("type", "tool_result").put("tool_use_id", ID).put("content", "class Parser { }");
-    user.addObject().put("type", "text").put("text", "Now make it parse numbers.");
-    return b;
+    return ToolCallAnswerFixture.nextTurn(turn1, answerContent, ID, "Now make it parse numbers.");
   }
 
   @Test
