@@ -513,7 +513,7 @@ public final class VirtualRun {
     ToolCallScript tool = toolScripts.remove(r.answer().seed());
     if (tool != null) {
       // a coding agent's answer: the text's words that arrived, and the call only if the answer ended its turn
-      AgentAnswer a = AgentAnswer.of(r.answer());
+      AgentAnswer a = AgentAnswer.of(r.answer(), workload.agentReasoning());
       int words = tokens >= tool.textTokens() ? a.text().length()
           : Math.max(0, ChatText.wordsHeld(tool.textReceived(tokens), a.text(), workload.tokenSpace()));
       a.received(words, tokens >= tool.tokens().length, receivedShort);

@@ -372,7 +372,7 @@ public final class LoadGenerator implements AutoCloseable {
       WorkloadRequest r = requests.get(i);
       int s = chain.successor(i);
       if (s >= 0 && r.answer() != null && r.prompt().format() == Prompt.Format.MESSAGES) {
-        AgentAnswer.of(r.answer()).received(tokens, call, receivedShort);
+        AgentAnswer.of(r.answer(), workload.agentReasoning()).received(tokens, call, receivedShort);
       } else if (s >= 0 && r.answer() != null && tokens < r.answer().length()) { // a last answer is never resent
         receivedShort.put(r.answer().seed(), Math.max(0, tokens));
       }

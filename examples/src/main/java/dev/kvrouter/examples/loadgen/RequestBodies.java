@@ -176,6 +176,14 @@ public final class RequestBodies {
             g.writeStartObject();
             g.writeStringField("role", "assistant");
             g.writeArrayFieldStart("content");
+            if (m.segments().size() > 2 && m.segments().get(2).length() > 0) {
+              // a reasoning model's thinking, resent first as Claude Code does (AgentAnswer#message)
+              g.writeStartObject();
+              g.writeStringField("type", "thinking");
+              g.writeStringField("thinking", ChatText.render(m.segments().subList(2, 3), space));
+              g.writeStringField("signature", "sim");
+              g.writeEndObject();
+            }
             textBlock(g, ChatText.render(m.segments().subList(0, 1), space), false);
             // an input cut to nothing is a call the client never received (Prompt.withAnswersCut)
             toolUse = null;
@@ -247,7 +255,7 @@ public final class RequestBodies {
       if (r.answer() != null) {
         // the answer a simulated worker generates: the scripting channel vLLM ignores (ToolCallAnswer)
         g.writeObjectFieldStart("vllm_xargs");
-        AgentAnswer.of(r.answer()).script(tools, space).writeXargs(g);
+        AgentAnswer.of(r.answer(), w.agentReasoning()).script(tools, space).writeXargs(g);
         g.writeEndObject();
       }
       g.writeBooleanField("stream", true);

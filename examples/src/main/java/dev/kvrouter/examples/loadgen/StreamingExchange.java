@@ -283,6 +283,8 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
         if (text.isTextual() && !text.asText().isEmpty()) {
           content(now);
           appendAnswerText(text.asText());
+        } else if (o.path("delta").path("thinking").isTextual()) {
+          content(now); // a reasoning model's first tokens are its thinking: they end the wait, not the answer's text
         }
       }
       case "message_delta" -> {

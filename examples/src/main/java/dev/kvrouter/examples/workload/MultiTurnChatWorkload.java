@@ -58,11 +58,14 @@ import java.util.List;
  * {@code tool_text} words), and the history as blocks: each answer is its text then a {@code tool_use}, and each
  * later user message opens with that tool's {@code tool_result} of {@code result} tokens before the user's text; an
  * inline {@code system} reminder of {@code reminder} tokens follows every user message and stays in the history.
+ * {@code reasoning=N} (0, the default, turns it off) makes each answer a reasoning model's: {@code N} words of
+ * thinking before the text, scripted in {@code vllm_xargs.answer_reasoning} (a worker generates the think block
+ * when the template leaves thinking on, Qwen3's default) and resent as a {@code thinking} block, as Claude Code does.
  *
  * <p>Options: {@code seed=1 sessions=60 rate=2 arrival=poisson turns=2..8 think=8 system=256 context=0
  * context_max=5000 user=32..256 output=32..256 format=chat|tokens|messages vocab=1000..128000 answers=model|fresh
  * loop=closed|open enable_thinking=true|false}; with {@code format=messages} also {@code tools=12 tool_text=160
- * result=64..1024 reminder=48}.
+ * result=64..1024 reminder=48 reasoning=0}.
  */
 public final class MultiTurnChatWorkload {
 
@@ -105,10 +108,15 @@ public final class MultiTurnChatWorkload {
     int toolText = agent ? o.intValue("tool_text", 160) : 0;
     IntRange result = agent ? o.range("result", new IntRange(64, 1024)) : null;
     int reminder = agent ? o.intValue("reminder", 48) : 0;
+    int reasoning = agent ? o.intValue("reasoning", 0) : 0;
     o.rejectUnknown(NAME);
-    if (agent && (tools < 1 || tools > AgentTools.max() || toolText < 0 || reminder < 0)) {
+    if (agent && (tools < 1 || tools > AgentTools.max() || toolText < 0 || reminder < 0 || reasoning < 0)) {
       throw new IllegalArgumentException(NAME + ": tools must be 1.." + AgentTools.max()
-          + ", tool_text and reminder >= 0");
+          + ", tool_text, reminder and reasoning >= 0");
+    }
+    if (reasoning > 0 && !model) {
+      throw new IllegalArgumentException(NAME + ": reasoning needs answers=model (no engine writes a fresh answer's "
+          + "thinking)");
     }
     if (!thinking.equals("default") && format != Prompt.Format.CHAT) {
       throw new IllegalArgumentException(NAME + ": enable_thinking is a chat template argument; it needs format=chat");
@@ -166,7 +174,7 @@ public final class MultiTurnChatWorkload {
         previous = id;
         if (agent) {
           // the answer's text, then a tool_use whose input is a quarter of the answer's words
-          history.add(AgentAnswer.of(reply).message());
+          history.add(AgentAnswer.of(reply, reasoning).message());
         } else {
           history.add(Message.of("assistant", reply));
         }

@@ -187,6 +187,15 @@ public final class Workload {
     return t;
   }
 
+  /**
+   * The words of thinking each coding-agent answer scripts ({@code multi-turn:format=messages} {@code reasoning}; 0,
+   * none, for every other workload).
+   */
+  public int agentReasoning() {
+    Object r = params.get("reasoning");
+    return r == null ? 0 : Integer.parseInt(String.valueOf(r));
+  }
+
   /** The {@code seed} parameter (1, the generators' default, when it has none). */
   public long seed() {
     Object v = params.get("seed");

@@ -38,11 +38,25 @@ class ClosedLoopToolCallAnswersTest {
 
   @Test
   void eachTurnIsServedFromTheCacheThroughThePreviousToolCallAnswer() throws Exception {
+    session("", false);
+  }
+
+  /**
+   * With thinking answers, Qwen3 drops each earlier think block once the next user message asks again (every turn
+   * here does, after its tool result): the next turn's hit ends where the previous answer's think block began, the
+   * previous prompt's end.
+   */
+  @Test
+  void withThinkingAnswersEachTurnIsServedOnlyThroughThePreviousPrompt() throws Exception {
+    session(",reasoning=12", true);
+  }
+
+  private static void session(String options, boolean thinking) throws Exception {
     EngineConfig config = EngineConfig.fromPreset(Presets.QWEN3_8B_H100, BLOCK).numGpuBlocks(4096).seed(3)
         .vocabSize(0).build();
     String model = config.model();
     Workload w = WorkloadCatalog.create("multi-turn:format=messages,sessions=2,rate=20,turns=3,think=0.01,system=64,"
-        + "user=8..16,output=16..32,result=16..32,tools=3,tool_text=16,reminder=8,seed=5");
+        + "user=8..16,output=16..32,result=16..32,tools=3,tool_text=16,reminder=8,seed=5" + options);
     ExecutorService writer = Executors.newFixedThreadPool(2);
     try (PipelinePromptEncoder encoder = PipelinePromptEncoder.load(model, Fixtures.tokenizer("qwen3"), null,
             SegmentCache.create(1 << 20));
@@ -61,9 +75,10 @@ class ClosedLoopToolCallAnswersTest {
         assertThat(cur.error()).as(r.id()).isNull();
         if (r.after() != null) {
           RequestRecord prev = byId.get(r.after());
-          // the previous prompt and its generated answer but the end of turn, every full block
-          assertThat(cur.cachedTokens()).as(r.id()).isEqualTo(
-              (prev.promptTokens() + prev.completionTokens() - 1) / BLOCK * BLOCK);
+          // the previous prompt and its generated answer but the end of turn, every full block; with thinking the
+          // previous prompt only
+          assertThat(cur.cachedTokens()).as(r.id()).isEqualTo(thinking ? prev.promptTokens() / BLOCK * BLOCK
+              : (prev.promptTokens() + prev.completionTokens() - 1) / BLOCK * BLOCK);
           later++;
         }
       }

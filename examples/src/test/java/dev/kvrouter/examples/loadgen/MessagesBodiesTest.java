@@ -155,6 +155,19 @@ class MessagesBodiesTest {
       }
     }
     assertThat(checked).isGreaterThanOrEqualTo(12);
+    // with thinking answers: the script carries the reasoning and the next turn resends it first, as a thinking block
+    Workload thinking = WorkloadCatalog.create(SPEC + ",reasoning=8");
+    List<WorkloadRequest> turns = sessionTurns(thinking).values().iterator().next();
+    ToolCallAnswer scripted = ToolCallAnswer.fromXargs(JSON.readTree(RequestBodies.body(thinking, turns.get(0), "m"))
+        .get("vllm_xargs"));
+    assertThat(scripted.reasoning().split(" ", -1)).hasSizeGreaterThanOrEqualTo(8);
+    JsonNode resent = null;
+    for (JsonNode m : JSON.readTree(RequestBodies.body(thinking, turns.get(1), "m")).get("messages")) {
+      resent = m.path("role").asText().equals("assistant") ? m.path("content") : resent;
+    }
+    assertThat(resent.get(0).path("type").asText()).isEqualTo("thinking");
+    assertThat(resent.get(0).path("thinking").asText()).isEqualTo(scripted.reasoning());
+    assertThat(resent.get(1).path("text").asText()).isEqualTo(scripted.text());
     WorkloadRequest fresh = WorkloadCatalog.create(SPEC + ",answers=fresh").requests().get(0);
     assertThat(fresh.answer()).isNull();
     assertThat(JSON.readTree(RequestBodies.body(w, fresh, "m")).has("vllm_xargs")).isFalse();
@@ -215,6 +228,36 @@ class MessagesBodiesTest {
     assertThat(later).isGreaterThanOrEqualTo(12);
   }
 
+  /**
+   * With thinking answers ({@code reasoning=N}) the engines generate the think block too (the same tokens as an HTTP
+   * worker), and as each next turn asks a new question Qwen3 renders the previous answer without it: the hit ends
+   * where the think block began, the previous prompt's end.
+   */
+  @Test
+  void virtualTimeThinkingAnswersAreGeneratedAndReusedOnlyUpToTheirThinkBlock() {
+    Workload w = WorkloadCatalog.create(SPEC + ",reasoning=16");
+    VirtualOutcome o = VirtualRun.run(w, "kv_aware", SETUP, chat);
+    Map<String, RequestRecord> byId = new HashMap<>();
+    o.data().requests().forEach(x -> byId.put(x.requestId(), x));
+    Function<WorkloadRequest, int[]> answers = chat.engineAnswers(w, SETUP.model());
+    int thinkToken = chat.encoder().resources().tokenizer().encode("<think>", false)[0];
+    int later = 0;
+    for (List<WorkloadRequest> turns : sessionTurns(w).values()) {
+      for (int k = 1; k < turns.size(); k++) {
+        RequestRecord cur = byId.get(turns.get(k).id());
+        RequestRecord prev = byId.get(turns.get(k - 1).id());
+        assertThat(cur.error()).as(cur.requestId()).isNull();
+        int[] answer = answers.apply(turns.get(k - 1));
+        assertThat(answer[0]).as("the engine opens its think block").isEqualTo(thinkToken);
+        assertThat(prev.completionTokens()).isEqualTo(answer.length);
+        assertThat(cur.cachedTokens()).as(cur.requestId())
+            .isEqualTo(prev.promptTokens() / SETUP.blockSize() * SETUP.blockSize());
+        later++;
+      }
+    }
+    assertThat(later).isGreaterThanOrEqualTo(12);
+  }
+
   @Test
   void messagesIsForMultiTurnSessionsWithModelAnswersByDefault() {
     assertThatThrownBy(() -> WorkloadCatalog.create("unique:format=messages"))
@@ -224,6 +267,8 @@ class MessagesBodiesTest {
         .isFalse();
     assertThatThrownBy(() -> WorkloadCatalog.create("multi-turn:format=chat,tools=4"))
         .hasMessageContaining("unknown option");
+    assertThatThrownBy(() -> WorkloadCatalog.create("multi-turn:format=messages,answers=fresh,reasoning=8"))
+        .hasMessageContaining("reasoning needs answers=model");
     assertThatThrownBy(() -> WorkloadCatalog.create("multi-turn:format=messages,tools=17"))
         .hasMessageContaining("tools must be");
     assertThatThrownBy(() -> VirtualRun.run(WorkloadCatalog.create(SPEC), "kv_aware", SETUP, null))
