@@ -291,6 +291,8 @@ final class ResponseStream {
       g.writeObjectFieldStart("delta");
       if (reasoningToken(t.index())) {
         g.writeStringField("reasoning", s); // vLLM's DeltaMessage field for the reasoning parser's part
+      } else if (separatorToken(t.index())) {
+        g.writeStringField("content", request.toolScript().separator());
       } else if (!callToken(t.index())) {
         g.writeStringField("content", s);
       }
@@ -329,7 +331,16 @@ final class ResponseStream {
    * the last chunk carries the calls with the finish reason.
    */
   private boolean withheld(Token t) {
-    return callToken(t.index()) && !t.last();
+    return callToken(t.index()) && !t.last() && !separatorToken(t.index());
+  }
+
+  /**
+   * The first call token, which is the separator the template writes before the calls when there is text (Qwen3's
+   * {@code \n}): vLLM's hermes tool parser streams it as content at once (nothing of {@code <tool_call>} yet).
+   */
+  private boolean separatorToken(int index) {
+    return request.toolScript() != null && !request.toolScript().separator().isEmpty()
+        && index == request.toolScript().textTokens();
   }
 
   /**
@@ -443,7 +454,10 @@ final class ResponseStream {
             // think block
             g.writeNullField("content");
           } else {
-            g.writeStringField("content", text[i].toString());
+            // the hermes parser's content is all before <tool_call>, the separator included
+            ToolCallScript tool = request.toolScript();
+            boolean separated = tool != null && generated[i] > tool.textTokens();
+            g.writeStringField("content", text[i] + (separated ? tool.separator() : ""));
           }
           if (called) {
             writeToolCalls(g, false);

@@ -50,13 +50,15 @@ final class ToolCallRendering {
     // generation prompt already holds a closed (empty) think block (Qwen3 with enable_thinking false), which the
     // history leaves out, renders it only as the last turn
     ToolCallAnswer plain = answer.withReasoning("");
-    boolean history = generated(kind, request, promptText, plain, true, true) != null;
-    int[] tokens = required(generated(kind, request, promptText, plain, true, history));
-    int textTokens = plain.text().isEmpty() ? 0
-        : shared(tokens, required(generated(kind, request, promptText, plain, false, history)));
+    String full = suffix(kind, request, promptText, plain, true, true);
+    boolean history = full != null;
+    full = history ? full : suffix(kind, request, promptText, plain, true, false);
+    int[] tokens = endOfTurn(tokenize.apply(required(full)));
+    String text = plain.text().isEmpty() ? null : suffix(kind, request, promptText, plain, false, history);
+    int textTokens = text == null ? 0 : shared(tokens, endOfTurn(tokenize.apply(required(text))));
     String[] deltas = emptyDeltas(tokens.length);
     spread(deltas, "", plain.text(), 0, textTokens);
-    return new ToolCallScript(plain, tokens, 0, textTokens, deltas);
+    return new ToolCallScript(plain, tokens, 0, textTokens, deltas, separator(full, text));
   }
 
   /**
@@ -82,13 +84,33 @@ final class ToolCallRendering {
     }
     String think = full.substring(0, chars);
     int reasoningTokens = shared(tokens, tokenize.apply(think));
-    int textTokens = answer.text().isEmpty() ? reasoningTokens
-        : shared(tokens, required(generated(kind, request, promptText, answer, false, false)));
+    String text = answer.text().isEmpty() ? null : suffix(kind, request, promptText, answer, false, false);
+    int textTokens = text == null ? reasoningTokens : shared(tokens, endOfTurn(tokenize.apply(required(text))));
     String[] deltas = emptyDeltas(tokens.length);
     int at = think.indexOf(answer.reasoning().strip());
     spread(deltas, think.substring(0, at), answer.reasoning().strip(), 0, reasoningTokens);
     spread(deltas, think, answer.text(), reasoningTokens, textTokens);
-    return new ToolCallScript(answer, tokens, reasoningTokens, textTokens, deltas);
+    return new ToolCallScript(answer, tokens, reasoningTokens, textTokens, deltas, separator(full, text));
+  }
+
+  /**
+   * The whitespace the template writes between the answer's text and its calls (Qwen3's {@code \n}), which vLLM's
+   * hermes tool parser keeps in {@code content} (the text before {@code <tool_call>}): where the rendering with the
+   * calls leaves the text-only one ({@code text}, null without text: no separator).
+   */
+  private static String separator(String full, String text) {
+    if (text == null) {
+      return "";
+    }
+    int n = 0;
+    while (n < Math.min(full.length(), text.length()) && full.charAt(n) == text.charAt(n)) {
+      n++;
+    }
+    int end = n;
+    while (end < full.length() && Character.isWhitespace(full.charAt(end))) {
+      end++;
+    }
+    return full.substring(n, end);
   }
 
   /** How many leading tokens {@code whole} and {@code part} share, short of {@code part}'s last one. */
@@ -121,24 +143,13 @@ final class ToolCallRendering {
     }
   }
 
-  private static int[] required(int[] tokens) {
-    if (tokens == null) {
+  /** {@code rendered}, which must extend the prompt's rendering (not null). */
+  private static String required(String rendered) {
+    if (rendered == null) {
       throw new PromptEncoder.Unsupported("the chat template renders the answer's history differently from the "
           + "prompt");
     }
-    return tokens;
-  }
-
-  /**
-   * The generated tokens, with the answer's calls or without them, through the end of turn; null when the
-   * rendering does not extend the prompt.
-   *
-   * @param history whether the answer is rendered as history (a later user message follows) or as the last turn
-   */
-  private int[] generated(Kind kind, JsonNode request, String promptText, ToolCallAnswer answer, boolean calls,
-      boolean history) {
-    String after = suffix(kind, request, promptText, answer, calls, history);
-    return after == null ? null : endOfTurn(tokenize.apply(after));
+    return rendered;
   }
 
   /** The rendering after the prompt's, or null when it does not extend the prompt. */

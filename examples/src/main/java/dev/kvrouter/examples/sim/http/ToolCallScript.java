@@ -16,9 +16,12 @@ import dev.kvrouter.examples.workload.ToolCallAnswer;
  *     the rest are the calls, which vLLM's tool parser withholds until they parse
  * @param deltas the text each generated token streams: the reasoning's words, then the text's, each with the token
  *     that completes it ({@code ""} for the others and for every call token)
+ * @param separator what the template writes between the text and the calls (Qwen3's {@code \n}; {@code ""} without
+ *     text), the first call tokens': vLLM's hermes tool parser returns it at the end of a chat answer's
+ *     {@code content}
  */
 public record ToolCallScript(ToolCallAnswer answer, int[] tokens, int reasoningTokens, int textTokens,
-    String[] deltas) {
+    String[] deltas, String separator) {
 
   /** Whether generated token {@code index} is the think block's (its delta is reasoning). */
   public boolean reasoning(int index) {

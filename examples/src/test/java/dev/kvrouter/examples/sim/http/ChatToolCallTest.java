@@ -21,8 +21,10 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * A scripted worker's tool-call answers on {@code /v1/chat/completions} (Qwen3 over real HTTP): the answer
  * {@code vllm_xargs} scripts comes back as vLLM's tool parser returns it ({@code tool_calls}, {@code finish_reason:
- * "tool_calls"}, the arguments as Python's {@code json.dumps} writes them), and the next turn, resending the message
- * received and the tool's result, hits the cache through the end of the answer.
+ * "tool_calls"}, the arguments as Python's {@code json.dumps} writes them, the content everything before
+ * {@code <tool_call>}: the text and the {@code \n} Qwen3 writes before the calls, as vLLM's hermes parser keeps it).
+ * The next turn, resending the message received and the tool's result, renders that {@code \n} again before the
+ * calls, so its history leaves the generated tokens at the end of the text and the hit ends there.
  */
 @Timeout(90)
 class ChatToolCallTest {
@@ -51,7 +53,7 @@ class ChatToolCallTest {
   }
 
   @Test
-  void theAnswerIsToolCallsAndTheResentTurnHitsTheCacheThroughIt() throws Exception {
+  void theAnswerIsToolCallsAndTheResentTurnHitsTheCacheThroughItsText() throws Exception {
     ObjectNode first = turn1(1000);
     int[] prompt = worker.encoder().encodeChat(first);
     ToolCallScript script = worker.encoder().toolCallScript(InferenceRequest.Kind.CHAT, first,
@@ -59,7 +61,8 @@ class ChatToolCallTest {
     JsonNode choice = okJson(worker.post("/v1/chat/completions", first)).path("choices").get(0);
     assertThat(choice.path("finish_reason").asText()).isEqualTo("tool_calls");
     JsonNode message = choice.path("message");
-    assertThat(message.path("content").asText()).isEqualTo(TEXT);
+    assertThat(message.path("content").asText()).isEqualTo(TEXT + "\n");
+    assertThat(script.separator()).isEqualTo("\n");
     JsonNode call = message.path("tool_calls").get(0);
     assertThat(call.path("id").asText()).isEqualTo(ID);
     assertThat(call.path("type").asText()).isEqualTo("function");
@@ -74,11 +77,16 @@ class ChatToolCallTest {
     ms.addObject().put("role", "user").put("content", "Now add hex literals.");
     int[] next = worker.encoder().encodeChat(second);
     int[] held = promptAndAnswer(prompt, script);
-    assertThat(Arrays.mismatch(Arrays.copyOf(next, held.length), held))
-        .as("the resent message renders to the prompt plus the generated answer").isEqualTo(-1);
+    int parted = Arrays.mismatch(Arrays.copyOf(next, held.length), held);
+    assertThat(parted).as("the resent content's \\n plus the template's own: the history parts at the text's end")
+        .isBetween(prompt.length + script.textTokens() - 1, prompt.length + script.textTokens());
+    // the content without the separator (what the simulator returned before) renders as generated
+    ObjectNode stripped = second.deepCopy();
+    ((ObjectNode) stripped.withArray("messages").get(2)).put("content", TEXT);
+    assertThat(Arrays.mismatch(Arrays.copyOf(worker.encoder().encodeChat(stripped), held.length), held))
+        .isEqualTo(-1);
     JsonNode usage = okJson(worker.post("/v1/chat/completions", second)).path("usage");
-    assertThat(usage.path("prompt_tokens_details").path("cached_tokens").asInt())
-        .isEqualTo((prompt.length + script.tokens().length - 1) / BS * BS);
+    assertThat(usage.path("prompt_tokens_details").path("cached_tokens").asInt()).isEqualTo(parted / BS * BS);
   }
 
   @Test
@@ -100,11 +108,11 @@ class ChatToolCallTest {
         last = choice;
       }
     }
-    assertThat(text.toString()).isEqualTo(TEXT);
+    assertThat(text.toString()).isEqualTo(TEXT + "\n");
     ToolCallScript script = worker.encoder().toolCallScript(InferenceRequest.Kind.CHAT, body,
         ToolCallAnswerFixture.of(body));
-    // the role chunk, one chunk per text token, then the calls with the finish reason
-    assertThat(chunks).hasSize(1 + script.textTokens() + 1);
+    // the role chunk, one chunk per text token, the separator's, then the calls with the finish reason
+    assertThat(chunks).hasSize(1 + script.textTokens() + 1 + 1);
     assertThat(last.path("finish_reason").asText()).isEqualTo("tool_calls");
     assertThat(last.path("delta").has("content")).isFalse();
     JsonNode call = last.path("delta").path("tool_calls").get(0);
@@ -121,7 +129,8 @@ class ChatToolCallTest {
     JsonNode choice = okJson(worker.post("/v1/chat/completions", probe.deepCopy().put("max_tokens",
         script.textTokens() + 2))).path("choices").get(0);
     assertThat(choice.path("finish_reason").asText()).isEqualTo("length");
-    assertThat(choice.path("message").path("content").asText()).isEqualTo(TEXT);
+    assertThat(choice.path("message").path("content").asText()).as("the separator was generated")
+        .isEqualTo(TEXT + "\n");
     assertThat(choice.path("message").has("tool_calls")).isFalse();
   }
 }
