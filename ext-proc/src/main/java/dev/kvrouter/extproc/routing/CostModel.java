@@ -24,7 +24,8 @@ import java.util.List;
  *                + new_prefill_eviction_weight x min(1, eviction_share / eviction_share_full)
  *   hot_excess = min(1, max(0, prefix_heat x owners - 1))   (0 for a prefix one worker can serve alone)
  *   (per candidate, with new_prefill_idle_relief r: new_weight - r x idle^2 x the new_prefill_weight part,
- *    idle = max(0, 1 - in-flight requests / the candidates' mean), 1 on an idle fleet)
+ *    idle = max(0, 1 - in-flight requests / (the candidates' mean per unit of weight x its weight)), 1 on an
+ *    idle fleet)
  * </pre>
  *
  * <p>With Dynamo's weights (credits 1 / 0.75 / 0.25, scales 1, no decay, no request weight, no new-prefill term) a
@@ -104,12 +105,16 @@ public final class CostModel {
     if (w.newPrefillEvictionWeight() > 0 && evictionShare > 0) {
       newWeight += w.newPrefillEvictionWeight() * Math.min(1.0, evictionShare / w.evictionShareFull());
     }
+    // the fleet's in-flight requests per unit of worker weight: a weight-2 worker running twice a weight-1 worker's
+    // requests is as loaded as it
     double meanRequests = 0;
     if (w.newPrefillIdleRelief() > 0 && !candidates.isEmpty()) {
+      long weights = 0;
       for (int i = 0; i < candidates.size(); i++) {
         meanRequests += candidates.get(i).load.requests();
+        weights += Math.max(1, candidates.get(i).worker().weight());
       }
-      meanRequests /= candidates.size();
+      meanRequests /= weights;
     }
     for (int i = 0; i < candidates.size(); i++) {
       Candidate c = candidates.get(i);
@@ -118,7 +123,8 @@ public final class CostModel {
       if (w.newPrefillIdleRelief() > 0) {
         // squared: a worker just under the mean gets almost none of it. Linear relief moved sessions off their
         // holders at rho 0.9 too (coding-agent TTFT p99 147 -> 162 ms against 151 squared)
-        double idle = meanRequests <= 0 ? 1 : Math.max(0, 1 - c.load.requests() / meanRequests);
+        double idle = meanRequests <= 0 ? 1
+            : Math.max(0, 1 - c.load.requests() / (meanRequests * Math.max(1, c.worker().weight())));
         candidateNew -= baseNew * w.newPrefillIdleRelief() * idle * idle;
       }
       double gpuCredit = w.gpuCredit();

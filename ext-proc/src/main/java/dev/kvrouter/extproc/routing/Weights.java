@@ -54,8 +54,8 @@ import java.util.Locale;
  *     (one step, the default): it buys the TTFT tail of workloads whose holders queue cold prompts longer than a
  *     step with some TPOT and cache (docs/routing.md)
  * @param newPrefillIdleRelief the part of {@code new_prefill_weight} (after {@code hot_prefix_relief}) lifted off a
- *     candidate in proportion to the square of its idle share, {@code max(0, 1 - its in-flight requests / the
- *     candidates' mean)}: a copy made on a worker the fleet leaves idle takes compute no one waits for, and spares
+ *     candidate in proportion to the square of its idle share, {@code max(0, 1 - its in-flight requests / its
+ *     weight's share of the candidates')}: a copy made on a worker the fleet leaves idle takes compute no one waits for, and spares
  *     the holder the decodes that pile up on it at a light load. In [0, 1]; 0 = off (the default)
  */
 public record Weights(

@@ -196,6 +196,16 @@ class CostModelTest {
     List<Candidate> hot = holderAndThreeLoads();
     CostModel.score(hot, w, prompt(10), 0, 1);
     assertThat(hot.get(1).cost()).isCloseTo(15.0, within(1e-9));
+    // Weights count: a weight-2 worker running 1 request beside weight-1 workers running 2 and 0 (3 in flight over
+    // 4 units of weight, 0.75 per unit) is at two thirds of its share of 1.5: idle share 1/3, relief 1/9 of the
+    // charge, (10 + 10 x 8/9 + 5) / 2 = 11.94 (unweighted, at the mean of 1, it got none: 12.5); a weight-1 worker
+    // with 2 is over its share (25), the idle one relieved (15)
+    List<Candidate> weighted = List.of(Candidate.of(worker("big", 2), 0, gpu(0), load(0, 0, 1), 0),
+        cand("w1", gpu(0), load(0, 0, 2)), cand("w2", gpu(0), load(0, 0, 0)));
+    CostModel.score(weighted, w, prompt(10), 0);
+    assertThat(weighted.get(0).cost()).isCloseTo((10 + 10 * 8.0 / 9 + 5) / 2, within(1e-9));
+    assertThat(weighted.get(1).cost()).isCloseTo(25.0, within(1e-9));
+    assertThat(weighted.get(2).cost()).isCloseTo(15.0, within(1e-9));
     // A fleet with nothing in flight is idle everywhere: the holder is relieved too, 12 + 0 + 5 = 17
     List<Candidate> quiet = List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
     CostModel.score(quiet, w, prompt(10), 0);
