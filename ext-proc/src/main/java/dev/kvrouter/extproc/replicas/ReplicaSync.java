@@ -105,7 +105,8 @@ public final class ReplicaSync {
 
   /**
    * Each kind's fields in a message that carries a sequence number (its last field): a message with fewer is from a
-   * replica of before the sequence numbers, and has none. Indexed by kind.
+   * replica of before the sequence numbers, and has none. Indexed by kind; what every sender writes
+   * ({@link #start}) and every receiver reads.
    */
   private static final int[] SEQUENCED_FIELDS = {0, 12, 4, 4, 6, 4, 3, 4, 5, 5};
   /** msgpack's uint 64 with a zero value: the sequence number's place, filled in as the message is handed over. */
@@ -294,7 +295,7 @@ public final class ReplicaSync {
 
   private void sendReserved(Reservation r) {
     send(packer -> {
-      packer.packArrayHeader(12).packInt(RESERVE).packLong(replica).packLong(r.id())
+      start(packer, RESERVE).packLong(replica).packLong(r.id())
           .packString(r.worker().name()).packInt(r.worker().dpRank()).packLong(r.prefillTokens())
           .packInt(r.uniqueBlocks());
       packHashes(packer, r.blockHashes());
@@ -303,11 +304,11 @@ public final class ReplicaSync {
   }
 
   private void sendPrefillDone(Reservation r) {
-    send(packer -> packer.packArrayHeader(4).packInt(PREFILL_DONE).packLong(replica).packLong(r.id()));
+    send(packer -> start(packer, PREFILL_DONE).packLong(replica).packLong(r.id()));
   }
 
   private void sendReleased(Reservation r) {
-    send(packer -> packer.packArrayHeader(4).packInt(RELEASED).packLong(replica).packLong(r.id()));
+    send(packer -> start(packer, RELEASED).packLong(replica).packLong(r.id()));
   }
 
   /**
@@ -342,7 +343,7 @@ public final class ReplicaSync {
 
   /** {@code [5, r, stateFrom, seq]}: stateFrom 0, or where the state this replica just sent whole began. */
   private void sendHeartbeat(long stateFrom) {
-    send(packer -> packer.packArrayHeader(4).packInt(HEARTBEAT).packLong(replica).packLong(stateFrom));
+    send(packer -> start(packer, HEARTBEAT).packLong(replica).packLong(stateFrom));
   }
 
   /**
@@ -358,7 +359,7 @@ public final class ReplicaSync {
     for (int from = 0; from < all.size(); from += TURNS_PER_MESSAGE) {
       List<Map.Entry<WorkerId, Long>> part = all.subList(from, Math.min(all.size(), from + TURNS_PER_MESSAGE));
       send(packer -> {
-        packer.packArrayHeader(4).packInt(TURNS).packLong(replica).packArrayHeader(part.size() * 3);
+        start(packer, TURNS).packLong(replica).packArrayHeader(part.size() * 3);
         for (Map.Entry<WorkerId, Long> e : part) {
           packer.packString(e.getKey().name()).packInt(e.getKey().dpRank()).packLong(e.getValue());
         }
@@ -383,7 +384,7 @@ public final class ReplicaSync {
           return; // the others record it with the reservation, in one message
         }
         send(packer -> {
-          packer.packArrayHeader(6).packInt(PREDICTED).packLong(replica).packString(worker.name())
+          start(packer, PREDICTED).packLong(replica).packString(worker.name())
               .packInt(worker.dpRank());
           packHashes(packer, blockHashes);
         });
@@ -447,7 +448,7 @@ public final class ReplicaSync {
         names.add(b);
       }
       send(packer -> {
-        packer.packArrayHeader(5).packInt(ENVOYS).packLong(replica).packInt(view.envoys())
+        start(packer, ENVOYS).packLong(replica).packInt(view.envoys())
             .packArrayHeader(names.size());
         for (byte[] b : names) {
           packer.packRawStringHeader(b.length).writePayload(b);
@@ -510,7 +511,7 @@ public final class ReplicaSync {
       peer = new Peer(from);
       peers.put(from, peer);
       resendOwn();
-      send(packer -> packer.packArrayHeader(3).packInt(SYNC_REQUEST).packLong(replica));
+      send(packer -> start(packer, SYNC_REQUEST).packLong(replica));
     }
     peerCount = peers.size();
     peer.lastSeenNanos = nanoClock.getAsLong();
@@ -570,7 +571,7 @@ public final class ReplicaSync {
     }
     peer.resyncWanted = true;
     peer.resyncAskedNanos = now;
-    send(packer -> packer.packArrayHeader(5).packInt(RESYNC).packLong(replica).packLong(peer.id).packLong(after));
+    send(packer -> start(packer, RESYNC).packLong(replica).packLong(peer.id).packLong(after));
   }
 
   /**
@@ -877,6 +878,15 @@ public final class ReplicaSync {
     } catch (IOException e) {
       throw new UncheckedIOException(e); // an in-memory buffer does not fail
     }
+  }
+
+  /**
+   * Starts a message of {@code kind}: its array header counts {@link #SEQUENCED_FIELDS} of the kind, the sequence
+   * number {@link #send} appends included.
+   */
+  private static MessageBufferPacker start(MessageBufferPacker packer, int kind) throws IOException {
+    packer.packArrayHeader(SEQUENCED_FIELDS[kind]).packInt(kind);
+    return packer;
   }
 
   private static void packHashes(MessageBufferPacker packer, long[] hashes) throws IOException {
