@@ -3,6 +3,7 @@ package dev.kvrouter.extproc.routing;
 import dev.kvrouter.extproc.load.WorkerLoad;
 import dev.kvrouter.index.WorkerId;
 import dev.kvrouter.xds.registry.Worker;
+import java.util.List;
 
 /**
  * One cache owner (worker, data-parallel rank) considered for one request: its inputs (overlap, load), whether
@@ -50,6 +51,29 @@ public final class Candidate {
 
   public WorkerId id() {
     return id;
+  }
+
+  /** The worker's weight as routing counts it: at least 1 (a weight-2 worker is taken for twice as fast). */
+  public int weight() {
+    return Math.max(1, worker.weight());
+  }
+
+  /** The requests in flight on {@code cs}, summed. */
+  static long totalRequests(List<Candidate> cs) {
+    long total = 0;
+    for (int i = 0; i < cs.size(); i++) {
+      total += cs.get(i).load.requests();
+    }
+    return total;
+  }
+
+  /** The {@link #weight()}s of {@code cs}, summed: the units a fleet's in-flight requests are shared by. */
+  static long totalWeight(List<Candidate> cs) {
+    long total = 0;
+    for (int i = 0; i < cs.size(); i++) {
+      total += cs.get(i).weight();
+    }
+    return total;
   }
 
   public Overlap overlap() {

@@ -107,15 +107,8 @@ public final class CostModel {
     }
     // the fleet's in-flight requests per unit of worker weight: a weight-2 worker running twice a weight-1 worker's
     // requests is as loaded as it
-    double meanRequests = 0;
-    if (w.newPrefillIdleRelief() > 0 && !candidates.isEmpty()) {
-      long weights = 0;
-      for (int i = 0; i < candidates.size(); i++) {
-        meanRequests += candidates.get(i).load.requests();
-        weights += Math.max(1, candidates.get(i).worker().weight());
-      }
-      meanRequests /= weights;
-    }
+    double meanRequests = w.newPrefillIdleRelief() > 0 && !candidates.isEmpty()
+        ? (double) Candidate.totalRequests(candidates) / Candidate.totalWeight(candidates) : 0;
     for (int i = 0; i < candidates.size(); i++) {
       Candidate c = candidates.get(i);
       Overlap o = c.overlap;
@@ -124,7 +117,7 @@ public final class CostModel {
         // squared: a worker just under the mean gets almost none of it. Linear relief moved sessions off their
         // holders at rho 0.9 too (coding-agent TTFT p99 147 -> 162 ms against 151 squared)
         double idle = meanRequests <= 0 ? 1
-            : Math.max(0, 1 - c.load.requests() / (meanRequests * Math.max(1, c.worker().weight())));
+            : Math.max(0, 1 - c.load.requests() / (meanRequests * c.weight()));
         candidateNew -= baseNew * w.newPrefillIdleRelief() * idle * idle;
       }
       double gpuCredit = w.gpuCredit();

@@ -62,16 +62,12 @@ public final class KvAwarePolicy implements RoutingPolicy {
    * list itself when nobody is over, so the common case allocates nothing.
    */
   static List<Candidate> withinBound(List<Candidate> cs, double c) {
-    long total = 0;
-    long weights = 0;
-    for (int i = 0; i < cs.size(); i++) {
-      total += cs.get(i).load().requests();
-      weights += Math.max(1, cs.get(i).worker().weight());
-    }
+    long total = Candidate.totalRequests(cs);
+    long weights = Candidate.totalWeight(cs);
     List<Candidate> under = null;
     for (int i = 0; i < cs.size(); i++) {
       Candidate x = cs.get(i);
-      boolean over = x.load().requests() >= bound(c, total, Math.max(1, x.worker().weight()), weights);
+      boolean over = x.load().requests() >= bound(c, total, x.weight(), weights);
       if (over && under == null) {
         under = new ArrayList<>(cs.subList(0, i));
       } else if (!over && under != null) {
