@@ -327,11 +327,14 @@ final class ResponseStream {
   }
 
   /**
-   * A tool call's token before the last: vLLM's tool parser withholds them (no chunk) until the call parses, and
-   * the last chunk carries the calls with the finish reason.
+   * A token of a scripted answer, before the last, that streams nothing: a tool call's (vLLM's tool parser withholds
+   * them until the call parses, and the last chunk carries the calls with the finish reason), {@code <think>} and
+   * {@code </think>} (the reasoning parser skips them), and a word's tokens before the one that completes it. The
+   * parsers return no delta for them, and vLLM's chat stream then sends no chunk; only the finishing token gets one,
+   * empty if need be.
    */
   private boolean withheld(Token t) {
-    return callToken(t.index()) && !t.last() && !separatorToken(t.index());
+    return request.toolScript() != null && !t.last() && !separatorToken(t.index()) && text(t).isEmpty();
   }
 
   /**

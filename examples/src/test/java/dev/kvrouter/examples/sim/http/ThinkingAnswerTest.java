@@ -182,9 +182,14 @@ class ThinkingAnswerTest {
     StringBuilder text = new StringBuilder();
     for (String line : ok(worker.post("/v1/chat/completions", first.deepCopy().put("stream", true))).split("\n")) {
       if (line.startsWith("data: {")) {
-        JsonNode delta = JSON.readTree(line.substring(6)).path("choices").path(0).path("delta");
+        JsonNode chunk = JSON.readTree(line.substring(6)).path("choices").path(0);
+        JsonNode delta = chunk.path("delta");
         reasoning.append(delta.path("reasoning").asText(""));
         text.append(delta.path("content").asText(""));
+        if (!delta.has("role") && chunk.path("finish_reason").isNull()) {
+          // vLLM's reasoning and tool parsers return no delta for <think>, </think> or a token without text
+          assertThat(delta.path("reasoning").asText("") + delta.path("content").asText("")).as(line).isNotEmpty();
+        }
       }
     }
     assertThat(reasoning.toString()).isEqualTo(REASONING);
