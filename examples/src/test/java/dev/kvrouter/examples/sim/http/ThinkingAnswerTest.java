@@ -207,4 +207,27 @@ class ThinkingAnswerTest {
     assertThat(message.has("reasoning")).isFalse();
     assertThat(message.path("content").asText()).isEqualTo(TEXT + "\n");
   }
+
+  @Test
+  void withEnableThinkingFalseTheNextTurnHitsTheCacheToWhereThePromptsEmptyThinkBlockBegan() throws Exception {
+    ObjectNode first = chatTurn();
+    first.putObject("chat_template_kwargs").put("enable_thinking", false);
+    int[] prompt = worker.encoder().encodeChat(first);
+    int[] empty = worker.encoder().resources().tokenizer().encode("<think>\n\n</think>\n\n", false);
+    assertThat(Arrays.copyOfRange(prompt, prompt.length - empty.length, prompt.length))
+        .as("Qwen3's generation prompt with thinking off ends in an empty think block").isEqualTo(empty);
+    ToolCallScript script = script(InferenceRequest.Kind.CHAT, first);
+    JsonNode message = okJson(worker.post("/v1/chat/completions", first)).path("choices").get(0).path("message");
+
+    ObjectNode second = first.deepCopy().put("max_tokens", 4);
+    second.remove("vllm_xargs");
+    second.withArray("messages").add(message);
+    second.withArray("messages").addObject().put("role", "tool").put("tool_call_id", "call_9").put("content", "x");
+    int[] next = worker.encoder().encodeChat(second);
+    int parted = Arrays.mismatch(next, promptAndAnswer(prompt, script));
+    assertThat(parted).as("the history renders the answer without the prompt's empty think block")
+        .isEqualTo(prompt.length - empty.length);
+    JsonNode usage = okJson(worker.post("/v1/chat/completions", second)).path("usage");
+    assertThat(usage.path("prompt_tokens_details").path("cached_tokens").asInt()).isEqualTo(parted / BS * BS);
+  }
 }
