@@ -101,7 +101,8 @@ final class ApiRequestParser {
     if (chat) {
       PromptEncoder.ChatTokens prompt = chatPrompt(root);
       return new ApiRequest(kind, model, adapter, List.of(prompt.tokens()), maxTokens, stream, includeUsage, salt,
-          seed, sd != null, ignoreEos, answerWords(root), prompt.media(), null, toolCallScript(Kind.CHAT, root));
+          seed, sd != null, ignoreEos, answerWords(root), prompt.media(), null,
+          toolCallScript(Kind.CHAT, root, prompt));
     }
     return new ApiRequest(kind, model, adapter, completionPrompts(root.get("prompt")), maxTokens, stream,
         includeUsage, salt, seed, sd != null, ignoreEos, 0, List.of(), null, null);
@@ -232,14 +233,15 @@ final class ApiRequestParser {
     String salt = cacheSalt(root);
     PromptEncoder.ChatTokens prompt = encoded(encoder::encodeMessagesPrompt, root, "messages");
     return new ApiRequest(Kind.MESSAGES, model, adapter, List.of(prompt.tokens()), maxTokens, stream, false, salt,
-        0, false, false, 0, prompt.media(), null, toolCallScript(Kind.MESSAGES, root));
+        0, false, false, 0, prompt.media(), null, toolCallScript(Kind.MESSAGES, root, prompt));
   }
 
   /**
-   * The tool-call answer {@code vllm_xargs} scripts, as the model generates it, or null when it scripts none or the
-   * worker does not read scripts.
+   * The tool-call answer {@code vllm_xargs} scripts, as the model generates it after {@code prompt} (whose rendering
+   * is reused, not redone), or null when it scripts none or the worker does not read scripts.
    */
-  private ToolCallScript toolCallScript(Kind kind, JsonNode root) throws ApiException {
+  private ToolCallScript toolCallScript(Kind kind, JsonNode root, PromptEncoder.ChatTokens prompt)
+      throws ApiException {
     if (!toolCallAnswers) {
       return null;
     }
@@ -249,7 +251,8 @@ final class ApiRequestParser {
     } catch (IllegalArgumentException e) {
       throw ApiException.badRequest(e.getMessage(), "vllm_xargs");
     }
-    return answer == null ? null : encoded(r -> encoder.toolCallScript(kind, r, answer), root, "vllm_xargs");
+    return answer == null ? null : encoded(r -> encoder.toolCallScript(kind, r, answer, prompt.text()), root,
+        "vllm_xargs");
   }
 
   /** {@code field} of the request into the response, or {@code dflt} (JSON null when null) when not given. */

@@ -222,7 +222,7 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
     }
     String text = render(chat);
     if (!items.isEmpty()) {
-      return expand(resources.tokenizer().encode(text, chat.addSpecialTokens()), items);
+      return expand(resources.tokenizer().encode(text, chat.addSpecialTokens()), items, text);
     }
     // vLLM's truncation, as the router reproduces it (BOS kept when the tokenizer truncates, PromptTruncation)
     int[] ids = PromptTruncation.text(resources.tokenizer(), text, chat.addSpecialTokens(),
@@ -230,7 +230,7 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
     if (ids == null) {
       throw new Unsupported("truncate_prompt_tokens with special tokens this tokenizer's post-processor hides");
     }
-    return new ChatTokens(ids, List.of());
+    return new ChatTokens(ids, List.of(), text);
   }
 
   /** The chat template's rendering of {@code chat}, as the router's request path renders it. */
@@ -258,8 +258,29 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
    */
   @Override
   public ToolCallScript toolCallScript(InferenceRequest.Kind kind, JsonNode request, ToolCallAnswer answer) {
-    return new ToolCallRendering((k, body) -> render(parse(k, body).chat()),
-        text -> resources.tokenizer().encode(text, false), endOfTurn()).script(kind, request, answer);
+    return toolCallScript(kind, request, answer, null);
+  }
+
+  /**
+   * As {@link #toolCallScript(InferenceRequest.Kind, JsonNode, ToolCallAnswer)}; {@code promptText}, the request's
+   * own rendering ({@link ChatTokens#text} of its prompt), is rendered again only when null: it is what the script
+   * starts from, and a worker has it already, on every scripted request's path.
+   */
+  @Override
+  public ToolCallScript toolCallScript(InferenceRequest.Kind kind, JsonNode request, ToolCallAnswer answer,
+      String promptText) {
+    String prompt = promptText != null ? promptText : renderText(kind, request);
+    return rendering().script(kind, request, prompt, answer);
+  }
+
+  /** A body of that kind, converted and rendered as the router's request path renders it. */
+  String renderText(InferenceRequest.Kind kind, JsonNode body) {
+    return render(parse(kind, body).chat());
+  }
+
+  /** The derivation of tool-call scripts over this encoder's template and tokenizer. */
+  ToolCallRendering rendering() {
+    return new ToolCallRendering(this::renderText, text -> resources.tokenizer().encode(text, false), endOfTurn());
   }
 
   /** {@link #endOfTurnToken}, computed once. */
@@ -292,7 +313,7 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
   }
 
   /** The router's expansion of {@code ids}, with each item's engine identifier. */
-  private ChatTokens expand(int[] ids, List<MultimodalItem> items) {
+  private ChatTokens expand(int[] ids, List<MultimodalItem> items, String text) {
     MediaExpander.Expanded expanded;
     try {
       expanded = resources.media().expand(ids, items);
@@ -303,7 +324,7 @@ public final class PipelinePromptEncoder implements PromptEncoder, AutoCloseable
     for (MultimodalPlacement p : expanded.placements()) {
       spans.add(new MediaSpan(engineIdentifier(p.item()), p.offset(), p.length()));
     }
-    return new ChatTokens(expanded.tokens(), spans);
+    return new ChatTokens(expanded.tokens(), spans, text);
   }
 
   /**

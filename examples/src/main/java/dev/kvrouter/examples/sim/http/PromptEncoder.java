@@ -85,6 +85,15 @@ public interface PromptEncoder {
     throw new Unsupported("this encoder renders no chat template");
   }
 
+  /**
+   * As {@link #toolCallScript(InferenceRequest.Kind, JsonNode, ToolCallAnswer)}, given the request's prompt as this
+   * encoder rendered it ({@link ChatTokens#text}, null: not at hand), which spares rendering it again.
+   */
+  default ToolCallScript toolCallScript(InferenceRequest.Kind kind, JsonNode request, ToolCallAnswer answer,
+      String promptText) {
+    return toolCallScript(kind, request, answer);
+  }
+
   /** Text of one generated token, for response bodies. */
   String tokenText(int tokenId);
 
@@ -101,10 +110,15 @@ public interface PromptEncoder {
    *
    * @param tokens the prompt's token ids
    * @param media its media items by position (empty for text)
+   * @param text the chat template's rendering the tokens were encoded from, or null when not kept
    */
-  record ChatTokens(int[] tokens, List<MediaSpan> media) {
+  record ChatTokens(int[] tokens, List<MediaSpan> media, String text) {
     public ChatTokens {
       media = media == null ? List.of() : List.copyOf(media);
+    }
+
+    public ChatTokens(int[] tokens, List<MediaSpan> media) {
+      this(tokens, media, null);
     }
   }
 

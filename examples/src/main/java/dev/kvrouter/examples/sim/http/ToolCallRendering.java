@@ -37,9 +37,11 @@ final class ToolCallRendering {
     this.endOfTurn = endOfTurn;
   }
 
-  /** The script of {@code answer} to {@code request}, a Messages or chat body. */
-  ToolCallScript script(Kind kind, JsonNode request, ToolCallAnswer answer) {
-    String promptText = render.apply(kind, request);
+  /**
+   * The script of {@code answer} to {@code request}, a Messages or chat body whose rendering is {@code promptText}
+   * (the worker rendered it for the prompt: the answer's renderings are all this adds).
+   */
+  ToolCallScript script(Kind kind, JsonNode request, String promptText, ToolCallAnswer answer) {
     if (!answer.reasoning().isEmpty()) {
       ToolCallScript thinking = thinking(kind, request, promptText, answer);
       if (thinking != null) {
