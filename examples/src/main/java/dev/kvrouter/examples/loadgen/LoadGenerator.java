@@ -462,6 +462,11 @@ public final class LoadGenerator implements AutoCloseable {
       int received = rec.ok() && rec.completionTokens() >= 0 ? rec.completionTokens() : rec.contentChunks();
       String text = r.answer() == null ? null : ex.streamedAnswerText();
       boolean agent = r.answer() != null && r.prompt().format() == Prompt.Format.MESSAGES;
+      if (agent && text != null) {
+        // the text block ends with the separator the template writes before the calls (vLLM's hermes parser keeps
+        // all before <tool_call>); the history resends the words without it, so the next turn renders as generated
+        text = text.stripTrailing();
+      }
       // a coding agent's answer: its text is the answer's first words, and its call arrives whole or not at all
       Segment scripted = agent ? AgentAnswer.of(r.answer()).text() : r.answer();
       boolean call = false;

@@ -217,7 +217,9 @@ final class ResponseStream {
         if (responses != null) {
           responses.delta(body, text(t));
         } else if (messages != null) {
-          messages.delta(body, text(t), reasoningToken(t.index()));
+          // the hermes parser's content, all before <tool_call>, is what vLLM's converter streams as text
+          messages.delta(body, separatorToken(t.index()) ? request.toolScript().separator() : text(t),
+              reasoningToken(t.index()));
         } else {
           if (request.chat() && !roleSent) {
             writeRoleChunks();
@@ -433,7 +435,7 @@ final class ResponseStream {
       return;
     }
     if (messages != null) {
-      sendJson(messages.response(reasoning[0].toString(), text[0].toString(), cut, calls, promptTokens,
+      sendJson(messages.response(reasoning[0].toString(), content(0), cut, calls, promptTokens,
           completionTokens, cachedTokens));
       return;
     }
@@ -457,10 +459,7 @@ final class ResponseStream {
             // think block
             g.writeNullField("content");
           } else {
-            // the hermes parser's content is all before <tool_call>, the separator included
-            ToolCallScript tool = request.toolScript();
-            boolean separated = tool != null && generated[i] > tool.textTokens();
-            g.writeStringField("content", text[i] + (separated ? tool.separator() : ""));
+            g.writeStringField("content", content(i));
           }
           if (called) {
             writeToolCalls(g, false);
@@ -482,6 +481,16 @@ final class ResponseStream {
       g.writeEndObject();
     }
     sendJson(chunk.toByteArray());
+  }
+
+  /**
+   * A choice's text as vLLM's hermes tool parser returns it: all before {@code <tool_call>}, so with the separator
+   * the template writes before the calls once it was generated.
+   */
+  private String content(int choice) {
+    ToolCallScript tool = request.toolScript();
+    boolean separated = tool != null && generated[choice] > tool.textTokens();
+    return text[choice] + (separated ? tool.separator() : "");
   }
 
   private void sendJson(byte[] bytes) throws IOException {
