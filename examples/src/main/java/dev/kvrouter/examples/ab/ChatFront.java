@@ -137,23 +137,22 @@ public final class ChatFront implements AutoCloseable {
     ChatAnswers a = encoder.chatAnswers(w.tokenSpace());
     Map<WorkloadRequest, int[]> memo = new IdentityHashMap<>();
     return r -> r.answer() == null ? null : memo.computeIfAbsent(r, x -> x.generated(
-        x.prompt().format() == Prompt.Format.MESSAGES ? toolCallScript(RequestBodies.body(w, x, model)).tokens()
-            : a.tokens(x.answer())));
+        x.prompt().format() == Prompt.Format.MESSAGES || x.reasoning() > 0
+            ? toolCallScript(kind(x.prompt()), RequestBodies.body(w, x, model)).tokens() : a.tokens(x.answer())));
   }
 
   /**
-   * The tool-call answer a Messages body scripts ({@code vllm_xargs}) as a worker generates it: the template's
-   * rendering of the answer after the prompt, through its end of turn.
+   * The answer a Messages (or thinking chat) body of that {@code kind} scripts ({@code vllm_xargs}) as a worker
+   * generates it: the template's rendering of the answer after the prompt, through its end of turn.
    */
-  public ToolCallScript toolCallScript(byte[] body) {
+  public ToolCallScript toolCallScript(InferenceRequest.Kind kind, byte[] body) {
     JsonNode json;
     try {
       json = JSON.readTree(body);
     } catch (IOException e) {
       throw new IllegalStateException("the workload produced a body that is not JSON", e);
     }
-    return encoder.toolCallScript(InferenceRequest.Kind.MESSAGES, json,
-        ToolCallAnswer.fromXargs(json.get("vllm_xargs")));
+    return encoder.toolCallScript(kind, json, ToolCallAnswer.fromXargs(json.get("vllm_xargs")));
   }
 
   /**

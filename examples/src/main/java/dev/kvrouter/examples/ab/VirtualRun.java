@@ -217,6 +217,11 @@ public final class VirtualRun {
       throw new IllegalArgumentException(workload.name() + " sends Messages API bodies: it needs the router's request "
           + "path (--tokenizer)");
     }
+    if (chat == null && workload.agentReasoning() > 0) {
+      // only the model's template writes a think block
+      throw new IllegalArgumentException(workload.name() + " scripts thinking answers: it needs the router's request "
+          + "path (--tokenizer)");
+    }
     this.records = new DecisionLog(decisionRecords == null ? line -> {} : decisionRecords, javaClock, 16,
         decisionRecords != null);
     int n = setup.workers();
@@ -511,7 +516,12 @@ public final class VirtualRun {
     }
     int[] script = chatScripted ? chatScripts.remove(r.answer().seed()) : null;
     ToolCallScript tool = toolScripts.remove(r.answer().seed());
-    if (tool != null) {
+    if (tool != null && r.prompt().format() == Prompt.Format.CHAT) {
+      // a reasoning model's chat answer: the text's words that arrived, the thinking once the text began
+      int words = tokens >= tool.textTokens() ? r.answer().length()
+          : Math.max(0, ChatText.wordsHeld(tool.textReceived(tokens), r.answer(), workload.tokenSpace()));
+      AgentAnswer.chatReceived(r.answer(), r.reasoning(), words, receivedShort);
+    } else if (tool != null) {
       // a coding agent's answer: the text's words that arrived, and the call only if the answer ended its turn
       AgentAnswer a = AgentAnswer.of(r.answer(), workload.agentReasoning());
       int words = tokens >= tool.textTokens() ? a.text().length()
@@ -547,8 +557,9 @@ public final class VirtualRun {
     if (chat != null && r.prompt().format().templated()) {
       Prompt sent = r.prompt().withAnswersCut(receivedShort);
       byte[] body = RequestBodies.body(workload, r, sent, setup.model());
-      if (r.answer() != null && sent.format() == Prompt.Format.MESSAGES) {
-        tool = chat.toolCallScript(body); // the worker's work, computed before the router's clock starts
+      if (r.answer() != null && (sent.format() == Prompt.Format.MESSAGES || r.reasoning() > 0)) {
+        // the worker's work, computed before the router's clock starts
+        tool = chat.toolCallScript(ChatFront.kind(sent), body);
         c0 = cpu();
       }
       PreparedRequest prepared;

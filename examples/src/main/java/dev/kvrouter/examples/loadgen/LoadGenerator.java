@@ -373,6 +373,8 @@ public final class LoadGenerator implements AutoCloseable {
       int s = chain.successor(i);
       if (s >= 0 && r.answer() != null && r.prompt().format() == Prompt.Format.MESSAGES) {
         AgentAnswer.of(r.answer(), workload.agentReasoning()).received(tokens, call, receivedShort);
+      } else if (s >= 0 && r.reasoning() > 0) {
+        AgentAnswer.chatReceived(r.answer(), r.reasoning(), tokens, receivedShort);
       } else if (s >= 0 && r.answer() != null && tokens < r.answer().length()) { // a last answer is never resent
         receivedShort.put(r.answer().seed(), Math.max(0, tokens));
       }

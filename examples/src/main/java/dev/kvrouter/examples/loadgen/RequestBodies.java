@@ -70,6 +70,9 @@ public final class RequestBodies {
         for (ChatMessage m : w.chatMessages(prompt)) {
           g.writeStartObject();
           g.writeStringField("role", m.role());
+          if (m.reasoning() != null) {
+            g.writeStringField("reasoning", m.reasoning()); // as vLLM's chat answer carried it
+          }
           if (m.images().isEmpty()) {
             g.writeStringField("content", m.content());
           } else {
@@ -109,10 +112,17 @@ public final class RequestBodies {
         g.writeFieldName("prompt");
         g.writeArray(t, 0, t.length);
       }
-      g.writeNumberField("max_tokens", r.outputTokens());
-      g.writeBooleanField("ignore_eos", true);
+      g.writeNumberField("max_tokens", r.maxTokens());
+      if (r.reasoning() > 0) {
+        // a thinking answer ends its own turn: scripted as the model writes it, thinking then text, no call
+        g.writeObjectFieldStart("vllm_xargs");
+        AgentAnswer.chatScript(r.answer(), r.reasoning(), w.tokenSpace()).writeXargs(g);
+        g.writeEndObject();
+      } else {
+        g.writeBooleanField("ignore_eos", true);
+      }
       g.writeNumberField("temperature", 0);
-      if (r.answer() != null) {
+      if (r.answer() != null && r.reasoning() == 0) {
         g.writeNumberField("seed", r.answer().seed());
       }
       g.writeBooleanField("stream", true);

@@ -252,8 +252,15 @@ final class StreamingExchange implements HttpResponse.BodyHandler<Void>, Flow.Su
     }
     for (JsonNode c : o.path("choices")) {
       JsonNode text = c.has("delta") ? c.path("delta").path("content") : c.path("text");
+      JsonNode reasoning = c.path("delta").path("reasoning");
+      boolean thought = reasoning.isTextual() && !reasoning.asText().isEmpty();
+      if (thought) {
+        content(now); // a reasoning model's thinking (vLLM's delta.reasoning) ends the wait, not the answer's text
+      }
       if (text.isTextual() && !text.asText().isEmpty()) {
-        content(now);
+        if (!thought) {
+          content(now);
+        }
         if (answerIds != null) {
           readAnswerIds(text.asText());
         } else {

@@ -28,7 +28,35 @@ public record AgentAnswer(Segment text, Segment input, Segment reasoning) {
   public static AgentAnswer of(Segment reply, int reasoningWords) {
     Segment input = new Segment(Rng.derive(reply.seed(), 14), Math.max(1, reply.length() / 4));
     return new AgentAnswer(new Segment(reply.seed(), Math.max(1, reply.length() - input.length())), input,
-        new Segment(Rng.derive(reply.seed(), 17), reasoningWords));
+        thinking(reply, reasoningWords));
+  }
+
+  /** The {@code words} of thinking before the answer {@code reply} names (its own seed, so the text does not change). */
+  public static Segment thinking(Segment reply, int words) {
+    return new Segment(Rng.derive(reply.seed(), 17), words);
+  }
+
+  /**
+   * A reasoning model's chat answer ({@code multi-turn:format=chat,reasoning=N}) as the client scripts it: the
+   * thinking, then {@code reply}'s text, and no call, so the model ends its turn after the text.
+   */
+  public static ToolCallAnswer chatScript(Segment reply, int reasoningWords, TokenSpace space) {
+    return new ToolCallAnswer(ChatText.render(List.of(thinking(reply, reasoningWords)), space),
+        ChatText.render(List.of(reply), space), List.of());
+  }
+
+  /**
+   * Records what a chat client holds of a thinking answer {@code reply} when it did not get all of it: the first
+   * {@code words} words of the text, and the thinking only once the text began (as {@link #received} for a coding
+   * agent's).
+   */
+  public static void chatReceived(Segment reply, int reasoningWords, int words, Map<Long, Integer> receivedShort) {
+    if (words <= 0) {
+      receivedShort.put(thinking(reply, reasoningWords).seed(), 0);
+    }
+    if (words < reply.length()) {
+      receivedShort.put(reply.seed(), Math.max(0, words));
+    }
   }
 
   /**

@@ -61,11 +61,15 @@ import java.util.List;
  * {@code reasoning=N} (0, the default, turns it off) makes each answer a reasoning model's: {@code N} words of
  * thinking before the text, scripted in {@code vllm_xargs.answer_reasoning} (a worker generates the think block
  * when the template leaves thinking on, Qwen3's default) and resent as a {@code thinking} block, as Claude Code does.
+ * With {@code format=chat} (and {@code answers=model}) it does the same for chat answers: the thinking and the text
+ * scripted in {@code vllm_xargs} with no call ({@link AgentAnswer#chatScript}), the turn ended by the model rather
+ * than cut by {@code max_tokens}, and the thinking resent as the assistant message's {@code reasoning}, the field
+ * vLLM's chat answer carries it in.
  *
  * <p>Options: {@code seed=1 sessions=60 rate=2 arrival=poisson turns=2..8 think=8 system=256 context=0
  * context_max=5000 user=32..256 output=32..256 format=chat|tokens|messages vocab=1000..128000 answers=model|fresh
- * loop=closed|open enable_thinking=true|false}; with {@code format=messages} also {@code tools=12 tool_text=160
- * result=64..1024 reminder=48 reasoning=0}.
+ * loop=closed|open enable_thinking=true|false reasoning=0} ({@code reasoning} with {@code format=chat} or
+ * {@code messages}); with {@code format=messages} also {@code tools=12 tool_text=160 result=64..1024 reminder=48}.
  */
 public final class MultiTurnChatWorkload {
 
@@ -108,9 +112,9 @@ public final class MultiTurnChatWorkload {
     int toolText = agent ? o.intValue("tool_text", 160) : 0;
     IntRange result = agent ? o.range("result", new IntRange(64, 1024)) : null;
     int reminder = agent ? o.intValue("reminder", 48) : 0;
-    int reasoning = agent ? o.intValue("reasoning", 0) : 0;
+    int reasoning = agent || format == Prompt.Format.CHAT ? o.intValue("reasoning", 0) : 0;
     o.rejectUnknown(NAME);
-    if (agent && (tools < 1 || tools > AgentTools.max() || toolText < 0 || reminder < 0 || reasoning < 0)) {
+    if (reasoning < 0 || agent && (tools < 1 || tools > AgentTools.max() || toolText < 0 || reminder < 0)) {
       throw new IllegalArgumentException(NAME + ": tools must be 1.." + AgentTools.max()
           + ", tool_text, reminder and reasoning >= 0");
     }
@@ -170,11 +174,14 @@ public final class MultiTurnChatWorkload {
         Segment reply = new Segment(Rng.derive(seed, 12, s, k), answer);
         String id = NAME + "-" + s + "-" + k;
         out.add(new WorkloadRequest(0, id, t, "session-" + s, p, answer, model ? reply : null,
-            closed && k > 0 ? previous : null));
+            closed && k > 0 ? previous : null, model ? reasoning : 0));
         previous = id;
         if (agent) {
           // the answer's text, then a tool_use whose input is a quarter of the answer's words
           history.add(AgentAnswer.of(reply, reasoning).message());
+        } else if (reasoning > 0) {
+          // a reasoning model's chat answer: the text, then the thinking the client resends beside it
+          history.add(Message.of("assistant", reply, AgentAnswer.thinking(reply, reasoning)));
         } else {
           history.add(Message.of("assistant", reply));
         }

@@ -14,7 +14,8 @@ import java.util.Objects;
 
 /**
  * An answer a client scripts for a simulated worker: text, then tool calls, as a coding agent's model answers
- * ({@code multi-turn:format=messages}). The worker generates the chat template's own rendering of that assistant
+ * ({@code multi-turn:format=messages}), or a reasoning model's chat answer, its thinking then its text and no call
+ * ({@code multi-turn:format=chat,reasoning=N}). The worker generates the chat template's own rendering of that assistant
  * message, so the history the client resends renders to what the worker's KV cache holds.
  *
  * <p>It travels in {@code vllm_xargs} (vLLM's field for custom extensions, declared by its chat and Anthropic
@@ -25,7 +26,7 @@ import java.util.Objects;
  *
  * @param reasoning the thinking before the text ({@code ""} for none)
  * @param text the text before the calls ({@code ""} for none)
- * @param calls the tool calls, in order (at least one)
+ * @param calls the tool calls, in order (none: the answer ends its turn after its text)
  */
 public record ToolCallAnswer(String reasoning, String text, List<Call> calls) {
 
@@ -57,9 +58,6 @@ public record ToolCallAnswer(String reasoning, String text, List<Call> calls) {
     Objects.requireNonNull(reasoning, "reasoning");
     Objects.requireNonNull(text, "text");
     calls = List.copyOf(calls);
-    if (calls.isEmpty()) {
-      throw new IllegalArgumentException("a tool-call answer needs a call");
-    }
   }
 
   /** An answer without reasoning. */
@@ -139,9 +137,9 @@ public record ToolCallAnswer(String reasoning, String text, List<Call> calls) {
     JsonNode text = xargs.path(TEXT);
     JsonNode list = xargs.get(TOOL_CALLS);
     if (!(text.isMissingNode() || text.isTextual()) || !(reasoning.isMissingNode() || reasoning.isTextual())
-        || !list.isArray() || list.isEmpty()) {
-      throw new IllegalArgumentException("`vllm_xargs." + TOOL_CALLS + "` must be a non-empty list of JSON strings "
-          + "and `" + TEXT + "` and `" + REASONING + "` strings");
+        || !list.isArray() || (list.isEmpty() && reasoning.isMissingNode())) {
+      throw new IllegalArgumentException("`vllm_xargs." + TOOL_CALLS + "` must be a list of JSON strings (empty only "
+          + "with `" + REASONING + "`) and `" + TEXT + "` and `" + REASONING + "` strings");
     }
     List<Call> calls = new ArrayList<>(list.size());
     for (JsonNode s : list) {

@@ -188,8 +188,8 @@ public final class Workload {
   }
 
   /**
-   * The words of thinking each coding-agent answer scripts ({@code multi-turn:format=messages} {@code reasoning}; 0,
-   * none, for every other workload).
+   * The words of thinking each scripted answer opens with ({@code multi-turn} {@code reasoning}, with
+   * {@code format=messages} or {@code chat}; 0, none, for every other workload).
    */
   public int agentReasoning() {
     Object r = params.get("reasoning");
@@ -225,7 +225,13 @@ public final class Workload {
     }
     List<ChatMessage> out = new ArrayList<>(p.messages().size());
     for (Message m : p.messages()) {
-      out.add(new ChatMessage(m.role(), m.images(), ChatText.render(m.segments(), tokenSpace)));
+      if (p.format() == Prompt.Format.CHAT && m.role().equals("assistant") && m.segments().size() == 2) {
+        // a reasoning model's answer: its text, and its thinking as the reasoning vLLM returned beside it
+        out.add(new ChatMessage(m.role(), m.images(), ChatText.render(m.segments().subList(0, 1), tokenSpace),
+            ChatText.render(m.segments().subList(1, 2), tokenSpace)));
+      } else {
+        out.add(new ChatMessage(m.role(), m.images(), ChatText.render(m.segments(), tokenSpace)));
+      }
     }
     return out;
   }

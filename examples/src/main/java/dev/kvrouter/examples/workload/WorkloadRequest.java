@@ -20,9 +20,11 @@ import java.util.Objects;
  *     model's own answer
  * @param after id of the request whose answer the client waits for before sending this one (the previous turn of
  *     its conversation), or {@code null}: open loop
+ * @param reasoning words of thinking a reasoning model's scripted answer opens with ({@link AgentAnswer#thinking}),
+ *     0 for none; a chat answer with thinking ends its own turn ({@link #maxTokens})
  */
 public record WorkloadRequest(int index, String id, long arrivalMicros, String sessionId, Prompt prompt,
-    int outputTokens, Segment answer, String after) {
+    int outputTokens, Segment answer, String after, int reasoning) {
 
   public WorkloadRequest {
     Objects.requireNonNull(id, "id");
@@ -40,6 +42,15 @@ public record WorkloadRequest(int index, String id, long arrivalMicros, String s
     if (id.equals(after)) {
       throw new IllegalArgumentException(id + " cannot wait for itself");
     }
+    if (reasoning < 0 || (reasoning > 0 && answer == null)) {
+      throw new IllegalArgumentException("reasoning must be >= 0, and only a scripted answer has it");
+    }
+  }
+
+  /** A request whose scripted answer, if any, has no thinking. */
+  public WorkloadRequest(int index, String id, long arrivalMicros, String sessionId, Prompt prompt,
+      int outputTokens, Segment answer, String after) {
+    this(index, id, arrivalMicros, sessionId, prompt, outputTokens, answer, after, 0);
   }
 
   /** An open-loop request whose output the engine picks. */
@@ -64,13 +75,15 @@ public record WorkloadRequest(int index, String id, long arrivalMicros, String s
   /**
    * The {@code max_tokens} the request is sent with: {@code outputTokens}, except for a coding agent's scripted answer
    * ({@link AgentAnswer}), which is sent with Claude Code's {@link AgentTools#MAX_TOKENS} and ends at its own end of
-   * turn: the tool call must arrive whole for the history to resend it.
+   * turn: the tool call must arrive whole for the history to resend it; so does a scripted answer with thinking,
+   * whose think block's length in tokens only the model's template and tokenizer know.
    */
   public int maxTokens() {
-    return answer != null && prompt.format() == Prompt.Format.MESSAGES ? AgentTools.MAX_TOKENS : outputTokens;
+    return answer != null && (prompt.format() == Prompt.Format.MESSAGES || reasoning > 0) ? AgentTools.MAX_TOKENS
+        : outputTokens;
   }
 
   WorkloadRequest withIndex(int i, long arrival) {
-    return new WorkloadRequest(i, id, arrival, sessionId, prompt, outputTokens, answer, after);
+    return new WorkloadRequest(i, id, arrival, sessionId, prompt, outputTokens, answer, after, reasoning);
   }
 }

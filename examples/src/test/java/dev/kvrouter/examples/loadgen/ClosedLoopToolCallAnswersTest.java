@@ -2,6 +2,7 @@ package dev.kvrouter.examples.loadgen;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvrouter.examples.ab.ChatFront;
 import dev.kvrouter.examples.report.RequestRecord;
 import dev.kvrouter.examples.report.RunData;
 import dev.kvrouter.examples.sim.engine.EngineConfig;
@@ -22,6 +23,7 @@ import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -51,12 +53,28 @@ class ClosedLoopToolCallAnswersTest {
     session(",reasoning=12", true);
   }
 
+  /**
+   * Chat sessions with thinking answers ({@code format=chat,answers=model,reasoning=N}): vLLM's chat answer carries
+   * the think block as {@code reasoning}, which the client resends in the assistant message; Qwen3 renders earlier
+   * answers without it once a new question follows, so each turn's hit ends at the previous prompt's end. The worker
+   * generates what the virtual-time engines generate ({@link ChatFront#engineAnswers}).
+   */
+  @Test
+  void chatThinkingAnswersAreGeneratedAsInVirtualTimeAndReusedThroughThePreviousPrompt() throws Exception {
+    run("multi-turn:format=chat,answers=model,reasoning=12,sessions=2,rate=20,turns=3,think=0.01,system=64,"
+        + "user=8..16,output=16..32,seed=5", true);
+  }
+
   private static void session(String options, boolean thinking) throws Exception {
+    run("multi-turn:format=messages,sessions=2,rate=20,turns=3,think=0.01,system=64,"
+        + "user=8..16,output=16..32,result=16..32,tools=3,tool_text=16,reminder=8,seed=5" + options, thinking);
+  }
+
+  private static void run(String spec, boolean thinking) throws Exception {
     EngineConfig config = EngineConfig.fromPreset(Presets.QWEN3_8B_H100, BLOCK).numGpuBlocks(4096).seed(3)
         .vocabSize(0).build();
     String model = config.model();
-    Workload w = WorkloadCatalog.create("multi-turn:format=messages,sessions=2,rate=20,turns=3,think=0.01,system=64,"
-        + "user=8..16,output=16..32,result=16..32,tools=3,tool_text=16,reminder=8,seed=5" + options);
+    Workload w = WorkloadCatalog.create(spec);
     ExecutorService writer = Executors.newFixedThreadPool(2);
     try (PipelinePromptEncoder encoder = PipelinePromptEncoder.load(model, Fixtures.tokenizer("qwen3"), null,
             SegmentCache.create(1 << 20));
@@ -69,10 +87,19 @@ class ClosedLoopToolCallAnswersTest {
           URI.create("http://127.0.0.1:" + worker.httpPort())))).build());
       Map<String, RequestRecord> byId = new HashMap<>();
       run.requests().forEach(r -> byId.put(r.requestId(), r));
+      Function<WorkloadRequest, int[]> answers;
+      try (ChatFront chat = ChatFront.load(model, Fixtures.tokenizer("qwen3"), BLOCK, null)) {
+        Function<WorkloadRequest, int[]> engines = chat.engineAnswers(w, model);
+        Map<String, int[]> generated = new HashMap<>();
+        w.requests().forEach(r -> generated.put(r.id(), engines.apply(r)));
+        answers = r -> generated.get(r.id());
+      }
       int later = 0;
       for (WorkloadRequest r : w.requests()) {
         RequestRecord cur = byId.get(r.id());
         assertThat(cur.error()).as(r.id()).isNull();
+        assertThat(cur.completionTokens()).as("what the virtual-time engines generate").isEqualTo(
+            answers.apply(r).length);
         if (r.after() != null) {
           RequestRecord prev = byId.get(r.after());
           // the previous prompt and its generated answer but the end of turn, every full block; with thinking the

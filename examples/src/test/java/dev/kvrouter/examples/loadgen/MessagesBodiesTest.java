@@ -235,7 +235,14 @@ class MessagesBodiesTest {
    */
   @Test
   void virtualTimeThinkingAnswersAreGeneratedAndReusedOnlyUpToTheirThinkBlock() {
-    Workload w = WorkloadCatalog.create(SPEC + ",reasoning=16");
+    assertThinkingAnswersReusedThroughThePreviousPrompt(WorkloadCatalog.create(SPEC + ",reasoning=16"));
+  }
+
+  /**
+   * Runs {@code w} in virtual time: every answer opens with its think block and ends its turn, and every later turn
+   * is served from the cache through the previous prompt, no further.
+   */
+  private void assertThinkingAnswersReusedThroughThePreviousPrompt(Workload w) {
     VirtualOutcome o = VirtualRun.run(w, "kv_aware", SETUP, chat);
     Map<String, RequestRecord> byId = new HashMap<>();
     o.data().requests().forEach(x -> byId.put(x.requestId(), x));
@@ -249,6 +256,7 @@ class MessagesBodiesTest {
         assertThat(cur.error()).as(cur.requestId()).isNull();
         int[] answer = answers.apply(turns.get(k - 1));
         assertThat(answer[0]).as("the engine opens its think block").isEqualTo(thinkToken);
+        assertThat(answer[answer.length - 1]).as("and ends its turn").isEqualTo(chat.encoder().endOfTurnToken());
         assertThat(prev.completionTokens()).isEqualTo(answer.length);
         assertThat(cur.cachedTokens()).as(cur.requestId())
             .isEqualTo(prev.promptTokens() / SETUP.blockSize() * SETUP.blockSize());
@@ -256,6 +264,26 @@ class MessagesBodiesTest {
       }
     }
     assertThat(later).isGreaterThanOrEqualTo(12);
+  }
+
+  /**
+   * Chat sessions with thinking answers ({@code format=chat,answers=model,reasoning=N}): the engines generate the think
+   * block before the text and end the turn, the client resends it as the assistant message's {@code reasoning}, and
+   * as each next turn asks a new question Qwen3 renders the answer without it: the hit ends at the previous prompt's
+   * end, as with Messages.
+   */
+  @Test
+  void virtualTimeChatThinkingAnswersAreGeneratedAndResentAsReasoning() throws Exception {
+    Workload w = WorkloadCatalog.create("multi-turn:format=chat,answers=model,reasoning=16,sessions=6,rate=2,"
+        + "turns=3..5,think=2,system=300,user=8..24,output=16..48,seed=9");
+    assertThinkingAnswersReusedThroughThePreviousPrompt(w);
+    JsonNode body = JSON.readTree(RequestBodies.body(w, sessionTurns(w).values().iterator().next().get(1),
+        SETUP.model()));
+    JsonNode assistant = body.path("messages").get(2);
+    assertThat(assistant.path("role").asText()).isEqualTo("assistant");
+    assertThat(assistant.path("reasoning").asText()).as("resent as vLLM returned it").isNotEmpty();
+    assertThat(body.path("vllm_xargs").path("answer_reasoning").asText()).isNotEmpty();
+    assertThat(body.has("ignore_eos")).as("the answer ends its turn").isFalse();
   }
 
   @Test

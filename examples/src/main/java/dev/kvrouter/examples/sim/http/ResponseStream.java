@@ -384,7 +384,12 @@ final class ResponseStream {
    * {@code FINISHED_LENGTH_CAPPED}).
    */
   private String finishReason(int choice) {
-    return generated[choice] != stopsAt[choice] ? "length" : request.toolScript() != null ? "tool_calls" : "stop";
+    return generated[choice] != stopsAt[choice] ? "length" : called() ? "tool_calls" : "stop";
+  }
+
+  /** Whether the request scripts an answer with tool calls (a scripted reasoning answer may have none). */
+  private boolean called() {
+    return request.toolScript() != null && !request.toolScript().answer().calls().isEmpty();
   }
 
   /** The scripted answers' text, once computed (it always is: the server completes it); null when it failed. */
@@ -403,8 +408,7 @@ final class ResponseStream {
     done = true;
     boolean cut = "length".equals(finishReason(0));
     // a scripted tool-call answer that ended its turn carries its calls; cut by max_tokens it is text only
-    List<ToolCallAnswer.Call> calls = cut || request.toolScript() == null ? null
-        : request.toolScript().answer().calls();
+    List<ToolCallAnswer.Call> calls = cut || !called() ? null : request.toolScript().answer().calls();
     if (request.stream()) {
       if (responses != null) {
         responses.completed(body, cut, promptTokens, completionTokens, cachedTokens);

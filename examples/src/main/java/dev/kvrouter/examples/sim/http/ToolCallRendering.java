@@ -207,7 +207,7 @@ final class ToolCallRendering {
     if (!answer.reasoning().isEmpty()) {
       assistant.put("reasoning", answer.reasoning()); // vLLM's field, which its chat preprocessing hands on
     }
-    if (calls) {
+    if (calls && !answer.calls().isEmpty()) {
       assistant.set("tool_calls", answer.chatToolCalls());
     }
     return assistant;
