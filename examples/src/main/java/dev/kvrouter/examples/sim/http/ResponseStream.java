@@ -30,7 +30,8 @@ import org.slf4j.LoggerFactory;
  * writer executor, at most one at a time per response (the {@code draining} flag hands the state from one drain
  * to the next with a happens-before edge), and do the blocking socket writes. A streaming response sends its
  * headers once the engine accepted every prompt, then one SSE chunk per generated token (the tokens of one
- * engine step arrive together and are flushed together), then the usage chunk if asked and {@code [DONE]}. A
+ * engine step arrive together and are flushed together; a scripted answer's token that streams nothing gets none,
+ * {@link #withheld}), then the usage chunk if asked and {@code [DONE]}. A
  * failed write (client gone) aborts the engine requests.
  */
 final class ResponseStream {
