@@ -23,9 +23,9 @@ import java.util.List;
  *                + new_prefill_queue_weight x min(1, mean active_prefill_blocks / prompt_blocks)
  *                + new_prefill_eviction_weight x min(1, eviction_share / eviction_share_full)
  *   hot_excess = min(1, max(0, prefix_heat x owners - 1))   (0 for a prefix one worker can serve alone)
- *   (per candidate, with new_prefill_idle_relief r: new_weight - r x idle^2 x the new_prefill_weight part,
+ *   (per candidate, with new_prefill_idle_relief r: new_weight - r x idle^2 x share x the new_prefill_weight part,
  *    idle = max(0, 1 - in-flight requests / (the candidates' mean per unit of weight x its weight)), 1 on an
- *    idle fleet)
+ *    idle fleet; share = min(1, prefix_heat x owners), 0 for a prefix only this request's session reuses)
  * </pre>
  *
  * <p>With Dynamo's weights (credits 1 / 0.75 / 0.25, scales 1, no decay, no request weight, no new-prefill term) a
@@ -44,11 +44,12 @@ import java.util.List;
  * reading every running sequence. That keeps a prefix's holder with a cold prompt queued from looking cheaper
  * than an idle worker merely because fewer requests decode there.
  *
- * <p>{@code new_prefill_idle_relief} prices the fleet compute a recomputed block takes by where it is taken: a
- * worker running far fewer requests than the fleet's mean has compute nobody else is queued for, so a copy made
- * there delays no one. Off by default: it buys end-to-end latency where holders pile up decodes at a light load
- * (coding-agent sessions) with some first-token tail on conversations and best-of-N at light loads
- * (docs/routing.md).
+ * <p>{@code new_prefill_idle_relief} prices the fleet compute a recomputed block takes by where it is taken and
+ * what the copy is worth: a worker running far fewer requests than the fleet's mean has compute nobody else is
+ * queued for, so a copy made there delays no one, and a copy of a prefix many requests reuse (a coding agent's
+ * system prompt and tools) takes later requests off its holders, who otherwise pile up decodes at a light load.
+ * A copy of a prefix only one session reuses (a conversation's history, a best-of-N group's prompt) serves that
+ * session alone, which then waits for it: it keeps the full charge (docs/routing.md, "Idle relief").
  *
  * <p>Pure functions of their inputs; allocation-free.
  */
@@ -73,18 +74,21 @@ public final class CostModel {
         + w.activeRequestWeight() * activeRequests) / Math.max(1, workerWeight);
   }
 
-  /** {@link #score(List, Weights, RequestShape, double, double)} for a request whose held prefix is not hot. */
+  /**
+   * {@link #score(List, Weights, RequestShape, double, double, double)} for a request whose held prefix no other
+   * request reuses.
+   */
   public static void score(List<Candidate> candidates, Weights w, RequestShape shape, double evictionShare) {
-    score(candidates, w, shape, evictionShare, 0);
+    score(candidates, w, shape, evictionShare, 0, 0);
   }
 
   /**
    * Fills the cost terms of every candidate for a request of {@code shape}; {@code evictionShare} is the model's
-   * {@link EvictionPressure} share as charged for this request, {@code hotExcess} its held prefix's
-   * {@link EvictionPressure.Reading#hotExcess}.
+   * {@link EvictionPressure} share as charged for this request, {@code hotExcess} and {@code ownerShare} its held
+   * prefix's {@link EvictionPressure.Reading#hotExcess} and {@link EvictionPressure.Reading#ownerShare}.
    */
   public static void score(List<Candidate> candidates, Weights w, RequestShape shape, double evictionShare,
-      double hotExcess) {
+      double hotExcess, double ownerShare) {
     double b = shape.blockSize();
     long minPrefill = Long.MAX_VALUE;
     if (w.overlapCreditDecay() > 0) {
@@ -107,18 +111,20 @@ public final class CostModel {
     }
     // the fleet's in-flight requests per unit of worker weight: a weight-2 worker running twice a weight-1 worker's
     // requests is as loaded as it
-    double meanRequests = w.newPrefillIdleRelief() > 0 && !candidates.isEmpty()
+    // a copy is worth as much as the traffic it can take off the holders: none for a session's own history
+    double relief = w.newPrefillIdleRelief() * Math.min(1, Math.max(0, ownerShare));
+    double meanRequests = relief > 0 && !candidates.isEmpty()
         ? (double) Candidate.totalRequests(candidates) / Candidate.totalWeight(candidates) : 0;
     for (int i = 0; i < candidates.size(); i++) {
       Candidate c = candidates.get(i);
       Overlap o = c.overlap;
       double candidateNew = newWeight;
-      if (w.newPrefillIdleRelief() > 0) {
+      if (relief > 0) {
         // squared: a worker just under the mean gets almost none of it. Linear relief moved sessions off their
         // holders at rho 0.9 too (coding-agent TTFT p99 147 -> 162 ms against 151 squared)
         double idle = meanRequests <= 0 ? 1
             : Math.max(0, 1 - c.load.requests() / (meanRequests * c.weight()));
-        candidateNew -= baseNew * w.newPrefillIdleRelief() * idle * idle;
+        candidateNew -= baseNew * relief * idle * idle;
       }
       double gpuCredit = w.gpuCredit();
       if (w.overlapCreditDecay() > 0 && shape.promptBlocks() > 0) {

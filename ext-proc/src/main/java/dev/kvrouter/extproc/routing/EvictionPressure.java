@@ -93,6 +93,15 @@ public final class EvictionPressure {
     public double hotExcess(int owners) {
       return Math.max(0, Math.min(1, prefixHeat * owners - 1));
     }
+
+    /**
+     * The prefix's share of the requests in {@code owners} cache owners' shares, capped at 1: 0 for a prefix only
+     * this request's session reuses, 1 for one that takes a whole holder's share. What a copy of it elsewhere can
+     * take off its holders ({@link Weights#newPrefillIdleRelief}).
+     */
+    public double ownerShare(int owners) {
+      return Math.max(0, Math.min(1, prefixHeat * owners));
+    }
   }
 
   private final PrefixHeat heat = new PrefixHeat();

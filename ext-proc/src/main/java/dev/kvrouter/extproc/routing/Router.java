@@ -331,7 +331,8 @@ public final class Router {
 
       EvictionPressure.Reading pressure =
           hashes.length > 0 && lookup != null ? pressure(serving, all, hashes) : NO_PRESSURE;
-      CostModel.score(pool, weights, shape, pressure.chargedShare(all.size()), pressure.hotExcess(all.size()));
+      CostModel.score(pool, weights, shape, pressure.chargedShare(all.size()), pressure.hotExcess(all.size()),
+          pressure.ownerShare(all.size()));
       if (lookup != null) {
         for (Candidate c : pool) {
           if (c.overlap.stale()) {

@@ -55,8 +55,10 @@ import java.util.Locale;
  *     step with some TPOT and cache (docs/routing.md)
  * @param newPrefillIdleRelief the part of {@code new_prefill_weight} (after {@code hot_prefix_relief}) lifted off a
  *     candidate in proportion to the square of its idle share, {@code max(0, 1 - its in-flight requests / its
- *     weight's share of the candidates')}: a copy made on a worker the fleet leaves idle takes compute no one waits for, and spares
- *     the holder the decodes that pile up on it at a light load. In [0, 1]; 0 = off (the default)
+ *     weight's share of the candidates')}, and to the held prefix's share of the requests in one cache owner's
+ *     shares (capped at 1; 0 for a prefix no other request reuses): a copy of a prefix other requests reuse, made
+ *     on a worker the fleet leaves idle, takes compute no one waits for and spares the holders the decodes that
+ *     pile up on them at a light load. In [0, 1]; 1 (the default), 0 = off
  */
 public record Weights(
     double gpuCredit,
@@ -92,10 +94,13 @@ public record Weights(
    * block up to 9, one that evicts nothing that comes back stays at 1. Memory is the eviction term's to price, so
    * the held-block weight is only a tie-breaker. {@code hot_prefix_relief} 1: a prefix with two workers' share of
    * the requests or more is charged its wait only, so its holder's queue gets a second copy as soon as waiting
-   * there costs more than computing it elsewhere (docs/routing.md has the A/B behind all five).
+   * there costs more than computing it elsewhere. {@code new_prefill_idle_relief} 1: below that, a prefix other
+   * requests reuse is charged its wait only on a worker the fleet leaves idle, so at a light load coding-agent
+   * sessions stop piling their decodes on the two holders of their system prompt (docs/routing.md has the A/B
+   * behind all six).
    */
   public static final Weights DEFAULTS = new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.1, 0.0, 1.0, 0.1, 0.0, false,
-      32, 1.1, 0.0, 0.0, 8.0, 0.05, 1.0, 0.0, 0.0);
+      32, 1.1, 0.0, 0.0, 8.0, 0.05, 1.0, 0.0, 1.0);
 
   /** Dynamo's published defaults exactly (anchors §1.1): {@code new_prefill_weight} 0. */
   public static final Weights DYNAMO = new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, false,

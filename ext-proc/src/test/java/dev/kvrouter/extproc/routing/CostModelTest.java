@@ -16,7 +16,9 @@ class CostModelTest {
   static final int B = 16;
 
   /** The defaults before the decode-read term: the whole decode weight, 0.5, on held (deduplicated) blocks. */
-  static final Weights MEMORY_ONLY = Weights.DEFAULTS.with("decode_load_scale", 0.5).with("decode_read_weight", 0);
+  /** The defaults with the decode weight on held blocks only, and no idle relief (cases that set it say so). */
+  static final Weights MEMORY_ONLY = Weights.DEFAULTS.with("decode_load_scale", 0.5).with("decode_read_weight", 0)
+      .with("new_prefill_idle_relief", 0);
 
   static Worker worker(String name, int weight) {
     return new Worker(name, "10.0.0.1", 8000, "m", List.of(), Worker.Role.BOTH, null, 1, B, weight, null, false,
@@ -129,33 +131,33 @@ class CostModelTest {
     // is idle), no eviction pressure. The base charge of 1 keeps it on w1: 19 against 25.
     Weights w = MEMORY_ONLY;
     List<Candidate> cold = holderAndIdle();
-    CostModel.score(cold, w, prompt(10), 0, 0);
+    CostModel.score(cold, w, prompt(10), 0, 0, 1);
     assertThat(cold.get(0).cost()).isCloseTo(19.0, within(1e-9));
     assertThat(cold.get(1).cost()).isCloseTo(25.0, within(1e-9));
     // Halfway from one worker's share to two (hot excess 0.5): the charge is 0.5, w1 12 + 1 + 5 = 18, w2 10 + 5 + 5
     List<Candidate> warm = holderAndIdle();
-    CostModel.score(warm, w, prompt(10), 0, 0.5);
+    CostModel.score(warm, w, prompt(10), 0, 0.5, 1);
     assertThat(warm.get(0).cost()).isCloseTo(18.0, within(1e-9));
     assertThat(warm.get(1).cost()).isCloseTo(20.0, within(1e-9));
     // Two workers' share or more (excess 1, and anything above is capped): its wait only, w1 12 + 5 = 17 against
     // w2 10 + 5 = 15: the copy on the idle worker now comes first
     for (double excess : new double[] {1, 3}) {
       List<Candidate> hot = holderAndIdle();
-      CostModel.score(hot, w, prompt(10), 0, excess);
+      CostModel.score(hot, w, prompt(10), 0, excess, 1);
       assertThat(hot.get(0).cost()).isCloseTo(17.0, within(1e-9));
       assertThat(hot.get(1).cost()).isCloseTo(15.0, within(1e-9));
     }
     // The relief off, or half of it: excess 1 charges 1 or 0.5
     List<Candidate> off = holderAndIdle();
-    CostModel.score(off, w.with("hot_prefix_relief", 0), prompt(10), 0, 1);
+    CostModel.score(off, w.with("hot_prefix_relief", 0), prompt(10), 0, 1, 1);
     assertThat(off.get(1).cost()).isCloseTo(25.0, within(1e-9));
     List<Candidate> half = holderAndIdle();
-    CostModel.score(half, w.with("hot_prefix_relief", 0.5), prompt(10), 0, 1);
+    CostModel.score(half, w.with("hot_prefix_relief", 0.5), prompt(10), 0, 1, 1);
     assertThat(half.get(1).cost()).isCloseTo(20.0, within(1e-9));
     // The eviction charge is not the relief's: with a full eviction share (the share as charged, already scaled
     // down for a hot prefix by the Router) a recomputed block still costs 0 + 8 = 8 on top: w2 10 + 80 + 5
     List<Candidate> evicting = holderAndIdle();
-    CostModel.score(evicting, w, prompt(10), 0.05, 1);
+    CostModel.score(evicting, w, prompt(10), 0.05, 1, 1);
     assertThat(evicting.get(1).cost()).isCloseTo(95.0, within(1e-9));
   }
 
@@ -170,7 +172,8 @@ class CostModelTest {
 
   @Test
   void theIdleReliefLiftsTheRecomputeChargeOffWorkersTheFleetLeavesIdle() {
-    // Decode 0.5 x 10 = 5 everywhere. Off (the default): w1 (10 + 2) + 2 + 5 = 19, the others 10 + 10 + 5 = 25
+    // In every relieved case below the held prefix takes a whole worker's share of the requests (shared())
+    // Decode 0.5 x 10 = 5 everywhere. Off: w1 (10 + 2) + 2 + 5 = 19, the others 10 + 10 + 5 = 25
     List<Candidate> off = holderAndThreeLoads();
     CostModel.score(off, MEMORY_ONLY, prompt(10), 0);
     assertThat(off.stream().map(Candidate::cost).toList()).containsExactly(19.0, 25.0, 25.0, 25.0);
@@ -178,23 +181,23 @@ class CostModelTest {
     // worker now wins); w3, at half the mean, loses (1 - 1/2)^2 = 1/4 of it (10 + 7.5 + 5 = 22.5); w4 none (25)
     Weights w = MEMORY_ONLY.with("new_prefill_idle_relief", 1);
     List<Candidate> on = holderAndThreeLoads();
-    CostModel.score(on, w, prompt(10), 0);
+    shared(on, w, 0);
     assertThat(on.get(0).cost()).isCloseTo(19.0, within(1e-9));
     assertThat(on.get(1).cost()).isCloseTo(15.0, within(1e-9));
     assertThat(on.get(2).cost()).isCloseTo(22.5, within(1e-9));
     assertThat(on.get(3).cost()).isCloseTo(25.0, within(1e-9));
     // Half the relief: w2 charged 0.5, 10 + 5 + 5 = 20
     List<Candidate> half = holderAndThreeLoads();
-    CostModel.score(half, MEMORY_ONLY.with("new_prefill_idle_relief", 0.5), prompt(10), 0);
+    shared(half, MEMORY_ONLY.with("new_prefill_idle_relief", 0.5), 0);
     assertThat(half.get(1).cost()).isCloseTo(20.0, within(1e-9));
     // The eviction charge is about cache, not compute, and stays: a full share charges 1 + 8 = 9, w2 keeps 8 of it,
     // 10 + 80 + 5 = 95
     List<Candidate> evicting = holderAndThreeLoads();
-    CostModel.score(evicting, w, prompt(10), 0.05);
+    shared(evicting, w, 0.05);
     assertThat(evicting.get(1).cost()).isCloseTo(95.0, within(1e-9));
     // A prefix hot enough for hot_prefix_relief has no base charge left to lift: w2 15 either way
     List<Candidate> hot = holderAndThreeLoads();
-    CostModel.score(hot, w, prompt(10), 0, 1);
+    CostModel.score(hot, w, prompt(10), 0, 1, 1);
     assertThat(hot.get(1).cost()).isCloseTo(15.0, within(1e-9));
     // Weights count: a weight-2 worker running 1 request beside weight-1 workers running 2 and 0 (3 in flight over
     // 4 units of weight, 0.75 per unit) is at two thirds of its share of 1.5: idle share 1/3, relief 1/9 of the
@@ -202,15 +205,44 @@ class CostModelTest {
     // with 2 is over its share (25), the idle one relieved (15)
     List<Candidate> weighted = List.of(Candidate.of(worker("big", 2), 0, gpu(0), load(0, 0, 1), 0),
         cand("w1", gpu(0), load(0, 0, 2)), cand("w2", gpu(0), load(0, 0, 0)));
-    CostModel.score(weighted, w, prompt(10), 0);
+    shared(weighted, w, 0);
     assertThat(weighted.get(0).cost()).isCloseTo((10 + 10 * 8.0 / 9 + 5) / 2, within(1e-9));
     assertThat(weighted.get(1).cost()).isCloseTo(25.0, within(1e-9));
     assertThat(weighted.get(2).cost()).isCloseTo(15.0, within(1e-9));
     // A fleet with nothing in flight is idle everywhere: the holder is relieved too, 12 + 0 + 5 = 17
     List<Candidate> quiet = List.of(cand("w1", gpu(8), load(160, 0, 0)), cand("w2", gpu(0), load(0, 0, 0)));
-    CostModel.score(quiet, w, prompt(10), 0);
+    shared(quiet, w, 0);
     assertThat(quiet.get(0).cost()).isCloseTo(17.0, within(1e-9));
     assertThat(quiet.get(1).cost()).isCloseTo(15.0, within(1e-9));
+  }
+
+  /** {@code CostModel.score} on the 10-block prompt whose held prefix takes one worker's share of the requests. */
+  private static void shared(List<Candidate> cs, Weights w, double evictionShare) {
+    CostModel.score(cs, w, prompt(10), evictionShare, 0, 1);
+  }
+
+  @Test
+  void theIdleReliefLeavesAPrefixNoOtherRequestReusesItsCharge() {
+    // A conversation's history, a best-of-N group's prompt: a copy on the idle worker serves this session alone,
+    // which waits for it. Owner share 0 (what the Router reads for a prefix no recent request ended on): the costs
+    // of the relief off, 19 on the holder against 25 on the idle w2, so the session stays
+    Weights w = MEMORY_ONLY.with("new_prefill_idle_relief", 1);
+    List<Candidate> own = holderAndThreeLoads();
+    CostModel.score(own, w, prompt(10), 0, 0, 0);
+    assertThat(own.stream().map(Candidate::cost).toList()).containsExactly(19.0, 25.0, 25.0, 25.0);
+    // Half a worker's share: half the relief on w2 (10 + 5 + 5 = 20), a quarter of half on w3 (10 + 8.75 + 5)
+    List<Candidate> half = holderAndThreeLoads();
+    CostModel.score(half, w, prompt(10), 0, 0, 0.5);
+    assertThat(half.get(1).cost()).isCloseTo(20.0, within(1e-9));
+    assertThat(half.get(2).cost()).isCloseTo(23.75, within(1e-9));
+    // More than one worker's share is capped at the whole relief (15, as at 1); the four-argument score is a
+    // prefix no one else reuses
+    List<Candidate> hotter = holderAndThreeLoads();
+    CostModel.score(hotter, w, prompt(10), 0, 0, 2.5);
+    assertThat(hotter.get(1).cost()).isCloseTo(15.0, within(1e-9));
+    List<Candidate> plain = holderAndThreeLoads();
+    CostModel.score(plain, w, prompt(10), 0);
+    assertThat(plain.get(1).cost()).isCloseTo(25.0, within(1e-9));
   }
 
   @Test

@@ -102,9 +102,10 @@ class RouterTest {
    * {@code hot_prefix_relief} 1 lifts the recompute charge off it (a copy of a prefix one worker cannot serve alone
    * is not wasted compute). Then w1 costs 15.2k + 20.8 (36.0, 51.2, 66.4, 81.6) against an idle worker's 76.8, and
    * the fifth request goes to an idle worker, the sixth to the other (w1's 81.6 is still more), the seventh back to
-   * w1. Without the relief w1 keeps eight (28.8 .. 135.2) and the ninth goes to an idle worker at 140.8. With the
-   * whole decode weight on held blocks (0.2, no read term) w1 would cost 9.6k + 28.8 and keep twelve: the shared
-   * prefix read once per request is what brakes the hot spot.
+   * w1. Without either relief (this one, and {@code new_prefill_idle_relief}, which lifts the same charge on idle
+   * workers for a prefix this hot) w1 keeps eight (28.8 .. 135.2) and the ninth goes to an idle worker at 140.8.
+   * With the whole decode weight on held blocks (0.2, no read term) w1 would cost 9.6k + 28.8 and keep twelve: the
+   * shared prefix read once per request is what brakes the hot spot.
    */
   @Test
   void underTheDefaultsAHotFloodSpillsOnceWaitingOnItsHolderCostsMoreThanACopy() {
@@ -118,8 +119,9 @@ class RouterTest {
     assertCosts(costs, 28.8, 36.0, 51.2, 66.4, 76.8, 76.8, 81.6);
 
     RouterHarness x = new RouterHarness().fleet(worker("w1"), worker("w2"), worker("w3"));
-    x.settings(new ModelRouting(KvAwarePolicy.NAME, Weights.DEFAULTS.with("hot_prefix_relief", 0),
-        BusyThresholds.OFF, ModelRouting.WhenAllBusy.REJECT));
+    x.settings(new ModelRouting(KvAwarePolicy.NAME,
+        Weights.DEFAULTS.with("hot_prefix_relief", 0).with("new_prefill_idle_relief", 0), BusyThresholds.OFF,
+        ModelRouting.WhenAllBusy.REJECT));
     x.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));
     List<String> held = new ArrayList<>();
     List<Double> heldCosts = new ArrayList<>();
@@ -127,6 +129,47 @@ class RouterTest {
     assertThat(held.subList(0, 8)).containsOnly("w1");
     assertThat(held.get(8)).isIn("w2", "w3");
     assertCosts(heldCosts, 28.8, 44.0, 59.2, 74.4, 89.6, 104.8, 120.0, 135.2, 140.8);
+  }
+
+  /**
+   * {@code new_prefill_idle_relief} 1 on the flood's shape (w1 holds the 56 shared blocks, every request adds 8 of
+   * its own and stays in flight), with three unrelated requests served between two of the flood's, so the shared
+   * prefix takes about a quarter of the requests: three quarters of one of the three workers' shares, short of
+   * {@code hot_prefix_relief}. A copy of it on an idle worker takes later requests off w1, so the relief lifts
+   * three quarters of the recompute charge there and the flood spills before it would without the relief (after 5
+   * requests, not 8). Sessions whose 56 blocks are each their own (a conversation's history: no other request ends
+   * on them, heat 0) keep the whole charge and spill exactly where they do without the relief (after 6; the
+   * relief before it read the prefix's heat moved them after 3): a copy would serve one session, which waits for it.
+   */
+  @Test
+  void theIdleReliefCopiesAPrefixOtherRequestsReuseButNotASessionsOwnHistory() {
+    int sharedOff = spillsAfter(false, 0);
+    int sharedOn = spillsAfter(false, 1);
+    int ownOff = spillsAfter(true, 0);
+    int ownOn = spillsAfter(true, 1);
+    assertThat(sharedOn).isLessThan(sharedOff);
+    assertThat(ownOn).isEqualTo(ownOff);
+  }
+
+  /** How many requests stay on w1 before one goes elsewhere (at most 20). */
+  private static int spillsAfter(boolean ownHistories, double relief) {
+    RouterHarness x = new RouterHarness().fleet(worker("w1"), worker("w2"), worker("w3"));
+    x.settings(new ModelRouting(KvAwarePolicy.NAME, Weights.DEFAULTS.with("new_prefill_idle_relief", relief),
+        BusyThresholds.OFF, ModelRouting.WhenAllBusy.REJECT));
+    x.overlaps.put(id("w1"), new Overlap(56, 0, 0, 0, false));
+    for (int i = 0; i < 20; i++) {
+      for (int k = 0; k < 3; k++) {
+        x.ledger.release(x.route(prompt(500 + 3 * i + k, 8, 0, 0)).reservation()); // served and gone
+      }
+      Decision d = x.route(prompt(ownHistories ? 100 + i : 1, 56, 8, i));
+      if (!ownHistories && i >= 4) {
+        assertThat(d.detail().prefixHeat()).isBetween(0.2, 0.3);
+      }
+      if (!name(d).equals("w1")) {
+        return i;
+      }
+    }
+    return 20;
   }
 
   /** {@code n} random block hashes that {@link EvictionPressure} all tracks (top three bits zero). */
@@ -161,9 +204,11 @@ class RouterTest {
    */
   @Test
   void aFleetThatEvictedWhatItIsAskedForAgainChargesRecomputeMoreButNotForAHotPrefix() {
-    Weights evicting = Weights.DEFAULTS.with("new_prefill_eviction_weight", 2).with("eviction_share_full", 0.05);
+    // the idle relief off: the cold flood's heat (up to half of one owner's share) would lift part of its base charge
+    Weights plain = Weights.DEFAULTS.with("new_prefill_idle_relief", 0);
+    Weights evicting = plain.with("new_prefill_eviction_weight", 2).with("eviction_share_full", 0.05);
     long[] doc = sampledBlocks(7, 64);
-    for (Weights w : List.of(evicting, Weights.DEFAULTS.with("new_prefill_eviction_weight", 0))) {
+    for (Weights w : List.of(evicting, plain.with("new_prefill_eviction_weight", 0))) {
       for (boolean cold : List.of(true, false)) {
         RouterHarness x = new RouterHarness().fleet(worker("w1"), worker("w2"), worker("w3"));
         x.settings(new ModelRouting(KvAwarePolicy.NAME, w, BusyThresholds.OFF, ModelRouting.WhenAllBusy.REJECT));
@@ -584,7 +629,9 @@ class RouterTest {
     // the engine had nothing of a 500-block prompt the view claimed (a lost cache clear, say)
     h.staleViewTrust.report(id("w1"), new Overlap(500, 0, 0, 0, true), RequestShape.of(500L * B + 1, B, 500, 0), 0);
     Decision refuted = h.route(prompt(1, 64, 0, 2));
-    assertThat(name(refuted)).isEqualTo("w2");
+    // not w1: w2 with its 30 predicted blocks, or (as here) idle w3, since the prompt asked for three times running
+    // is hot enough that the idle relief prices a copy of it where nothing runs
+    assertThat(name(refuted)).isNotEqualTo("w1");
     Candidate w1 = refuted.detail().candidates().stream().filter(c -> c.worker().name().equals("w1")).findFirst()
         .orElseThrow();
     assertThat(w1.viewTrust()).isLessThan(0.1);

@@ -25,9 +25,12 @@ class WeightsTest {
     // and falls, for a prefix past one worker's share of the requests, to nothing at two workers' share
     assertThat(d.hotPrefixRelief()).isEqualTo(1.0);
     assertThat(Weights.DYNAMO.hotPrefixRelief()).isZero();
+    // and, on a worker the fleet leaves idle, for a prefix other requests reuse
+    assertThat(d.newPrefillIdleRelief()).isEqualTo(1.0);
+    assertThat(Weights.DYNAMO.newPrefillIdleRelief()).isZero();
     assertThat(Weights.DYNAMO.with("new_prefill_weight", 1.0).with("decode_load_scale", 0.1)
-        .with("decode_read_weight", 0.1).with("new_prefill_eviction_weight", 8).with("hot_prefix_relief", 1))
-        .isEqualTo(d);
+        .with("decode_read_weight", 0.1).with("new_prefill_eviction_weight", 8).with("hot_prefix_relief", 1)
+        .with("new_prefill_idle_relief", 1)).isEqualTo(d);
     assertThat(d.gpuCredit()).isEqualTo(1.0);
     assertThat(d.cpuCredit()).isEqualTo(0.75);
     assertThat(d.diskCredit()).isEqualTo(0.25);
@@ -86,8 +89,7 @@ class WeightsTest {
     assertThat(Weights.DEFAULTS.withOverrides("hot_prefix_relief=0.5").hotPrefixRelief()).isEqualTo(0.5);
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("new_prefill_idle_relief=1.01"))
         .hasMessageContaining("new_prefill_idle_relief").hasMessageContaining("[0, 1]");
-    assertThat(Weights.DEFAULTS.newPrefillIdleRelief()).isZero();
-    assertThat(Weights.DEFAULTS.withOverrides("new_prefill_idle_relief=1").newPrefillIdleRelief()).isEqualTo(1.0);
+    assertThat(Weights.DEFAULTS.withOverrides("new_prefill_idle_relief=0").newPrefillIdleRelief()).isZero();
     // the step budget is off unless set, and set per request like the rest
     assertThat(Weights.DEFAULTS.stepTokens()).isZero();
     assertThat(Weights.DEFAULTS.withOverrides("step_tokens=8192").stepTokens()).isEqualTo(8192.0);
