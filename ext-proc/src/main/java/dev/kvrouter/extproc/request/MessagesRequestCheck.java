@@ -13,8 +13,8 @@ import java.util.Set;
  * Messages fields the prompt conversion does not check itself. FastAPI validates the body against that model before
  * vLLM's handler runs, so a body it refuses is a 400 whichever worker gets it: refused here, routing would only spend
  * a decision (and a reservation) on it. Only what pydantic surely refuses is refused; the lax conversions it accepts
- * ({@code "5"}, {@code 1.0}, {@code true} for an int; {@code "yes"} for a bool) pass, and strings for the float
- * fields are not judged at all (Python's {@code float()} grammar is not modelled). {@code stop_sequences}' length cap
+ * ({@code "5"}, {@code 1.0}, {@code true} for an int; {@code "yes"} for a bool; {@code "nan"}, {@code "1e999"} for a
+ * float) pass. {@code stop_sequences}' length cap
  * is each worker's {@code VLLM_MAX_STOP_STRINGS}, which the router cannot know: only its type is checked.
  */
 final class MessagesRequestCheck {
@@ -99,7 +99,7 @@ final class MessagesRequestCheck {
       Object v = e.getValue();
       boolean ok = v == null || switch (name) {
         case "stop_sequences" -> v instanceof List<?> l && l.stream().allMatch(x -> x instanceof String);
-        case "temperature", "top_p" -> !(v instanceof List || v instanceof Map); // float | None
+        case "temperature", "top_p" -> PythonValues.pydanticFloat(v);
         case "top_k" -> PythonValues.pydanticInt(v) != null;
         case "vllm_xargs" -> v instanceof Map<?, ?> m && m.values().stream().allMatch(MessagesRequestCheck::xarg);
         default -> v instanceof Map; // metadata, kv_transfer_params, ec_transfer_params: dict | None

@@ -74,11 +74,48 @@ final class PythonValues {
   /** The strings pydantic's lax {@code int} reads: digits, single underscores between them, a zero fraction. */
   private static final Pattern INT_STRING = Pattern.compile("[+-]?[0-9]+(?:_[0-9]+)*(?:\\.0+)?");
 
+  /** What pydantic-core trims from a number string (Rust's {@code str::trim}): Unicode White_Space at either end. */
+  private static final Pattern RUST_TRIM = Pattern.compile("^\\p{IsWhite_Space}+|\\p{IsWhite_Space}+$");
+
+  /** Rust's {@code f64::from_str}: digits with an optional point and exponent, or inf, infinity, nan in any case. */
+  private static final Pattern RUST_FLOAT = Pattern.compile(
+      "[+-]?(?:(?:[0-9]+\\.?[0-9]*|\\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))");
+
+  /**
+   * Underscores pydantic-core drops before a second attempt at a number string: none at either end, never two in
+   * a row.
+   */
+  private static final Pattern SINGLE_UNDERSCORES = Pattern.compile("[^_]+(?:_[^_]+)*");
+
+  private static String rustTrim(String s) {
+    return RUST_TRIM.matcher(s).replaceAll("");
+  }
+
+  /**
+   * Whether pydantic v2's lax {@code float} accepts the value: booleans, any JSON number Python's {@code float()}
+   * can hold (NaN and infinities included; an integer past the double range is refused), and strings Rust's float
+   * grammar reads once trimmed, or, untrimmed, once single underscores are dropped ({@code "1_0.5"},
+   * {@code "in_f"}). Verified against pydantic by {@code scripts/fixtures/messages_validation.py}.
+   */
+  static boolean pydanticFloat(Object v) {
+    if (v instanceof Boolean || v instanceof Long || v instanceof Double) {
+      return true;
+    }
+    if (v instanceof BigInteger b) {
+      return !Double.isInfinite(b.doubleValue()); // correctly rounded, as Python's int.__float__
+    }
+    if (v instanceof String s) {
+      return RUST_FLOAT.matcher(rustTrim(s)).matches()
+          || SINGLE_UNDERSCORES.matcher(s).matches() && RUST_FLOAT.matcher(s.replace("_", "")).matches();
+    }
+    return false;
+  }
+
   /**
    * Pydantic v2's lax {@code int}, exactly, for a field whose value decides whether vLLM accepts the request: booleans,
    * integers of any size, integral floats under 2^63 in magnitude, and {@link #INT_STRING} strings with surrounding
-   * whitespace. Returns null when pydantic would refuse the value (null included). Verified against pydantic by
-   * {@code scripts/fixtures/messages_validation.py}.
+   * Unicode White_Space. Returns null when pydantic would refuse the value (null included). Verified against pydantic
+   * by {@code scripts/fixtures/messages_validation.py}.
    */
   static BigInteger pydanticInt(Object v) {
     if (v instanceof Boolean b) {
@@ -94,7 +131,7 @@ final class PythonValues {
       return d == Math.rint(d) && Math.abs(d) < 0x1p63 ? BigInteger.valueOf(d.longValue()) : null;
     }
     if (v instanceof String s) {
-      String t = s.strip();
+      String t = rustTrim(s);
       if (!INT_STRING.matcher(t).matches()) {
         return null;
       }
