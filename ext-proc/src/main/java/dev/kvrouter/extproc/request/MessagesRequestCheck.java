@@ -85,6 +85,19 @@ final class MessagesRequestCheck {
     }
   }
 
+  /** Longest {@code cache_salt}, in code points (Python's {@code len}): {@code Field(max_length=1024)}. */
+  static final int MAX_CACHE_SALT_CHARS = 1024;
+
+  /**
+   * {@code cache_salt}'s length (its type and emptiness are every API's, checked before). Refused although a tenant's
+   * salt is replaced by the router: the body is as invalid as any other the engine's model refuses.
+   */
+  static void cacheSalt(Object salt) throws BadRequest {
+    if (salt instanceof String s && s.codePointCount(0, s.length()) > MAX_CACHE_SALT_CHARS) {
+      throw bad("`cache_salt` must be at most " + MAX_CACHE_SALT_CHARS + " characters", "cache_salt");
+    }
+  }
+
   /** {@code stream: bool | None}, as pydantic reads a bool. */
   static void stream(Object stream) throws BadRequest {
     if (stream != null && PythonValues.laxBool(stream) == null) {

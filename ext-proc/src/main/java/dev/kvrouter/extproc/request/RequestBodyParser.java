@@ -450,6 +450,7 @@ public final class RequestBodyParser {
         effort = d.disabledThinkingEffort();
       }
       MessagesRequestCheck.stream(stream);
+      MessagesRequestCheck.cacheSalt(cacheSalt);
       MessagesRequestCheck.checkedOnly(messagesCheckedOnly);
       Map<String, Object> kwargs = thinkingFromEffort(mapOrNull(chatTemplateKwargs, "chat_template_kwargs"), effort);
       return new ChatPrompt(conv.messages(), t.tools(), t.toolChoice(), null, true, false, kwargs, effort, null, false,
