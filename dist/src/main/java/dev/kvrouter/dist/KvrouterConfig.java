@@ -60,7 +60,7 @@ public record KvrouterConfig(
     workers = workers == null ? new Workers(null, null) : workers;
     routing = routing == null ? new Routing(null, null, null, null, null, null, null, null) : routing;
     tenancy = tenancy == null ? new Tenancy(null, false, null, null, null, false) : tenancy;
-    limits = limits == null ? new Limits(null, null, null) : limits;
+    limits = limits == null ? new Limits(null, null, null, null) : limits;
     observability = observability == null ? new Observability(null, null, null) : observability;
     replicas = replicas == null ? new Replicas(null, null, null, null, null, null) : replicas;
   }
@@ -391,11 +391,14 @@ public record KvrouterConfig(
   /**
    * Request size limits. {@code maxBufferedBodyBytes}: the request bodies all streams may hold at once; null (the
    * default) is a quarter of the JVM's maximum heap, resolved at start ({@link #bufferedBodyBudget}).
+   * {@code maxStopStrings}: the workers' {@code VLLM_MAX_STOP_STRINGS}, vLLM's default (4) unless set.
    */
-  public record Limits(Integer maxBodyBytes, Integer retryAfterSeconds, Long maxBufferedBodyBytes) {
+  public record Limits(Integer maxBodyBytes, Integer retryAfterSeconds, Long maxBufferedBodyBytes,
+      Integer maxStopStrings) {
     public Limits {
       maxBodyBytes = maxBodyBytes == null ? 8 * 1024 * 1024 : maxBodyBytes;
       retryAfterSeconds = retryAfterSeconds == null ? 1 : retryAfterSeconds;
+      maxStopStrings = maxStopStrings == null ? dev.kvrouter.extproc.request.RequestBodyParser.DEFAULT_MAX_STOP_STRINGS : maxStopStrings;
     }
 
     /** The budget in bytes: as configured, or a quarter of {@code maxHeapBytes}, never under one body. */
@@ -610,6 +613,9 @@ public record KvrouterConfig(
     }
     if (limits.retryAfterSeconds() < 1) {
       errors.add("limits.retry_after_seconds: must be >= 1, was " + limits.retryAfterSeconds());
+    }
+    if (limits.maxStopStrings() < 0) {
+      errors.add("limits.max_stop_strings: must be >= 0, was " + limits.maxStopStrings());
     }
     if (!observability.logFormat().equals("json") && !observability.logFormat().equals("text")) {
       errors.add("observability.log_format: must be json or text");

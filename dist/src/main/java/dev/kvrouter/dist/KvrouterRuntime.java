@@ -248,7 +248,8 @@ public final class KvrouterRuntime implements AutoCloseable {
       TenantIsolation tenancy = new TenantIsolation(key, t.shareAcrossTenants());
       log.info("tenancy: header={} share_across_tenants={} salts keyed by {}", t.header(), t.shareAcrossTenants(),
           key.secret() ? "the configured secret" : "the public seed (set tenancy.secret_file for keyed salts)");
-      RequestPreparer preparer = new RequestPreparer(models, tenancy, System::nanoTime);
+      RequestPreparer preparer = new RequestPreparer(models, tenancy, System::nanoTime,
+          config.limits().maxStopStrings());
       PromptPipeline pipeline = new PromptPipeline(overlaps, background, System::nanoTime,
           config.events().earlyStop(), metrics);
       ExtProcOptions options = new ExtProcOptions(s.bind(), s.extProcPort(), config.limits().maxBodyBytes(),

@@ -162,6 +162,15 @@ class KvrouterConfigTest {
   }
 
   @Test
+  void stopStringsAreCappedAtVllmsDefaultUnlessTold() {
+    assertThat(KvrouterConfig.defaults().limits().maxStopStrings()).isEqualTo(4);
+    assertThat(KvrouterConfig.parse("limits: {max_stop_strings: 16}\n", "k.yaml").limits().maxStopStrings())
+        .isEqualTo(16);
+    assertThatThrownBy(() -> KvrouterConfig.parse("limits: {max_stop_strings: -1}\n", "k.yaml"))
+        .hasMessageContaining("limits.max_stop_strings: must be >= 0, was -1");
+  }
+
+  @Test
   void theStallWatchdogWaitsTwoSecondsUnlessToldAndZeroTurnsItOff() {
     assertThat(KvrouterConfig.defaults().server().stallMs()).isEqualTo(2000);
     assertThat(KvrouterConfig.parse("server: {stall_ms: 0}\n", "k.yaml").server().stallMs()).isZero();

@@ -14,8 +14,8 @@ import java.util.Set;
  * vLLM's handler runs, so a body it refuses is a 400 whichever worker gets it: refused here, routing would only spend
  * a decision (and a reservation) on it. Only what pydantic surely refuses is refused; the lax conversions it accepts
  * ({@code "5"}, {@code 1.0}, {@code true} for an int; {@code "yes"} for a bool; {@code "nan"}, {@code "1e999"} for a
- * float) pass. {@code stop_sequences}' length cap
- * is each worker's {@code VLLM_MAX_STOP_STRINGS}, which the router cannot know: only its type is checked.
+ * float) pass. {@code stop_sequences}' length cap is each worker's {@code VLLM_MAX_STOP_STRINGS}, which the router
+ * is told ({@code limits.max_stop_strings}, vLLM's default unless set).
  */
 final class MessagesRequestCheck {
 
@@ -105,8 +105,11 @@ final class MessagesRequestCheck {
     }
   }
 
-  /** The {@link #CHECKED_ONLY} fields present in the body, by name. */
-  static void checkedOnly(Map<String, Object> fields) throws BadRequest {
+  /**
+   * The {@link #CHECKED_ONLY} fields present in the body, by name; {@code stop_sequences} holds at most
+   * {@code maxStopStrings} strings.
+   */
+  static void checkedOnly(Map<String, Object> fields, int maxStopStrings) throws BadRequest {
     for (Map.Entry<String, Object> e : fields.entrySet()) {
       String name = e.getKey();
       Object v = e.getValue();
@@ -119,6 +122,9 @@ final class MessagesRequestCheck {
       };
       if (!ok) {
         throw bad("`" + name + "` " + EXPECTED.get(name), name);
+      }
+      if (name.equals("stop_sequences") && v instanceof List<?> l && l.size() > maxStopStrings) {
+        throw bad("`stop_sequences` must have at most " + maxStopStrings + " items", name);
       }
     }
   }

@@ -46,6 +46,21 @@ public final class RequestBodyParser {
 
   private static final Set<String> MESSAGES_EFFORTS = Set.of("low", "medium", "high", "xhigh", "max");
 
+  /** vLLM's default {@code VLLM_MAX_STOP_STRINGS} (vllm/envs.py): the most Messages {@code stop_sequences}. */
+  public static final int DEFAULT_MAX_STOP_STRINGS = 4;
+
+  private final int maxStopStrings;
+
+  /** A parser for workers with vLLM's default {@code VLLM_MAX_STOP_STRINGS}. */
+  public RequestBodyParser() {
+    this(DEFAULT_MAX_STOP_STRINGS);
+  }
+
+  /** @param maxStopStrings the workers' {@code VLLM_MAX_STOP_STRINGS}: most Messages {@code stop_sequences} */
+  public RequestBodyParser(int maxStopStrings) {
+    this.maxStopStrings = maxStopStrings;
+  }
+
   /**
    * The top-level {@code model} string of a JSON object body, read without building it (other members are skipped);
    * null when the body is not such an object, has no string {@code model}, or is malformed. For requests the router
@@ -101,7 +116,7 @@ public final class RequestBodyParser {
    */
   public InferenceRequest parse(Kind kind, byte[] body, int length,
       Function<String, MessagesDialect> dialect) throws BadRequest {
-    Fields f = new Fields(kind, body, length, dialect);
+    Fields f = new Fields(kind, body, length, dialect, maxStopStrings);
     CacheSaltSites sites;
     try (JsonParser p = JSON.createParser(body, 0, length)) {
       if (p.nextToken() != JsonToken.START_OBJECT) {
@@ -197,12 +212,14 @@ public final class RequestBodyParser {
     Object outputConfig;
     final Map<String, Object> messagesCheckedOnly = new LinkedHashMap<>();
     final Function<String, MessagesDialect> dialect;
+    final int maxStopStrings;
 
-    Fields(Kind kind, byte[] body, int length, Function<String, MessagesDialect> dialect) {
+    Fields(Kind kind, byte[] body, int length, Function<String, MessagesDialect> dialect, int maxStopStrings) {
       this.kind = kind;
       this.body = body;
       this.length = length;
       this.dialect = dialect;
+      this.maxStopStrings = maxStopStrings;
     }
 
     void read(String name, JsonParser p) throws IOException, BadRequest {
@@ -451,7 +468,7 @@ public final class RequestBodyParser {
       }
       MessagesRequestCheck.stream(stream);
       MessagesRequestCheck.cacheSalt(cacheSalt);
-      MessagesRequestCheck.checkedOnly(messagesCheckedOnly);
+      MessagesRequestCheck.checkedOnly(messagesCheckedOnly, maxStopStrings);
       Map<String, Object> kwargs = thinkingFromEffort(mapOrNull(chatTemplateKwargs, "chat_template_kwargs"), effort);
       return new ChatPrompt(conv.messages(), t.tools(), t.toolChoice(), null, true, false, kwargs, effort, null, false,
           null, null, null);

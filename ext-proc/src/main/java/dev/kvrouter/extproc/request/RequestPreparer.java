@@ -19,12 +19,18 @@ import java.util.function.LongSupplier;
  */
 public final class RequestPreparer {
 
-  private final RequestBodyParser parser = new RequestBodyParser();
+  private final RequestBodyParser parser;
   private final ModelRegistry models;
   private final TenantIsolation tenancy;
   private final LongSupplier nanoTime;
 
   public RequestPreparer(ModelRegistry models, TenantIsolation tenancy, LongSupplier nanoTime) {
+    this(models, tenancy, nanoTime, RequestBodyParser.DEFAULT_MAX_STOP_STRINGS);
+  }
+
+  /** @param maxStopStrings the workers' {@code VLLM_MAX_STOP_STRINGS} ({@code limits.max_stop_strings}) */
+  public RequestPreparer(ModelRegistry models, TenantIsolation tenancy, LongSupplier nanoTime, int maxStopStrings) {
+    this.parser = new RequestBodyParser(maxStopStrings);
     this.models = models;
     this.tenancy = tenancy;
     this.nanoTime = nanoTime;

@@ -25,6 +25,8 @@ class MessagesValidationGoldenTest {
   @Test
   void refusedExactlyWhenVllmsRequestModelRefuses() throws Exception {
     JsonNode doc = Fixtures.messagesValidation();
+    // the workers' VLLM_MAX_STOP_STRINGS, as the fixture's transcription caps stop_sequences
+    RequestBodyParser parser = new RequestBodyParser(doc.get("max_stop_strings").asInt());
     List<String> wrong = new ArrayList<>();
     int refused = 0;
     for (JsonNode c : doc.get("cases")) {
@@ -42,7 +44,7 @@ class MessagesValidationGoldenTest {
       byte[] b = body.getBytes(StandardCharsets.UTF_8);
       String param = null;
       try {
-        new RequestBodyParser().parse(Kind.MESSAGES, b, b.length);
+        parser.parse(Kind.MESSAGES, b, b.length);
       } catch (RequestBodyParser.BadRequest e) {
         param = e.error().param();
         refused++;
