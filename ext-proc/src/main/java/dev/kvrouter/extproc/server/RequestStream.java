@@ -217,7 +217,11 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     if (requestId == null || requestId.isEmpty()) {
       requestId = UUID.randomUUID().toString();
     } else if (requestId.length() > MAX_REQUEST_ID_CHARS) {
-      requestId = requestId.substring(0, MAX_REQUEST_ID_CHARS);
+      // never between the halves of a surrogate pair: a lone half has no UTF-8 form, so Envoy would be handed "?"
+      // in its place and the response observer would claim a decision id nobody registered
+      int end = Character.isHighSurrogate(requestId.charAt(MAX_REQUEST_ID_CHARS - 1)) ? MAX_REQUEST_ID_CHARS - 1
+          : MAX_REQUEST_ID_CHARS;
+      requestId = requestId.substring(0, end);
     }
     try {
       tenant = options.tenantHeader() == null ? null : EnvoyMessages.exactHeader(h, options.tenantHeader());

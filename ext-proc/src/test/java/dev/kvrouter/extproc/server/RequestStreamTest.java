@@ -161,9 +161,40 @@ class RequestStreamTest {
     // The id keys InFlight (200,000 decisions) and rides every record and header of its request: a count bound
     // bounds nothing when each key may be as long as Envoy lets a header be (60 KiB by default).
     String huge = "r".repeat(60_000);
+    routedWithRequestId(huge);
+    assertThat(decided).hasSize(1);
+    String id = decided.get(0).id();
+    assertThat(id).as("kept: its first 128 characters").isEqualTo(huge.substring(0, 128));
+    assertThat(setHeaders(sent.get(1).getRequestBody().getResponse().getHeaderMutation().getSetHeadersList()))
+        .containsEntry("x-kvrouter-decision", id);
+    assertThat(inFlight.claim(id)).as("registered under the id it was given").isNotNull();
+  }
+
+  /**
+   * A client's id whose 128th character is the first half of a surrogate pair (an emoji there): cut at 128, the id
+   * kept a lone surrogate, which UTF-8 cannot carry, so the header and the metadata Envoy got (and forwards to the
+   * response observer) said "?" where the router had registered the surrogate: the observer claimed nothing.
+   */
+  @Test
+  void aClientsRequestIdIsNeverCutInsideACharacter() throws Exception {
+    routedWithRequestId("r".repeat(RequestStream.MAX_REQUEST_ID_CHARS - 1) + "\uD83D\uDE00" + "tail");
+    String id = decided.get(0).id();
+    // what Envoy reads: the response as it crosses the wire
+    ProcessingResponse wire = ProcessingResponse.parseFrom(sent.get(1).toByteArray());
+    String forwarded = wire.getDynamicMetadata().getFieldsOrThrow("envoy.lb").getStructValue()
+        .getFieldsOrThrow("x-kvrouter-decision").getStringValue();
+    assertThat(inFlight.claim(forwarded)).as("the observer claims by what Envoy forwards").isNotNull();
+    assertThat(setHeaders(wire.getRequestBody().getResponse().getHeaderMutation().getSetHeadersList()))
+        .containsEntry("x-kvrouter-decision", id);
+    assertThat(id).as("cut before the pair").isEqualTo("r".repeat(RequestStream.MAX_REQUEST_ID_CHARS - 1));
+  }
+
+  /** A completions request routed in BUFFERED mode, with the client's {@code x-request-id}. */
+  private void routedWithRequestId(String requestId) {
     RequestStream s = stream(1 << 20);
     HeaderMap.Builder h = HeaderMap.newBuilder();
-    for (String[] kv : new String[][] {{":method", "POST"}, {":path", "/v1/completions"}, {"x-request-id", huge}}) {
+    String[][] kvs = {{":method", "POST"}, {":path", "/v1/completions"}, {"x-request-id", requestId}};
+    for (String[] kv : kvs) {
       h.addHeaders(HeaderValue.newBuilder().setKey(kv[0]).setRawValue(ByteString.copyFromUtf8(kv[1])));
     }
     s.onNext(ProcessingRequest.newBuilder()
@@ -171,12 +202,6 @@ class RequestStreamTest {
             .setResponseBodyMode(BodySendMode.STREAMED))
         .setRequestHeaders(HttpHeaders.newBuilder().setHeaders(h)).build());
     s.onNext(body(BODY, true));
-    assertThat(decided).hasSize(1);
-    String id = decided.get(0).id();
-    assertThat(id).as("kept: its first 128 characters").isEqualTo(huge.substring(0, 128));
-    assertThat(setHeaders(sent.get(1).getRequestBody().getResponse().getHeaderMutation().getSetHeadersList()))
-        .containsEntry("x-kvrouter-decision", id);
-    assertThat(inFlight.claim(id)).as("registered under the id it was given").isNotNull();
   }
 
   @Test
