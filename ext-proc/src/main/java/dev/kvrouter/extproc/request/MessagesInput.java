@@ -198,16 +198,17 @@ final class MessagesInput {
     while (lead < messages.size() && messages.get(lead).role().equals("system")) {
       lead++;
     }
-    String leading = "";
-    for (Message m : messages.subList(0, lead)) {
-      leading = join(leading, systemText(m));
-    }
+    String leading = join(messages.subList(0, lead).stream().map(MessagesInput::systemText).toArray(String[]::new));
     List<Message> rest = outOfToolRuns(messages.subList(lead, messages.size()));
     if (mode == InlineSystemMode.PRESERVE && !(systemPromptText(system).isEmpty() && leading.isEmpty())) {
       return new Normalized(leading, rest);
     }
     List<Message> out = new ArrayList<>();
     List<String> pending = new ArrayList<>();
+    // texts bound for the user turn out ends with, appended at once: one by one, each append copied all the text
+    // before it (a long run of system messages cost time quadratic in its length); join is associative, so the
+    // text is the same
+    List<String> onto = new ArrayList<>();
     for (Message m : rest) {
       if (m.role().equals("system")) {
         String text = systemText(m);
@@ -215,12 +216,13 @@ final class MessagesInput {
           continue;
         }
         if (!out.isEmpty() && out.get(out.size() - 1).role().equals("user") && pending.isEmpty()) {
-          out.set(out.size() - 1, appendToUser(out.get(out.size() - 1), text));
+          onto.add(text);
         } else {
           pending.add(text);
         }
         continue;
       }
+      appendTo(out, onto);
       if (!pending.isEmpty()) {
         String text = join(pending.toArray(String[]::new));
         pending.clear();
@@ -232,10 +234,19 @@ final class MessagesInput {
       }
       out.add(m);
     }
+    appendTo(out, onto);
     if (!pending.isEmpty()) {
       out.add(new Message("user", join(pending.toArray(String[]::new))));
     }
     return new Normalized(leading, out);
+  }
+
+  /** Appends the gathered {@code texts} to the user turn {@code out} ends with, and clears them. */
+  private static void appendTo(List<Message> out, List<String> texts) throws BadRequest {
+    if (!texts.isEmpty()) {
+      out.set(out.size() - 1, appendToUser(out.get(out.size() - 1), join(texts.toArray(String[]::new))));
+      texts.clear();
+    }
   }
 
   /**

@@ -1,11 +1,13 @@
 package dev.kvrouter.extproc.request;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import dev.kvrouter.extproc.model.InlineSystemMode;
 import dev.kvrouter.extproc.model.MessagesDialect;
 import dev.kvrouter.extproc.request.InferenceRequest.Kind;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -62,6 +64,30 @@ class MessagesInputTest {
     // folded into the only-tool-results user message: onto its last result, so no user turn is added
     assertThat(folded).extracting(m -> m.get("role")).containsExactly("system", "user", "assistant", "tool");
     assertThat(folded.get(3).get("content")).isEqualTo("out\n\nR");
+  }
+
+  /**
+   * Folding joined each system message onto the text gathered so far, copying it every time: 100,000 one-letter
+   * system messages after a user turn (3.4 MB, under the default body limit) held a routing thread for 12 s. Each
+   * run of system messages is now joined once, to the same text.
+   */
+  @Test
+  void aLongRunOfSystemMessagesIsFoldedInLinearTime() {
+    int n = 100_000;
+    String run = ",{\"role\":\"system\",\"content\":\"x\"}".repeat(n);
+    String folded = "\n\nx".repeat(n);
+    String[] users = {"\"a\"", "[{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"content\":\"r\"},"
+        + "{\"type\":\"text\",\"text\":\"a\"}]"};
+    for (String user : users) {
+      List<Map<String, Object>> out = assertTimeoutPreemptively(Duration.ofSeconds(5), () -> messages(
+          "\"system\":\"S\",\"messages\":[{\"role\":\"user\",\"content\":" + user + "}" + run + "]",
+          InlineSystemMode.FOLD));
+      assertThat(out.get(out.size() - 1)).isEqualTo(Map.of("role", "user", "content", "a" + folded));
+    }
+    List<Map<String, Object>> leading = assertTimeoutPreemptively(Duration.ofSeconds(5),
+        () -> messages("\"messages\":[" + run.substring(1) + ",{\"role\":\"user\",\"content\":\"a\"}]",
+            InlineSystemMode.FOLD));
+    assertThat(leading.get(0).get("content")).isEqualTo(folded.substring(2));
   }
 
   /**
