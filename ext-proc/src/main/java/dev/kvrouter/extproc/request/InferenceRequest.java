@@ -45,6 +45,15 @@ public record InferenceRequest(
    */
   public record ResponsesFields(String previousResponseId, boolean requestIdGiven) {}
 
+  /** As a record prints itself, but without the client's salt: vLLM asks that it be kept from third parties. */
+  @Override
+  public String toString() {
+    return "InferenceRequest[kind=" + kind + ", model=" + model + ", stream=" + stream + ", includeUsage="
+        + includeUsage + ", cacheSalt=" + (cacheSalt == null ? null : "<redacted>") + ", output=" + output
+        + ", prompt=" + prompt + ", multimodal=" + multimodal + ", unreproducible=" + unreproducible + ", saltSites="
+        + saltSites + ", bodyBytes=" + bodyBytes + ", responses=" + responses + "]";
+  }
+
   public enum Kind {
     COMPLETIONS,
     CHAT,

@@ -600,5 +600,13 @@ class RequestBodyParserTest {
       assertThat(t.toString()).doesNotContain("31337");
       assertThat(parse(Kind.CHAT, chat("")).chat().toString()).doesNotContain("hi");
     }
+
+    /** vLLM asks for a cache_salt kept from third parties: whoever reads a log could read that tenant's cache. */
+    @Test
+    void toStringsNeverPrintTheClientsCacheSalt() throws Exception {
+      InferenceRequest r = parse(Kind.CHAT, chat(",\"cache_salt\":\"s3cr3t-salt\""));
+      assertThat(r.cacheSalt()).isEqualTo("s3cr3t-salt");
+      assertThat(r.toString()).doesNotContain("s3cr3t").contains("cacheSalt=<redacted>");
+    }
   }
 }
