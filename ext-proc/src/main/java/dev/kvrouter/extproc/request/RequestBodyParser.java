@@ -363,6 +363,11 @@ public final class RequestBodyParser {
       if (cacheSaltPresent && cacheSalt != null && !(cacheSalt instanceof String s && !s.isEmpty())) {
         throw bad("Parameter 'cache_salt' must be a non-empty string if provided.", "cache_salt");
       }
+      if (cacheSalt instanceof String s && s.codePoints().anyMatch(c -> c >= 0xD800 && c <= 0xDFFF)) {
+        // Salts are keyed by their UTF-8 bytes, which an unpaired surrogate does not have (Java writes "?"): keyed
+        // anyway, "s\ud800" would share the partition of "s?"
+        throw bad("Parameter 'cache_salt' must be Unicode text (it has an unpaired surrogate escape)", "cache_salt");
+      }
       if (PythonValues.truthy(streamOptions) && !PythonValues.truthy(stream)) {
         throw bad("Stream options can only be defined when `stream=True`.", "stream_options");
       }

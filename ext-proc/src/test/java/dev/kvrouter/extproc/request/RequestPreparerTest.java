@@ -51,6 +51,25 @@ class RequestPreparerTest {
     assertThat(p.parseNanos()).isPositive();
   }
 
+  /**
+   * A salt is keyed by its UTF-8 bytes, and an unpaired surrogate (JSON lets a client escape one) has none: it was
+   * written as "?", so a client's "s\\ud800" shared the partition of "s?" and "s\\udfff", for a tenant as without one.
+   */
+  @Test
+  void aSaltThatIsNotUnicodeTextIsRefusedRatherThanMergedWithAnother() throws Exception {
+    for (String tenant : new String[] {null, "acme"}) {
+      CacheNamespace plain = prepare(body("base", ",\"cache_salt\":\"s?\""), tenant).scope().namespace();
+      assertThat(plain.cacheSalt()).startsWith("kvr1:");
+      for (String odd : new String[] {"s\\ud800", "s\\udfff", "\\ude00s\\ud83d"}) {
+        assertThatThrownBy(() -> prepare(body("base", ",\"cache_salt\":\"" + odd + "\""), tenant))
+            .as(odd).isInstanceOf(RequestBodyParser.BadRequest.class)
+            .satisfies(e -> assertThat(((RequestBodyParser.BadRequest) e).error().param()).isEqualTo("cache_salt"));
+      }
+    }
+    assertThat(prepare(body("base", ",\"cache_salt\":\"s\\ud83d\\ude00\""), null).request().cacheSalt())
+        .as("a pair is one character").isEqualTo("s\ud83d\ude00");
+  }
+
   /** A model configured with its workers' inline-system placement is converted so, whatever the probe says. */
   @Test
   void aConfiguredInlineSystemPlacementIsUsed() throws Exception {
