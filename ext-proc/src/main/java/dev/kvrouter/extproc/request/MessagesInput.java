@@ -27,6 +27,12 @@ final class MessagesInput {
 
   private static final Set<String> BLOCK_TYPES = Set.of("text", "image", "tool_use", "tool_result", "tool_reference",
       "thinking", "redacted_thinking");
+  /**
+   * Roles Claude Code 2.1.154+ sends, read as {@code user} as vLLM's open PR 44737 maps them. vLLM main (a8c3bdb)
+   * still refuses them (400); accepting them only hashes a request such a worker refuses, while refusing them would
+   * turn away Claude Code in front of a worker that has the mapping.
+   */
+  private static final Map<String, String> ROLE_ALIASES = Map.of("ctx", "user", "msg", "user");
 
   /**
    * The conversation as vLLM templates it.
@@ -408,9 +414,8 @@ final class MessagesInput {
       if (!(list.get(i) instanceof Map<?, ?> m)) {
         throw RequestBodyParser.bad("`" + at + "` must be an object", at);
       }
-      // vLLM main's Literal["user", "assistant", "system"]: Claude Code's "ctx" and "msg" are refused there too (the
-      // mapping of open PR 44737 is not merged), so a worker would answer them 400 after a decision was spent
-      Object role = m.get("role");
+      // Map.of's lookups throw on null: a message without a role is the client's 400, not the router's 500
+      Object role = m.get("role") instanceof String r ? ROLE_ALIASES.getOrDefault(r, r) : null;
       if (!"user".equals(role) && !"assistant".equals(role) && !"system".equals(role)) {
         throw RequestBodyParser.bad("`" + at + ".role` must be one of user, assistant, system", at + ".role");
       }

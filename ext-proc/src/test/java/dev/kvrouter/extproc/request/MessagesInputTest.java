@@ -72,6 +72,18 @@ class MessagesInputTest {
    * run of system messages is now joined once, to the same text.
    */
   @Test
+  void claudeCodesCtxAndMsgRolesAreReadAsUser() throws Exception {
+    // vLLM's open PR 44737 maps them to user; a stock vLLM refuses them itself, so the router must not refuse a
+    // request a worker carrying the mapping serves
+    for (String role : new String[] {"ctx", "msg"}) {
+      assertThat(messages("\"messages\":[{\"role\":\"" + role + "\",\"content\":\"c\"},"
+          + "{\"role\":\"user\",\"content\":\"q\"}]", InlineSystemMode.PRESERVE)).as(role)
+          .isEqualTo(messages("\"messages\":[{\"role\":\"user\",\"content\":\"c\"},"
+              + "{\"role\":\"user\",\"content\":\"q\"}]", InlineSystemMode.PRESERVE));
+    }
+  }
+
+  @Test
   void aLongRunOfSystemMessagesIsFoldedInLinearTime() {
     int n = 100_000;
     String run = ",{\"role\":\"system\",\"content\":\"x\"}".repeat(n);
