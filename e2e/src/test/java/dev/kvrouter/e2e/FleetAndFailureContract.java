@@ -336,6 +336,41 @@ abstract class FleetAndFailureContract {
     }
   }
 
+  /**
+   * POSTs the router does not route ({@code /v1/embeddings}, {@code /tokenize}, {@code /v1/messages/count_tokens})
+   * in a fleet of two models: Envoy's default route, {@code kvrouter_pool}, spreads over every model's workers, so
+   * such a request reached the other model's worker as often as not (a real vLLM answers it 404). The router names
+   * the pool of the model the body gives: with envoy.yaml on the buffered body's answer; with
+   * envoy-original-dst.yaml (FULL_DUPLEX_STREAMED) it used not to, and now holds the headers until the body has
+   * ended, as for the requests it routes.
+   */
+  @Test
+  void requestsTheRouterDoesNotRouteReachOnlyTheirModelsWorkers() throws Exception {
+    String other = "other/model";
+    try (Stack stack = new Stack(envoyConfig(), 3, 0)) {
+      stack.writeWorkers(new ArrayList<>(stack.workers.values()), n -> n.equals("w3") ? other : Stack.MODEL);
+      stack.awaitClusters(List.of(dev.kvrouter.xds.server.ClusterSnapshots.poolCluster(Stack.MODEL),
+          dev.kvrouter.xds.server.ClusterSnapshots.poolCluster(other)), List.of());
+      Await.until("the router's fleet has two models", Duration.ofSeconds(10),
+          () -> stack.runtime.registry().current().forModel(other).size() == 1);
+      String[] paths = {"/v1/embeddings", "/tokenize", "/v1/messages/count_tokens"};
+      Map<String, Map<String, Integer>> servedByModel = new HashMap<>();
+      for (int i = 0; i < 18; i++) {
+        String model = i % 3 == 2 ? other : Stack.MODEL;
+        HttpResponse<String> r = stack.post(paths[i % paths.length] + (i % 2 == 0 ? "" : "?x=" + i),
+            "{\"model\":\"" + model + "\",\"input\":\"text " + i + "\"}", Map.of());
+        // the fake worker answers 404 for these paths: which worker answered is what counts
+        servedByModel.computeIfAbsent(model, m -> new HashMap<>())
+            .merge(r.headers().firstValue(FakeWorker.SERVED_BY).orElseThrow(), 1, Integer::sum);
+      }
+      assertThat(servedByModel.get(Stack.MODEL)).as("%s", servedByModel).containsOnlyKeys("w1", "w2");
+      assertThat(servedByModel.get(other)).as("%s", servedByModel).containsOnlyKeys("w3");
+      // a body that names no model the fleet serves keeps the default route
+      HttpResponse<String> unknown = stack.post("/v1/embeddings", "{\"model\":\"nobody/serves-it\"}", Map.of());
+      assertThat(unknown.headers().firstValue(FakeWorker.SERVED_BY)).isPresent();
+    }
+  }
+
   static Map<String, Integer> sendAndCount(Stack stack, int n) throws Exception {
     Map<String, Integer> served = new HashMap<>();
     for (int i = 0; i < n; i++) {

@@ -127,10 +127,15 @@ final class Stack implements AutoCloseable {
   }
 
   void writeWorkers(List<FakeWorker> ws) throws IOException {
+    writeWorkers(ws, name -> MODEL);
+  }
+
+  /** The fleet file with each worker serving {@code modelOf} its name (a fake worker answers for any model). */
+  void writeWorkers(List<FakeWorker> ws, java.util.function.Function<String, String> modelOf) throws IOException {
     StringBuilder y = new StringBuilder(ws.isEmpty() ? "workers: []\n" : "workers:\n");
     for (FakeWorker w : ws) {
       y.append("  - {name: ").append(w.name()).append(", address: 127.0.0.1, port: ").append(w.port())
-          .append(", model: ").append(MODEL).append("}\n");
+          .append(", model: ").append(modelOf.apply(w.name())).append("}\n");
     }
     Path tmp = dir.resolve("workers.yaml.tmp");
     Files.writeString(tmp, y);

@@ -82,7 +82,10 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   /** How the router's own answers are written for this request's API (OpenAI's until the path is known). */
   private ErrorShape errorShape = ErrorShape.OPENAI;
   private boolean passThrough;
-  /** A passed-through POST whose buffered body may name a model: steered to that model's pool ({@link #toPool}). */
+  /**
+   * A passed-through POST whose body may name a model: steered to that model's pool ({@link #toPool}). In
+   * FULL_DUPLEX_STREAMED mode its headers are held, and its body with them, until the body has ended.
+   */
   private boolean poolByModel;
   private String requestId;
   private String tenant;
@@ -263,10 +266,14 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     }
     if (kind == null) {
       passThrough = true; // /v1/models, /health, ...: the default route sends them to the pool
-      // a POST's model, when its body names one, picks that model's pool instead (toPool); BUFFERED only, since the
-      // body response can still set the route's header there
-      poolByModel = "POST".equals(method) && requestBodyMode == BodySendMode.BUFFERED && !h.getEndOfStream();
-      send(EnvoyMessages.continueRequestHeaders());
+      // a POST's model, when its body names one, picks that model's pool instead (toPool): on the body's answer in
+      // BUFFERED mode; in FULL_DUPLEX_STREAMED mode only the headers' answer can set the route's header, so it waits
+      // for the body as a routed request's does
+      poolByModel = "POST".equals(method) && !h.getEndOfStream()
+          && (requestBodyMode == BodySendMode.BUFFERED || fullDuplex);
+      if (!(poolByModel && fullDuplex)) {
+        send(EnvoyMessages.continueRequestHeaders());
+      }
       return;
     }
     if (h.getEndOfStream()) {
@@ -296,6 +303,10 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   private void onRequestBody(HttpBody b) {
     boolean fullDuplex = requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED;
     if (passThrough) {
+      if (poolByModel && fullDuplex) {
+        holdForPool(b);
+        return;
+      }
       if (poolByModel) {
         poolByModel = false; // BUFFERED: the whole body is this one message
         toPool(b.getBody());
@@ -319,6 +330,11 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   }
 
   private void onRequestTrailers(HttpTrailers t) {
+    if (poolByModel && requestBodyMode == BodySendMode.FULL_DUPLEX_STREAMED && !bodyEnded) {
+      pendingTrailers = t; // the body ended without end_of_stream because trailers follow
+      heldToPool(false);
+      return;
+    }
     if (routing) {
       pendingTrailers = t; // answered once the decision (and the body before it) has been sent
       return;
@@ -362,6 +378,84 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     });
   }
 
+  /**
+   * FULL_DUPLEX_STREAMED: holds a passed-through POST's body until it ends, then answers the held headers with its
+   * model's pool ({@link #heldToPool}). A body the router may not hold (over {@code limits.max_body_bytes}, or the
+   * budget of all bodies spent) is never refused for it: it goes on at once to the default route, as before.
+   */
+  private void holdForPool(HttpBody b) {
+    if (hold(b.getBody()) != null) {
+      poolByModel = false;
+      send(EnvoyMessages.continueRequestHeaders());
+      if (bodyLength > 0) {
+        send(EnvoyMessages.streamedRequestBody(ByteString.copyFrom(body, 0, bodyLength), false));
+      }
+      releaseBody();
+      send(EnvoyMessages.streamedRequestBody(b.getBody(), b.getEndOfStream()));
+      return;
+    }
+    if (b.getEndOfStream()) {
+      heldToPool(true);
+    }
+  }
+
+  /**
+   * Answers the held headers with the pool of the model the held body names (or the default route), then sends the
+   * body and any trailers that waited; a large body is read on a routing thread, as in {@link #toPool}.
+   */
+  private void heldToPool(boolean endOfStream) {
+    bodyEnded = true;
+    poolByModel = false;
+    if (bodyLength <= options.inlineRoutingMaxBytes()) {
+      releaseHeld(poolHeaders(UnsafeByteOperations.unsafeWrap(body, 0, bodyLength)), endOfStream);
+      return;
+    }
+    routing = true;
+    computing = true; // the routing thread reads the body without the lock; abort leaves its release to it
+    routingExecutor.execute(() -> {
+      // the array is this stream's alone and nothing writes it once the body has ended
+      ProcessingResponse headers = poolHeaders(UnsafeByteOperations.unsafeWrap(body, 0, bodyLength));
+      synchronized (this) {
+        routing = false;
+        computing = false;
+        if (aborted || finished) {
+          releaseBody();
+          return;
+        }
+        try {
+          releaseHeld(headers, endOfStream);
+        } catch (RuntimeException e) {
+          log.debug("request {} ended while its model was read: {}", requestId, e.toString());
+        }
+      }
+    });
+  }
+
+  private void releaseHeld(ProcessingResponse headers, boolean endOfStream) {
+    send(headers);
+    for (int off = 0; off < bodyLength; off += EnvoyMessages.STREAMED_CHUNK) {
+      int end = Math.min(bodyLength, off + EnvoyMessages.STREAMED_CHUNK);
+      send(EnvoyMessages.streamedRequestBody(ByteString.copyFrom(body, off, end - off),
+          endOfStream && end == bodyLength));
+    }
+    if (bodyLength == 0) {
+      send(EnvoyMessages.streamedRequestBody(ByteString.EMPTY, endOfStream));
+    }
+    releaseBody();
+    if (pendingTrailers != null) {
+      pendingTrailers = null;
+      send(EnvoyMessages.continueRequestTrailers());
+    }
+  }
+
+  /** The request-headers answer naming the pool of {@code requestBody}'s model, or letting the default route be. */
+  private ProcessingResponse poolHeaders(ByteString requestBody) {
+    String pool = router.poolFor(RequestBodyParser.modelOf(requestBody.newInput()));
+    return pool == null ? EnvoyMessages.continueRequestHeaders() : EnvoyMessages.routeOnHeaders(
+        HeaderMutation.newBuilder().addSetHeaders(EnvoyMessages.header(Headers.CLUSTER, pool)).build(),
+        com.google.protobuf.Struct.getDefaultInstance());
+  }
+
   private ProcessingResponse poolResponse(ByteString requestBody) {
     String pool = requestBody.size() > options.maxBodyBytes() ? null
         : router.poolFor(RequestBodyParser.modelOf(requestBody.newInput()));
@@ -371,16 +465,25 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
   }
 
   private boolean append(ByteString chunk) {
+    String refused = hold(chunk);
+    if (refused != null) {
+      finish(refused.equals("body_too_large") ? OpenAiError.tooLarge(options.maxBodyBytes())
+          : OpenAiError.bodiesOverBudget(), refused);
+      return false;
+    }
+    return true;
+  }
+
+  /** Adds {@code chunk} to the held body; null, or why it cannot be held ({@code body_too_large}, {@code body_budget}). */
+  private String hold(ByteString chunk) {
     long total = (long) bodyLength + chunk.size();
     if (total > options.maxBodyBytes()) {
-      finish(OpenAiError.tooLarge(options.maxBodyBytes()), "body_too_large");
-      return false;
+      return "body_too_large";
     }
     if (total > body.length) {
       int capacity = (int) Math.min(options.maxBodyBytes(), Math.max(total, 2L * body.length));
       if (!budget.tryReserve(capacity - body.length)) {
-        finish(OpenAiError.bodiesOverBudget(), "body_budget");
-        return false;
+        return "body_budget";
       }
       reserved += capacity - body.length;
       byte[] grown = new byte[capacity];
@@ -389,7 +492,7 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
     }
     chunk.copyTo(body, bodyLength);
     bodyLength = (int) total;
-    return true;
+    return null;
   }
 
   /** Routes inline when the body is small, else on the routing executor; then forwards the request. */

@@ -132,6 +132,70 @@ class RequestStreamRoutingTest {
     assertThat(decisions).isEmpty();
   }
 
+  /**
+   * The same with FULL_DUPLEX_STREAMED bodies (envoy-original-dst.yaml): only the request-headers answer can set the
+   * route's header there, and it went back at once, so such a request always took the default route. The headers
+   * are now held until the body has ended (two chunks here), then sent with the pool, then the body, then the
+   * trailers; a body the router may not hold (over limits.max_body_bytes) goes on at once, unrefused.
+   */
+  @Test
+  void aFullDuplexRequestTheRouterDoesNotRouteWaitsForItsBodyToNameItsPool() {
+    List<Worker> fleet = List.of(Worker.simple("a", "10.0.0.1", 8000, "m"),
+        Worker.simple("b", "10.0.0.2", 8000, "other"));
+    String body = "{\"model\":\"other\",\"input\":\"" + "x".repeat(3000) + "\"}";
+    for (int inline : new int[] {1 << 20, 16}) {
+      sent.clear();
+      List<Runnable> queued = new ArrayList<>();
+      RequestStream s = fullDuplex(fleet, 1 << 20, inline, queued);
+      s.onNext(headers(Map.of(":path", "/v1/embeddings")).toBuilder().clearProtocolConfig().build());
+      s.onNext(chunk(body.substring(0, 100), false));
+      assertThat(sent).as("headers held for the body's model").isEmpty();
+      s.onNext(chunk(body.substring(100), false));
+      s.onNext(ProcessingRequest.newBuilder().setRequestTrailers(
+          io.envoyproxy.envoy.service.ext_proc.v3.HttpTrailers.getDefaultInstance()).build());
+      assertThat(queued).hasSize(inline < body.length() ? 1 : 0);
+      queued.forEach(Runnable::run);
+      assertThat(sent).hasSize(3);
+      var headers = sent.get(0).getRequestHeaders().getResponse();
+      assertThat(headers.getClearRouteCache()).isTrue();
+      assertThat(headers.getHeaderMutation().getSetHeadersList()).singleElement()
+          .satisfies(h -> assertThat(h.getHeader().getKey()).isEqualTo("x-kvrouter-cluster"))
+          .satisfies(h -> assertThat(h.getHeader().getRawValue().toStringUtf8())
+              .isEqualTo(dev.kvrouter.xds.server.ClusterSnapshots.poolCluster("other")));
+      var streamed = sent.get(1).getRequestBody().getResponse().getBodyMutation().getStreamedResponse();
+      assertThat(streamed.getBody().toStringUtf8()).isEqualTo(body);
+      assertThat(streamed.getEndOfStream()).isFalse();
+      assertThat(sent.get(2).hasRequestTrailers()).isTrue();
+    }
+    // over the body limit: the headers go on as they are, then what was held, then the rest as it comes
+    sent.clear();
+    RequestStream s = fullDuplex(fleet, 1024, 1 << 20, new ArrayList<>());
+    s.onNext(headers(Map.of(":path", "/tokenize")).toBuilder().clearProtocolConfig().build());
+    s.onNext(chunk(body.substring(0, 1000), false));
+    s.onNext(chunk(body.substring(1000), true));
+    assertThat(sent).hasSize(3);
+    assertThat(sent.get(0).getRequestHeaders().getResponse().hasHeaderMutation()).isFalse();
+    StringBuilder forwarded = new StringBuilder();
+    sent.subList(1, 3).forEach(r -> forwarded.append(
+        r.getRequestBody().getResponse().getBodyMutation().getStreamedResponse().getBody().toStringUtf8()));
+    assertThat(forwarded.toString()).isEqualTo(body);
+    assertThat(sent.get(2).getRequestBody().getResponse().getBodyMutation().getStreamedResponse().getEndOfStream())
+        .isTrue();
+    assertThat(decisions).isEmpty();
+  }
+
+  private RequestStream fullDuplex(List<Worker> fleet, int maxBody, int inline, List<Runnable> queued) {
+    ExtProcOptions o = ExtProcOptions.defaults();
+    return new RequestStream(RequestStreamTest.collecting(sent), RequestPath.of(router(fleet), null),
+        new ExtProcOptions(o.bind(), 0, maxBody, o.tenantHeader(), BodySendMode.FULL_DUPLEX_STREAMED,
+            BodySendMode.STREAMED, 1, 1, inline, 1), queued::add, new InFlight(100, java.time.Duration.ofMinutes(1)));
+  }
+
+  static ProcessingRequest chunk(String s, boolean end) {
+    return ProcessingRequest.newBuilder().setRequestBody(io.envoyproxy.envoy.service.ext_proc.v3.HttpBody
+        .newBuilder().setBody(ByteString.copyFromUtf8(s)).setEndOfStream(end)).build();
+  }
+
   @Test
   void aDataParallelWorkerGetsItsRankHeader() {
     Worker dp = new Worker("dp", "10.0.0.9", 8000, "m", List.of(), Worker.Role.BOTH, null, 4, 16, 1, null, false,
