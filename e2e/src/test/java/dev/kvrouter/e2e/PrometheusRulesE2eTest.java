@@ -84,9 +84,11 @@ class PrometheusRulesE2eTest {
   @BeforeAll
   void start() throws Exception {
     work = Files.createTempDirectory("kvrouter-e2e-rules");
-    // truth_check_every 1: every response's usage is read, so the truth-check series exist
+    // truth_check_every 1: every response's usage is read, so the truth-check series exist; a replica link (with no
+    // peer yet) so that its series, which the replica alerts name, do
     stack = EnvoyAbStack.start(new EnvoyAbStack.Options(Stack.ROOT, 2, Presets.byId("llama3.1-8b-h100"), MODEL,
-        Stack.tokenizer("llama3_1"), 16, 4096, 5, null, false, "routing: {policy: kv_aware}", work, 0, null, "",
+        Stack.tokenizer("llama3_1"), 16, 4096, 5, null, false, "routing: {policy: kv_aware}", work, 0, null,
+        "replicas: {bind: 'tcp://127.0.0.1:" + dev.kvrouter.examples.envoy.EnvoyProcess.freeLoopbackPort() + "'}",
         null, 1, true), InProcessRouter.launcher(List::of));
   }
 
