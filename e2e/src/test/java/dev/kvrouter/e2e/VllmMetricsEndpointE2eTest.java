@@ -20,6 +20,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -42,9 +43,17 @@ class VllmMetricsEndpointE2eTest {
     try (Peer peer = Peer.start("--running", "5", "--waiting", "7", "--usage", "0.25", "--blocks", "31000")) {
       long whole = wholePageBytes(peer.port);
       try (Scrape s = new Scrape(peer.port, true)) {
+        long[] perRound = new long[3];
         for (int i = 0; i < 3; i++) {
+          long before = s.scraper.bytesRead();
           s.scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+          perRound[i] = s.scraper.bytesRead() - before;
         }
+        System.out.printf("[e2e] filtered scrape bytes per round %s, whole page %d%n", Arrays.toString(perRound),
+            whole);
+        // the cache config (vllm:cache_config_info) is asked for in the engine's first round only
+        assertThat(perRound[1]).as("rounds after the first, per round %s", Arrays.toString(perRound))
+            .isEqualTo(perRound[2]).isLessThan(perRound[0]);
         ScrapedLoad load = s.scraper.scraped(WorkerId.of("vllm"));
         assertThat(load).as("scraped").isNotNull();
         assertThat(List.of(load.running(), load.waiting(), load.kvUsage())).containsExactly(5.0, 7.0, 0.25);

@@ -85,11 +85,22 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     volatile boolean departed;
     /** Set once the server has not answered a filtered request usefully; read by the next round's sender. */
     volatile boolean wholePage;
-    /** The worker's metrics URL as last seen, and its two URIs (null: not an http(s) URL), kept between rounds. */
+    /**
+     * Its engines' cache config ({@link VllmMetricsParser#CONFIG_SERIES}) by {@code engine} label, as read once per
+     * engine lifetime; null until read, and again after any round that did not read the page (how a restart shows:
+     * a restarting engine is unreachable, or answers an error, for its whole start) or at a new metrics URL.
+     */
+    volatile Map<Integer, CacheConfig> config;
+    /** The worker's metrics URL as last seen, and its URIs (null: not an http(s) URL), kept between rounds. */
     String url;
     URI plain;
     URI filtered;
+    /** {@link #filtered} without the cache config: the rounds after it was read. */
+    URI filteredLoad;
   }
+
+  /** One engine's cache config: GPU blocks, and whether it caches prefixes (null: it does not say). */
+  private record CacheConfig(long numGpuBlocks, Boolean prefixCaching) {}
 
   /**
    * @param filter ask each worker for the series the router reads only ({@link #filteredUri}), falling back per
@@ -170,6 +181,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     if (!url.equals(s.url)) { // parsed once per worker, not per round: the rounds run often and stay cold code
       s.url = url;
       s.plain = null;
+      s.config = null;
       s.wholePage = false; // a new endpoint: ask it for the filtered page
       try {
         URI u = URI.create(url);
@@ -177,6 +189,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
             && u.getHost() != null) {
           s.plain = u;
           s.filtered = filteredUri(u);
+          s.filteredLoad = filteredUri(u, VllmMetricsParser.LOAD_SERIES);
         }
       } catch (IllegalArgumentException e) {
         // reported below
@@ -187,7 +200,8 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
       warnNoMetrics(w, "invalid metrics URL " + url);
       return CompletableFuture.completedFuture(null);
     }
-    URI filtered = filter && !s.wholePage ? s.filtered : null;
+    boolean readConfig = s.config == null;
+    URI filtered = filter && !s.wholePage ? (readConfig ? s.filtered : s.filteredLoad) : null;
     CompletableFuture<Void> done = new CompletableFuture<>();
     // the exchange in progress, closed if the scrape is cancelled: a blocking socket read ignores interrupts
     AtomicReference<HttpURLConnection> open = new AtomicReference<>();
@@ -197,7 +211,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
         try {
           Page page = null;
           if (filtered != null) {
-            page = fetch(filtered, open, done);
+            page = fetch(filtered, open, done, readConfig);
             health.scrapeReached(w.name());
             // A 5xx (starting, overloaded, a proxy between) says nothing about filtering: it is this round's answer.
             if (!page.hasLoad() && page.status < 500) {
@@ -210,19 +224,21 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
             }
           }
           if (page == null) {
-            page = fetch(plain, open, done);
+            page = fetch(plain, open, done, readConfig);
             health.scrapeReached(w.name());
           }
           if (s.departed) {
             return;
           }
           if (page.status != 200) {
+            s.config = null;
             noMetrics.increment();
             warnNoMetrics(w, "HTTP " + page.status + " from " + page.uri);
           } else {
-            readPage(w, page);
+            readPage(w, s, page, readConfig);
           }
         } catch (IOException | RuntimeException e) {
+          s.config = null;
           if (!closed && !s.departed) {
             unreachable(w, e); // a cancelled scrape too: still running one timeout after it started
           }
@@ -262,6 +278,10 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
    * prometheus_client's app mounted beside it, so the default path gains a slash. SGLang mounts that app alone.
    */
   static URI filteredUri(URI plain) {
+    return filteredUri(plain, VllmMetricsParser.SERIES);
+  }
+
+  static URI filteredUri(URI plain, List<String> series) {
     String path = plain.getRawPath() == null ? "" : plain.getRawPath();
     if (path.equals("/metrics")) {
       path = "/metrics/";
@@ -270,7 +290,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     if (plain.getRawQuery() != null && !plain.getRawQuery().isEmpty()) {
       q.append(plain.getRawQuery()).append('&');
     }
-    for (String name : VllmMetricsParser.SERIES) {
+    for (String name : series) {
       q.append("name%5B%5D=").append(URLEncoder.encode(name, StandardCharsets.UTF_8)).append('&');
     }
     q.setLength(q.length() - 1);
@@ -281,8 +301,8 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
    * One GET, its body parsed as it is read. A body over {@code maxBytes}, or one the parser failed on, is not read
    * further and its connection is dropped; an error status's body is drained so the connection is kept.
    */
-  private Page fetch(URI uri, AtomicReference<HttpURLConnection> open, CompletableFuture<Void> done)
-      throws IOException {
+  private Page fetch(URI uri, AtomicReference<HttpURLConnection> open, CompletableFuture<Void> done,
+      boolean readConfig) throws IOException {
     HttpURLConnection c = (HttpURLConnection) uri.toURL().openConnection(Proxy.NO_PROXY);
     open.set(c);
     if (done.isCancelled()) {
@@ -294,7 +314,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     c.setInstanceFollowRedirects(false);
     c.setUseCaches(false);
     int status = c.getResponseCode();
-    VllmMetricsParser parser = new VllmMetricsParser(maxBytes);
+    VllmMetricsParser parser = new VllmMetricsParser(maxBytes, readConfig);
     RuntimeException failure = null;
     byte[] buf = new byte[8192];
     if (status == 200) {
@@ -359,14 +379,15 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
    * A page that answered 200: the worker is reached whatever the page holds. A page the parser failed on is
    * counted as no metrics, never as unreachable: three such scrapes ejected a worker that was serving.
    */
-  private void readPage(Worker w, Page page) {
+  private void readPage(Worker w, State s, Page page, boolean readConfig) {
     if (page.failure != null) {
+      s.config = null;
       noMetrics.increment();
       warnNoMetrics(w, "its page could not be read at " + page.uri + ": " + page.failure);
       return;
     }
     ok.increment();
-    publish(w, page.engines);
+    publish(w, s, page.engines, readConfig);
   }
 
   private void unreachable(Worker w, Exception e) {
@@ -375,13 +396,29 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     log.debug("scrape of {} failed: {}", w.name(), e.toString());
   }
 
-  private void publish(Worker w, Map<Integer, VllmMetricsParser.Engine> engines) {
+  private void publish(Worker w, State s, Map<Integer, VllmMetricsParser.Engine> engines, boolean readConfig) {
     long now = nanoClock.getAsLong();
     if (closed) {
       return; // closed while this scrape read its page
     }
-    if (engines.values().stream().anyMatch(e -> e.prefixCaching == Boolean.FALSE)) {
-      warnPrefixCachingOff(w);
+    if (readConfig) {
+      Map<Integer, CacheConfig> config = new HashMap<>();
+      engines.forEach((engine, e) -> config.put(engine, new CacheConfig(e.numGpuBlocks, e.prefixCaching)));
+      if (engines.values().stream().anyMatch(e -> e.prefixCaching == Boolean.FALSE)) {
+        warnPrefixCachingOff(w);
+      } else {
+        s.warnedPrefixCachingOff = false; // an engine restarted with it on: say so again if a later one turns it off
+      }
+      s.config = config;
+    } else {
+      Map<Integer, CacheConfig> config = s.config;
+      if (config != null) {
+        // as if the page had carried it: an engine label seen only in the config still counts
+        config.forEach((engine, c) -> {
+          VllmMetricsParser.Engine e = engines.computeIfAbsent(engine, k -> new VllmMetricsParser.Engine());
+          e.numGpuBlocks = Math.max(e.numGpuBlocks, c.numGpuBlocks());
+        });
+      }
     }
     int dp = w.dpSize();
     Map<Integer, VllmMetricsParser.Engine> byRank = new HashMap<>();
@@ -412,6 +449,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
       }
     }
     if (byRank.values().stream().noneMatch(VllmMetricsParser.Engine::hasLoad)) {
+      s.config = null;
       warnNoMetrics(w, "no vLLM/SGLang load gauges at " + w.effectiveMetricsUrl());
       return;
     }

@@ -76,6 +76,10 @@ public final class VllmMetricsParser {
 
   /** Names of every series this parser reads, in a fixed order. */
   public static final List<String> SERIES = KINDS.keySet().stream().sorted().toList();
+  /** The engine's cache config, which holds for its lifetime: read by a parser made to ({@code readConfig}). */
+  public static final String CONFIG_SERIES = "vllm:cache_config_info";
+  /** {@link #SERIES} without {@link #CONFIG_SERIES}: the load gauges, read on every scrape. */
+  public static final List<String> LOAD_SERIES = SERIES.stream().filter(n -> !n.equals(CONFIG_SERIES)).toList();
   private static final int MIN_NAME = SERIES.stream().mapToInt(String::length).min().orElseThrow();
   private static final int MAX_NAME = SERIES.stream().mapToInt(String::length).max().orElseThrow();
 
@@ -86,10 +90,17 @@ public final class VllmMetricsParser {
   private long total;
   private boolean truncated;
   private final Map<Integer, Engine> engines = new TreeMap<>();
+  private final boolean readConfig;
 
   /** @param maxBytes bytes read at most; the rest of a larger page is ignored ({@link #truncated()}) */
   public VllmMetricsParser(long maxBytes) {
+    this(maxBytes, true);
+  }
+
+  /** @param readConfig whether {@link #CONFIG_SERIES} is read; without, its lines are skipped as unknown series */
+  public VllmMetricsParser(long maxBytes, boolean readConfig) {
     this.maxBytes = maxBytes;
+    this.readConfig = readConfig;
   }
 
   public void feed(byte[] b, int off, int len) {
@@ -147,7 +158,7 @@ public final class VllmMetricsParser {
       nameEnd++;
     }
     Kind kind = kind(nameEnd);
-    if (kind == null) {
+    if (kind == null || kind == Kind.CONFIG && !readConfig) {
       return;
     }
     int engine = -1;

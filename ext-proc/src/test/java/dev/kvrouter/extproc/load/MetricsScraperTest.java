@@ -168,19 +168,9 @@ class MetricsScraperTest {
       ex.close();
     });
     registry.replace(List.of(worker("off", 1, url("nocache")), worker("on", 1, url("vllm_single.prom"))));
-    Logger logger = (Logger) LoggerFactory.getLogger(MetricsScraper.class);
-    ListAppender<ILoggingEvent> logs = new ListAppender<>();
-    logs.start();
-    logger.addAppender(logs);
-    try {
-      for (int round = 0; round < 3; round++) {
-        scraper.scrapeAll().get(10, TimeUnit.SECONDS);
-      }
-    } finally {
-      logger.detachAppender(logs);
-    }
+    List<ILoggingEvent> logs = roundsLogging(3);
     assertThat(scraper.scraped(WorkerId.of("off")).running()).isEqualTo(3.0); // still balanced on its load
-    assertThat(logs.list).filteredOn(e -> e.getLevel() == Level.WARN).singleElement()
+    assertThat(logs).filteredOn(e -> e.getLevel() == Level.WARN).singleElement()
         .extracting(ILoggingEvent::getFormattedMessage).satisfies(m -> assertThat(m)
             .startsWith("worker off runs without prefix caching").contains(url("nocache"))
             .contains("--no-enable-prefix-caching"));
@@ -461,8 +451,62 @@ class MetricsScraperTest {
     assertThat(s.numGpuBlocks()).isEqualTo(2048);
     assertThat(hits.get("/metrics/").get()).isEqualTo(2);
     assertThat(hits.get("/metrics").get()).isZero();
-    assertThat(scraper.bytesRead()).isEqualTo(2L * VllmMetricsParserTest.fixture("vllm_full_filtered.prom").length);
+    // the second round without the cache config, read in the first
+    byte[] filtered = VllmMetricsParserTest.fixture("vllm_full_filtered.prom");
+    assertThat(scraper.bytesRead()).isEqualTo(filtered.length + only(filtered, VllmMetricsParser.LOAD_SERIES).length);
     assertThat(scraper.wholePageWorkers()).isZero();
+  }
+
+  /**
+   * vLLM's cache config ({@code vllm:cache_config_info}: its GPU blocks, whether it caches prefixes) holds for an
+   * engine's lifetime, yet it was asked for and parsed in every round, a quarter of the filtered page. It is asked for
+   * once: later rounds ask for the load gauges alone and keep the GPU blocks it gave. A restart is seen as a round that
+   * does not read the page (a restarting vLLM is unreachable, or answers an error, for its whole start): the round
+   * after asks again, and a restarted engine without prefix caching is told of as before.
+   */
+  @Test
+  void theCacheConfigIsAskedForOncePerEngineLifetime() throws Exception {
+    byte[] on = VllmMetricsParserTest.fixture("vllm_full_filtered.prom");
+    java.util.concurrent.atomic.AtomicReference<byte[]> page = new java.util.concurrent.atomic.AtomicReference<>(on);
+    java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean();
+    List<List<String>> asked = new java.util.concurrent.CopyOnWriteArrayList<>();
+    server.createContext("/metrics/", ex -> {
+      List<String> names = names(ex.getRequestURI().getRawQuery());
+      asked.add(names);
+      byte[] body = only(page.get(), names);
+      ex.sendResponseHeaders(down.get() ? 503 : 200, down.get() ? -1 : body.length);
+      if (!down.get()) {
+        ex.getResponseBody().write(body);
+      }
+      ex.close();
+    });
+    List<String> load = VllmMetricsParser.SERIES.stream().filter(n -> !n.equals("vllm:cache_config_info")).toList();
+    registry.replace(List.of(worker("v", 1, url("metrics"))));
+    long[] bytes = new long[3];
+    for (int round = 0; round < 3; round++) {
+      long before = scraper.bytesRead();
+      scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+      bytes[round] = scraper.bytesRead() - before;
+    }
+    assertThat(asked).containsExactly(VllmMetricsParser.SERIES, load, load);
+    assertThat(scraper.scraped(WorkerId.of("v")).numGpuBlocks()).isEqualTo(2048);
+    assertThat(scraper.scraped(WorkerId.of("v")).running()).isEqualTo(3.0);
+    assertThat(bytes[1]).isEqualTo(bytes[2]).isEqualTo(only(on, load).length).isLessThan(bytes[0]);
+
+    down.set(true);
+    scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+    page.set(new String(on, StandardCharsets.UTF_8).replace("enable_prefix_caching=\"True\"",
+        "enable_prefix_caching=\"False\"").replace("num_gpu_blocks=\"2048\"", "num_gpu_blocks=\"4096\"")
+        .getBytes(StandardCharsets.UTF_8));
+    down.set(false);
+    asked.clear();
+    List<ILoggingEvent> logs = roundsLogging(3);
+    assertThat(asked).as("asked again after the round it was down").containsExactly(VllmMetricsParser.SERIES, load,
+        load);
+    assertThat(scraper.scraped(WorkerId.of("v")).numGpuBlocks()).isEqualTo(4096);
+    assertThat(logs).filteredOn(e -> e.getLevel() == Level.WARN).singleElement()
+        .extracting(ILoggingEvent::getFormattedMessage).satisfies(m -> assertThat(m)
+            .startsWith("worker v runs without prefix caching"));
   }
 
   /** A server without prometheus_client's app (404), or whose app ignores the filter (a page without gauges). */
@@ -628,9 +672,10 @@ class MetricsScraperTest {
       if (path.equals("/metrics/")) {
         switch (variant) {
           case "filter" -> {
-            boolean exact = names(ex.getRequestURI().getRawQuery()).equals(VllmMetricsParser.SERIES);
-            body = exact ? filtered : new byte[0];
-            status = exact ? 200 : 400;
+            List<String> asked = names(ex.getRequestURI().getRawQuery());
+            boolean known = !asked.isEmpty() && VllmMetricsParser.SERIES.containsAll(asked);
+            body = known ? only(filtered, asked) : new byte[0];
+            status = known ? 200 : 400;
           }
           case "not-found" -> status = 404;
           default -> body = "# HELP python_info Python platform information\n".getBytes(StandardCharsets.UTF_8);
@@ -643,6 +688,35 @@ class MetricsScraperTest {
       ex.close();
     });
     return hits;
+  }
+
+  /** The families of {@code page} named in {@code names} alone, as prometheus_client's {@code name[]} filter keeps. */
+  static byte[] only(byte[] page, List<String> names) {
+    StringBuilder kept = new StringBuilder();
+    for (String line : new String(page, StandardCharsets.UTF_8).split("\n")) {
+      String[] words = line.split("[{ ]", 4);
+      String name = line.startsWith("# ") && words.length > 2 ? words[2] : words[0];
+      if (names.contains(name)) {
+        kept.append(line).append('\n');
+      }
+    }
+    return kept.toString().getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** Runs {@code rounds} scrape rounds and returns what the scraper logged meanwhile. */
+  List<ILoggingEvent> roundsLogging(int rounds) throws Exception {
+    Logger logger = (Logger) LoggerFactory.getLogger(MetricsScraper.class);
+    ListAppender<ILoggingEvent> logs = new ListAppender<>();
+    logs.start();
+    logger.addAppender(logs);
+    try {
+      for (int round = 0; round < rounds; round++) {
+        scraper.scrapeAll().get(10, TimeUnit.SECONDS);
+      }
+    } finally {
+      logger.detachAppender(logs);
+    }
+    return logs.list;
   }
 
   static List<String> names(String rawQuery) {
