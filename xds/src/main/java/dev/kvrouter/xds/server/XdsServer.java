@@ -35,7 +35,7 @@ public final class XdsServer implements AutoCloseable {
   /** All Envoys see the same fleet, so they share one node group. */
   static final String GROUP = "kvrouter";
 
-  private final SimpleCache<String> cache = new SimpleCache<>(node -> GROUP);
+  private final SimpleCache<String> cache = new RejectionAwareCache(node -> GROUP);
   private final WorkerRegistry registry;
   private final Consumer<WorkerSet> onFleet = this::publish;
   private final HealthStatusManager health = new HealthStatusManager();

@@ -168,18 +168,7 @@ class XdsServerTest {
   void aMovedWorkerIsHeldOnceADeltaEnvoyAcknowledgesItsNewCluster() throws Exception {
     withWorkerA((fleet, envoys, ch) -> {
       LinkedBlockingQueue<DeltaDiscoveryResponse> got = new LinkedBlockingQueue<>();
-      StreamObserver<DeltaDiscoveryRequest> req = AggregatedDiscoveryServiceGrpc.newStub(ch)
-          .deltaAggregatedResources(new StreamObserver<>() {
-            @Override public void onNext(DeltaDiscoveryResponse r) { got.add(r); }
-            @Override public void onError(Throwable t) {}
-            @Override public void onCompleted() {}
-          });
-      req.onNext(DeltaDiscoveryRequest.newBuilder().setNode(Node.newBuilder().setId("envoy-1")).setTypeUrl(CDS)
-          .build());
-      DeltaDiscoveryResponse first = got.poll(3, TimeUnit.SECONDS);
-      assertThat(first).isNotNull();
-      req.onNext(DeltaDiscoveryRequest.newBuilder().setTypeUrl(CDS).setResponseNonce(first.getNonce()).build());
-      awaitMissing(envoys, List.of());
+      StreamObserver<DeltaDiscoveryRequest> req = deltaAcceptingTheFirstFleet(ch, got, envoys);
 
       fleet.replace(List.of(Worker.simple("a", "10.0.9.9", 8000, "m")));
       DeltaDiscoveryResponse moved = got.poll(3, TimeUnit.SECONDS);
@@ -190,6 +179,59 @@ class XdsServerTest {
       awaitMissing(envoys, List.of());
       req.onCompleted();
     });
+  }
+
+  /**
+   * Over delta ADS (envoy-original-dst.yaml) java-control-plane answers a new snapshot with what changed since the
+   * previous one, filtered by what each Envoy holds. An update the Envoy rejected (its NACK) was never offered again
+   * when a later fleet change touched other clusters: the Envoy never got worker b's cluster (had it applied part of the
+   * update, the router never learnt it), and the router held b out of routing for good (KvrouterWorkerNotInEnvoy). The
+   * next snapshot now offers a rejecting Envoy everything it lacks, once: not at the NACK itself, which would only have
+   * the same update rejected again.
+   */
+  @Test
+  void aDeltaUpdateTheEnvoyRejectedIsOfferedAgainWithTheNextFleet() throws Exception {
+    withWorkerA((fleet, envoys, ch) -> {
+      LinkedBlockingQueue<DeltaDiscoveryResponse> got = new LinkedBlockingQueue<>();
+      StreamObserver<DeltaDiscoveryRequest> req = deltaAcceptingTheFirstFleet(ch, got, envoys);
+
+      Worker a = fleet.current().get("a");
+      fleet.replace(List.of(a, Worker.simple("b", "10.0.0.2", 8000, "m")));
+      DeltaDiscoveryResponse withB = got.poll(3, TimeUnit.SECONDS);
+      assertThat(withB).isNotNull();
+      assertThat(withB.getResourcesList()).extracting(r -> r.getName()).contains("kvrouter_worker_b");
+      req.onNext(DeltaDiscoveryRequest.newBuilder().setTypeUrl(CDS).setResponseNonce(withB.getNonce())
+          .setErrorDetail(com.google.rpc.Status.newBuilder().setCode(3).setMessage("bad cluster")).build());
+      awaitMissing(envoys, List.of("b"));
+
+      fleet.replace(List.of(a, Worker.simple("b", "10.0.0.2", 8000, "m"), Worker.simple("c", "10.0.0.3", 8000, "m")));
+      DeltaDiscoveryResponse next = got.poll(3, TimeUnit.SECONDS);
+      assertThat(next).isNotNull();
+      assertThat(next.getSystemVersionInfo()).isEqualTo(ClusterSnapshots.version(fleet.current()));
+      assertThat(next.getResourcesList()).extracting(r -> r.getName())
+          .contains("kvrouter_worker_b", "kvrouter_worker_c").doesNotContain("kvrouter_worker_a");
+      req.onNext(DeltaDiscoveryRequest.newBuilder().setTypeUrl(CDS).setResponseNonce(next.getNonce()).build());
+      awaitMissing(envoys, List.of());
+      req.onCompleted();
+    });
+  }
+
+  /** A delta ADS stream as Envoy opens it, whose first response (the fleet then) it has acknowledged. */
+  private static StreamObserver<DeltaDiscoveryRequest> deltaAcceptingTheFirstFleet(ManagedChannel ch,
+      LinkedBlockingQueue<DeltaDiscoveryResponse> got, EnvoyClusters envoys) throws InterruptedException {
+    StreamObserver<DeltaDiscoveryRequest> req = AggregatedDiscoveryServiceGrpc.newStub(ch)
+        .deltaAggregatedResources(new StreamObserver<>() {
+          @Override public void onNext(DeltaDiscoveryResponse r) { got.add(r); }
+          @Override public void onError(Throwable t) {}
+          @Override public void onCompleted() {}
+        });
+    req.onNext(DeltaDiscoveryRequest.newBuilder().setNode(Node.newBuilder().setId("envoy-1")).setTypeUrl(CDS)
+        .build());
+    DeltaDiscoveryResponse first = got.poll(3, TimeUnit.SECONDS);
+    assertThat(first).isNotNull();
+    req.onNext(DeltaDiscoveryRequest.newBuilder().setTypeUrl(CDS).setResponseNonce(first.getNonce()).build());
+    awaitMissing(envoys, List.of());
+    return req;
   }
 
   /** Runs {@code body} against an xDS server serving worker a, over a channel to it. */
