@@ -127,10 +127,21 @@ public final class XdsServer implements AutoCloseable {
 
   /** Counts and logs what Envoys do with the stream: opens, closes, rejected updates. */
   private final class StreamWatch implements DiscoveryServerCallbacks {
+    /**
+     * Each state-of-the-world stream's last response (nonce, version), by stream and type: java-control-plane reads
+     * a NACK only of the last response, so that is the update it rejects.
+     */
+    private final java.util.concurrent.ConcurrentHashMap<String, Sent> lastSent =
+        new java.util.concurrent.ConcurrentHashMap<>();
+
     @Override
     public void onV3StreamRequest(long streamId, DiscoveryRequest request) {
       envoyClusters.request(streamId, request);
       if (request.hasErrorDetail()) {
+        Sent sent = lastSent.get(streamId + " " + request.getTypeUrl());
+        if (sent != null && sent.nonce().equals(request.getResponseNonce())) {
+          RejectionAwareCache.rejecting(request, sent.version());
+        }
         rejected.incrementAndGet();
         log.error("Envoy rejected xDS {} version {}: {}", request.getTypeUrl(), request.getVersionInfo(),
             request.getErrorDetail().getMessage());
@@ -148,6 +159,7 @@ public final class XdsServer implements AutoCloseable {
 
     @Override
     public void onV3StreamResponse(long streamId, DiscoveryRequest request, DiscoveryResponse response) {
+      lastSent.put(streamId + " " + response.getTypeUrl(), new Sent(response.getNonce(), response.getVersionInfo()));
       envoyClusters.response(streamId, response);
     }
 
@@ -180,7 +192,10 @@ public final class XdsServer implements AutoCloseable {
     }
 
     /** A stream ended either way: its Envoy keeps its clusters, so EnvoyClusters remembers them for a while. */
+    private record Sent(String nonce, String version) {}
+
     private void ended(long streamId) {
+      lastSent.keySet().removeIf(k -> k.startsWith(streamId + " "));
       streams.decrementAndGet();
       envoyClusters.closed(streamId);
     }

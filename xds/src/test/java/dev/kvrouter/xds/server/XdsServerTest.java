@@ -60,6 +60,32 @@ class XdsServerTest {
     return first;
   }
 
+  /** A state-of-the-world ADS stream, its responses, and the first of them (the fleet then), acknowledged. */
+  private record Sotw(LinkedBlockingQueue<DiscoveryResponse> got, StreamObserver<DiscoveryRequest> req,
+      DiscoveryResponse first) {}
+
+  private static Sotw acceptingTheFirstFleet(ManagedChannel ch, EnvoyClusters envoys) throws InterruptedException {
+    LinkedBlockingQueue<DiscoveryResponse> got = new LinkedBlockingQueue<>();
+    StreamObserver<DiscoveryRequest> req = ads(ch, got);
+    DiscoveryResponse first = subscribe(req, got);
+    req.onNext(DiscoveryRequest.newBuilder().setTypeUrl(CDS).setVersionInfo(first.getVersionInfo())
+        .setResponseNonce(first.getNonce()).build());
+    awaitMissing(envoys, List.of());
+    return new Sotw(got, req, first);
+  }
+
+  /** The next response on the stream, within 3 s. */
+  private static DiscoveryResponse next(LinkedBlockingQueue<DiscoveryResponse> got) throws InterruptedException {
+    DiscoveryResponse r = got.poll(3, TimeUnit.SECONDS);
+    assertThat(r).as("a response within 3 s").isNotNull();
+    return r;
+  }
+
+  private static DiscoveryRequest nack(String accepted, String nonce) {
+    return DiscoveryRequest.newBuilder().setTypeUrl(CDS).setVersionInfo(accepted).setResponseNonce(nonce)
+        .setErrorDetail(com.google.rpc.Status.newBuilder().setCode(3).setMessage("bad cluster")).build();
+  }
+
   private static List<String> clusterNames(DiscoveryResponse r) throws Exception {
     List<String> names = new ArrayList<>();
     for (var any : r.getResourcesList()) {
@@ -139,12 +165,9 @@ class XdsServerTest {
   @Test
   void aNewWorkerIsHeldOnceTheEnvoyAcknowledgesIt() throws Exception {
     withWorkerA((fleet, envoys, ch) -> {
-      LinkedBlockingQueue<DiscoveryResponse> got = new LinkedBlockingQueue<>();
-      StreamObserver<DiscoveryRequest> req = ads(ch, got);
-      DiscoveryResponse first = subscribe(req, got);
-      req.onNext(DiscoveryRequest.newBuilder().setTypeUrl(CDS).setVersionInfo(first.getVersionInfo())
-          .setResponseNonce(first.getNonce()).build());
-      awaitMissing(envoys, List.of());
+      Sotw sotw = acceptingTheFirstFleet(ch, envoys);
+      LinkedBlockingQueue<DiscoveryResponse> got = sotw.got();
+      StreamObserver<DiscoveryRequest> req = sotw.req();
 
       fleet.replace(List.of(Worker.simple("a", "10.0.0.1", 8000, "m"), Worker.simple("b", "10.0.0.2", 8000, "m")));
       DiscoveryResponse second = got.poll(3, TimeUnit.SECONDS);
@@ -157,6 +180,39 @@ class XdsServerTest {
       awaitMissing(envoys, List.of());
       assertThat(envoys.holds(fleet.current().get("b"))).isTrue();
       req.onCompleted();
+    });
+  }
+
+  /**
+   * A state-of-the-world NACK (envoy.yaml) carries the version the Envoy last accepted, and java-control-plane answered
+   * it at once with the current snapshot: the update just rejected, to be rejected again and resent again for as long
+   * as it stayed current, as fast as the two could exchange them (Envoy does not rate-limit its xDS requests unless
+   * configured to), each a log line and a count in kvrouter_xds_rejected_total. A NACK of the current snapshot now
+   * waits for the next one, sent whole as ever; a NACK of an older one is answered at once with the current.
+   */
+  @Test
+  void aRejectedSnapshotIsNotSentAgainUntilTheFleetChanges() throws Exception {
+    withWorkerA((fleet, envoys, ch) -> {
+      Sotw envoy = acceptingTheFirstFleet(ch, envoys);
+      LinkedBlockingQueue<DiscoveryResponse> got = envoy.got();
+      String accepted = envoy.first().getVersionInfo();
+      List<Worker> ab = List.of(fleet.current().get("a"), Worker.simple("b", "10.0.0.2", 8000, "m"));
+      fleet.replace(ab);
+      envoy.req().onNext(nack(accepted, next(got).getNonce()));
+      assertThat(got.poll(500, TimeUnit.MILLISECONDS)).as("the rejected update, sent again at once").isNull();
+
+      List<Worker> abc = new ArrayList<>(ab);
+      abc.add(Worker.simple("c", "10.0.0.3", 8000, "m"));
+      fleet.replace(abc);
+      DiscoveryResponse withC = next(got);
+      assertThat(withC.getVersionInfo()).isEqualTo(ClusterSnapshots.version(fleet.current()));
+      assertThat(clusterNames(withC)).contains("kvrouter_worker_b", "kvrouter_worker_c");
+
+      // rejected while a newer fleet was published: that one is sent at once
+      fleet.replace(ab);
+      envoy.req().onNext(nack(accepted, withC.getNonce()));
+      assertThat(next(got).getVersionInfo()).isEqualTo(ClusterSnapshots.version(fleet.current()));
+      envoy.req().onCompleted();
     });
   }
 
@@ -184,10 +240,10 @@ class XdsServerTest {
   /**
    * Over delta ADS (envoy-original-dst.yaml) java-control-plane answers a new snapshot with what changed since the
    * previous one, filtered by what each Envoy holds. An update the Envoy rejected (its NACK) was never offered again
-   * when a later fleet change touched other clusters: the Envoy never got worker b's cluster (had it applied part of the
-   * update, the router never learnt it), and the router held b out of routing for good (KvrouterWorkerNotInEnvoy). The
-   * next snapshot now offers a rejecting Envoy everything it lacks, once: not at the NACK itself, which would only have
-   * the same update rejected again.
+   * when a later fleet change touched other clusters: the Envoy never got worker b's cluster (had it applied part of
+   * the update, the router never learnt it), and the router held b out of routing for good
+   * (KvrouterWorkerNotInEnvoy). The next snapshot now offers a rejecting Envoy everything it lacks, once: not at the
+   * NACK itself, which would only have the same update rejected again.
    */
   @Test
   void aDeltaUpdateTheEnvoyRejectedIsOfferedAgainWithTheNextFleet() throws Exception {
