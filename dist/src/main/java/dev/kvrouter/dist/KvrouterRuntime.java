@@ -322,11 +322,14 @@ public final class KvrouterRuntime implements AutoCloseable {
           .register(metrics);
     }
     // 200 only while this process serves what its mode runs: the ext_proc health (SERVING until a drain starts)
-    // or, xDS-only, the xDS server until it closes. A probe must see a draining replica as going away.
+    // or, xDS-only, the xDS server until it closes. A probe must see a draining replica as going away, and a router
+    // whose preloaded models still load as not ready yet: it routes their requests by load alone meanwhile, and an
+    // orchestrator rolling the replicas waits on this before it stops the next one.
     java.util.function.BooleanSupplier serving = mode.extProc()
         ? () -> {
           ExtProcServer e = extProc; // null once stopped
-          return !closing && e != null && e.serving();
+          ModelRegistry m = models;
+          return !closing && e != null && e.serving() && (m == null || m.preloaded());
         }
         : () -> {
           XdsServer x = xds;

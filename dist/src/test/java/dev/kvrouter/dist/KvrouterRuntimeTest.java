@@ -72,6 +72,39 @@ class KvrouterRuntimeTest {
     assertThat(skipped).singleElement().asString().startsWith("bad: cannot offset endpoint");
   }
 
+  /**
+   * The admin /health is what an orchestrator waits on before it stops the next replica of a rolling restart, and it
+   * said 200 as soon as the ext_proc server listened, while the preloaded tokenizer still loaded (Llama 3.1's here)
+   * and every request for the model was routed by load alone. It says 200 once the preloaded models' first loads have
+   * ended.
+   */
+  @Test
+  void adminHealthWaitsForThePreloadedModels(@TempDir Path dir) throws Exception {
+    oneWorker(dir);
+    int admin = freePort();
+    Path tokenizer = Path.of(System.getProperty("kvrouter.root", "..")).resolve(".cache/tokenizers/llama3_1")
+        .toAbsolutePath().normalize();
+    assertThat(tokenizer.resolve("tokenizer.json")).as("run scripts/fetch-tokenizers.sh").isRegularFile();
+    KvrouterConfig cfg = KvrouterConfig.parse("server: {ext_proc_port: " + freePort() + ", xds_port: " + freePort()
+        + ", admin_port: " + admin + "}\nrouting: {scrape: {enabled: false}}\nmodels: [{name: m, tokenizer: '"
+        + tokenizer + "'}]\n", "t");
+    KvrouterRuntime rt = KvrouterRuntime.start(cfg, dir, KvrouterRuntime.Mode.ALL);
+    try {
+      HttpClient http = HttpClient.newHttpClient();
+      HttpRequest health = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + admin + "/health")).build();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      int status;
+      do {
+        status = http.send(health, HttpResponse.BodyHandlers.ofString()).statusCode();
+      } while (status != 200 && System.nanoTime() < deadline);
+      assertThat(status).isEqualTo(200);
+      assertThat(rt.models().await("m", Duration.ZERO).fallback()).as("the model when /health first said 200")
+          .isNull();
+    } finally {
+      rt.close();
+    }
+  }
+
   /** A workers.yaml of one worker, {@code a}, in {@code dir}. */
   private static void oneWorker(Path dir) throws java.io.IOException {
     Files.writeString(dir.resolve("workers.yaml"),

@@ -62,6 +62,8 @@ public final class ModelRegistry implements AutoCloseable {
     final ModelFiles files;
     // null until the first load starts; then LOADING, Ready or Failed. NOT_CONFIGURED for models without files.
     final AtomicReference<ResourceState> state;
+    /** The first load has ended, loaded or failed; a retry after a failure does not take it back. */
+    volatile boolean firstLoadEnded;
 
     Entry(ModelSpec spec, ModelFiles files) {
       this.spec = spec;
@@ -84,6 +86,7 @@ public final class ModelRegistry implements AutoCloseable {
         executor.execute(this::load);
       } catch (RejectedExecutionException e) {
         state.set(new ResourceState.Failed("loader executor rejected the load", retryAt()));
+        firstLoadEnded = true;
       }
     }
 
@@ -104,6 +107,7 @@ public final class ModelRegistry implements AutoCloseable {
             spec.name(), detail);
       }
       state.set(result);
+      firstLoadEnded = true;
       if (closed && result instanceof ResourceState.Ready r) {
         r.resources().close();
       }
@@ -191,6 +195,20 @@ public final class ModelRegistry implements AutoCloseable {
         e.current();
       }
     }
+  }
+
+  /**
+   * Whether every model configured with {@code preload} (and a tokenizer) has ended its first load, loaded or failed:
+   * until then its requests are routed by load alone, and the router is not ready (admin /health). A failed model is
+   * retried in the background without taking this back.
+   */
+  public boolean preloaded() {
+    for (Entry e : models.values()) {
+      if (e.spec.preload() && e.files != null && !e.firstLoadEnded) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /**

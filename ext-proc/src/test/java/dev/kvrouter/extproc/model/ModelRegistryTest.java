@@ -83,6 +83,31 @@ class ModelRegistryTest {
         share == null ? null : new ModelSpec.Tenancy(share), null);
   }
 
+  /**
+   * A router whose preloaded models are still loading routes their requests by load alone ({@code model_loading}),
+   * and its admin /health said 200 all the while: an orchestrator rolling the replicas moved on to the next one while
+   * this one could not yet reproduce a prompt. Preloaded once every preloaded model's first load has ended, loaded or
+   * failed (a failure is retried in the background and must not take readiness back); a model not preloaded, or without
+   * a tokenizer, never holds it.
+   */
+  @Test
+  void preloadedOnceEveryPreloadedModelsFirstLoadHasEnded() {
+    ModelRegistry r = registry(List.of(spec("a", "qwen", List.of(), null), spec("b", "hf", List.of(), null),
+        new ModelSpec("lazy", "qwen", null, null, null, List.of(), null, false), spec("plain", null, List.of(), null)));
+    assertThat(r.preloaded()).as("nothing loaded yet").isFalse();
+    r.preload();
+    assertThat(r.preloaded()).isFalse();
+    queued.poll().run();
+    assertThat(r.preloaded()).as("b still loading").isFalse();
+    failWith = new java.io.IOException("unreadable");
+    queued.poll().run();
+    assertThat(queued).as("the lazy model is not loaded").isEmpty();
+    assertThat(r.preloaded()).as("a loaded, b failed").isTrue();
+    clock.addAndGet(java.time.Duration.ofMinutes(1).toNanos());
+    r.resolve("b"); // its retry starts
+    assertThat(r.preloaded()).as("while b is retried").isTrue();
+  }
+
   @Test
   void valueProblemsAreAllReportedWithTheirPaths() {
     List<String> problems = ModelSpecs.validate(List.of(
