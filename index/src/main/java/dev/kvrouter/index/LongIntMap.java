@@ -1,29 +1,49 @@
 package dev.kvrouter.index;
 
 /**
- * Open-addressing {@code long -> int} map (linear probing, backward-shift deletion, no boxing). Small by
- * design: it holds only the exceptions (duplicate-store counts, predicted-entry multiplicities). It halves once
- * under 1/8 full, so the slots a burst needed (a worker's duplicates, a wave of predictions) go back as the entries
- * do, not only on {@link #clear}.
+ * Open-addressing {@code long -> int} map (linear probing, backward-shift deletion, no boxing). In the index it
+ * holds only the exceptions (duplicate-store counts, predicted-entry multiplicities); the load ledger keeps its
+ * per-worker block reference counts in one. It halves once under 1/8 full, so the slots a burst needed (a worker's
+ * duplicates, a wave of predictions) go back as the entries do, not only on {@link #clear}.
  *
- * <p>Not thread-safe: confined to its owner thread.
+ * <p>Not thread-safe: confined to its owner thread, or guarded by its owner's lock.
  */
-final class LongIntMap {
+public final class LongIntMap {
 
   private static final int MIN_CAPACITY = 8;
 
-  private long[] keys = new long[MIN_CAPACITY];
-  private int[] values = new int[MIN_CAPACITY];
-  private int mask = MIN_CAPACITY - 1;
+  private final int minCapacity;
+  private long[] keys;
+  private int[] values;
+  private int mask;
   private int size;
   private boolean hasZeroKey;
   private int zeroValue;
 
-  int size() {
+  public LongIntMap() {
+    this(MIN_CAPACITY);
+  }
+
+  /**
+   * @param minCapacity slots it never shrinks below (a power of two, at least 8): a map whose entries come and go
+   *     by the hundreds at once (a request's blocks) would otherwise grow and shrink through every size each time
+   */
+  public LongIntMap(int minCapacity) {
+    if (minCapacity < MIN_CAPACITY || Integer.bitCount(minCapacity) != 1) {
+      throw new IllegalArgumentException("minCapacity must be a power of two >= " + MIN_CAPACITY);
+    }
+    this.minCapacity = minCapacity;
+    keys = new long[minCapacity];
+    values = new int[minCapacity];
+    mask = minCapacity - 1;
+  }
+
+  public int size() {
     return size + (hasZeroKey ? 1 : 0);
   }
 
-  int get(long key) {
+  /** The value of {@code key}, 0 when absent. */
+  public int get(long key) {
     if (key == 0) {
       return hasZeroKey ? zeroValue : 0;
     }
@@ -41,7 +61,7 @@ final class LongIntMap {
   }
 
   /** Adds {@code delta} to the value of {@code key} (absent = 0); a result of 0 removes the key. Returns it. */
-  int add(long key, int delta) {
+  public int add(long key, int delta) {
     if (key == 0) {
       zeroValue = (hasZeroKey ? zeroValue : 0) + delta;
       hasZeroKey = zeroValue != 0;
@@ -75,9 +95,9 @@ final class LongIntMap {
   }
 
   void clear() {
-    keys = new long[MIN_CAPACITY];
-    values = new int[MIN_CAPACITY];
-    mask = MIN_CAPACITY - 1;
+    keys = new long[minCapacity];
+    values = new int[minCapacity];
+    mask = minCapacity - 1;
     size = 0;
     hasZeroKey = false;
   }
@@ -101,7 +121,7 @@ final class LongIntMap {
     keys[hole] = 0;
     values[hole] = 0;
     size--;
-    if (mask + 1 > MIN_CAPACITY && size < (mask + 1) / 8) {
+    if (mask + 1 > minCapacity && size < (mask + 1) / 8) {
       resize((mask + 1) / 2); // under 1/4 full after it, far from the growth at 3/4: no resizing to and fro
     }
   }

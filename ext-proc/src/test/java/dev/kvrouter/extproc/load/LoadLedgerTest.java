@@ -322,4 +322,39 @@ class LoadLedgerTest {
     assertThat(ledger.meanContextBlocks()).isEqualTo(8.0 / 3);
     assertThat(ledger.workers()).containsExactlyInAnyOrder(A, B);
   }
+
+  @Test
+  void aLongPromptCostsNoObjectPerBlock() {
+    // a long document held by one request in flight; the next request reads it and adds 256 blocks of its own
+    long[] document = java.util.stream.LongStream.rangeClosed(1, 512).toArray();
+    long[] next = java.util.stream.LongStream.concat(java.util.stream.LongStream.rangeClosed(1, 256),
+        java.util.stream.LongStream.rangeClosed(10_001, 10_256)).toArray();
+    ledger.reserve(A, 8192, document, 0, 8192, 16);
+    // and a worker that serves one such request at a time
+    assertThat(bytesPerRequest(A, next)).isLessThan(2048);
+    assertThat(bytesPerRequest(B, document)).isLessThan(2048);
+    assertThat(ledger.local(A)).isEqualTo(new LocalLoad(8192, 512, 512, 1, 8192, 512, 1));
+    assertThat(ledger.local(B)).isEqualTo(new LocalLoad(0, 0, 0, 0, 0, 0, 0));
+    assertThat(ledger.activePrefixBlocks(A, next)).isEqualTo(256);
+  }
+
+  /** Allocation per reservation of {@code chain} on {@code worker}, its prefill done and released. */
+  private long bytesPerRequest(WorkerId worker, long[] chain) {
+    for (int i = 0; i < 50; i++) { // the ledger's tables at their size, the code compiled
+      Reservation r = ledger.reserve(worker, 8192, chain, 2, 8192, 16);
+      ledger.prefillDone(r);
+      ledger.release(r);
+    }
+    com.sun.management.ThreadMXBean threads =
+        (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+    int rounds = 100;
+    long before = threads.getCurrentThreadAllocatedBytes();
+    for (int i = 0; i < rounds; i++) {
+      Reservation r = ledger.reserve(worker, 8192, chain, 2, 8192, 16);
+      ledger.prefillDone(r);
+      ledger.release(r);
+    }
+    // the reservation and its handful of objects; a boxed reference count per block was over 20 KB here
+    return (threads.getCurrentThreadAllocatedBytes() - before) / rounds;
+  }
 }
