@@ -72,17 +72,45 @@ public final class UsageScanner {
   private long cacheRead = -1;
   private long cacheCreation = -1;
   private long bytes;
+  /** Bytes the state machine took one at a time ({@link #next}); the rest were skipped inside strings. */
+  private long stepped;
+
+  /**
+   * A read-only buffer (a protobuf {@code ByteString}'s view) hides its array: it is copied in slices into a
+   * per-thread array, so the scan and its skips run over plain bytes rather than through bounds-checked {@code get}s.
+   */
+  private static final ThreadLocal<byte[]> SCRATCH = ThreadLocal.withInitial(() -> new byte[8192]);
 
   public void feed(ByteBuffer buf) {
-    for (int i = buf.position(); i < buf.limit(); i++) {
-      next(buf.get(i));
+    if (buf.hasArray()) {
+      feed(buf.array(), buf.arrayOffset() + buf.position(), buf.remaining());
+      return;
     }
-    bytes += buf.remaining();
+    byte[] scratch = SCRATCH.get();
+    ByteBuffer view = buf.duplicate();
+    while (view.hasRemaining()) {
+      int n = Math.min(scratch.length, view.remaining());
+      view.get(scratch, 0, n);
+      feed(scratch, 0, n);
+    }
   }
 
   public void feed(byte[] b, int off, int len) {
-    for (int i = off; i < off + len; i++) {
-      next(b[i]);
+    int end = off + len;
+    int i = off;
+    while (i < end) {
+      if (inString && keyMask == 0 && !escape) {
+        // no key can match in this string any more: only its closing quote or an escape changes the state, and most
+        // of a response (ids, the model's name, the generated text) is such strings
+        byte c;
+        while ((c = b[i]) != '"' && c != '\\') {
+          if (++i == end) {
+            bytes += len;
+            return;
+          }
+        }
+      }
+      next(b[i++]);
     }
     bytes += len;
   }
@@ -113,7 +141,12 @@ public final class UsageScanner {
     return bytes;
   }
 
+  long stepped() {
+    return stepped;
+  }
+
   private void next(byte c) {
+    stepped++;
     if (inString) {
       if (escape) {
         escape = false;

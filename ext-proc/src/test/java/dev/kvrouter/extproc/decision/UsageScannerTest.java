@@ -233,4 +233,41 @@ class UsageScannerTest {
     assertThat(s.cachedTokens()).isEqualTo(2048);
     assertThat(s.promptTokens()).isEqualTo(2100);
   }
+
+  /** A streamed chat answer as vLLM sends it: a chunk per token, usage in the last. */
+  static String streamedChat(int tokens) {
+    StringBuilder b = new StringBuilder();
+    for (int i = 0; i < tokens; i++) {
+      b.append("data: {\"id\":\"chatcmpl-7f3a9c2e41d84b0fa1c5e8d2b6a47f10\",\"object\":\"chat.completion.chunk\",")
+          .append("\"created\":1764676800,\"model\":\"meta-llama/Llama-3.1-8B-Instruct\",\"choices\":[{\"index\":0,")
+          .append("\"delta\":{\"content\":\" word").append(i).append(" \\\"usage\\\"\"},\"logprobs\":null,")
+          .append("\"finish_reason\":null}]}\n\n");
+    }
+    b.append("data: {\"id\":\"chatcmpl-7f3a9c2e41d84b0fa1c5e8d2b6a47f10\",\"object\":\"chat.completion.chunk\",")
+        .append("\"created\":1764676800,\"model\":\"meta-llama/Llama-3.1-8B-Instruct\",\"choices\":[],")
+        .append("\"usage\":{\"prompt_tokens\":7200,\"total_tokens\":8200,\"completion_tokens\":1000,")
+        .append("\"prompt_tokens_details\":{\"cached_tokens\":6000}}}\n\ndata: [DONE]\n\n");
+    return b.toString();
+  }
+
+  @Test
+  void theTextOfStringsIsSkippedNotSteppedThrough() {
+    byte[] body = streamedChat(1000).getBytes(StandardCharsets.UTF_8);
+    UsageScanner s = new UsageScanner();
+    // as Envoy hands it over: one read-only buffer per chunk of the stream
+    for (int off = 0; off < body.length; off += 229) {
+      s.feed(ByteBuffer.wrap(body, off, Math.min(229, body.length - off)).slice().asReadOnlyBuffer());
+    }
+    assertThat(s.cachedTokens()).isEqualTo(6000);
+    assertThat(s.promptTokens()).isEqualTo(7200);
+    assertThat(s.bytes()).isEqualTo(body.length);
+    // ids, model names and generated text are read only for their closing quote; keys, structure and numbers are
+    // what the state machine takes byte by byte (two fifths of these chunks)
+    assertThat(s.stepped()).isLessThan(body.length * 45L / 100);
+    // a non-streamed body larger than the scanner's slice, in one buffer
+    UsageScanner whole = new UsageScanner();
+    whole.feed(ByteBuffer.wrap(body).asReadOnlyBuffer());
+    assertThat(whole.cachedTokens()).isEqualTo(6000);
+    assertThat(whole.stepped()).isEqualTo(s.stepped());
+  }
 }
