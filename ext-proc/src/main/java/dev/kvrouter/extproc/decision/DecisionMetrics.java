@@ -44,6 +44,10 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Label values come from closed vocabularies (policy names, reason and fallback tokens) or the fleet
  * (worker names, the models of routed requests), never from request content. Thread-safe.
+ *
+ * <p>Meters are kept by their label values once registered: a lookup by name builds and hashes a Micrometer id
+ * (its tags sorted) each time, eight per request (2 KB of garbage), on the routing threads and the gRPC event
+ * loops. The per-worker ones are dropped with the registry's in {@link #retain}.
  */
 public final class DecisionMetrics {
 
@@ -60,6 +64,59 @@ public final class DecisionMetrics {
   /** Bits of the last eviction share per model or adapter name the fleet serves ({@link #retain}). */
   private final ConcurrentHashMap<String, AtomicLong> evictionShares = new ConcurrentHashMap<>();
 
+  private record DecisionKey(String policy, String reason, String fallback) {}
+
+  private final ConcurrentHashMap<DecisionKey, Counter> decisions = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, Counter> fallbacks = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, Counter> ineligible = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, PolicyMeters> policies = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, WorkerMeters> workers = new ConcurrentHashMap<>();
+
+  /** The meters labelled by policy alone. */
+  private record PolicyMeters(DistributionSummary overlap, Timer ttft, Timer duration) {
+    static PolicyMeters register(MeterRegistry registry, String policy) {
+      return new PolicyMeters(
+          DistributionSummary.builder("kvrouter.routing.chosen.overlap.blocks")
+              .description("Effective cached-prefix overlap of the chosen worker, in blocks")
+              .tag("policy", policy)
+              .register(registry),
+          Timer.builder("kvrouter.request.ttft").tag("policy", policy).publishPercentileHistogram().register(registry),
+          Timer.builder("kvrouter.request.duration").tag("policy", policy).publishPercentileHistogram()
+              .register(registry));
+    }
+  }
+
+  /**
+   * A worker's truth meters ({@link #PER_WORKER}): checks by outcome (a closed vocabulary), and the readings' meters,
+   * registered with the first check that had a reading.
+   */
+  private static final class WorkerMeters {
+    final ConcurrentHashMap<String, Counter> checks = new ConcurrentHashMap<>();
+    private volatile Readings readings;
+
+    record Readings(DistributionSummary errorBlocks, Counter predicted, Counter actual) {}
+
+    Readings readings(MeterRegistry registry, String worker) {
+      Readings r = readings;
+      if (r == null) {
+        synchronized (this) {
+          r = readings;
+          if (r == null) {
+            r = new Readings(
+                DistributionSummary.builder("kvrouter.truth.error.blocks")
+                    .description("|predicted - actual| cached tokens, in blocks")
+                    .tag("worker", worker)
+                    .register(registry),
+                Counter.builder("kvrouter.truth.predicted.cached.tokens").tag("worker", worker).register(registry),
+                Counter.builder("kvrouter.truth.actual.cached.tokens").tag("worker", worker).register(registry));
+            readings = r;
+          }
+        }
+      }
+      return r;
+    }
+  }
+
   public DecisionMetrics(MeterRegistry registry) {
     this.registry = registry;
     this.decisionTime = Timer.builder("kvrouter.routing.decision")
@@ -71,24 +128,24 @@ public final class DecisionMetrics {
   }
 
   public void decision(Decision d) {
-    registry.counter("kvrouter.routing.decisions", "policy", d.policy(), "reason", d.reason(), "fallback",
-        d.fallback() == null ? "none" : d.fallback()).increment();
+    String fallback = d.fallback() == null ? "none" : d.fallback();
+    decisions.computeIfAbsent(new DecisionKey(d.policy(), d.reason(), fallback),
+        k -> registry.counter("kvrouter.routing.decisions", "policy", k.policy(), "reason", k.reason(), "fallback",
+            k.fallback())).increment();
     if (d.fallback() != null) {
       for (String f : d.fallback().split(",")) {
-        registry.counter("kvrouter.routing.fallbacks", "fallback", f).increment();
+        fallbacks.computeIfAbsent(f, t -> registry.counter("kvrouter.routing.fallbacks", "fallback", t)).increment();
       }
     }
     for (Candidate c : d.detail().candidates()) {
       if (c.whyNot() != null) {
-        registry.counter("kvrouter.routing.ineligible", "why_not", c.whyNot()).increment();
+        ineligible.computeIfAbsent(c.whyNot(), w -> registry.counter("kvrouter.routing.ineligible", "why_not", w))
+            .increment();
       }
     }
     decisionTime.record(d.decisionNanos(), TimeUnit.NANOSECONDS);
     if (d.routed() && d.detail().chosen() != null) {
-      DistributionSummary.builder("kvrouter.routing.chosen.overlap.blocks")
-          .description("Effective cached-prefix overlap of the chosen worker, in blocks")
-          .tag("policy", d.policy())
-          .register(registry)
+      policy(d.policy()).overlap()
           .record(Math.min(d.detail().chosen().overlap().effective(), d.detail().shape().fullBlocks()));
       if (d.detail().shape().fullBlocks() > 0) {
         evictionShares.computeIfAbsent(d.model(), m -> {
@@ -135,6 +192,12 @@ public final class DecisionMetrics {
         }
       }
     }
+    // a worker that comes back registers its meters anew
+    workers.keySet().removeIf(w -> !names.contains(w));
+  }
+
+  private PolicyMeters policy(String policy) {
+    return policies.computeIfAbsent(policy, p -> PolicyMeters.register(registry, p));
   }
 
   private boolean inFleet(String worker) {
@@ -163,12 +226,10 @@ public final class DecisionMetrics {
   public void outcome(Decision d, TruthCheck truth, long ttftNanos, long durationNanos) {
     truth(d.chosen().name(), truth);
     if (ttftNanos >= 0) {
-      Timer.builder("kvrouter.request.ttft").tag("policy", d.policy()).publishPercentileHistogram()
-          .register(registry).record(ttftNanos, TimeUnit.NANOSECONDS);
+      policy(d.policy()).ttft().record(ttftNanos, TimeUnit.NANOSECONDS);
     }
     if (durationNanos >= 0) {
-      Timer.builder("kvrouter.request.duration").tag("policy", d.policy()).publishPercentileHistogram()
-          .register(registry).record(durationNanos, TimeUnit.NANOSECONDS);
+      policy(d.policy()).duration().record(durationNanos, TimeUnit.NANOSECONDS);
     }
   }
 
@@ -177,20 +238,18 @@ public final class DecisionMetrics {
     if (!inFleet(worker)) {
       return;
     }
-    registry.counter("kvrouter.truth.checks", "worker", worker, "outcome", truth.outcome()).increment();
+    WorkerMeters m = workers.computeIfAbsent(worker, w -> new WorkerMeters());
+    m.checks.computeIfAbsent(truth.outcome(),
+        o -> registry.counter("kvrouter.truth.checks", "worker", worker, "outcome", o)).increment();
     if (truth.actual() >= 0) {
-      DistributionSummary.builder("kvrouter.truth.error.blocks")
-          .description("|predicted - actual| cached tokens, in blocks")
-          .tag("worker", worker)
-          .register(registry)
-          .record(truth.errorBlocks());
-      Counter.builder("kvrouter.truth.predicted.cached.tokens").tag("worker", worker).register(registry)
-          .increment(truth.predicted());
-      Counter.builder("kvrouter.truth.actual.cached.tokens").tag("worker", worker).register(registry)
-          .increment(truth.actual());
+      WorkerMeters.Readings r = m.readings(registry, worker);
+      r.errorBlocks().record(truth.errorBlocks());
+      r.predicted().increment(truth.predicted());
+      r.actual().increment(truth.actual());
     }
     if (!inFleet(worker)) {
       // registered just after a retain that removed the worker's meters: the fleet is published before the removal
+      workers.remove(worker, m);
       for (String meter : PER_WORKER) {
         registry.find(meter).tag("worker", worker).meters().forEach(registry::remove);
       }

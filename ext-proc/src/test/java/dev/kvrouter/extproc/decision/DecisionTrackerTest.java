@@ -224,6 +224,40 @@ class DecisionTrackerTest {
   }
 
   /**
+   * Every decision and every outcome found its meters by name: Micrometer builds and hashes a meter id (sorted tags)
+   * for each lookup, eight per request, on the routing threads and the gRPC event loops.
+   */
+  @Test
+  void aRequestsMetersAreFoundWithoutBuildingTheirIds() {
+    DecisionMetrics metrics = new DecisionMetrics(meters);
+    metrics.retain(registry.current().all());
+    overlaps.put(WorkerId.of("w1"), new Overlap(8, 0, 0, 0, false));
+    Decision d = router.route(request("r1", true, 8));
+    TruthCheck truth = new TruthCheck(128, 112, B);
+    for (int i = 0; i < 2000; i++) { // registered, compiled
+      metrics.decision(d);
+      metrics.outcome(d, truth, 1_000_000, 2_000_000);
+    }
+    com.sun.management.ThreadMXBean threads =
+        (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+    int rounds = 1000;
+    long before = threads.getCurrentThreadAllocatedBytes();
+    for (int i = 0; i < rounds; i++) {
+      metrics.decision(d);
+      metrics.outcome(d, truth, 1_000_000, 2_000_000);
+    }
+    long perRequest = (threads.getCurrentThreadAllocatedBytes() - before) / rounds;
+    assertThat(perRequest).isLessThan(256);
+    assertThat(meters.get("kvrouter.routing.decisions").tag("policy", "kv_aware").counter().count()).isEqualTo(3000);
+    assertThat(meters.get("kvrouter.truth.checks").tag("worker", "w1").tag("outcome", "over").counter().count())
+        .isEqualTo(3000);
+    assertThat(meters.get("kvrouter.truth.error.blocks").tag("worker", "w1").summary().totalAmount())
+        .isEqualTo(3000);
+    assertThat(meters.get("kvrouter.request.ttft").tag("policy", "kv_aware").timer().count()).isEqualTo(3000);
+    assertThat(meters.get("kvrouter.routing.chosen.overlap.blocks").summary().count()).isEqualTo(3000);
+  }
+
+  /**
    * The eviction share is a gauge per model or adapter name routed to: a name the fleet no longer serves (an
    * adapter unloaded, a model retired) loses it at the next fleet change, or LoRA churn would add gauges for ever.
    */
