@@ -27,3 +27,9 @@ done
 # the rho 0.9 suite (Mooncake on seed 1 only: the other seeds' Mooncake is the same trace)
 OUT=$OUT/suite TAGS="base:new_prefill_idle_relief=0 gh:new_prefill_idle_relief=1" SEEDS="1 2 3" EXTRA_SEEDS=" " \
   bash "$(dirname "$0")/../../decode-weight-sweep/run.sh"
+# through real Envoy at the light load, the default (the relief with the share) beside round-robin (about 4 min):
+# envoy-default/; the relief off and ungated are ../envoy-default and ../envoy-relief
+java -Dkvrouter.root=$PWD -cp ${JAR:-dist/target/kvrouter.jar} dev.kvrouter.examples.ab.EnvoyAb --workers 8 \
+  --preset qwen3-8b-h100 --tokenizer .cache/tokenizers/qwen3 --routing "routing: {policy: kv_aware}" \
+  --workload "multi-turn:format=messages,sessions=20,rate=0.5,$SHAPE,answers=fresh" --policies kv_aware,round_robin \
+  --warmup 60 --max-seconds 120 --out $OUT/envoy-default
