@@ -150,7 +150,16 @@ class StaleViewE2eTest {
     // 0.5 of the prior's 64 blocks, decayed, over them plus the ~185 blocks the view claimed and the worker lacked
     assertThat(RouterMetrics.sum(stack.routerMetrics(), "kvrouter_events_stale_view_trust",
         "worker=\"" + w.name() + "\"")).as("refuted at the first long miss").isLessThan(0.15);
+    // and until a scrape after it shows the worker idle again: a scrape that still counted the miss running made
+    // the worker look busier than the idle other, and the idle relief priced a copy of the twice-asked document
+    // there (the request went to the other worker, and nothing confirmed the view)
+    double scrapes = RouterMetrics.sum(stack.routerMetrics(), "kvrouter_scrapes_total", "outcome=\"ok\"");
+    awaitRouter("a round of scrapes after the miss, nothing in flight", m ->
+        RouterMetrics.sum(m, "kvrouter_scrapes_total", "outcome=\"ok\"") >= scrapes + 2 * stack.fleet().workers().size()
+            && RouterMetrics.sum(m, "kvrouter_ledger_requests", "") == 0);
     Reply after = send(doc + " Second question: who would disagree?");
+    assertThat(after.worker()).as("the worker whose view the miss refuted, as it holds the document again")
+        .isEqualTo(w.name());
     assertThat(RoutedChat.candidate(after.decision(), w.name()).get("view_trust").asDouble()).isLessThan(0.15);
 
     // the miss computed the document again, so the view is right again, and the next report says so
