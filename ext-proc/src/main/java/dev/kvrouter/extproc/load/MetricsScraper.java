@@ -208,6 +208,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     Future<?> request;
     try {
       request = senders.submit(() -> {
+        boolean published = false;
         try {
           Page page = null;
           if (filtered != null) {
@@ -231,18 +232,19 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
             return;
           }
           if (page.status != 200) {
-            s.config = null;
             noMetrics.increment();
             warnNoMetrics(w, "HTTP " + page.status + " from " + page.uri);
           } else {
-            readPage(w, s, page, readConfig);
+            published = readPage(w, s, page, readConfig);
           }
         } catch (IOException | RuntimeException e) {
-          s.config = null;
           if (!closed && !s.departed) {
             unreachable(w, e); // a cancelled scrape too: still running one timeout after it started
           }
         } finally {
+          if (!published) {
+            s.config = null; // a round that did not read the page: the engine may be restarting, so ask again
+          }
           done.complete(null);
         }
       });
@@ -379,15 +381,14 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
    * A page that answered 200: the worker is reached whatever the page holds. A page the parser failed on is
    * counted as no metrics, never as unreachable: three such scrapes ejected a worker that was serving.
    */
-  private void readPage(Worker w, State s, Page page, boolean readConfig) {
+  private boolean readPage(Worker w, State s, Page page, boolean readConfig) {
     if (page.failure != null) {
-      s.config = null;
       noMetrics.increment();
       warnNoMetrics(w, "its page could not be read at " + page.uri + ": " + page.failure);
-      return;
+      return false;
     }
     ok.increment();
-    publish(w, s, page.engines, readConfig);
+    return publish(w, s, page.engines, readConfig);
   }
 
   private void unreachable(Worker w, Exception e) {
@@ -396,10 +397,11 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
     log.debug("scrape of {} failed: {}", w.name(), e.toString());
   }
 
-  private void publish(Worker w, State s, Map<Integer, VllmMetricsParser.Engine> engines, boolean readConfig) {
+  /** Publishes the page's load; false when it had none (the round then counts as not having read the page). */
+  private boolean publish(Worker w, State s, Map<Integer, VllmMetricsParser.Engine> engines, boolean readConfig) {
     long now = nanoClock.getAsLong();
     if (closed) {
-      return; // closed while this scrape read its page
+      return false; // closed while this scrape read its page
     }
     if (readConfig) {
       Map<Integer, CacheConfig> config = new HashMap<>();
@@ -449,9 +451,8 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
       }
     }
     if (byRank.values().stream().noneMatch(VllmMetricsParser.Engine::hasLoad)) {
-      s.config = null;
       warnNoMetrics(w, "no vLLM/SGLang load gauges at " + w.effectiveMetricsUrl());
-      return;
+      return false;
     }
     for (Map.Entry<Integer, VllmMetricsParser.Engine> en : byRank.entrySet()) {
       VllmMetricsParser.Engine e = en.getValue();
@@ -459,6 +460,7 @@ public final class MetricsScraper implements ScrapedLoadSource, AutoCloseable {
       ledger.scraped(id);
       latest.put(id, new ScrapedLoad(nanToZero(e.running), nanToZero(e.waiting), e.kvUsage, e.numGpuBlocks, now));
     }
+    return true;
   }
 
   private void warnNoMetrics(Worker w, String why) {
