@@ -450,18 +450,22 @@ final class RequestStream implements StreamObserver<ProcessingRequest> {
 
   /** The request-headers answer naming the pool of {@code requestBody}'s model, or letting the default route be. */
   private ProcessingResponse poolHeaders(ByteString requestBody) {
-    String pool = router.poolFor(RequestBodyParser.modelOf(requestBody.newInput()));
-    return pool == null ? EnvoyMessages.continueRequestHeaders() : EnvoyMessages.routeOnHeaders(
-        HeaderMutation.newBuilder().addSetHeaders(EnvoyMessages.header(Headers.CLUSTER, pool)).build(),
-        com.google.protobuf.Struct.getDefaultInstance());
+    HeaderMutation pool = poolRoute(requestBody);
+    return pool == null ? EnvoyMessages.continueRequestHeaders()
+        : EnvoyMessages.routeOnHeaders(pool, com.google.protobuf.Struct.getDefaultInstance());
   }
 
   private ProcessingResponse poolResponse(ByteString requestBody) {
-    String pool = requestBody.size() > options.maxBodyBytes() ? null
-        : router.poolFor(RequestBodyParser.modelOf(requestBody.newInput()));
-    return pool == null ? EnvoyMessages.continueRequestBody() : EnvoyMessages.routeOnBufferedBody(
-        HeaderMutation.newBuilder().addSetHeaders(EnvoyMessages.header(Headers.CLUSTER, pool)).build(),
-        com.google.protobuf.Struct.getDefaultInstance());
+    HeaderMutation pool = requestBody.size() > options.maxBodyBytes() ? null : poolRoute(requestBody);
+    return pool == null ? EnvoyMessages.continueRequestBody()
+        : EnvoyMessages.routeOnBufferedBody(pool, com.google.protobuf.Struct.getDefaultInstance());
+  }
+
+  /** The route header naming the pool of {@code requestBody}'s model, or null when it names none the router knows. */
+  private HeaderMutation poolRoute(ByteString requestBody) {
+    String pool = router.poolFor(RequestBodyParser.modelOf(requestBody.newInput()));
+    return pool == null ? null
+        : HeaderMutation.newBuilder().addSetHeaders(EnvoyMessages.header(Headers.CLUSTER, pool)).build();
   }
 
   private boolean append(ByteString chunk) {
