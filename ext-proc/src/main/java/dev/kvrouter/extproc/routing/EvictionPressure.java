@@ -81,7 +81,7 @@ public final class EvictionPressure {
      * share of the requests).
      */
     public double chargedShare(int owners) {
-      return evictionShare * Math.max(0, 1 - prefixHeat * owners);
+      return evictionShare * (1 - ownerShare(owners));
     }
 
     /**
