@@ -56,6 +56,7 @@ public final class EventSubscriber implements AutoCloseable {
   private final Map<WorkerId, EventSource> desired = new ConcurrentHashMap<>();
   private final AtomicLong unroutable = new AtomicLong();
   private final AtomicLong oversizeShared = new AtomicLong();
+  private final AtomicLong polls = new AtomicLong();
   private final Shard[] shards;
   /**
    * Each worker's commands, run one at a time in the order issued, each on its shard (the head is the one queued
@@ -149,6 +150,11 @@ public final class EventSubscriber implements AutoCloseable {
    */
   public long oversizeSharedMessages() {
     return oversizeShared.get();
+  }
+
+  /** Waits the event threads made for their sockets: each costs a pass over all of a shard's sockets. */
+  public long polls() {
+    return polls.get();
   }
 
   /** Waits until every command issued before this call has been applied by its shard. */
@@ -337,7 +343,7 @@ public final class EventSubscriber implements AutoCloseable {
           }
           if (polled.isEmpty()) {
             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(config.pollMillis()));
-          } else if (poller.poll(config.pollMillis()) > 0) {
+          } else if (pollCounted() > 0) {
             for (int i = 0; i < polled.size(); i++) {
               if (poller.pollin(i)) {
                 receive(polled.get(i));
@@ -467,6 +473,11 @@ public final class EventSubscriber implements AutoCloseable {
           tryAttach(ep, now);
         }
       }
+    }
+
+    private int pollCounted() {
+      polls.incrementAndGet();
+      return poller.poll(config.pollMillis());
     }
 
     private void rebuildPoller() {
