@@ -40,13 +40,15 @@ import org.zeromq.ZMQ;
  *
  * <h2>Concurrency</h2>
  * {@link #add}, {@link #remove} and {@link #reconcile} may be called from any thread; they record the desired
- * sources and enqueue a command for the owning shard, which applies it between polls (within
- * {@link SubscriberConfig#pollMillis()}). {@link #sync} waits until every command issued before it has been
+ * sources and enqueue a command for the owning shard, which wakes to apply it between two passes over its
+ * sockets. {@link #sync} waits until every command issued before it has been
  * applied. Removing a source purges the worker from the index on its own event thread.
  */
 public final class EventSubscriber implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(EventSubscriber.class);
+  /** Longest a shard with sockets rests after a pass that found nothing: the most a batch waits to be read. */
+  private static final long PASS_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
 
   private final KvIndex index;
   private final EventPlaneHealth health;
@@ -152,7 +154,7 @@ public final class EventSubscriber implements AutoCloseable {
     return oversizeShared.get();
   }
 
-  /** Waits the event threads made for their sockets: each costs a pass over all of a shard's sockets. */
+  /** Passes the event threads made over their sockets, each reading every socket without waiting. */
   public long polls() {
     return polls.get();
   }
@@ -306,10 +308,9 @@ public final class EventSubscriber implements AutoCloseable {
     final Map<WorkerId, Follow> follows = new HashMap<>();
     final Map<String, Endpoint> endpoints = new LinkedHashMap<>();
     final EventDecoder decoder = new EventDecoder();
-    final List<Endpoint> polled = new ArrayList<>();
+    /** The endpoints' sockets in a list, for the passes. */
+    final List<Endpoint> sockets = new ArrayList<>();
     volatile Thread thread;
-    ZMQ.Poller poller;
-    boolean pollerDirty = true;
     long nextTick;
 
     Shard(int number) {
@@ -338,17 +339,10 @@ public final class EventSubscriber implements AutoCloseable {
           }
           long now = clock.millis();
           retryAttach(now);
-          if (pollerDirty) {
-            rebuildPoller();
-          }
-          if (polled.isEmpty()) {
+          if (sockets.isEmpty()) {
             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(config.pollMillis()));
-          } else if (pollCounted() > 0) {
-            for (int i = 0; i < polled.size(); i++) {
-              if (poller.pollin(i)) {
-                receive(polled.get(i));
-              }
-            }
+          } else if (!readPass()) {
+            LockSupport.parkNanos(PASS_NANOS);
           }
           if (now >= nextTick) {
             nextTick = now + config.tickMillis();
@@ -365,9 +359,6 @@ public final class EventSubscriber implements AutoCloseable {
       } finally {
         for (Follow f : follows.values()) {
           f.closeReplay();
-        }
-        if (poller != null) {
-          poller.close();
         }
         for (Endpoint ep : endpoints.values()) {
           if (ep.socket != null) {
@@ -404,7 +395,7 @@ public final class EventSubscriber implements AutoCloseable {
         watchSize(ep);
         ep.attachBackoffMillis = config.reconnectMillis();
         tryAttach(ep, clock.millis());
-        pollerDirty = true;
+        sockets.add(ep);
       }
       ep.socket.subscribe(source.topic().getBytes(StandardCharsets.UTF_8));
       log.info("following KV events of {} at {} ({}{})", source.id(), source.endpoint(),
@@ -420,7 +411,7 @@ public final class EventSubscriber implements AutoCloseable {
         if (ep.members.isEmpty()) {
           ctx.destroySocket(ep.socket);
           endpoints.remove(ep.key);
-          pollerDirty = true;
+          sockets.remove(ep);
         } else {
           ep.socket.unsubscribe(f.source.topic().getBytes(StandardCharsets.UTF_8));
         }
@@ -475,22 +466,25 @@ public final class EventSubscriber implements AutoCloseable {
       }
     }
 
-    private int pollCounted() {
-      polls.incrementAndGet();
-      return poller.poll(config.pollMillis());
-    }
+    /*
+     * Why passes instead of JeroMQ's poll. JeroMQ 0.6.0's socket mailbox writes a byte to its signal pipe for every
+     * command (each message arriving on an idle pipe is one) but reads one back only when a read finds no command
+     * queued, so the pipe stays readable long after the commands are handled. ZMQ.poll then never sleeps: select
+     * returns at once, every socket is asked for its state (re-registered, a map, iterators, a socket option each)
+     * and finds nothing, and it loops until a message comes or the poll times out. That busy wait was most of the
+     * event thread's CPU. A pass reads every socket without waiting (a read with nothing queued compares two
+     * counters, or reads back one stale signal byte); a pass that found nothing rests PASS_NANOS, a park that commands and close end at once. A
+     * batch waits at most that long to be read; engines publish one every 10-40 ms, and load is scraped every 250.
+     */
 
-    private void rebuildPoller() {
-      if (poller != null) {
-        poller.close();
+    /** Reads each socket up to its receive budget; true if any message was read (so another pass may find more). */
+    private boolean readPass() {
+      polls.incrementAndGet();
+      boolean read = false;
+      for (int i = 0; i < sockets.size(); i++) {
+        read |= receive(sockets.get(i));
       }
-      polled.clear();
-      polled.addAll(endpoints.values());
-      poller = ctx.createPoller(Math.max(1, polled.size()));
-      for (Endpoint ep : polled) {
-        poller.register(ep.socket, ZMQ.Poller.POLLIN);
-      }
-      pollerDirty = false;
+      return read;
     }
 
     /**
@@ -530,13 +524,14 @@ public final class EventSubscriber implements AutoCloseable {
       }
     }
 
-    private void receive(Endpoint ep) {
+    /** Reads up to the receive budget from {@code ep}; true if it read a message. */
+    private boolean receive(Endpoint ep) {
       reportOversize(ep);
       byte[][] frames = new byte[4][];
       for (int n = 0; n < config.receiveBudget(); n++) {
         byte[] topic = ep.socket.recv(ZMQ.DONTWAIT);
         if (topic == null) {
-          return;
+          return n > 0;
         }
         int count = 1;
         frames[0] = topic;
@@ -568,6 +563,7 @@ public final class EventSubscriber implements AutoCloseable {
           f.health.markStale("handling a batch failed: " + e.getClass().getSimpleName(), clock.millis());
         }
       }
+      return true;
     }
 
     private Follow route(Endpoint ep, byte[] topic) {
