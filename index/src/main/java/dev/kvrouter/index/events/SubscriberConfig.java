@@ -5,7 +5,7 @@ package dev.kvrouter.index.events;
  *
  * @param shards event threads; each source is pinned to one (its events are applied in order there)
  * @param pollMillis longest a shard with no sockets parks before it looks at commands and timers (a shard with
- *     sockets reads them every millisecond at most, see {@code EventSubscriber})
+ *     sockets reads them at least every 4 ms, see {@code EventSubscriber})
  * @param replayTimeoutMillis longest wait for each replay reply before the replay is abandoned
  * @param maxReplayBatches most batches accepted from one replay (the engine keeps 10 000 by default)
  * @param reconnectMillis first reconnect interval of SUB sockets (ZMQ backs off exponentially from here)
