@@ -89,6 +89,16 @@ class EventSubscriberLoopTest {
     }, w + " follows");
   }
 
+  /** One shard following one engine that has sent a batch and is now quiet: the shard waits on its socket. */
+  private void followOneQuietEngine(int pollMillis) throws InterruptedException {
+    start(pollMillis, 1024);
+    KvEventPublisher a = publisher();
+    WorkerId wa = WorkerId.of("a");
+    sub.add(EventSource.connect(wa, "m", BS, a.endpoint(), null));
+    connected(a, wa);
+    Thread.sleep(100);
+  }
+
   private static void await(BooleanSupplier condition, String what) throws InterruptedException {
     long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
     while (!condition.getAsBoolean()) {
@@ -106,14 +116,7 @@ class EventSubscriberLoopTest {
    */
   @Test
   void aCommandWakesAShardWaitingOnItsSockets() throws Exception {
-    start(60_000, 1024);
-    KvEventPublisher a = publisher();
-    WorkerId wa = WorkerId.of("a");
-    sub.add(EventSource.connect(wa, "m", BS, a.endpoint(), null));
-    connected(a, wa);
-
-    // the shard is now waiting on a's socket, with nothing to read
-    Thread.sleep(100);
+    followOneQuietEngine(60_000);
     KvEventPublisher b = publisher();
     sub.add(EventSource.connect(WorkerId.of("b"), "m", BS, b.endpoint(), null));
     long start = System.nanoTime();
@@ -176,13 +179,7 @@ class EventSubscriberLoopTest {
    */
   @Test
   void quietSocketsAreReadLessOften() throws Exception {
-    start(20, 1024);
-    KvEventPublisher a = publisher();
-    WorkerId wa = WorkerId.of("a");
-    sub.add(EventSource.connect(wa, "m", BS, a.endpoint(), null));
-    connected(a, wa);
-
-    Thread.sleep(100);
+    followOneQuietEngine(20);
     long before = sub.polls();
     Thread.sleep(1000);
     long passes = sub.polls() - before;
