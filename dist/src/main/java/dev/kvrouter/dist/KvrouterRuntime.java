@@ -21,6 +21,7 @@ import dev.kvrouter.extproc.routing.PrefixOverlapSource;
 import dev.kvrouter.extproc.routing.Router;
 import dev.kvrouter.extproc.routing.StaleViewTrust;
 import dev.kvrouter.extproc.server.BodyBudget;
+import dev.kvrouter.extproc.server.ExtProcMessages;
 import dev.kvrouter.extproc.server.ExtProcOptions;
 import dev.kvrouter.extproc.server.ExtProcServer;
 import dev.kvrouter.extproc.server.InFlight;
@@ -288,6 +289,7 @@ public final class KvrouterRuntime implements AutoCloseable {
       io.micrometer.core.instrument.Gauge.builder("kvrouter.ext_proc.stalled", ext, e -> e.stalled() ? 1 : 0)
           .description("1 while a request has waited over server.stall_ms for a routing thread (health NOT_SERVING)")
           .register(metrics);
+      registerMessages(metrics, ext.messages());
       FunctionCounter.builder("kvrouter.ext_proc.stalls", ext, ExtProcServer::stalls)
           .description("times the routing threads fell over server.stall_ms behind (health NOT_SERVING meanwhile)")
           .register(metrics);
@@ -702,6 +704,40 @@ public final class KvrouterRuntime implements AutoCloseable {
   /** Which workers every Envoy known here or to another replica holds (null when this process routes nothing). */
   public EnvoyGate envoyGate() {
     return envoyGate;
+  }
+
+  /**
+   * Messages per ext_proc stream and kind: what the gRPC transport (a third of the router's CPU through Envoy) is
+   * spent on, and what a config change that adds messages per request shows in first.
+   */
+  private static void registerMessages(io.micrometer.core.instrument.MeterRegistry metrics,
+      ExtProcMessages messages) {
+    for (var stream : ExtProcMessages.Stream.values()) {
+      for (var kind : io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest.RequestCase.values()) {
+        if (kind != io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest.RequestCase.REQUEST_NOT_SET) {
+          registerMessages(metrics, messages, stream, "received", kind, m -> m.received(stream, kind));
+        }
+      }
+      for (var kind : io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse.ResponseCase.values()) {
+        if (kind != io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse.ResponseCase.RESPONSE_NOT_SET) {
+          registerMessages(metrics, messages, stream, "sent", kind, m -> m.sent(stream, kind));
+        }
+      }
+      FunctionCounter.builder("kvrouter.ext_proc.metadata.parsed", messages, m -> m.metadataBytes(stream))
+          .description("bytes of Envoy-forwarded metadata (metadata_context, envoy.lb) the router parsed")
+          .baseUnit("bytes")
+          .tags("stream", stream.label())
+          .register(metrics);
+    }
+  }
+
+  private static void registerMessages(io.micrometer.core.instrument.MeterRegistry metrics, ExtProcMessages messages,
+      ExtProcMessages.Stream stream, String direction, Enum<?> kind,
+      java.util.function.ToDoubleFunction<ExtProcMessages> count) {
+    FunctionCounter.builder("kvrouter.ext_proc.messages", messages, count)
+        .description("ext_proc messages from Envoy (received) and answers to it (sent), by stream and kind")
+        .tags("stream", stream.label(), "direction", direction, "kind", ExtProcMessages.label(kind))
+        .register(metrics);
   }
 
   /** The Prometheus text the admin server's /metrics serves. */

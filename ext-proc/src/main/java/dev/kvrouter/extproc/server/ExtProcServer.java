@@ -37,6 +37,7 @@ public final class ExtProcServer implements AutoCloseable {
   private final InFlight inFlight = new InFlight(200_000, java.time.Duration.ofMinutes(10));
   private final Duration stallAfter;
   private final BodyBudget bodies;
+  private final ExtProcMessages messages = new ExtProcMessages();
   private RoutingPool executor;
   private ScheduledExecutorService watchdog;
   private Server server;
@@ -86,7 +87,7 @@ public final class ExtProcServer implements AutoCloseable {
         // buffers at most 16 MiB = 2 x the 8 MiB default), so an oversized body gets the router's 413 rather than
         // a gRPC error that Envoy would fail open on, sending it to a worker after all.
         .maxInboundMessageSize((int) Math.min(Integer.MAX_VALUE - 1, 2L * options.maxBodyBytes() + 1024 * 1024))
-        .addService(io.grpc.ServerInterceptors.intercept(new Service(), new RoleInterceptor()))
+        .addService(io.grpc.ServerInterceptors.intercept(new Service(), new RoleInterceptor(), messages))
         .addService(health.getHealthService())
         .build()
         .start();
@@ -196,6 +197,11 @@ public final class ExtProcServer implements AutoCloseable {
 
   public InFlight inFlight() {
     return inFlight;
+  }
+
+  /** The ext_proc messages received and sent since start, by stream and kind. */
+  public ExtProcMessages messages() {
+    return messages;
   }
 
   /**
