@@ -162,10 +162,7 @@ final class EnvoyMessages {
 
   /** The decision id Envoy forwarded in {@code envoy.lb} metadata, or null. */
   static String forwardedDecision(io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest req) {
-    if (!req.hasMetadataContext()) {
-      return null;
-    }
-    var lb = req.getMetadataContext().getFilterMetadataMap().get(LB_NAMESPACE);
+    var lb = DeferredMetadata.metadata(req).getFilterMetadataMap().get(LB_NAMESPACE);
     if (lb == null) {
       return null;
     }

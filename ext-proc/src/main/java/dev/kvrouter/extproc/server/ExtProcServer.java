@@ -87,7 +87,8 @@ public final class ExtProcServer implements AutoCloseable {
         // buffers at most 16 MiB = 2 x the 8 MiB default), so an oversized body gets the router's 413 rather than
         // a gRPC error that Envoy would fail open on, sending it to a worker after all.
         .maxInboundMessageSize((int) Math.min(Integer.MAX_VALUE - 1, 2L * options.maxBodyBytes() + 1024 * 1024))
-        .addService(io.grpc.ServerInterceptors.intercept(new Service(), new RoleInterceptor(), messages))
+        .addService(io.grpc.ServerInterceptors.intercept(DeferredMetadata.applyTo(new Service().bindService()),
+            new RoleInterceptor(), messages))
         .addService(health.getHealthService())
         .build()
         .start();
@@ -226,7 +227,7 @@ public final class ExtProcServer implements AutoCloseable {
     @Override
     public StreamObserver<ProcessingRequest> process(StreamObserver<ProcessingResponse> responses) {
       if ("observe".equals(ROLE.get())) {
-        return new ObserverStream(responses, inFlight, path.listener(), options.truthCheckEvery());
+        return new ObserverStream(responses, inFlight, path.listener(), options.truthCheckEvery(), messages);
       }
       return new RequestStream(responses, path, options, executor, inFlight, bodies);
     }

@@ -29,6 +29,7 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
   private final InFlight inFlight;
   private final RequestListener listener;
   private final int truthCheckEvery;
+  private final ExtProcMessages messages;
   private final OutputStart output = new OutputStart();
   private Exchange exchange;
   private Decision decision;
@@ -44,6 +45,13 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
    */
   ObserverStream(StreamObserver<ProcessingResponse> out, InFlight inFlight, RequestListener listener,
       int truthCheckEvery) {
+    this(out, inFlight, listener, truthCheckEvery, new ExtProcMessages());
+  }
+
+  /** @param messages counts the forwarded metadata this stream parses */
+  ObserverStream(StreamObserver<ProcessingResponse> out, InFlight inFlight, RequestListener listener,
+      int truthCheckEvery, ExtProcMessages messages) {
+    this.messages = messages;
     this.out = out;
     this.inFlight = inFlight;
     this.listener = listener;
@@ -59,7 +67,9 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
     if (!claimed) {
       // Envoy forwards the routing filter's envoy.lb metadata with the observer's first message; configs that
       // send the observer request headers instead are served below.
+      // parsed here only: Envoy repeats the metadata on every later message, which never reads it
       String id = EnvoyMessages.forwardedDecision(req);
+      messages.metadataParsed(ExtProcMessages.Stream.OBSERVER, DeferredMetadata.deferredSize(req));
       if (id != null) {
         claim(id);
       } else if (req.getRequestCase() != ProcessingRequest.RequestCase.REQUEST_HEADERS) {
