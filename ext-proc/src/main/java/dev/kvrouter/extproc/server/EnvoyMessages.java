@@ -30,10 +30,22 @@ final class EnvoyMessages {
   static final int STREAMED_CHUNK = 62_000;
   static final String LB_NAMESPACE = "envoy.lb";
 
+  // Immutable, and sent for most requests: built (and their serialized size computed) once.
+  private static final ProcessingResponse CONTINUE_REQUEST_HEADERS =
+      ProcessingResponse.newBuilder().setRequestHeaders(HeadersResponse.getDefaultInstance()).build();
+  private static final ProcessingResponse CONTINUE_REQUEST_BODY =
+      ProcessingResponse.newBuilder().setRequestBody(BodyResponse.getDefaultInstance()).build();
+  private static final ProcessingResponse CONTINUE_RESPONSE_BODY =
+      ProcessingResponse.newBuilder().setResponseBody(BodyResponse.getDefaultInstance()).build();
+  private static final ProcessingResponse CONTINUE_REQUEST_TRAILERS =
+      ProcessingResponse.newBuilder().setRequestTrailers(TrailersResponse.getDefaultInstance()).build();
+  private static final ProcessingResponse CONTINUE_RESPONSE_TRAILERS =
+      ProcessingResponse.newBuilder().setResponseTrailers(TrailersResponse.getDefaultInstance()).build();
+
   private EnvoyMessages() {}
 
   static ProcessingResponse continueRequestHeaders() {
-    return ProcessingResponse.newBuilder().setRequestHeaders(HeadersResponse.getDefaultInstance()).build();
+    return CONTINUE_REQUEST_HEADERS;
   }
 
   static ProcessingResponse continueResponseHeaders(HeaderMutation mutation) {
@@ -44,19 +56,19 @@ final class EnvoyMessages {
   }
 
   static ProcessingResponse continueRequestBody() {
-    return ProcessingResponse.newBuilder().setRequestBody(BodyResponse.getDefaultInstance()).build();
+    return CONTINUE_REQUEST_BODY;
   }
 
   static ProcessingResponse continueResponseBody() {
-    return ProcessingResponse.newBuilder().setResponseBody(BodyResponse.getDefaultInstance()).build();
+    return CONTINUE_RESPONSE_BODY;
   }
 
   static ProcessingResponse continueRequestTrailers() {
-    return ProcessingResponse.newBuilder().setRequestTrailers(TrailersResponse.getDefaultInstance()).build();
+    return CONTINUE_REQUEST_TRAILERS;
   }
 
   static ProcessingResponse continueResponseTrailers() {
-    return ProcessingResponse.newBuilder().setResponseTrailers(TrailersResponse.getDefaultInstance()).build();
+    return CONTINUE_RESPONSE_TRAILERS;
   }
 
   /** Destination headers on the request-headers response (FULL_DUPLEX_STREAMED: sent after the body). */
