@@ -12,8 +12,8 @@ import io.grpc.stub.StreamObserver;
 /**
  * The response side of one routed request, seen through an ext_proc filter in {@code observability_mode}: Envoy
  * sends the response headers and body chunks, with the routing filter's {@code envoy.lb} metadata (carrying the
- * decision id) forwarded on the first message, and never waits for an answer, so watching a response adds no
- * latency to it. The stream opens only when the response starts: nothing of it is on the request path.
+ * decision id) forwarded with every message and read from the first, and never waits for an answer, so watching a
+ * response adds no latency to it. The stream opens only when the response starts: nothing of it is on the request path.
  *
  * <p>Feeds the {@link RequestListener} exactly as the routing stream would if the responses went through it.
  * Messages of one stream arrive one at a time; nothing is ever sent back.
@@ -65,9 +65,8 @@ final class ObserverStream implements StreamObserver<ProcessingRequest> {
       return; // chunks Envoy sent before it saw our close
     }
     if (!claimed) {
-      // Envoy forwards the routing filter's envoy.lb metadata with the observer's first message; configs that
-      // send the observer request headers instead are served below.
-      // parsed here only: Envoy repeats the metadata on every later message, which never reads it
+      // The decision id from the routing filter's envoy.lb metadata, parsed here only: Envoy repeats it on every
+      // later message, which never reads it. Configs that send the observer request headers are served below.
       String id = EnvoyMessages.forwardedDecision(req);
       messages.metadataParsed(ExtProcMessages.Stream.OBSERVER, DeferredMetadata.deferredSize(req));
       if (id != null) {
