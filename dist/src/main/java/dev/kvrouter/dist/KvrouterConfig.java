@@ -142,7 +142,7 @@ public record KvrouterConfig(
     public Routing {
       policy = policy == null ? "kv_aware" : policy;
       weights = weights == null ? new RoutingWeights(null, null, null, null, null, null, null, null, null, null,
-          null, null, null, null, null, null, null, null, null, null, null) : weights;
+          null, null, null, null, null, null, null, null, null, null, null, null, null, null) : weights;
       busy = busy == null ? new Busy(null, null, null, null, null) : busy;
       load = load == null ? new Load(null, null, null, null, null, null, null) : load;
       scrape = scrape == null ? new Scrape(null, null, null, null, null, null) : scrape;
@@ -175,7 +175,10 @@ public record KvrouterConfig(
       Double evictionShareFull,
       Double hotPrefixRelief,
       Double stepTokens,
-      Double newPrefillIdleRelief) {
+      Double newPrefillIdleRelief,
+      Double timePrefillUsPerToken,
+      Double timeStepUs,
+      Double timeStepUsPerKtoken) {
     public RoutingWeights {
       // every default is Weights.DEFAULTS', read from there so the file and the code cannot disagree
       Weights d = Weights.DEFAULTS;
@@ -201,6 +204,9 @@ public record KvrouterConfig(
       hotPrefixRelief = hotPrefixRelief == null ? d.hotPrefixRelief() : hotPrefixRelief;
       stepTokens = stepTokens == null ? d.stepTokens() : stepTokens;
       newPrefillIdleRelief = newPrefillIdleRelief == null ? d.newPrefillIdleRelief() : newPrefillIdleRelief;
+      timePrefillUsPerToken = timePrefillUsPerToken == null ? d.timePrefillUsPerToken() : timePrefillUsPerToken;
+      timeStepUs = timeStepUs == null ? d.timeStepUs() : timeStepUs;
+      timeStepUsPerKtoken = timeStepUsPerKtoken == null ? d.timeStepUsPerKtoken() : timeStepUsPerKtoken;
     }
   }
 

@@ -196,7 +196,8 @@ final class RoutingSettings {
         c.prefillLoadScale(), c.decodeLoadScale(), c.activeRequestWeight(), c.newPrefillWeight(),
         c.decodeReadWeight(), c.temperature(), c.imbalanceGate(), c.imbalanceAbs(), c.imbalanceRel(),
         c.newPrefillQueueWeight(), c.boundedLoad(), c.newPrefillEvictionWeight(), c.evictionShareFull(),
-        c.hotPrefixRelief(), c.stepTokens(), c.newPrefillIdleRelief());
+        c.hotPrefixRelief(), c.stepTokens(), c.newPrefillIdleRelief(), c.timePrefillUsPerToken(), c.timeStepUs(),
+        c.timeStepUsPerKtoken());
   }
 
   static BusyThresholds busy(KvrouterConfig.Busy b) {

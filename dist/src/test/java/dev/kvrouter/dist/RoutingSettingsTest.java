@@ -61,6 +61,35 @@ class RoutingSettingsTest {
   }
 
   @Test
+  void theTimeModelIsSetGloballyOrPerModelAndEachCoefficientValidatedWithItsPath() {
+    KvrouterConfig cfg = KvrouterConfig.parse("""
+        routing:
+          weights: {step_tokens: 8192, time_step_us: 6493, time_step_us_per_ktoken: 48.9}
+          models:
+            m1: {weights: {time_prefill_us_per_token: 28.22}}
+        """, "k.yaml");
+    RoutingConfig c = RoutingSettings.toConfig(cfg.routing());
+    assertThat(c.resolve("m1", null).weights().timeModel()).isTrue();
+    assertThat(c.resolve("m1", null).weights().timeStepUsPerKtoken()).isEqualTo(48.9); // inherited
+    assertThat(c.resolve("other", null).weights().timeModel()).isFalse();
+    assertThatThrownBy(() -> KvrouterConfig.parse("""
+        routing:
+          weights: {time_step_us: -1}
+        """, "k.yaml"))
+        .hasMessageContaining("routing.weights.time_step_us: time_step_us must be a finite number >= 0");
+    // a model's weights are checked on a valid global set
+    assertThatThrownBy(() -> KvrouterConfig.parse("""
+        routing:
+          models:
+            m1: {weights: {time_prefill_us_per_token: "28", time_step_us_per_ktoken: -48.9}}
+        """, "k.yaml"))
+        .hasMessageContaining("routing.models.m1.weights.time_prefill_us_per_token: must be a finite number,"
+            + " was string \"28\"")
+        .hasMessageContaining("routing.models.m1.weights.time_step_us_per_ktoken: time_step_us_per_ktoken must be a"
+            + " finite number >= 0");
+  }
+
+  @Test
   void everyRoutingProblemIsReportedWithItsPath() {
     assertThatThrownBy(() -> KvrouterConfig.parse("""
         routing:

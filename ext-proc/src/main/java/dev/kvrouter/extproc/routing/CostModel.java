@@ -51,6 +51,9 @@ import java.util.List;
  * A copy of a prefix only one session reuses (a conversation's history, a best-of-N group's prompt) serves that
  * session alone, which then waits for it: it keeps the full charge (docs/routing.md, "Idle relief").
  *
+ * <p>With {@code time_prefill_us_per_token} set the cost is {@link TimeCost}'s predicted milliseconds instead (the
+ * credit as above; the block weights are not read).
+ *
  * <p>Pure functions of their inputs; allocation-free.
  */
 public final class CostModel {
@@ -149,7 +152,9 @@ public final class CostModel {
       double added = Math.max(shape.promptBlocks() - credit, 0);
       double steps = w.stepTokens() > 0 ? Math.max(1, prefill * b / w.stepTokens()) : 1;
       c.readSteps = steps;
-      c.cost = cost(prefill, added, candidateNew, decode, read * steps, c.load.requests(), w, weight);
+      c.cost = w.timeModel()
+          ? TimeCost.cost(c, credit, shape, shape.outputBlocks() * shape.blockSize(), w)
+          : cost(prefill, added, candidateNew, decode, read * steps, c.load.requests(), w, weight);
       c.loadCost = cost(activePrefill, 0, c.load.decodeBlocks(), c.load.contextBlocks(), c.load.requests(), w,
           weight);
       c.scored = true;

@@ -59,6 +59,13 @@ import java.util.Locale;
  *     shares (capped at 1; 0 for a prefix no other request reuses): a copy of a prefix other requests reuse, made
  *     on a worker the fleet leaves idle, takes compute no one waits for and spares the holders the decodes that
  *     pile up on them at a light load. In [0, 1]; 1 (the default), 0 = off
+ * @param timePrefillUsPerToken microseconds the engine takes to prefill one uncached token; above 0 it turns on the
+ *     time model ({@link TimeCost}): every candidate is priced in predicted milliseconds instead of blocks, and
+ *     the block weights but the credits and {@code step_tokens} are not read. 0 = off (the default)
+ * @param timeStepUs the fixed time of one engine step (weights read once, launch and sampling overhead), in
+ *     microseconds: vLLM's time per output token at one running request, minus the context term below
+ * @param timeStepUsPerKtoken what each thousand resident context tokens add to a decode step, in microseconds: the
+ *     slope of time per output token against the tokens the running requests hold
  */
 public record Weights(
     double gpuCredit,
@@ -81,7 +88,10 @@ public record Weights(
     double evictionShareFull,
     double hotPrefixRelief,
     double stepTokens,
-    double newPrefillIdleRelief) {
+    double newPrefillIdleRelief,
+    double timePrefillUsPerToken,
+    double timeStepUs,
+    double timeStepUsPerKtoken) {
 
   /**
    * kvrouter's defaults: Dynamo's, but {@code new_prefill_weight} 1, which keeps best-of-N siblings and
@@ -100,11 +110,11 @@ public record Weights(
    * behind all six).
    */
   public static final Weights DEFAULTS = new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 0.1, 0.0, 1.0, 0.1, 0.0, false,
-      32, 1.1, 0.0, 0.0, 8.0, 0.05, 1.0, 0.0, 1.0);
+      32, 1.1, 0.0, 0.0, 8.0, 0.05, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0);
 
   /** Dynamo's published defaults exactly (anchors §1.1): {@code new_prefill_weight} 0. */
   public static final Weights DYNAMO = new Weights(1.0, 0.75, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, false,
-      32, 1.1, 0.0, 0.0, 0.0, 0.05, 0.0, 0.0, 0.0);
+      32, 1.1, 0.0, 0.0, 0.0, 0.05, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
 
   /** Every key accepted in configuration and in {@code x-kvrouter-weights}. */
   public static final List<String> KEYS = List.of("gpu_credit", "cpu_credit", "disk_credit", "predicted_credit",
@@ -112,7 +122,8 @@ public record Weights(
       "new_prefill_weight", "decode_read_weight", "temperature",
       "imbalance_gate", "imbalance_abs", "imbalance_rel", "new_prefill_queue_weight",
       "bounded_load", "new_prefill_eviction_weight", "eviction_share_full", "hot_prefix_relief",
-      "step_tokens", "new_prefill_idle_relief");
+      "step_tokens", "new_prefill_idle_relief", "time_prefill_us_per_token", "time_step_us",
+      "time_step_us_per_ktoken");
 
   /** Longest {@code x-kvrouter-weights} value read. */
   static final int MAX_HEADER = 1024;
@@ -153,6 +164,14 @@ public record Weights(
     if (newPrefillIdleRelief > 1) {
       throw new IllegalArgumentException("new_prefill_idle_relief must be in [0, 1], was " + newPrefillIdleRelief);
     }
+    check("time_prefill_us_per_token", timePrefillUsPerToken);
+    check("time_step_us", timeStepUs);
+    check("time_step_us_per_ktoken", timeStepUsPerKtoken);
+  }
+
+  /** Whether candidates are priced in predicted time ({@link TimeCost}) instead of blocks. */
+  public boolean timeModel() {
+    return timePrefillUsPerToken > 0;
   }
 
   private static void check(String key, double v) {
@@ -178,7 +197,7 @@ public record Weights(
       return new Weights(gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
           decodeLoadScale, activeRequestWeight, newPrefillWeight, decodeReadWeight, temperature, b, imbalanceAbs,
           imbalanceRel, newPrefillQueueWeight, boundedLoad, newPrefillEvictionWeight, evictionShareFull,
-          hotPrefixRelief, stepTokens, newPrefillIdleRelief);
+          hotPrefixRelief, stepTokens, newPrefillIdleRelief, timePrefillUsPerToken, timeStepUs, timeStepUsPerKtoken);
     }
     double d;
     try {
@@ -194,14 +213,14 @@ public record Weights(
     double[] f = {gpuCredit, cpuCredit, diskCredit, predictedCredit, overlapCreditDecay, prefillLoadScale,
         decodeLoadScale, activeRequestWeight, newPrefillWeight, decodeReadWeight, temperature, 0, imbalanceAbs,
         imbalanceRel, newPrefillQueueWeight, boundedLoad, newPrefillEvictionWeight, evictionShareFull,
-        hotPrefixRelief, stepTokens, newPrefillIdleRelief};
+        hotPrefixRelief, stepTokens, newPrefillIdleRelief, timePrefillUsPerToken, timeStepUs, timeStepUsPerKtoken};
     int i = KEYS.indexOf(key);
     if (i < 0 || key.equals("imbalance_gate")) {
       throw new IllegalArgumentException("unknown weight `" + key + "` (known: " + String.join(", ", KEYS) + ")");
     }
     f[i] = d;
     return new Weights(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], imbalanceGate, f[12],
-        f[13], f[14], f[15], f[16], f[17], f[18], f[19], f[20]);
+        f[13], f[14], f[15], f[16], f[17], f[18], f[19], f[20], f[21], f[22], f[23]);
   }
 
   /**

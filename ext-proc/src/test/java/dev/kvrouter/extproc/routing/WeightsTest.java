@@ -94,6 +94,19 @@ class WeightsTest {
     assertThat(Weights.DEFAULTS.stepTokens()).isZero();
     assertThat(Weights.DEFAULTS.withOverrides("step_tokens=8192").stepTokens()).isEqualTo(8192.0);
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("step_tokens=-1")).hasMessageContaining("step_tokens");
+    // the time model is off unless its prefill coefficient is set; its keys are set per request like the rest
+    assertThat(Weights.DEFAULTS.timeModel()).isFalse();
+    Weights time = Weights.DEFAULTS.withOverrides("time_prefill_us_per_token=28.22,time_step_us=6493,"
+        + "time_step_us_per_ktoken=48.9");
+    assertThat(time.timeModel()).isTrue();
+    assertThat(time.timePrefillUsPerToken()).isEqualTo(28.22);
+    assertThat(time.timeStepUs()).isEqualTo(6493.0);
+    assertThat(time.timeStepUsPerKtoken()).isEqualTo(48.9);
+    assertThat(time.withOverrides("time_prefill_us_per_token=0").timeModel()).isFalse();
+    assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("time_prefill_us_per_token=NaN"))
+        .hasMessageContaining("time_prefill_us_per_token");
+    assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("time_step_us_per_ktoken=-1"))
+        .hasMessageContaining("time_step_us_per_ktoken");
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("temperature")).hasMessageContaining("key=value");
     assertThatThrownBy(() -> Weights.DEFAULTS.withOverrides("temperature=1,".repeat(100)))
         .hasMessageContaining("longer than");
