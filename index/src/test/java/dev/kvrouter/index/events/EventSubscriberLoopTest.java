@@ -163,7 +163,10 @@ class EventSubscriberLoopTest {
     publish(b, 1);
     Thread.sleep(1000);
     hold.countDown();
+    // spun, not slept: each pass applies one of a's batches, so a sleeping wait would see far more of them
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
     while (batches(wb) == b0) {
+      assertThat(System.nanoTime()).as("b's batch applied within 30 s").isLessThan(deadline);
       Thread.onSpinWait();
     }
     long aWhenB = batches(wa) - a0;
